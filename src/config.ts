@@ -1,0 +1,172 @@
+// The only module that reads the environment. Everything else receives a Config.
+import path from 'node:path';
+
+export type Environment = 'sandbox' | 'live';
+export type ListenerName = 'api' | 'card' | 'pay' | 'admin';
+export const LISTENER_NAMES: readonly ListenerName[] = ['api', 'card', 'pay', 'admin'];
+
+export interface ListenerConfig {
+  port: number;
+  /** Public address used in links, without a trailing slash. */
+  publicUrl: string;
+}
+
+export interface Config {
+  environment: Environment;
+  host: string;
+  listeners: Record<ListenerName, ListenerConfig>;
+  /** Which listeners this process starts (all by default). */
+  enabledListeners: ListenerName[];
+  /** PostgreSQL URL; undefined means embedded PGlite in dataDir. */
+  databaseUrl: string | undefined;
+  databasePoolSize: number;
+  dataDir: string;
+  /** Undefined in sandbox until resolved from DATA_DIR (see secrets.ts). */
+  adminToken: string | undefined;
+  cardEncryptionKey: Buffer | undefined;
+  widgetSigningKey: Buffer | undefined;
+  rateLimit: {
+    perMinute: number;
+    /** How often each process shares its counts through PostgreSQL. */
+    syncIntervalMs: number;
+  };
+  /** How long a process trusts a cached client record before reading it again. */
+  authCacheTtlMs: number;
+  bodyLimitBytes: number;
+  /** Whole-request timeout; slow clients are cut off after this. */
+  requestTimeoutMs: number;
+  logLevel: string;
+  /** Background jobs (KYC decisions, expiry sweeps, webhook delivery). */
+  workersEnabled: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = (name: string): string | undefined => {
+    const v = env[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      problems.push(`${name} must be an integer between ${min} and ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (/^(1|true|yes|on)$/i.test(raw)) return true;
+    if (/^(0|false|no|off)$/i.test(raw)) return false;
+    problems.push(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  };
+  const key32 = (name: string): Buffer | undefined => {
+    const raw = read(name);
+    if (raw === undefined) return undefined;
+    const buf = Buffer.from(raw, 'base64');
+    if (buf.length !== 32) {
+      problems.push(`${name} must be 32 bytes encoded as base64`);
+      return undefined;
+    }
+    return buf;
+  };
+
+  const envName = read('COFFER_ENV') ?? 'sandbox';
+  if (envName !== 'sandbox' && envName !== 'live') problems.push(`COFFER_ENV must be sandbox or live (got "${envName}")`);
+  const environment: Environment = envName === 'live' ? 'live' : 'sandbox';
+
+  const host = read('HOST') ?? '127.0.0.1';
+  const port = (name: string, fallback: number) => int(name, fallback, 0, 65535);
+  const url = (name: string, p: number): string => {
+    const raw = read(name);
+    if (raw === undefined) return `http://localhost:${p}`;
+    try {
+      const u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      return raw.replace(/\/+$/, '');
+    } catch {
+      problems.push(`${name} must be an http(s) URL (got "${raw}")`);
+      return `http://localhost:${p}`;
+    }
+  };
+  const apiPort = port('PORT', 3000);
+  const cardPort = port('CARD_PORT', 3001);
+  const payPort = port('PAY_PORT', 3002);
+  const adminPort = port('ADMIN_PORT', 3003);
+  const listeners: Record<ListenerName, ListenerConfig> = {
+    api: { port: apiPort, publicUrl: url('BASE_URL', apiPort) },
+    card: { port: cardPort, publicUrl: url('SECURE_URL', cardPort) },
+    pay: { port: payPort, publicUrl: url('PAY_URL', payPort) },
+    admin: { port: adminPort, publicUrl: `http://localhost:${adminPort}` },
+  };
+
+  let enabledListeners: ListenerName[] = [...LISTENER_NAMES];
+  const rawListeners = read('LISTENERS');
+  if (rawListeners !== undefined) {
+    const names = rawListeners.split(',').map((s) => s.trim()).filter(Boolean);
+    const unknown = names.filter((n) => !LISTENER_NAMES.includes(n as ListenerName));
+    if (unknown.length > 0 || names.length === 0) {
+      problems.push(`LISTENERS must be a comma-separated subset of ${LISTENER_NAMES.join(',')} (got "${rawListeners}")`);
+    } else {
+      enabledListeners = [...new Set(names)] as ListenerName[];
+    }
+  }
+
+  const databaseUrl = read('DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  }
+
+  const adminToken = read('ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 32) problems.push('ADMIN_TOKEN must be at least 32 characters');
+
+  const config: Config = {
+    environment,
+    host,
+    listeners,
+    enabledListeners,
+    databaseUrl,
+    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
+    adminToken,
+    cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),
+    widgetSigningKey: key32('WIDGET_SIGNING_KEY'),
+    rateLimit: {
+      perMinute: int('RATE_LIMIT_PER_MINUTE', 10_000, 1, 100_000_000),
+      syncIntervalMs: int('RATE_LIMIT_SYNC_MS', 500, 10, 60_000),
+    },
+    authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 5_000, 0, 3_600_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 50 * 1024 * 1024),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 90_000, 1_000, 600_000),
+    logLevel: read('LOG_LEVEL') ?? 'info',
+    workersEnabled: bool('WORKERS', true),
+  };
+
+  // Live handles real money: no embedded database and no generated secrets.
+  if (environment === 'live') {
+    if (databaseUrl === undefined) problems.push('live requires DATABASE_URL (embedded PGlite is for the sandbox only)');
+    if (adminToken === undefined) problems.push('live requires ADMIN_TOKEN');
+    if (config.cardEncryptionKey === undefined && read('CARD_ENCRYPTION_KEY') === undefined) {
+      problems.push('live requires CARD_ENCRYPTION_KEY (32 bytes, base64)');
+    }
+    if (config.widgetSigningKey === undefined && read('WIDGET_SIGNING_KEY') === undefined) {
+      problems.push('live requires WIDGET_SIGNING_KEY (32 bytes, base64)');
+    }
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

@@ -1,0 +1,29 @@
+// Recognising PostgreSQL errors through Drizzle's wrapping (same codes on PGlite and pg).
+
+function pgFields(err: unknown): { code?: string; constraint?: string } | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 5; depth++) {
+    const x = e as { code?: unknown; constraint?: unknown; cause?: unknown };
+    if (typeof x.code === 'string' && /^[0-9A-Z]{5}$/.test(x.code)) {
+      return { code: x.code, constraint: typeof x.constraint === 'string' ? x.constraint : undefined };
+    }
+    e = x.cause;
+  }
+  return undefined;
+}
+
+/** The violated unique constraint's name, or undefined when err is something else. */
+export function uniqueViolation(err: unknown): string | undefined {
+  const f = pgFields(err);
+  return f?.code === '23505' ? (f.constraint ?? '') : undefined;
+}
+
+/** The violated check constraint's name (e.g. a balance that would go negative). */
+export function checkViolation(err: unknown): string | undefined {
+  const f = pgFields(err);
+  return f?.code === '23514' ? (f.constraint ?? '') : undefined;
+}
+
+export function sqlState(err: unknown): string | undefined {
+  return pgFields(err)?.code;
+}

@@ -1,0 +1,162 @@
+// Opens the database: PostgreSQL through `pg` when a URL is given, otherwise embedded PGlite
+// in a data folder. Both run the same Drizzle code and the same migrations.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import type { ExtractTablesWithRelations } from 'drizzle-orm';
+import * as schema from './schema.ts';
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
+/** Anything that runs queries: the database or an open transaction. */
+export type Executor = Db | Tx;
+
+/** Rows of a raw `db.execute(sql...)` (both drivers return `{ rows }`). */
+export function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+export interface Database {
+  db: Db;
+  kind: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+const MIGRATIONS = fileURLToPath(new URL('./migrations', import.meta.url));
+const INT8 = 20;
+const NUMERIC = 1700;
+
+/**
+ * int8 arrives as a string from `pg` and as a number or bigint from PGlite. Amounts are cents
+ * and counts, far below 2^53, so both become exact JavaScript integers; anything larger is a
+ * bug and fails loudly rather than rounding.
+ */
+function parseInt8(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${value} exceeds the safe integer range`);
+  return n;
+}
+
+export interface OpenOptions {
+  databaseUrl: string | undefined;
+  dataDir: string;
+  poolSize: number;
+  /** Run migrations after connecting (default true). */
+  migrate?: boolean;
+  /** PGlite only: keep the database in memory instead of dataDir (tests). */
+  inMemory?: boolean;
+}
+
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize) : await openPglite(opts);
+  if (opts.migrate !== false) {
+    try {
+      await runMigrations(database);
+    } catch (err) {
+      await database.close();
+      throw err;
+    }
+  }
+  return database;
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const { default: pg } = await import('pg');
+  const { drizzle } = await import('drizzle-orm/node-postgres');
+  const types = {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === INT8 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, idleTimeoutMillis: 30_000 });
+  // An idle client losing its connection (server restart) must not crash the process; the
+  // pool drops it and the next query opens a new one.
+  pool.on('error', () => {});
+  const client = await pool.connect(); // fail fast on a bad URL
+  client.release();
+  const db = drizzle({ client: pool, schema }) as unknown as Db;
+  return { db, kind: 'postgres', close: () => pool.end() };
+}
+
+async function openPglite(opts: OpenOptions): Promise<Database> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { drizzle } = await import('drizzle-orm/pglite');
+  let release: (() => Promise<void>) | undefined;
+  let dataDir: string | undefined;
+  if (!opts.inMemory) {
+    dataDir = path.join(opts.dataDir, 'pglite');
+    await fs.mkdir(dataDir, { recursive: true });
+    release = await lockDataDir(opts.dataDir);
+  }
+  const client = new PGlite({
+    ...(dataDir ? { dataDir } : {}),
+    parsers: { [INT8]: (v: string) => parseInt8(v), [NUMERIC]: (v: string) => v },
+  });
+  try {
+    await client.waitReady;
+  } catch (err) {
+    await release?.();
+    throw err;
+  }
+  const db = drizzle({ client, schema }) as unknown as Db;
+  return {
+    db,
+    kind: 'pglite',
+    close: async () => {
+      await client.close();
+      await release?.();
+    },
+  };
+}
+
+/**
+ * Two processes opening one PGlite folder corrupt it (a write was lost when tried), so the
+ * folder is locked for the life of the process. The lock goes stale if its holder dies, so a
+ * restart after a crash takes it over after a few seconds.
+ */
+async function lockDataDir(dir: string): Promise<() => Promise<void>> {
+  const { default: lockfile } = await import('proper-lockfile');
+  try {
+    return await lockfile.lock(dir, {
+      lockfilePath: path.join(dir, 'coffer.lock'),
+      stale: 5_000,
+      update: 1_000,
+      retries: { retries: 6, minTimeout: 1_000, maxTimeout: 1_000 },
+      realpath: false,
+      onCompromised: (err) => {
+        // Another process took the folder: continuing would corrupt it.
+        console.error(`coffer: lost the lock on ${dir}: ${err.message}`);
+        process.exit(70);
+      },
+    });
+  } catch (err) {
+    throw new Error(`${dir} is in use by another Coffer process (${(err as Error).message})`);
+  }
+}
+
+async function runMigrations(database: Database): Promise<void> {
+  if (database.kind === 'pglite') {
+    const { migrate } = await import('drizzle-orm/pglite/migrator');
+    await migrate(database.db as never, { migrationsFolder: MIGRATIONS });
+    return;
+  }
+  const { migrate } = await import('drizzle-orm/node-postgres/migrator');
+  // Several processes may start at once against one server: one migrates, the others wait.
+  await withSessionLock(database.db, () => migrate(database.db as never, { migrationsFolder: MIGRATIONS }));
+}
+
+/**
+ * Holds a session-level advisory lock on one pooled connection while `fn` runs on others.
+ */
+async function withSessionLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+  const pool = (db as unknown as { $client: import('pg').Pool }).$client;
+  const conn = await pool.connect();
+  try {
+    await conn.query(`select pg_advisory_lock(hashtext('coffer:migrations'))`);
+    return await fn();
+  } finally {
+    await conn.query(`select pg_advisory_unlock(hashtext('coffer:migrations'))`).catch(() => {});
+    conn.release();
+  }
+}

@@ -1,0 +1,81 @@
+// Media-type rules (JSON:API and decisions §3): a request body must be
+// application/vnd.api+json (only the ext and profile parameters allowed) or application/json
+// (only charset=utf-8). Anything else is 415. Responses are always application/vnd.api+json.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { apiError } from './errors.ts';
+
+interface MediaType {
+  essence: string;
+  params: Map<string, string>;
+}
+
+export function parseMediaType(header: string): MediaType | undefined {
+  const [rawEssence, ...rawParams] = header.split(';');
+  const essence = rawEssence?.trim().toLowerCase() ?? '';
+  if (!/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(essence)) return undefined;
+  const params = new Map<string, string>();
+  for (const p of rawParams) {
+    const eq = p.indexOf('=');
+    if (eq < 0) {
+      if (p.trim() === '') continue;
+      return undefined;
+    }
+    const name = p.slice(0, eq).trim().toLowerCase();
+    const value = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (name === '') return undefined;
+    params.set(name, value);
+  }
+  return { essence, params };
+}
+
+function hasBody(req: FastifyRequest): boolean {
+  const len = req.headers['content-length'];
+  if (len !== undefined) return len !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+/** onRequest check, before the body is read, so a wrong type never reaches a parser. */
+export function checkRequestMediaType(req: FastifyRequest): void {
+  if (!hasBody(req)) return;
+  const header = req.headers['content-type'];
+  if (header === undefined) {
+    throw apiError('UnsupportedMediaType', 'A request body needs Content-Type: application/vnd.api+json.', { header: 'Content-Type' });
+  }
+  const mt = parseMediaType(header);
+  if (mt === undefined) throw apiError('UnsupportedMediaType', `Content-Type "${header}" is malformed.`, { header: 'Content-Type' });
+  if (mt.essence === 'application/vnd.api+json') {
+    const bad = [...mt.params.keys()].filter((k) => k !== 'ext' && k !== 'profile');
+    if (bad.length > 0) {
+      throw apiError('UnsupportedMediaType', `The JSON:API media type allows only the ext and profile parameters, not ${bad.join(', ')}.`, {
+        header: 'Content-Type',
+      });
+    }
+    return;
+  }
+  if (mt.essence === 'application/json') {
+    for (const [k, v] of mt.params) {
+      if (k !== 'charset' || v.toLowerCase() !== 'utf-8') {
+        throw apiError('UnsupportedMediaType', 'application/json accepts only charset=utf-8.', { header: 'Content-Type' });
+      }
+    }
+    return;
+  }
+  throw apiError('UnsupportedMediaType', `Content-Type ${mt.essence} is not accepted; send application/vnd.api+json.`, {
+    header: 'Content-Type',
+  });
+}
+
+/**
+ * JSON parsing for both accepted types, with Fastify's prototype-poisoning protection. An
+ * empty body (some clients send a content type on body-less POSTs) parses as no body.
+ */
+export function registerJsonParsers(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  const parser = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    if (body === '' || (Buffer.isBuffer(body) && body.length === 0)) return done(null, undefined);
+    parseJson(req, body as string, done);
+  };
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parser);
+  app.addContentTypeParser('application/vnd.api+json', { parseAs: 'string' }, parser);
+}

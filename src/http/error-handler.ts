@@ -1,0 +1,94 @@
+// Renders every failure as a JSON:API error document. Known errors keep their code; anything
+// unexpected becomes a 500 without internals (the stack goes to the log, never the client);
+// lost database connections become a retryable 503.
+import { randomUUID } from 'node:crypto';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Environment } from '../config.ts';
+import { ApiError, apiError, errorItem, type ErrorItem } from './errors.ts';
+import { JSONAPI } from './schemas.ts';
+import { validationErrorItems, type ValidationContext } from './validation.ts';
+
+export interface ErrorRenderContext {
+  environment: Environment;
+  now: () => Date;
+}
+
+export function renderErrorDocument(items: ErrorItem[], path: string, ctx: ErrorRenderContext): string {
+  const timestamp = ctx.now().toISOString();
+  return JSON.stringify({
+    errors: items.map((i) => ({
+      status: String(i.status),
+      id: randomUUID(),
+      code: i.code,
+      title: i.title,
+      detail: i.detail,
+      ...(i.source ? { source: i.source } : {}),
+      meta: { environment: ctx.environment, timestamp, path, ...i.meta },
+    })),
+  });
+}
+
+/** Postgres SQLSTATE classes and driver errors that mean "try again", not "bad request". */
+const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-3]|40001|40P01)/;
+const RETRYABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+export function isRetryableDatabaseError(err: unknown): boolean {
+  let e: unknown = err;
+  // Drizzle wraps driver errors; look through the cause chain.
+  for (let depth = 0; e && depth < 5; depth++) {
+    const x = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof x.code === 'string' && (RETRYABLE_SQLSTATE.test(x.code) || RETRYABLE_ERRNO.has(x.code))) return true;
+    if (typeof x.message === 'string' && /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|pool.*ended/i.test(x.message)) return true;
+    e = x.cause;
+  }
+  return false;
+}
+
+export function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError & { validationContext?: ValidationContext };
+  if (fe && Array.isArray(fe.validation)) {
+    return new ApiError(validationErrorItems(fe.validation as never, fe.validationContext ?? 'body'));
+  }
+  switch (fe?.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return apiError('UnsupportedMediaType', undefined, { header: 'Content-Type' });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return apiError('PayloadTooLarge');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return apiError('ValidationError', 'The body is empty.', { pointer: '' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return apiError('ValidationError', 'The body is not valid JSON.', { pointer: '' });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return apiError('BadRequest', 'Content-Length does not match the body.', { header: 'Content-Length' });
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return apiError('BadRequest', 'The URL is malformed.');
+  }
+  // A JSON syntax error from the body parser (statusCode 400 set by secure-json-parse).
+  if (fe instanceof SyntaxError || (fe?.statusCode === 400 && /JSON/i.test(String(fe.message)))) {
+    return apiError('ValidationError', 'The body is not valid JSON.', { pointer: '' });
+  }
+  if (fe?.statusCode === 408 || fe?.code === 'ERR_HTTP_REQUEST_TIMEOUT') return apiError('RequestTimeout');
+  if (isRetryableDatabaseError(err)) {
+    return apiError('ServiceUnavailable', 'The database is unavailable; retry shortly.', { headers: { 'retry-after': '1' } });
+  }
+  return undefined;
+}
+
+export function makeErrorHandler(ctx: ErrorRenderContext) {
+  return function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply) {
+    let apiErr = toApiError(err);
+    if (apiErr === undefined) {
+      req.log.error({ err }, 'unhandled error');
+      apiErr = new ApiError([errorItem('InternalError')]);
+    } else if (apiErr.status >= 500) {
+      req.log.warn({ err }, 'request failed with a retryable error');
+    }
+    for (const [k, v] of Object.entries(apiErr.headers)) reply.header(k, v);
+    return reply
+      .code(apiErr.status)
+      .type(JSONAPI)
+      .send(renderErrorDocument(apiErr.items, req.url.split('?')[0] ?? req.url, ctx));
+  };
+}

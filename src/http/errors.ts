@@ -1,0 +1,121 @@
+// The one catalogue of coded errors. Every error a route returns is one of these codes,
+// rendered as a JSON:API error object by error-handler.ts. Titles follow the spec's error
+// table where it gives one; codes it does not name are ours and are listed in docs/errors.md.
+
+interface ErrorDef {
+  status: number;
+  title: string;
+  /** Shown when the thrower gives no detail. */
+  detail: string;
+}
+
+const def = (status: number, title: string, detail: string): ErrorDef => ({ status, title, detail });
+
+export const ERRORS = {
+  // 400: bad input
+  BadRequest: def(400, 'ValidationError', 'The request is malformed.'),
+  ValidationError: def(400, 'ValidationError', 'The request body is invalid.'),
+  InvalidIdentifier: def(400, 'UserValidationException', 'The user reference does not resolve to a user.'),
+  UserNotFound: def(404, 'UserNotFoundException', 'The user does not exist.'),
+  InvalidUser: def(400, 'LinkedAccountException', 'The user has no wallet with this merchant.'),
+  InvalidKycStatus: def(400, 'Invalid KYC status', 'The user must pass KYC before moving money.'),
+  DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
+  IllegalOperation: def(400, 'Illegal operation', 'The operation is not allowed in the resource\'s current state.'),
+  LinkedAccountDisconnected: def(400, 'Linked account disconnected', 'The linked account is disconnected and cannot fund anything.'),
+  LinkedAccountMissing: def(400, 'Linked account missing', 'The user has no connected linked account.'),
+  CooldownActive: def(400, 'Cooldown active', 'A challenge failed recently; try again later.'),
+  ChallengeNotFound: def(400, 'Challenge not found', 'The challenge or verification token is unknown.'),
+  ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
+  ChallengeFailed: def(400, 'Challenge failed', 'The challenge is no longer active.'),
+  MaxAttemptsExceeded: def(400, 'Max attempts exceeded', 'Three failed submissions.'),
+  // 401 / 403
+  Unauthorized: def(401, 'Unauthorized', 'Authentication failed.'),
+  ClientDisabled: def(403, 'Forbidden', 'This client is disabled.'),
+  InsufficientVerificationData: def(403, 'Insufficient verification data', 'The user lacks a name, date of birth or active wallet.'),
+  // 402
+  Failed: def(402, 'PaymentAuthorizationFailedException', 'Authorization failed for the amount.'),
+  // 404 / 405
+  NotFound: def(404, 'Not found', 'No route matches this path.'),
+  ClientNotFound: def(404, 'Not found', 'The client does not exist.'),
+  ClientSecretNotFound: def(404, 'Not found', 'The client secret does not exist.'),
+  LinkedAccountNotFound: def(404, 'Not found', 'The linked account does not exist.'),
+  MethodNotAllowed: def(405, 'Method not allowed', 'This path does not accept this method.'),
+  // 408 / 409 / 413 / 415 / 429
+  RequestTimeout: def(408, 'Request timeout', 'The request took too long to arrive.'),
+  UserAlreadyExists: def(409, 'User already exists', 'A user with this phone number or e-mail already exists.'),
+  ReferenceIdTaken: def(409, 'Reference id taken', 'Another user of this merchant already has this reference id.'),
+  IdempotencyKeyInUse: def(409, 'Idempotency key in use', 'A request with this key is still running; retry the same request.'),
+  IdempotencyKeyReused: def(409, 'Idempotency key reused', 'This key was used with different attributes; do not retry with it.'),
+  AlreadyExists: def(409, 'Already exists', 'An authorization is already running or settled; retry the same request.'),
+  PayloadTooLarge: def(413, 'Payload too large', 'The request body is too large.'),
+  UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
+  RateLimitExceeded: def(429, 'Rate limit exceeded', 'Too many requests; retry after the time in Retry-After.'),
+  // 5xx
+  InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
+  ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),
+} satisfies Record<string, ErrorDef>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorSource {
+  pointer?: string;
+  parameter?: string;
+  header?: string;
+}
+
+/** One identified problem; a response lists every one it found. */
+export interface ErrorItem {
+  code: ErrorCode;
+  status: number;
+  title: string;
+  detail: string;
+  source?: ErrorSource;
+  meta?: Record<string, unknown>;
+}
+
+export interface ErrorOptions {
+  /** Overrides the catalogue status (e.g. UserNotFound is 400 for an id in a body). */
+  status?: number;
+  pointer?: string;
+  parameter?: string;
+  header?: string;
+  meta?: Record<string, unknown>;
+  /** Response headers that go with this error (Retry-After, Allow). */
+  headers?: Record<string, string>;
+}
+
+export function errorItem(code: ErrorCode, detail?: string, opts: ErrorOptions = {}): ErrorItem {
+  const d = ERRORS[code];
+  const item: ErrorItem = { code, status: opts.status ?? d.status, title: d.title, detail: detail ?? d.detail };
+  const source: ErrorSource = {};
+  if (opts.pointer !== undefined) source.pointer = opts.pointer;
+  if (opts.parameter !== undefined) source.parameter = opts.parameter;
+  if (opts.header !== undefined) source.header = opts.header;
+  if (Object.keys(source).length > 0) item.source = source;
+  if (opts.meta) item.meta = opts.meta;
+  return item;
+}
+
+/** The error every route throws; the error handler renders it. */
+export class ApiError extends Error {
+  readonly items: ErrorItem[];
+  readonly headers: Record<string, string>;
+
+  constructor(items: ErrorItem[], headers: Record<string, string> = {}) {
+    super(items.map((i) => `${i.code}: ${i.detail}`).join('; '));
+    this.name = 'ApiError';
+    this.items = items;
+    this.headers = headers;
+  }
+
+  /** The response status: shared by all items, else the most general for their class. */
+  get status(): number {
+    const statuses = new Set(this.items.map((i) => i.status));
+    if (statuses.size === 1) return this.items[0]!.status;
+    return [...statuses].some((s) => s >= 500) ? 500 : 400;
+  }
+}
+
+export function apiError(code: ErrorCode, detail?: string, opts: ErrorOptions = {}): ApiError {
+  return new ApiError([errorItem(code, detail, opts)], opts.headers);
+}

@@ -1,0 +1,112 @@
+// The Fastify instance every listener starts from: request ids, JSON:API media types, strict
+// validation, one error renderer, JSON:API 404 and 405, request logging without secrets.
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance, type FastifyBaseLogger, type RawServerDefault } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import FindMyWay from 'find-my-way';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Config } from '../config.ts';
+import type { Clock } from '../clock.ts';
+import { apiError } from './errors.ts';
+import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
+import { makeErrorHandler } from './error-handler.ts';
+import { JSONAPI, sharedSchemas } from './schemas.ts';
+import { validatorCompiler } from './validation.ts';
+
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface ServerOptions {
+  config: Config;
+  clock: Clock;
+  logger: FastifyBaseLogger;
+  /** Skip the JSON:API content-type rules (the widget host serves HTML and JS). */
+  plainContent?: boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+export function createServer(opts: ServerOptions): App {
+  const { config } = opts;
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    // Fastify's own two lines per request are off; one line is written on response below.
+    logController: new LogController({ disableRequestLogging: true }),
+    // A caller's request id is kept when it is safe to log; otherwise we make one.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 256 },
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    trustProxy: false,
+    ajv: { customOptions: { strict: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSchemaErrorFormatter((errors, context) => Object.assign(new Error('validation'), { validation: errors, validationContext: context }));
+  for (const s of sharedSchemas) app.addSchema(s);
+
+  const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
+  app.setErrorHandler(makeErrorHandler(errorCtx));
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    if (!opts.plainContent) {
+      reply.type(JSONAPI);
+      checkRequestMediaType(req);
+    }
+  });
+  if (!opts.plainContent) {
+    // JSON:API forbids media type parameters other than ext/profile, but Fastify appends
+    // charset=utf-8 to JSON-like types; put the bare media type back.
+    app.addHook('onSend', async (_req, reply, payload) => {
+      const ct = reply.getHeader('content-type');
+      if (typeof ct === 'string' && ct.startsWith(JSONAPI)) reply.header('content-type', JSONAPI);
+      return payload;
+    });
+  }
+  if (!opts.plainContent) registerJsonParsers(app);
+
+  // 404 and 405: a second router mirrors every route so an unmatched request can tell a
+  // wrong method (405 with Allow) from a path that does not exist (404).
+  const mirror = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
+  app.addHook('onRoute', (route) => {
+    for (const m of [route.method].flat()) {
+      if (m === 'HEAD' || m === 'OPTIONS') continue;
+      try {
+        mirror.on(m as 'GET', route.url, () => {});
+      } catch {
+        /* already mirrored */
+      }
+    }
+  });
+  app.setNotFoundHandler(async (req) => {
+    const path = req.url.split('?')[0] ?? '/';
+    const allowed = METHODS.filter((m) => m !== req.method && mirror.find(m, path) !== null);
+    if (allowed.length > 0) {
+      throw apiError('MethodNotAllowed', `${req.method} is not allowed on this path; use ${allowed.join(', ')}.`, {
+        headers: { allow: allowed.join(', ') },
+      });
+    }
+    throw apiError('NotFound', `No route matches ${req.method} ${path}.`);
+  });
+
+  // One line per request, after it completes. Headers are never logged (they carry secrets).
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  app.get('/health', { schema: { hide: true } }, async (_req, reply) => {
+    reply.type('application/json');
+    return { status: 'ok' };
+  });
+
+  return app;
+}

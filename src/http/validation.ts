@@ -1,0 +1,141 @@
+// Request validation: one Ajv for bodies (no type coercion: "100" is not an amount) and one
+// for path, query and headers (strings coerced to the declared types). Both report every
+// error, never strip unknown properties (they are rejected), and map each Ajv error to a
+// JSON:API error object with a source pointer or parameter.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import { errorItem, type ErrorItem } from './errors.ts';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+/** Annotation read by the error mapper: a readable description of what a pattern wants. */
+export const PATTERN_HINT = 'x-pattern-hint';
+
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes: coerce,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    verbose: true,
+    messages: false,
+  });
+  addFormats(ajv, ['uuid', 'email', 'date', 'date-time', 'uri']);
+  ajv.addKeyword({ keyword: PATTERN_HINT, schemaType: 'string' });
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const paramAjv = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : paramAjv;
+  return ajv.compile(schema as object) as ValidateFunction;
+};
+
+export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers';
+
+/** Turns Ajv errors into error items; bodies point into the document, the rest name a parameter. */
+export function validationErrorItems(errors: ErrorObject[], context: ValidationContext): ErrorItem[] {
+  const items: ErrorItem[] = [];
+  const seen = new Set<string>();
+  for (const e of relevant(errors)) {
+    const { path, detail } = describe(e);
+    const key = `${path}\u0000${detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (context === 'body') {
+      items.push(errorItem('ValidationError', `${path === '' ? 'The body' : `\`${memberName(path)}\``} ${detail}`, { pointer: path }));
+    } else {
+      const parameter = path.replace(/^\//, '').split('/')[0] ?? '';
+      items.push(errorItem('BadRequest', `${parameter === '' ? `The ${context}` : `\`${parameter}\``} ${detail}`, { parameter }));
+    }
+  }
+  return items;
+}
+
+/**
+ * Drops the noise of union schemas: when some branch of an anyOf/oneOf failed only on a
+ * deeper path, the generic "must match a schema in anyOf" adds nothing.
+ */
+function relevant(errors: ErrorObject[]): ErrorObject[] {
+  const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
+  if (unions.length === 0) return errors;
+  return errors.filter((e) => {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
+      return !errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.instancePath !== e.instancePath);
+    }
+    return true;
+  });
+}
+
+/** `/data/attributes/address/city` reads as `address.city` in a message. */
+function memberName(pointer: string): string {
+  return pointer.replace(/^\/data\/attributes\//, '').replace(/^\//, '').replace(/\//g, '.');
+}
+
+function quote(v: unknown): string {
+  return JSON.stringify(v);
+}
+
+function describe(e: ErrorObject): { path: string; detail: string } {
+  const p = e.params as Record<string, unknown>;
+  const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return { path: `${e.instancePath}/${String(p.missingProperty)}`, detail: 'is required' };
+    case 'additionalProperties':
+      return { path: `${e.instancePath}/${String(p.additionalProperty)}`, detail: 'is not allowed' };
+    case 'type':
+      return { path: e.instancePath, detail: `must be ${article(String(p.type))}` };
+    case 'format':
+      return { path: e.instancePath, detail: `must be a valid ${formatName(String(p.format))}` };
+    case 'pattern':
+      return {
+        path: e.instancePath,
+        detail: `must be ${typeof parent[PATTERN_HINT] === 'string' ? parent[PATTERN_HINT] : `a string matching ${String(p.pattern)}`}`,
+      };
+    case 'minLength':
+      return { path: e.instancePath, detail: Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters` };
+    case 'maxLength':
+      return { path: e.instancePath, detail: `must be at most ${String(p.limit)} characters` };
+    case 'minimum':
+      return { path: e.instancePath, detail: `must be at least ${String(p.limit)}` };
+    case 'maximum':
+      return { path: e.instancePath, detail: `must be at most ${String(p.limit)}` };
+    case 'exclusiveMinimum':
+      return { path: e.instancePath, detail: `must be greater than ${String(p.limit)}` };
+    case 'minItems':
+      return { path: e.instancePath, detail: `must have at least ${String(p.limit)} item(s)` };
+    case 'maxItems':
+      return { path: e.instancePath, detail: `must have at most ${String(p.limit)} item(s)` };
+    case 'minProperties':
+      return { path: e.instancePath, detail: `must have at least ${String(p.limit)} member(s)` };
+    case 'maxProperties':
+      return { path: e.instancePath, detail: `must have at most ${String(p.limit)} member(s)` };
+    case 'uniqueItems':
+      return { path: e.instancePath, detail: 'must not contain duplicates' };
+    case 'enum':
+      return { path: e.instancePath, detail: `must be one of ${(p.allowedValues as unknown[]).map(quote).join(', ')}` };
+    case 'const':
+      return { path: e.instancePath, detail: `must be ${quote(p.allowedValue)}` };
+    case 'anyOf':
+    case 'oneOf':
+      return { path: e.instancePath, detail: 'does not match any allowed shape' };
+    case 'not':
+      return { path: e.instancePath, detail: 'is not allowed here' };
+    default:
+      return { path: e.instancePath, detail: 'is invalid' };
+  }
+}
+
+function article(type: string): string {
+  const t = type.replace(/,/g, ' or ');
+  return /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`;
+}
+
+function formatName(format: string): string {
+  return ({ uuid: 'UUID', email: 'e-mail address', date: 'date (YYYY-MM-DD)', 'date-time': 'ISO 8601 timestamp', uri: 'URL' } as Record<string, string>)[format] ?? format;
+}

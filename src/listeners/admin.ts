@@ -1,0 +1,26 @@
+// The operator's listener: /admin/v1 behind ADMIN_TOKEN, and its own OpenAPI document.
+import type { AppContext } from '../context.ts';
+import { adminAuthHook } from '../http/auth.ts';
+import { createServer, type App } from '../http/server.ts';
+import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts';
+import { registerOpenApi } from './openapi.ts';
+
+export async function buildAdminListener(ctx: AppContext): Promise<App> {
+  const { config } = ctx;
+  if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
+  const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  for (const s of adminSchemas) app.addSchema(s);
+  await registerOpenApi(app, {
+    title: 'Coffer admin API',
+    description: 'Operator API for merchants (clients). `Authorization: Bearer <ADMIN_TOKEN>`.',
+    serverUrl: config.listeners.admin.publicUrl,
+    jsonPath: '/admin/v1/openapi.json',
+    security: 'admin',
+  });
+  const token = config.adminToken;
+  await app.register(async (admin) => {
+    admin.addHook('onRequest', adminAuthHook(token));
+    await adminRoutes(admin, ctx);
+  });
+  return app;
+}

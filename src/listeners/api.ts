@@ -1,0 +1,76 @@
+// The API listener: /api/v1 for merchants, /health, the OpenAPI document and /docs.
+import rateLimit from '@fastify/rate-limit';
+import type { AppContext } from '../context.ts';
+import { clientAuthHook } from '../http/auth.ts';
+import { apiError } from '../http/errors.ts';
+import { SharedRateLimitStore } from '../http/rate-limit.ts';
+import { createServer, type App } from '../http/server.ts';
+import { kycRoutes } from '../modules/kyc/routes.ts';
+import { schemas as kycSchemas } from '../modules/kyc/schemas.ts';
+import { linkedAccountRoutes, linkedAccountSimulationRoutes } from '../modules/linked-accounts/routes.ts';
+import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
+import { userRoutes } from '../modules/users/routes.ts';
+import { schemas as userSchemas } from '../modules/users/schemas.ts';
+import { registerOpenApi } from './openapi.ts';
+
+const RATE_WINDOW_MS = 60_000;
+
+export interface ApiListener {
+  app: App;
+  rateLimitStore: SharedRateLimitStore;
+}
+
+export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
+  const { config } = ctx;
+  const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  for (const s of [...userSchemas, ...kycSchemas, ...linkedAccountSchemas]) app.addSchema(s);
+
+  // Counted per source IP over every route of this listener, shared across processes.
+  const store = new SharedRateLimitStore({
+    db: ctx.db,
+    clock: ctx.clock,
+    log: ctx.log,
+    windowMs: RATE_WINDOW_MS,
+    syncIntervalMs: config.rateLimit.syncIntervalMs,
+    prefix: `${config.environment}:`,
+  });
+  await app.register(rateLimit, {
+    global: false,
+    max: config.rateLimit.perMinute,
+    timeWindow: RATE_WINDOW_MS,
+    enableDraftSpec: true,
+    store: class {
+      constructor() {
+        return store;
+      }
+    } as never,
+    errorResponseBuilder: (_req, c) =>
+      apiError('RateLimitExceeded', `More than ${c.max} requests in a minute from this address; retry in ${Math.ceil(c.ttl / 1000)} s.`),
+  });
+  app.addHook('onRequest', app.rateLimit());
+  app.addHook('onClose', () => store.close());
+
+  await registerOpenApi(app, {
+    title: 'Coffer API',
+    description:
+      'Merchant payments and wallets API (JSON:API). Every `/api/v1` call sends `Client-ID` and `Authorization: Bearer <secret>`. ' +
+      'Errors are `{"errors":[...]}` documents; branch on `code`.',
+    serverUrl: config.listeners.api.publicUrl,
+    jsonPath: '/api/v1/openapi.json',
+    uiPath: '/docs',
+    security: 'client',
+  });
+
+  app.decorateRequest('client', null as never);
+  await app.register(async (api) => {
+    api.addHook('onRequest', clientAuthHook(ctx.auth));
+    await userRoutes(api, ctx);
+    await kycRoutes(api, ctx);
+    await linkedAccountRoutes(api, ctx);
+    // Simulation endpoints exist only in the sandbox (404 in live).
+    if (config.environment === 'sandbox') {
+      await linkedAccountSimulationRoutes(api, ctx);
+    }
+  });
+  return { app, rateLimitStore: store };
+}

@@ -1,0 +1,35 @@
+// Builds and starts the enabled listeners; closes them in order on shutdown.
+import type { ListenerName } from '../config.ts';
+import type { AppContext } from '../context.ts';
+import type { App } from '../http/server.ts';
+import { buildAdminListener } from './admin.ts';
+import { buildApiListener } from './api.ts';
+import { buildCardListener } from './card.ts';
+import { buildPayListener } from './pay.ts';
+
+export type Listeners = Partial<Record<ListenerName, App>>;
+
+export async function buildListeners(ctx: AppContext): Promise<Listeners> {
+  const out: Listeners = {};
+  for (const name of ctx.config.enabledListeners) {
+    if (name === 'api') out.api = (await buildApiListener(ctx)).app;
+    if (name === 'card') out.card = await buildCardListener(ctx);
+    if (name === 'pay') out.pay = await buildPayListener(ctx);
+    if (name === 'admin') out.admin = await buildAdminListener(ctx);
+  }
+  return out;
+}
+
+/** Listens on every built listener; returns the bound addresses. */
+export async function listen(ctx: AppContext, listeners: Listeners): Promise<Record<string, string>> {
+  const bound: Record<string, string> = {};
+  for (const [name, app] of Object.entries(listeners)) {
+    bound[name] = await app.listen({ host: ctx.config.host, port: ctx.config.listeners[name as ListenerName].port });
+  }
+  return bound;
+}
+
+/** Stops accepting connections and waits for in-flight requests on every listener. */
+export async function closeListeners(listeners: Listeners): Promise<void> {
+  await Promise.all(Object.values(listeners).map((app) => app.close()));
+}

@@ -1,0 +1,39 @@
+// pino, with redaction as a second line of defence: request logs never include headers or
+// bodies, but any object that reaches a log line with these names is censored.
+import { pino, type Logger } from 'pino';
+import type { Config } from './config.ts';
+
+export const REDACT_PATHS = [
+  'authorization',
+  'secret',
+  'token',
+  'verificationToken',
+  'number',
+  'cvc',
+  'pan',
+  'cardNumber',
+  'adminToken',
+  '*.authorization',
+  '*.secret',
+  '*.token',
+  '*.verificationToken',
+  '*.number',
+  '*.cvc',
+  '*.pan',
+  '*.cardNumber',
+  'req.headers.authorization',
+  'req.headers["client-id"]',
+  'headers.authorization',
+];
+
+export function createLogger(config: Pick<Config, 'logLevel' | 'environment'>, destination?: pino.DestinationStream): Logger {
+  return pino(
+    {
+      level: config.logLevel,
+      base: { service: 'coffer', env: config.environment },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination ?? pino.destination({ sync: false }),
+  );
+}

@@ -1,0 +1,74 @@
+// Composition: config → database → listeners → jobs, and an orderly shutdown.
+import closeWithGrace from 'close-with-grace';
+import { createContext } from './app.ts';
+import { ensureDemoMerchant, resolveSandboxSecrets, type DemoMerchant } from './bootstrap.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { buildListeners, closeListeners, listen } from './listeners/index.ts';
+import { createLogger } from './log.ts';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = await resolveSandboxSecrets(loadConfig(process.env));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`coffer: ${err.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw err;
+  }
+  const log = createLogger(config);
+  const ctx = await createContext(config, { log });
+  const demo = await ensureDemoMerchant(ctx);
+  const listeners = await buildListeners(ctx);
+  const bound = await listen(ctx, listeners);
+  if (config.workersEnabled) ctx.jobs.start();
+  log.info({ listeners: bound, database: ctx.database.kind, environment: config.environment }, 'coffer started');
+  process.stdout.write(banner(config, ctx.database.kind, demo));
+
+  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, stop jobs, close the database.
+  closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
+    if (err) log.error({ err }, 'shutting down after an error');
+    else log.info({ signal }, 'shutting down');
+    await closeListeners(listeners);
+    await ctx.jobs.stop();
+    await ctx.database.close();
+    log.flush();
+  });
+}
+
+function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined): string {
+  const l = config.listeners;
+  const on = (n: keyof typeof l) => config.enabledListeners.includes(n);
+  const lines = [
+    '',
+    `Coffer is running (${config.environment}, ${dbKind === 'pglite' ? `embedded PostgreSQL in ${config.dataDir}` : 'PostgreSQL'}).`,
+    '',
+    ...(on('api') ? [`  API           ${l.api.publicUrl}/api/v1   (reference: ${l.api.publicUrl}/docs)`] : []),
+    ...(on('card') ? [`  Secure cards  ${l.card.publicUrl}`] : []),
+    ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
+    ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
+  ];
+  if (config.environment === 'sandbox' && config.adminToken) {
+    lines.push('', `  ADMIN_TOKEN   ${config.adminToken}   (kept in ${config.dataDir}/secrets.json)`);
+  }
+  if (demo) {
+    lines.push('', `Demo merchant${demo.created ? ' (created now)' : ''}:`, `  Client-ID     ${demo.clientId}`);
+    if (demo.secret) lines.push(`  Secret        ${demo.secret}`);
+    lines.push(
+      '',
+      'Try it:',
+      `  curl -s ${l.api.publicUrl}/api/v1/users \\`,
+      `    -H 'Client-ID: ${demo.clientId}' -H 'Authorization: Bearer ${demo.secret ?? '<secret>'}' \\`,
+      `    -H 'Content-Type: application/vnd.api+json' \\`,
+      `    -d '{"data":{"type":"User","attributes":{"phoneNumber":"+14155550123","email":"ada@example.com"}}}'`,
+    );
+  }
+  lines.push('', 'Stop with Ctrl-C.', '');
+  return lines.join('\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`coffer: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

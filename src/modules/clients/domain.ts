@@ -1,0 +1,82 @@
+// Merchants (clients) and their API secrets.
+import { createHash, randomBytes } from 'node:crypto';
+import { uuidv7 } from 'uuidv7';
+import type { Environment } from '../../config.ts';
+import type { Db, Executor } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
+import { mergeSettings, type ClientSettingsInput } from './settings.ts';
+import * as q from './sql.ts';
+
+export interface NewSecret {
+  row: q.ClientSecretRow;
+  /** The plain secret: returned once, never stored. */
+  secret: string;
+}
+
+/** SHA-256 of a secret: what the database keeps and what requests are compared against. */
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/** `sk_<env>_` + 32 random bytes (base64url): 256 bits, so a fast hash is enough at rest. */
+function generateSecret(environment: Environment): string {
+  return `sk_${environment}_${randomBytes(32).toString('base64url')}`;
+}
+
+async function addSecret(db: Executor, clientId: string, environment: Environment, now: Date): Promise<NewSecret> {
+  const secret = generateSecret(environment);
+  const row = await q.insertClientSecret(db, { id: uuidv7(), clientId, hash: hashSecret(secret), hint: secret.slice(-4), createdAt: now });
+  return { row, secret };
+}
+
+export async function createClient(
+  db: Db,
+  opts: { name: string; settings?: ClientSettingsInput; environment: Environment; now: Date },
+): Promise<{ client: q.ClientRow; secret: NewSecret }> {
+  return db.transaction(async (tx) => {
+    const client = await q.insertClient(tx, {
+      id: uuidv7(),
+      name: opts.name,
+      settings: opts.settings ?? {},
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
+    const secret = await addSecret(tx, client.id, opts.environment, opts.now);
+    return { client, secret };
+  });
+}
+
+export async function getClient(db: Executor, id: string): Promise<q.ClientRow> {
+  const client = await q.findClient(db, id);
+  if (!client) throw apiError('ClientNotFound', `No client ${id}.`);
+  return client;
+}
+
+export async function updateClient(
+  db: Db,
+  opts: { id: string; name?: string; disabled?: boolean; settings?: ClientSettingsInput; now: Date },
+): Promise<q.ClientRow> {
+  return db.transaction(async (tx) => {
+    const current = await q.findClient(tx, opts.id, { forUpdate: true });
+    if (!current) throw apiError('ClientNotFound', `No client ${opts.id}.`);
+    const patch: Parameters<typeof q.updateClientRow>[2] = { updatedAt: opts.now };
+    if (opts.name !== undefined) patch.name = opts.name;
+    if (opts.disabled !== undefined) patch.disabled = opts.disabled;
+    if (opts.settings !== undefined) patch.settings = mergeSettings(current.settings as ClientSettingsInput, opts.settings);
+    return (await q.updateClientRow(tx, opts.id, patch))!;
+  });
+}
+
+export async function rotateClientSecret(db: Db, opts: { clientId: string; environment: Environment; now: Date }): Promise<NewSecret> {
+  return db.transaction(async (tx) => {
+    if (!(await q.findClient(tx, opts.clientId))) throw apiError('ClientNotFound', `No client ${opts.clientId}.`);
+    return addSecret(tx, opts.clientId, opts.environment, opts.now);
+  });
+}
+
+export async function removeClientSecret(db: Executor, opts: { clientId: string; secretId: string }): Promise<void> {
+  if (!(await q.findClient(db, opts.clientId))) throw apiError('ClientNotFound', `No client ${opts.clientId}.`);
+  if (!(await q.deleteSecretRow(db, opts.clientId, opts.secretId))) {
+    throw apiError('ClientSecretNotFound', `Client ${opts.clientId} has no secret ${opts.secretId}.`);
+  }
+}

@@ -1,0 +1,147 @@
+// Per-merchant settings (decisions §2). Stored as given; read through resolveSettings, which
+// fills the defaults, so a default can change without rewriting rows.
+import { Type, type Static } from 'typebox';
+import { Cents, Nullable, Uuid } from '../../http/schemas.ts';
+
+const Lit = <T extends string>(...v: T[]) => Type.Union(v.map((x) => Type.Literal(x)));
+
+export const WidgetSettingsSchema = Type.Object(
+  {
+    iconUrl: Type.Optional(Nullable(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 }))),
+    textStyle: Type.Optional(Lit('default', 'small', 'semibold', 'small-semibold')),
+    successTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
+    successDescription: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: '`<reward>` is replaced by the reward amount' })),
+    buttonText: Type.Optional(Type.String({ minLength: 1, maxLength: 60 })),
+    togglePosition: Type.Optional(Lit('left', 'right')),
+    toggleStyle: Type.Optional(Lit('checkbox', 'switch')),
+    showToggleLabel: Type.Optional(Type.Boolean()),
+    buttonType: Type.Optional(Lit('button', 'link')),
+  },
+  { additionalProperties: false },
+);
+
+export const ClientSettingsSchema = Type.Object(
+  {
+    captureMode: Type.Optional(Lit('automatic', 'manual')),
+    rails: Type.Optional(Lit('bank', 'card')),
+    cardProcessor: Type.Optional(
+      Type.Object(
+        { enabled: Type.Optional(Type.Boolean()), latencyMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })) },
+        { additionalProperties: false },
+      ),
+    ),
+    achFee: Type.Optional(Cents({ maximum: 100_000 })),
+    feeCounterpartyId: Type.Optional(Nullable(Uuid())),
+    depositRewardBps: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
+    rewardMinimumPurchase: Type.Optional(Cents()),
+    maxOneTimeDeposit: Type.Optional(Cents({ minimum: 100 })),
+    bankFundingLimit: Type.Optional(Cents()),
+    paymentIntentTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
+    widget: Type.Optional(WidgetSettingsSchema),
+  },
+  { additionalProperties: false },
+);
+
+export type ClientSettingsInput = Static<typeof ClientSettingsSchema>;
+
+/** What reads return: every setting, defaults filled in. */
+export const EffectiveSettingsSchema = Type.Object({
+  captureMode: Lit('automatic', 'manual'),
+  rails: Lit('bank', 'card'),
+  cardProcessor: Type.Object({ enabled: Type.Boolean(), latencyMs: Type.Integer() }),
+  achFee: Type.Integer(),
+  feeCounterpartyId: Nullable(Type.String()),
+  depositRewardBps: Type.Integer(),
+  rewardMinimumPurchase: Type.Integer(),
+  maxOneTimeDeposit: Type.Integer(),
+  bankFundingLimit: Type.Integer(),
+  paymentIntentTtlSeconds: Type.Integer(),
+  widget: Type.Object({
+    iconUrl: Nullable(Type.String()),
+    textStyle: Lit('default', 'small', 'semibold', 'small-semibold'),
+    successTitle: Type.String(),
+    successDescription: Type.String(),
+    buttonText: Type.String(),
+    togglePosition: Lit('left', 'right'),
+    toggleStyle: Lit('checkbox', 'switch'),
+    showToggleLabel: Type.Boolean(),
+    buttonType: Lit('button', 'link'),
+  }),
+}, { $id: 'ClientSettings' });
+
+export interface WidgetSettings {
+  iconUrl: string | null;
+  textStyle: 'default' | 'small' | 'semibold' | 'small-semibold';
+  successTitle: string;
+  successDescription: string;
+  buttonText: string;
+  togglePosition: 'left' | 'right';
+  toggleStyle: 'checkbox' | 'switch';
+  showToggleLabel: boolean;
+  buttonType: 'button' | 'link';
+}
+
+export interface ClientSettings {
+  captureMode: 'automatic' | 'manual';
+  rails: 'bank' | 'card';
+  cardProcessor: { enabled: boolean; latencyMs: number };
+  achFee: number;
+  feeCounterpartyId: string | null;
+  depositRewardBps: number;
+  rewardMinimumPurchase: number;
+  maxOneTimeDeposit: number;
+  bankFundingLimit: number;
+  paymentIntentTtlSeconds: number;
+  widget: WidgetSettings;
+}
+
+export const DEFAULT_WIDGET: WidgetSettings = {
+  iconUrl: null,
+  textStyle: 'default',
+  successTitle: 'You earned a reward',
+  successDescription: 'You earned <reward> in rewards with this purchase.',
+  buttonText: 'Pay with wallet',
+  togglePosition: 'right',
+  toggleStyle: 'switch',
+  showToggleLabel: true,
+  buttonType: 'button',
+};
+
+export const DEFAULT_SETTINGS: ClientSettings = {
+  captureMode: 'manual',
+  rails: 'bank',
+  cardProcessor: { enabled: false, latencyMs: 2000 },
+  achFee: 0,
+  feeCounterpartyId: null,
+  depositRewardBps: 0,
+  rewardMinimumPurchase: 0,
+  maxOneTimeDeposit: 1_000_000,
+  bankFundingLimit: 500_000,
+  paymentIntentTtlSeconds: 900,
+  widget: DEFAULT_WIDGET,
+};
+
+export function resolveSettings(stored: ClientSettingsInput | Record<string, unknown>): ClientSettings {
+  const s = stored as ClientSettingsInput;
+  return {
+    ...DEFAULT_SETTINGS,
+    ...stripUndefined(s),
+    cardProcessor: { ...DEFAULT_SETTINGS.cardProcessor, ...stripUndefined(s.cardProcessor ?? {}) },
+    widget: { ...DEFAULT_WIDGET, ...stripUndefined(s.widget ?? {}) },
+  } as ClientSettings;
+}
+
+/** PATCH semantics: nested objects merge member by member; other values replace. */
+export function mergeSettings(stored: ClientSettingsInput, patch: ClientSettingsInput): ClientSettingsInput {
+  const out: Record<string, unknown> = { ...stored };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    const prev = out[k];
+    out[k] = v !== null && typeof v === 'object' && prev !== null && typeof prev === 'object' ? { ...prev, ...v } : v;
+  }
+  return out as ClientSettingsInput;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

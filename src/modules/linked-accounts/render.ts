@@ -1,0 +1,20 @@
+import type { LinkedAccountRow } from './sql.ts';
+
+export function linkedAccountResource(a: LinkedAccountRow, baseUrl: string) {
+  return {
+    id: a.id,
+    type: 'LinkedAccount' as const,
+    attributes: {
+      provider: a.provider,
+      status: a.status as 'Connected' | 'Disconnected',
+      accountType: a.accountType as 'checking' | 'savings',
+      accountName: a.accountName,
+      accountMask: a.accountMask,
+      institutionName: a.institutionName,
+      institutionId: a.institutionId,
+      updatedAt: a.updatedAt.toISOString(),
+      createdAt: a.createdAt.toISOString(),
+    },
+    links: { self: `${baseUrl}/api/v1/users/${a.userId}/linked-accounts/${a.id}` },
+  };
+}

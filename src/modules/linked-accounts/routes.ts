@@ -1,0 +1,94 @@
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { pageLinks, pageOf } from '../../http/paging.ts';
+import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
+import type { App } from '../../http/server.ts';
+import { linkAccount, listLinkedAccounts, removeLinkedAccount } from './domain.ts';
+import { linkedAccountResource } from './render.ts';
+import { LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
+
+const TAGS = ['Linked accounts'];
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+export async function linkedAccountRoutes(app: App, ctx: AppContext): Promise<void> {
+  const base = ctx.config.listeners.api.publicUrl;
+
+  app.get(
+    '/api/v1/users/:userId/linked-accounts',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'listLinkedAccounts',
+        summary: "List a user's linked accounts",
+        description: 'Connected and disconnected accounts, newest first.',
+        params: idParams('userId'),
+        querystring: ListLinkedAccountsQuery,
+        response: responses({ 200: listDocument(ref(LinkedAccount)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const { rows, total } = await listLinkedAccounts(ctx.db, { clientId: req.client.id, userId: req.params.userId, page });
+      return { data: rows.map((a) => linkedAccountResource(a, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+    },
+  );
+
+  app.delete(
+    '/api/v1/users/:userId/linked-accounts/:linkedAccountId',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'removeLinkedAccount',
+        summary: 'Remove a linked account',
+        description:
+          'Disconnects the account and deactivates it with the bank-linking provider. Irreversible (the user must link it again) and idempotent: ' +
+          'removing a removed account also returns 204. A disconnected account cannot fund anything.',
+        params: idParams('userId', 'linkedAccountId'),
+        querystring: NoQuery,
+        response: responses({ 204: null }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req, reply) => {
+      await removeLinkedAccount(ctx.db, {
+        clientId: req.client.id,
+        userId: req.params.userId,
+        linkedAccountId: req.params.linkedAccountId,
+        provider: ctx.providers.bankLinking,
+        now: ctx.clock.now(),
+      });
+      return reply.code(204).send();
+    },
+  );
+}
+
+/** Sandbox only: stands in for the user linking an account in the wallet app. */
+export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): Promise<void> {
+  const base = ctx.config.listeners.api.publicUrl;
+  app.post(
+    '/api/v1/simulation/users/:userId/linked-accounts',
+    {
+      schema: {
+        tags: ['Sandbox simulations'],
+        operationId: 'simulateLinkedAccount',
+        summary: 'Link a bank account (sandbox)',
+        description: 'Creates a `Connected` account from provider `Plaid`. The body is optional. Not available in live (404).',
+        params: idParams('userId'),
+        querystring: NoQuery,
+        body: SimulateLinkedAccountBody,
+        response: responses({ 201: document(ref(LinkedAccount)) }, [...COMMON_ERRORS, 404]),
+      },
+      preValidation: defaultBody({ data: { type: 'LinkedAccount', attributes: {} } }),
+    },
+    async (req, reply) => {
+      const attrs = req.body.data.attributes;
+      const account = await linkAccount(ctx.db, {
+        clientId: req.client.id,
+        userId: req.params.userId,
+        provider: ctx.providers.bankLinking,
+        ...attrs,
+        now: ctx.clock.now(),
+      });
+      return reply.code(201).send({ data: linkedAccountResource(account, base) });
+    },
+  );
+}

@@ -1,0 +1,36 @@
+import { Type } from 'typebox';
+import { listQuery } from '../../http/paging.ts';
+import { Timestamp, requestBody, resource } from '../../http/schemas.ts';
+
+export const LinkedAccount = resource(
+  'LinkedAccount',
+  'LinkedAccount',
+  {
+    provider: Type.String({ examples: ['Plaid'] }),
+    status: Type.Union([Type.Literal('Connected'), Type.Literal('Disconnected')]),
+    accountType: Type.Union([Type.Literal('checking'), Type.Literal('savings')]),
+    accountName: Type.String(),
+    accountMask: Type.String({ description: 'Last four digits' }),
+    institutionName: Type.String(),
+    institutionId: Type.String(),
+    updatedAt: Timestamp(),
+    createdAt: Timestamp(),
+  },
+  { links: { self: Type.String() } },
+);
+
+export const ListLinkedAccountsQuery = listQuery({});
+
+export const SimulateLinkedAccountBody = requestBody(
+  ['LinkedAccount', 'SimulateLinkedAccount'],
+  Type.Object(
+    {
+      institutionName: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+      accountType: Type.Optional(Type.Union([Type.Literal('checking'), Type.Literal('savings')])),
+      accountMask: Type.Optional(Type.String({ pattern: '^[0-9]{4}$', 'x-pattern-hint': 'four digits' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const schemas = [LinkedAccount];

@@ -1,0 +1,121 @@
+// Users: creation, lookup by id or merchant reference, the merchant's attached profile.
+import { randomBytes } from 'node:crypto';
+import { uuidv7 } from 'uuidv7';
+import type { Db, Executor } from '../../db/open.ts';
+import { uniqueViolation } from '../../db/errors.ts';
+import { apiError, type ErrorCode } from '../../http/errors.ts';
+import type { Page } from '../../http/paging.ts';
+import * as q from './sql.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** A short public id (12 Crockford base32 characters) that is safe to show end users. */
+function newPublicId(): string {
+  const bytes = randomBytes(12);
+  let out = '';
+  for (const b of bytes) out += CROCKFORD[b & 31];
+  return out;
+}
+
+export async function createUser(
+  db: Executor,
+  opts: { clientId: string; phoneNumber: string; email?: string; firstName?: string; lastName?: string; now: Date },
+): Promise<q.UserRow> {
+  try {
+    return await q.insertUser(db, {
+      id: uuidv7(),
+      clientId: opts.clientId,
+      publicId: newPublicId(),
+      phoneNumber: opts.phoneNumber,
+      email: opts.email?.toLowerCase() ?? null,
+      firstName: opts.firstName ?? null,
+      lastName: opts.lastName ?? null,
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
+  } catch (err) {
+    const c = uniqueViolation(err);
+    if (c === 'users_client_phone_uq') {
+      throw apiError('UserAlreadyExists', 'A user with this phone number already exists.', { pointer: '/data/attributes/phoneNumber' });
+    }
+    if (c === 'users_client_email_uq') {
+      throw apiError('UserAlreadyExists', 'A user with this e-mail already exists.', { pointer: '/data/attributes/email' });
+    }
+    throw err;
+  }
+}
+
+/** A user named in the path: 404 when unknown or another merchant's. */
+export async function getUser(db: Executor, opts: { clientId: string; userId: string; forUpdate?: boolean }): Promise<q.UserRow> {
+  const user = await q.findUser(db, opts.clientId, opts.userId, { forUpdate: opts.forUpdate });
+  if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`);
+  return user;
+}
+
+/**
+ * Resolves a user id or one of the merchant's reference ids (decisions §5: a UUID is tried as
+ * a user id first). Two users matching one reference is ambiguous (400 ValidationError).
+ */
+export async function resolveUserReference(
+  db: Executor,
+  opts: { clientId: string; reference: string; notFound: { code: ErrorCode; status?: number } },
+): Promise<q.UserRow> {
+  if (UUID.test(opts.reference)) {
+    const byId = await q.findUser(db, opts.clientId, opts.reference.toLowerCase());
+    if (byId) return byId;
+  }
+  const matches = await q.findUsersByReference(db, opts.clientId, opts.reference);
+  if (matches.length > 1) throw apiError('ValidationError', `"${opts.reference}" matches more than one user; use the user id.`);
+  if (matches.length === 0) {
+    throw apiError(opts.notFound.code, `No user matches "${opts.reference}".`, { status: opts.notFound.status });
+  }
+  return matches[0]!;
+}
+
+export async function listUsers(db: Executor, opts: { clientId: string; filters: q.UserFilters; page: Page }) {
+  return q.listUserRows(db, opts.clientId, opts.filters, opts.page);
+}
+
+export interface AttachedProfilePatch {
+  referenceId?: string;
+  stableReferenceId?: string;
+  email?: string;
+  phoneNumber?: string;
+}
+
+/**
+ * Updates the merchant-kept profile. Reference ids are unique per merchant across both
+ * columns and immutable once set; e-mail and phone here are the merchant's own copies.
+ */
+export async function updateAttachedProfile(
+  db: Db,
+  opts: { clientId: string; userReference: string; patch: AttachedProfilePatch; now: Date },
+): Promise<q.UserRow> {
+  return db.transaction(async (tx) => {
+    const found = await resolveUserReference(tx, { clientId: opts.clientId, reference: opts.userReference, notFound: { code: 'InvalidIdentifier', status: 400 } });
+    const touchesRefs = opts.patch.referenceId !== undefined || opts.patch.stableReferenceId !== undefined;
+    if (touchesRefs) await q.lockReferenceIds(tx, opts.clientId);
+    const user = (await q.findUser(tx, opts.clientId, found.id, { forUpdate: true }))!;
+    const set: Partial<q.UserRow> = { updatedAt: opts.now };
+    for (const field of ['referenceId', 'stableReferenceId'] as const) {
+      const next = opts.patch[field];
+      if (next === undefined || next === user[field]) continue;
+      if (user[field] !== null) {
+        throw apiError('ValidationError', `${field} is already set and cannot change.`, { pointer: `/data/attributes/${field}` });
+      }
+      if (await q.referenceTakenBy(tx, opts.clientId, next, user.id)) {
+        throw apiError('ReferenceIdTaken', `Another user already has the reference id "${next}".`, { pointer: `/data/attributes/${field}` });
+      }
+      set[field] = next;
+    }
+    if (opts.patch.email !== undefined) set.attachedEmail = opts.patch.email.toLowerCase();
+    if (opts.patch.phoneNumber !== undefined) set.attachedPhoneNumber = opts.patch.phoneNumber;
+    try {
+      return await q.updateUserRow(tx, opts.clientId, user.id, set);
+    } catch (err) {
+      if (uniqueViolation(err)?.includes('reference')) throw apiError('ReferenceIdTaken');
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,206 @@
+// Test harness: real listeners (Fastify inject) on a real database. All tests of one process
+// share one database (PGlite starts in ~3 s and takes ~800 MB, so one instance serves every
+// file); isolation comes from each test creating its own merchant, since every row is scoped
+// by merchant. With DATABASE_URL set, a fresh database is created on that server for the run
+// and dropped at the end.
+import { randomBytes } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
+import { createContext, type ContextOptions } from '../app.ts';
+import { TestClock } from '../clock.ts';
+import { loadConfig, type Config } from '../config.ts';
+import type { AppContext } from '../context.ts';
+import { openDatabase, type Database } from '../db/open.ts';
+import { buildAdminListener } from '../listeners/admin.ts';
+import { buildApiListener } from '../listeners/api.ts';
+import { buildCardListener } from '../listeners/card.ts';
+import { buildPayListener } from '../listeners/pay.ts';
+import type { SharedRateLimitStore } from '../http/rate-limit.ts';
+import type { App } from '../http/server.ts';
+import type { ClientSettingsInput } from '../modules/clients/settings.ts';
+import { createLogger } from '../log.ts';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
+export const JSONAPI = 'application/vnd.api+json';
+
+const serverUrl = loadConfig(process.env).databaseUrl;
+export const dbKind: 'pglite' | 'postgres' = serverUrl ? 'postgres' : 'pglite';
+
+let shared: Promise<{ database: Database; url?: string }> | undefined;
+
+/** The run's database, created on first use. */
+export function testDatabase(): Promise<{ database: Database; url?: string }> {
+  shared ??= (async () => {
+    if (!serverUrl) {
+      return { database: await openDatabase({ databaseUrl: undefined, dataDir: '', poolSize: 1, inMemory: true }) };
+    }
+    const name = `coffer_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const { default: pg } = await import('pg');
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query(`create database ${name}`);
+    await admin.end();
+    const url = new URL(serverUrl);
+    url.pathname = `/${name}`;
+    const database = await openDatabase({ databaseUrl: url.toString(), dataDir: '', poolSize: 20 });
+    const close = database.close;
+    database.close = async () => {
+      await close();
+      const c = new pg.Client({ connectionString: serverUrl });
+      await c.connect();
+      await c.query(`drop database if exists ${name} with (force)`).catch(() => {});
+      await c.end();
+    };
+    return { database, url: url.toString() };
+  })();
+  return shared;
+}
+
+export async function closeTestDatabase(): Promise<void> {
+  if (!shared) return;
+  const { database } = await shared;
+  shared = undefined;
+  await database.close();
+}
+
+/** Configuration for tests: fixed secrets, jobs off (tests run them), quiet logs. */
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    COFFER_ENV: 'sandbox',
+    ADMIN_TOKEN,
+    CARD_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    WIDGET_SIGNING_KEY: Buffer.alloc(32, 9).toString('base64'),
+    BASE_URL: 'http://api.test',
+    SECURE_URL: 'http://card.test',
+    PAY_URL: 'http://pay.test',
+    WORKERS: 'false',
+    LOG_LEVEL: 'silent',
+    AUTH_CACHE_TTL_MS: '0',
+    ...env,
+  });
+}
+
+export interface Merchant {
+  clientId: string;
+  secret: string;
+  secretId: string;
+  headers: Record<string, string>;
+}
+
+export interface Response<T = any> {
+  status: number;
+  headers: LightMyRequestResponse['headers'];
+  body: T;
+  raw: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** Authenticate as this merchant (omit for no auth headers). */
+  as?: Merchant;
+  headers?: Record<string, string>;
+  /** Send the body as-is (a string) instead of JSON-encoding it. */
+  rawBody?: string;
+}
+
+export interface TestApp {
+  ctx: AppContext;
+  rateLimitStore: SharedRateLimitStore;
+  clock: TestClock;
+  api: App;
+  admin: App;
+  card: App;
+  pay: App;
+  request<T = any>(method: string, url: string, opts?: RequestOptions): Promise<Response<T>>;
+  adminRequest<T = any>(method: string, url: string, opts?: Omit<RequestOptions, 'as'>): Promise<Response<T>>;
+  createMerchant(settings?: ClientSettingsInput): Promise<Merchant>;
+  close(): Promise<void>;
+}
+
+async function inject(app: App, method: string, url: string, opts: RequestOptions, auth: Record<string, string>): Promise<Response> {
+  const headers: Record<string, string> = { ...auth, ...opts.headers };
+  let payload: string | undefined;
+  if (opts.rawBody !== undefined) payload = opts.rawBody;
+  else if (opts.body !== undefined) {
+    payload = JSON.stringify(opts.body);
+    headers['content-type'] ??= JSONAPI;
+  }
+  const res = await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
+  let body: unknown = undefined;
+  if (res.body.length > 0) {
+    try {
+      body = JSON.parse(res.body);
+    } catch {
+      body = res.body;
+    }
+  }
+  return { status: res.statusCode, headers: res.headers, body, raw: res.body };
+}
+
+export async function createTestApp(
+  opts: { env?: Record<string, string>; clock?: TestClock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream } = {},
+): Promise<TestApp> {
+  const { database } = await testDatabase();
+  const config = testConfig(opts.env);
+  const clock = opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'));
+  const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
+  // The harness shares one database between apps: closing an app must not close it.
+  const ctx = await createContext(config, { log, clock, providers: opts.providers, database: { ...database, close: async () => {} } });
+  const { app: api, rateLimitStore } = await buildApiListener(ctx);
+  const admin = await buildAdminListener(ctx);
+  const card = await buildCardListener(ctx);
+  const pay = await buildPayListener(ctx);
+  await Promise.all([api.ready(), admin.ready(), card.ready(), pay.ready()]);
+
+  const t: TestApp = {
+    ctx,
+    rateLimitStore,
+    clock,
+    api,
+    admin,
+    card,
+    pay,
+    request: (method, url, o = {}) => inject(api, method, url, o, o.as?.headers ?? {}) as never,
+    adminRequest: (method, url, o = {}) => inject(admin, method, url, o, { authorization: `Bearer ${ADMIN_TOKEN}` }) as never,
+    async createMerchant(settings) {
+      const res = await t.adminRequest('POST', '/admin/v1/clients', {
+        body: { data: { type: 'Client', attributes: { name: `Merchant ${randomBytes(3).toString('hex')}`, ...(settings ? { settings } : {}) } } },
+      });
+      if (res.status !== 201) throw new Error(`createMerchant failed: ${res.status} ${res.raw}`);
+      const a = res.body.data.attributes;
+      const clientId = res.body.data.id as string;
+      return { clientId, secret: a.secret, secretId: a.secretId, headers: { 'client-id': clientId, authorization: `Bearer ${a.secret}` } };
+    },
+    async close() {
+      await Promise.all([api.close(), admin.close(), card.close(), pay.close()]);
+      await ctx.jobs.stop();
+    },
+  };
+  return t;
+}
+
+// ----- small helpers used across test files ---------------------------------------------
+
+let phoneSeq = Math.floor(Math.random() * 1e6);
+/** A unique E.164 phone number. */
+export function phone(): string {
+  phoneSeq += 1;
+  return `+1415${String(phoneSeq % 1e7).padStart(7, '0')}`;
+}
+
+export function uniqueEmail(prefix = 'user'): string {
+  return `${prefix}.${randomBytes(4).toString('hex')}@example.com`;
+}
+
+/** Creates a user through the API and returns its resource. */
+export async function createUser(t: TestApp, as: Merchant, attributes: Record<string, unknown> = {}) {
+  const res = await t.request('POST', '/api/v1/users', { as, body: { data: { type: 'User', attributes: { phoneNumber: phone(), ...attributes } } } });
+  if (res.status !== 201) throw new Error(`createUser failed: ${res.status} ${res.raw}`);
+  return res.body.data as { id: string; attributes: Record<string, any> };
+}
+
+/** Asserts a JSON:API error response and returns its error objects. */
+export function errorsOf(res: Response): { status: string; code: string; detail: string; source?: { pointer?: string; parameter?: string; header?: string }; meta: Record<string, unknown> }[] {
+  if (!res.body || !Array.isArray(res.body.errors)) throw new Error(`expected an error document, got ${res.status} ${res.raw}`);
+  return res.body.errors;
+}
