@@ -170,3 +170,19 @@ export function loadConfig(env: Env = process.env): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
+
+export interface CliConfig {
+  adminUrl: string;
+  adminToken: string | undefined;
+  dataDir: string;
+}
+
+/** What the `coffer` CLI needs: where the admin listener is and the token to call it. */
+export function loadCliConfig(env: Env = process.env): CliConfig {
+  const port = env.ADMIN_PORT?.trim() || '3003';
+  return {
+    adminUrl: (env.COFFER_ADMIN_URL?.trim() || `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
+    adminToken: env.ADMIN_TOKEN?.trim() || undefined,
+    dataDir: path.resolve(env.DATA_DIR?.trim() || './.coffer/data'),
+  };
+}

@@ -14,6 +14,8 @@ import { rowsOf, type Executor } from '../db/open.ts';
 
 interface Counter {
   windowStart: number;
+  /** Set while the first request of this window reads the shared total. */
+  loading?: Promise<void>;
   /** Total across all processes as of the last sync (includes our synced counts). */
   shared: number;
   /** Our counts not yet written. */
@@ -43,17 +45,41 @@ export class SharedRateLimitStore {
     this.#timer.unref();
   }
 
-  /** The interface @fastify/rate-limit calls for each request. */
+  /**
+   * The interface @fastify/rate-limit calls for each request. The first request of a window
+   * from an address this process has not seen reads the shared total (other processes may
+   * have counted it already); later ones are answered from memory.
+   */
   incr(key: string, cb: IncrCallback): void {
     const now = this.#clock.now().getTime();
     const windowStart = now - (now % this.#windowMs);
     let c = this.#counters.get(key);
     if (!c || c.windowStart !== windowStart) {
-      c = { windowStart, shared: 0, unsynced: 0 };
-      this.#counters.set(key, c);
+      const fresh: Counter = { windowStart, shared: 0, unsynced: 0 };
+      fresh.loading = this.#readShared(key, windowStart).then((n) => {
+        fresh.shared = Math.max(fresh.shared, n);
+        fresh.loading = undefined;
+      });
+      this.#counters.set(key, fresh);
+      c = fresh;
     }
-    c.unsynced += 1;
-    cb(null, { current: c.shared + c.unsynced, ttl: windowStart + this.#windowMs - now });
+    const counter = c;
+    counter.unsynced += 1;
+    const answer = () => cb(null, { current: counter.shared + counter.unsynced, ttl: windowStart + this.#windowMs - now });
+    if (counter.loading) void counter.loading.then(answer);
+    else answer();
+  }
+
+  async #readShared(key: string, windowStart: number): Promise<number> {
+    try {
+      const rows = rowsOf<{ count: number }>(
+        await this.#db.execute(sql`select count from rate_limit_counters where key = ${this.#prefix + key} and window_start = ${windowStart}::bigint`),
+      );
+      return Number(rows[0]?.count ?? 0);
+    } catch (err) {
+      this.#log.warn({ err }, 'rate limit read failed; counting locally');
+      return 0;
+    }
   }
 
   child(): this {

@@ -15,6 +15,13 @@ import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered (method and URL pattern), for the OpenAPI coverage test. */
+    routeTable: { method: string; url: string }[];
+  }
+}
+
 export interface ServerOptions {
   config: Config;
   clock: Clock;
@@ -77,9 +84,11 @@ export function createServer(opts: ServerOptions): App {
   // 404 and 405: a second router mirrors every route so an unmatched request can tell a
   // wrong method (405 with Allow) from a path that does not exist (404).
   const mirror = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
+  app.decorate('routeTable', []);
   app.addHook('onRoute', (route) => {
     for (const m of [route.method].flat()) {
       if (m === 'HEAD' || m === 'OPTIONS') continue;
+      app.routeTable.push({ method: m, url: route.url });
       try {
         mirror.on(m as 'GET', route.url, () => {});
       } catch {

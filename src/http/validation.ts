@@ -41,8 +41,7 @@ export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers';
 export function validationErrorItems(errors: ErrorObject[], context: ValidationContext): ErrorItem[] {
   const items: ErrorItem[] = [];
   const seen = new Set<string>();
-  for (const e of relevant(errors)) {
-    const { path, detail } = describe(e);
+  for (const { path, detail } of collapseUnions(errors)) {
     const key = `${path}\u0000${detail}`;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -57,18 +56,41 @@ export function validationErrorItems(errors: ErrorObject[], context: ValidationC
 }
 
 /**
- * Drops the noise of union schemas: when some branch of an anyOf/oneOf failed only on a
- * deeper path, the generic "must match a schema in anyOf" adds nothing.
+ * A union (anyOf/oneOf) reports one error per failed branch plus its own. When some branch
+ * got further (an error deeper in the value), those deeper errors are the useful ones. When
+ * every branch failed on the value itself, they become one error: the one specific branch
+ * complaint if there is one (a bad UUID in a nullable UUID), else the allowed values.
  */
-function relevant(errors: ErrorObject[]): ErrorObject[] {
+function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }[] {
   const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
-  if (unions.length === 0) return errors;
-  return errors.filter((e) => {
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
-      return !errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.instancePath !== e.instancePath);
+  const consumed = new Set<ErrorObject>();
+  const out: { path: string; detail: string }[] = [];
+  for (const u of unions) {
+    if (consumed.has(u)) continue;
+    consumed.add(u);
+    const branches = errors.filter((e) => e !== u && e.schemaPath.startsWith(`${u.schemaPath}/`));
+    const deeper = branches.filter((e) => e.instancePath !== u.instancePath);
+    if (deeper.length > 0) {
+      // The branch that matched the value's type is the one meant; its own complaints stand.
+      for (const b of branches) if (b.instancePath === u.instancePath && b.keyword === 'type') consumed.add(b);
+      continue;
     }
-    return true;
-  });
+    for (const b of branches) consumed.add(b);
+    const specific = branches.filter((b) => b.keyword !== 'type' && b.keyword !== 'const' && b.keyword !== 'enum');
+    if (specific.length === 1) {
+      out.push(describe(specific[0]!));
+      continue;
+    }
+    const allowed = branches.flatMap((b) =>
+      b.keyword === 'const' ? [quote((b.params as { allowedValue: unknown }).allowedValue)]
+      : b.keyword === 'enum' ? ((b.params as { allowedValues: unknown[] }).allowedValues).map(quote)
+      : b.keyword === 'type' ? [String((b.params as { type: string }).type)]
+      : [],
+    );
+    out.push({ path: u.instancePath, detail: allowed.length > 0 ? `must be one of ${[...new Set(allowed)].join(', ')}` : 'does not match any allowed shape' });
+  }
+  for (const e of errors) if (!consumed.has(e)) out.push(describe(e));
+  return out;
 }
 
 /** `/data/attributes/address/city` reads as `address.city` in a message. */

@@ -31,6 +31,12 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
       components: { securitySchemes },
       security: [Object.fromEntries(Object.keys(securitySchemes).map((k) => [k, []]))],
     },
+    // Every body accepts both JSON types (decisions §3); the document says so.
+    transform: ({ schema, url }) => {
+      const s = schema as Record<string, unknown> | undefined;
+      if (s?.body && !s.consumes) return { schema: { ...s, consumes: ['application/vnd.api+json', 'application/json'] } as never, url };
+      return { schema: schema as never, url };
+    },
     refResolver: {
       // Shared schemas become components named by their $id (User, Error, ...).
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),

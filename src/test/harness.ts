@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { createContext, type ContextOptions } from '../app.ts';
-import { TestClock } from '../clock.ts';
+import { TestClock, type Clock } from '../clock.ts';
 import { loadConfig, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { openDatabase, type Database } from '../db/open.ts';
@@ -138,11 +138,12 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; clock?: TestClock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream } = {},
+  opts: { env?: Record<string, string>; clock?: Clock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream } = {},
 ): Promise<TestApp> {
   const { database } = await testDatabase();
   const config = testConfig(opts.env);
-  const clock = opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'));
+  // Tests that use the system clock never call clock.advance.
+  const clock = (opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'))) as TestClock;
   const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
   // The harness shares one database between apps: closing an app must not close it.
   const ctx = await createContext(config, { log, clock, providers: opts.providers, database: { ...database, close: async () => {} } });
@@ -200,7 +201,7 @@ export async function createUser(t: TestApp, as: Merchant, attributes: Record<st
 }
 
 /** Asserts a JSON:API error response and returns its error objects. */
-export function errorsOf(res: Response): { status: string; code: string; detail: string; source?: { pointer?: string; parameter?: string; header?: string }; meta: Record<string, unknown> }[] {
+export function errorsOf(res: Response): { status: string; id: string; code: string; title: string; detail: string; source?: { pointer?: string; parameter?: string; header?: string }; meta: Record<string, unknown> }[] {
   if (!res.body || !Array.isArray(res.body.errors)) throw new Error(`expected an error document, got ${res.status} ${res.raw}`);
   return res.body.errors;
 }

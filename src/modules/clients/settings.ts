@@ -3,7 +3,7 @@
 import { Type, type Static } from 'typebox';
 import { Cents, Nullable, Uuid } from '../../http/schemas.ts';
 
-const Lit = <T extends string>(...v: T[]) => Type.Union(v.map((x) => Type.Literal(x)));
+const Lit = <T extends string>(...v: T[]) => Type.Enum(v);
 
 export const WidgetSettingsSchema = Type.Object(
   {

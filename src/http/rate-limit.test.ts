@@ -1,0 +1,88 @@
+// Rate limit: N requests per minute per source IP over every API route, 429
+// RateLimitExceeded with Retry-After and RateLimit-* headers, counted across processes.
+import assert from 'node:assert/strict';
+import { randomInt } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { TestClock } from '../clock.ts';
+import { createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
+
+/** A fresh source address per test, so tests never share counters. */
+const ip = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+
+describe('rate limit', () => {
+  let t: TestApp;
+  let m: Merchant;
+  before(async () => {
+    t = await createTestApp({ env: { RATE_LIMIT_PER_MINUTE: '5' } });
+    m = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  const hit = (app: TestApp, from: string, url = '/api/v1/users') => app.api.inject({ method: 'GET', url, headers: m.headers, remoteAddress: from });
+
+  test('the request after the limit is 429 RateLimitExceeded with Retry-After and RateLimit-* headers', async () => {
+    const from = ip();
+    for (let i = 0; i < 5; i++) {
+      const ok = await hit(t, from);
+      assert.equal(ok.statusCode, 200, `request ${i + 1}`);
+      assert.equal(ok.headers['ratelimit-limit'], '5');
+      assert.equal(ok.headers['ratelimit-remaining'], String(4 - i));
+    }
+    const res = await hit(t, from);
+    assert.equal(res.statusCode, 429);
+    assert.equal(res.headers['content-type'], 'application/vnd.api+json');
+    assert.equal(res.headers['retry-after'], '60');
+    assert.equal(res.headers['ratelimit-remaining'], '0');
+    assert.ok(res.headers['x-request-id']);
+    const [e] = res.json().errors;
+    assert.equal(e.status, '429');
+    assert.equal(e.code, 'RateLimitExceeded');
+  });
+
+  test('every route counts, including unauthenticated calls, errors and unknown paths', async () => {
+    const from = ip();
+    await t.api.inject({ method: 'GET', url: '/api/v1/users', remoteAddress: from }); // 401
+    await t.api.inject({ method: 'GET', url: '/api/v1/nowhere', headers: m.headers, remoteAddress: from }); // 404
+    await t.api.inject({ method: 'GET', url: '/health', remoteAddress: from });
+    await hit(t, from, '/api/v1/users?page[limit]=zero'); // 400
+    await hit(t, from);
+    assert.equal((await hit(t, from)).statusCode, 429);
+  });
+
+  test('addresses are counted separately', async () => {
+    const a = ip();
+    for (let i = 0; i < 6; i++) await hit(t, a);
+    assert.equal((await hit(t, a)).statusCode, 429);
+    assert.equal((await hit(t, ip())).statusCode, 200);
+  });
+
+  test('the count starts again in the next minute', async () => {
+    const from = ip();
+    for (let i = 0; i < 6; i++) await hit(t, from);
+    assert.equal((await hit(t, from)).statusCode, 429);
+    t.clock.advance(60_000);
+    assert.equal((await hit(t, from)).statusCode, 200);
+  });
+
+  test('two server processes on one database share the count', async () => {
+    const clock = new TestClock(new Date('2026-07-01T00:00:10Z'));
+    const a = await createTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '10' } });
+    const b = await createTestApp({ clock, env: { RATE_LIMIT_PER_MINUTE: '10' } });
+    try {
+      const from = ip();
+      for (let i = 0; i < 6; i++) assert.equal((await hit(a, from)).statusCode, 200);
+      // Each process shares its counts on its sync timer; run the syncs now instead of waiting.
+      await a.rateLimitStore.sync();
+      await b.rateLimitStore.sync();
+      const results: number[] = [];
+      for (let i = 0; i < 6; i++) results.push((await hit(b, from)).statusCode);
+      assert.deepEqual(results, [200, 200, 200, 200, 429, 429], 'B admits only what A left over');
+      await b.rateLimitStore.sync();
+      await a.rateLimitStore.sync();
+      assert.equal((await hit(a, from)).statusCode, 429, 'and A now sees what B admitted');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});

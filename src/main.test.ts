@@ -1,0 +1,150 @@
+// The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
+// restart, and the live environment's refusals (decisions §1).
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dbKind, testDatabase } from './test/harness.ts';
+import { startServer, type ServerProcess } from './test/process.ts';
+
+const PGLITE = { DATABASE_URL: undefined, COFFER_ENV: 'sandbox', ADMIN_TOKEN: undefined, CARD_ENCRYPTION_KEY: undefined, WIDGET_SIGNING_KEY: undefined };
+
+describe('the sandbox on embedded PostgreSQL, as a process', () => {
+  let dir: string;
+  let server: ServerProcess;
+  let clientId: string;
+  let secret: string;
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    server = await startServer({ ...PGLITE, DATA_DIR: dir, LOG_LEVEL: 'info' });
+    await server.waitFor(/Stop with Ctrl-C/);
+    clientId = (await server.waitFor(/Client-ID\s+([0-9a-f-]{36})/))[1]!;
+    secret = (await server.waitFor(/Secret\s+(sk_sandbox_\S+)/))[1]!;
+  });
+  after(async () => {
+    server.kill('SIGKILL');
+    await server.exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('the first start prints the listeners, the admin token and a demo merchant that works', async () => {
+    const out = server.stdout();
+    assert.match(out, /Demo merchant \(created now\)/);
+    for (const port of Object.values(server.ports)) assert.ok(out.includes(`http://localhost:${port}`), `listener ${port} printed`);
+    assert.match(out, /ADMIN_TOKEN\s+adm_/);
+    const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, { headers: { 'client-id': clientId, authorization: `Bearer ${secret}` } });
+    assert.equal(res.status, 200);
+    for (const port of Object.values(server.ports)) {
+      const health = await fetch(`http://127.0.0.1:${port}/health`);
+      assert.deepEqual(await health.json(), { status: 'ok' });
+    }
+  });
+
+  test('each request is logged once with its request id; secrets never reach the log', async () => {
+    const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, {
+      method: 'POST',
+      headers: { 'client-id': clientId, authorization: `Bearer ${secret}`, 'content-type': 'application/vnd.api+json', 'x-request-id': 'log-check-1' },
+      body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: '+14155550000' } } }),
+    });
+    assert.equal(res.status, 201);
+    await new Promise((r) => setTimeout(r, 300));
+    const lines = server.stdout().split('\n').filter((l) => l.startsWith('{'));
+    const mine = lines.filter((l) => l.includes('log-check-1'));
+    assert.equal(mine.length, 1, mine.join('\n'));
+    const entry = JSON.parse(mine[0]!);
+    assert.equal(entry.reqId, 'log-check-1');
+    assert.equal(entry.status, 201);
+    const logText = lines.join('\n');
+    assert.ok(!logText.includes(secret), 'the client secret is not logged');
+    assert.ok(!/authorization/i.test(logText), 'no authorization header is logged');
+  });
+
+  test('a second process on the same data folder refuses to start', async () => {
+    const second = await startServer({ ...PGLITE, DATA_DIR: dir });
+    const { code } = await second.exited;
+    assert.notEqual(code, 0);
+    assert.match(second.stderr(), /in use by another Coffer process/);
+  });
+
+  test('SIGTERM lets an in-flight request finish, then exits cleanly; a restart keeps the data', async () => {
+    const body = JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: '+14155550001' } } });
+    const socket = connect(server.ports.api, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let response = '';
+    socket.on('data', (d) => (response += d.toString()));
+    // Headers and half the body now; SIGTERM; the rest of the body afterwards.
+    socket.write(
+      `POST /api/v1/users HTTP/1.1\r\nHost: localhost\r\nClient-ID: ${clientId}\r\nAuthorization: Bearer ${secret}\r\n` +
+        `Content-Type: application/vnd.api+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n` +
+        body.slice(0, 20),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    server.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    await assert.rejects(fetch(`http://127.0.0.1:${server.ports.api}/health`), 'no new connections after SIGTERM');
+    socket.end(body.slice(20));
+    const { code, signal } = await server.exited;
+    assert.match(response, /^HTTP\/1\.1 201/);
+    assert.equal(signal, null);
+    assert.equal(code, 0);
+
+    // Restart on the same folder: the lock is free again, the data and the demo merchant remain.
+    server = await startServer({ ...PGLITE, DATA_DIR: dir });
+    await server.waitFor(/Stop with Ctrl-C/);
+    assert.doesNotMatch(server.stdout(), /created now/);
+    assert.ok(server.stdout().includes(clientId));
+    const list = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users?filter[phoneNumber]=%2B14155550001`, {
+      headers: { 'client-id': clientId, authorization: `Bearer ${secret}` },
+    });
+    assert.equal(((await list.json()) as { meta: { total: number } }).meta.total, 1);
+  });
+});
+
+describe('live', () => {
+  test('refuses to start without DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY and WIDGET_SIGNING_KEY', async () => {
+    const p = await startServer({ ...PGLITE, COFFER_ENV: 'live' });
+    const { code } = await p.exited;
+    assert.equal(code, 78);
+    for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'CARD_ENCRYPTION_KEY', 'WIDGET_SIGNING_KEY']) assert.match(p.stderr(), new RegExp(`live requires ${name}`));
+  });
+
+  test('refuses a key that is not 32 bytes', async () => {
+    const p = await startServer({ ...PGLITE, COFFER_ENV: 'live', CARD_ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') });
+    assert.equal((await p.exited).code, 78);
+    assert.match(p.stderr(), /CARD_ENCRYPTION_KEY must be 32 bytes/);
+  });
+
+  test('starts on PostgreSQL with its secrets: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+    const { url } = await testDatabase();
+    const p = await startServer({
+      COFFER_ENV: 'live',
+      DATABASE_URL: url,
+      ADMIN_TOKEN: 'live-admin-token-0123456789abcdef0123456789',
+      CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+    });
+    try {
+      await p.waitFor(/Stop with Ctrl-C/);
+      assert.doesNotMatch(p.stdout(), /Demo merchant/);
+      assert.doesNotMatch(p.stdout(), /ADMIN_TOKEN/);
+      const created = await fetch(`http://127.0.0.1:${p.ports.admin}/admin/v1/clients`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer live-admin-token-0123456789abcdef0123456789', 'content-type': 'application/vnd.api+json' },
+        body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Live Co' } } }),
+      });
+      const c = (await created.json()) as { data: { id: string; attributes: { secret: string } } };
+      assert.match(c.data.attributes.secret, /^sk_live_/);
+      const sim = await fetch(`http://127.0.0.1:${p.ports.api}/api/v1/simulation/users/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/linked-accounts`, {
+        method: 'POST',
+        headers: { 'client-id': c.data.id, authorization: `Bearer ${c.data.attributes.secret}` },
+      });
+      assert.equal(sim.status, 404);
+    } finally {
+      p.kill('SIGTERM');
+      assert.equal((await p.exited).code, 0);
+    }
+  });
+});

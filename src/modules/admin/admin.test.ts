@@ -1,0 +1,173 @@
+// The operator's admin API and the `coffer` CLI over it (decisions §2).
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN_TOKEN, createTestApp, errorsOf, type TestApp } from '../../test/harness.ts';
+
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL('../../../bin/coffer.mjs', import.meta.url));
+const clientBody = (attributes: Record<string, unknown>) => ({ data: { type: 'Client', attributes } });
+
+describe('admin API', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  test('needs the admin token', async () => {
+    for (const authorization of [undefined, 'Bearer wrong', `Basic ${ADMIN_TOKEN}`, ADMIN_TOKEN]) {
+      const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: authorization ? { authorization } : {} });
+      assert.equal(res.statusCode, 401, String(authorization));
+      assert.equal(res.json().errors[0].code, 'Unauthorized');
+    }
+  });
+
+  test('create shows the secret once with its id; reads never show it', async () => {
+    const res = await t.adminRequest('POST', '/admin/v1/clients', { body: clientBody({ name: 'Acme' }) });
+    assert.equal(res.status, 201);
+    const { id, attributes: a } = res.body.data;
+    assert.equal(a.name, 'Acme');
+    assert.equal(a.disabled, false);
+    assert.match(a.secret, /^sk_sandbox_/);
+    assert.equal(a.secrets.length, 1);
+    assert.equal(a.secrets[0].id, a.secretId);
+    const got = await t.adminRequest('GET', `/admin/v1/clients/${id}`);
+    assert.equal(got.status, 200);
+    assert.equal(got.body.data.attributes.secret, undefined);
+    assert.equal(got.body.data.attributes.secretId, undefined);
+    assert.ok(!got.raw.includes(a.secret));
+    assert.equal(got.body.data.attributes.secrets[0].hint, a.secret.slice(-4));
+  });
+
+  test('settings default as decisions §2 says and merge on PATCH', async () => {
+    const res = await t.adminRequest('POST', '/admin/v1/clients', { body: clientBody({ name: 'S', settings: { captureMode: 'automatic', cardProcessor: { enabled: true } } }) });
+    const s = res.body.data.attributes.settings;
+    assert.equal(s.captureMode, 'automatic');
+    assert.deepEqual(s.cardProcessor, { enabled: true, latencyMs: 2000 });
+    assert.equal(s.rails, 'bank');
+    assert.equal(s.achFee, 0);
+    assert.equal(s.feeCounterpartyId, null);
+    assert.equal(s.depositRewardBps, 0);
+    assert.equal(s.rewardMinimumPurchase, 0);
+    assert.equal(s.maxOneTimeDeposit, 1_000_000);
+    assert.equal(s.bankFundingLimit, 500_000);
+    assert.equal(s.paymentIntentTtlSeconds, 900);
+    assert.equal(s.widget.toggleStyle, 'switch');
+    const id = res.body.data.id;
+    const patched = await t.adminRequest('PATCH', `/admin/v1/clients/${id}`, {
+      body: clientBody({ name: 'S2', settings: { cardProcessor: { latencyMs: 10 }, widget: { buttonText: 'Pay now' } } }),
+    });
+    assert.equal(patched.status, 200);
+    const p = patched.body.data.attributes;
+    assert.equal(p.name, 'S2');
+    assert.equal(p.settings.captureMode, 'automatic', 'untouched settings stay');
+    assert.deepEqual(p.settings.cardProcessor, { enabled: true, latencyMs: 10 }, 'nested objects merge');
+    assert.equal(p.settings.widget.buttonText, 'Pay now');
+    assert.equal(p.settings.widget.toggleStyle, 'switch');
+  });
+
+  test('invalid settings and bodies are 400 with pointers', async () => {
+    const res = await t.adminRequest('POST', '/admin/v1/clients', {
+      body: clientBody({ name: '', settings: { captureMode: 'sometimes', achFee: -1, bogus: 1, cardProcessor: { latencyMs: 'slow' } } }),
+    });
+    assert.equal(res.status, 400);
+    const pointers = errorsOf(res).map((e) => e.source?.pointer).sort();
+    assert.deepEqual(pointers, [
+      '/data/attributes/name',
+      '/data/attributes/settings/achFee',
+      '/data/attributes/settings/bogus',
+      '/data/attributes/settings/captureMode',
+      '/data/attributes/settings/cardProcessor/latencyMs',
+    ]);
+    const created = await t.adminRequest('POST', '/admin/v1/clients', { body: clientBody({ name: 'x' }) });
+    const empty = await t.adminRequest('PATCH', `/admin/v1/clients/${created.body.data.id}`, { body: clientBody({}) });
+    assert.equal(empty.status, 400);
+  });
+
+  test('list pages through clients', async () => {
+    const res = await t.adminRequest('GET', '/admin/v1/clients?page[limit]=2');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.data.length, 2);
+    assert.ok(res.body.meta.total >= 2);
+    assert.ok(res.body.data.every((c: { attributes: { secret?: string } }) => c.attributes.secret === undefined));
+  });
+
+  test('unknown clients and secrets are 404', async () => {
+    const missing = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    for (const [method, url] of [
+      ['GET', `/admin/v1/clients/${missing}`],
+      ['POST', `/admin/v1/clients/${missing}/secrets`],
+      ['DELETE', `/admin/v1/clients/${missing}/secrets/${missing}`],
+    ] as const) {
+      const res = await t.adminRequest(method, url);
+      assert.equal(res.status, 404, url);
+    }
+    const patch = await t.adminRequest('PATCH', `/admin/v1/clients/${missing}`, { body: clientBody({ name: 'x' }) });
+    assert.equal(patch.status, 404);
+    const m = await t.createMerchant();
+    const res = await t.adminRequest('DELETE', `/admin/v1/clients/${m.clientId}/secrets/${missing}`);
+    assert.equal(res.status, 404);
+    assert.equal(errorsOf(res)[0]!.code, 'ClientSecretNotFound');
+  });
+
+  test('the admin OpenAPI document lists the admin routes', async () => {
+    const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/openapi.json' });
+    assert.equal(res.statusCode, 200);
+    assert.ok(res.json().paths['/admin/v1/clients/{clientId}/secrets/{secretId}'].delete);
+  });
+});
+
+describe('coffer CLI', () => {
+  let t: TestApp;
+  let url: string;
+  before(async () => {
+    t = await createTestApp();
+    url = await t.admin.listen({ host: '127.0.0.1', port: 0 });
+  });
+  after(() => t.close());
+
+  const cli = async (...args: string[]) => {
+    const { stdout } = await run(process.execPath, [CLI, ...args, '--url', url], { env: { ...process.env, ADMIN_TOKEN } });
+    return JSON.parse(stdout);
+  };
+
+  test('clients create --name prints JSON with clientId and secret that work on the API', async () => {
+    const out = await cli('clients', 'create', '--name', 'From CLI');
+    assert.match(out.clientId, /^[0-9a-f-]{36}$/);
+    assert.match(out.secret, /^sk_sandbox_/);
+    assert.equal(out.name, 'From CLI');
+    const res = await t.request('GET', '/api/v1/users', { headers: { 'client-id': out.clientId, authorization: `Bearer ${out.secret}` } });
+    assert.equal(res.status, 200);
+  });
+
+  test('list, show, update, rotate-secret and delete-secret', async () => {
+    const created = await cli('clients', 'create', '--name', 'Ops', '--settings', '{"captureMode":"automatic"}');
+    assert.equal(created.settings.captureMode, 'automatic');
+    const shown = await cli('clients', 'show', created.clientId);
+    assert.equal(shown.name, 'Ops');
+    assert.equal(shown.secret, undefined);
+    const updated = await cli('clients', 'update', created.clientId, '--name', 'Ops 2', '--disabled', 'true');
+    assert.equal(updated.name, 'Ops 2');
+    assert.equal(updated.disabled, true);
+    const rotated = await cli('clients', 'rotate-secret', created.clientId);
+    assert.match(rotated.secret, /^sk_sandbox_/);
+    const deleted = await cli('clients', 'delete-secret', created.clientId, created.secretId);
+    assert.equal(deleted.deleted, created.secretId);
+    const listed = await cli('clients', 'list', '--limit', '50');
+    assert.ok(listed.clients.some((c: { clientId: string }) => c.clientId === created.clientId));
+  });
+
+  test('errors are reported on stderr with a non-zero exit', async () => {
+    await assert.rejects(
+      run(process.execPath, [CLI, 'clients', 'show', '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', '--url', url], { env: { ...process.env, ADMIN_TOKEN } }),
+      (err: { code: number; stderr: string }) => err.code === 1 && /404 ClientNotFound/.test(err.stderr),
+    );
+    await assert.rejects(
+      run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token', 'wrong'], { env: { ...process.env, ADMIN_TOKEN: '' } }),
+      (err: { code: number; stderr: string }) => err.code === 1 && /401 Unauthorized/.test(err.stderr),
+    );
+  });
+});

@@ -1,0 +1,88 @@
+// Starting real Coffer processes for tests that need them (start-up, shutdown, crashes).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  proc: ChildProcess;
+  ports: { api: number; card: number; pay: number; admin: number };
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when stdout (or stderr) matches; rejects on exit or timeout. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/** Spawns `node --import tsx src/main.ts` with free ports and the given environment. */
+export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const ports = { api: await freePort(), card: await freePort(), pay: await freePort(), admin: await freePort() };
+  const childEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...process.env, ...env })) {
+    if (v !== undefined) childEnv[k] = v;
+  }
+  Object.assign(childEnv, {
+    PORT: String(ports.api),
+    CARD_PORT: String(ports.card),
+    PAY_PORT: String(ports.pay),
+    ADMIN_PORT: String(ports.admin),
+    ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)),
+  });
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
+  const proc = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const waiters: (() => void)[] = [];
+  proc.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    waiters.forEach((w) => w());
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+    waiters.forEach((w) => w());
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => {
+      resolve({ code, signal });
+      waiters.forEach((w) => w());
+    }),
+  );
+  return {
+    proc,
+    ports,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    kill: (signal = 'SIGTERM') => proc.kill(signal),
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}\nstdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
+        const check = () => {
+          const m = out.match(pattern) ?? err.match(pattern);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m);
+          } else if (proc.exitCode !== null || proc.signalCode !== null) {
+            clearTimeout(timer);
+            reject(new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
+          }
+        };
+        waiters.push(check);
+        check();
+      });
+    },
+  };
+}
