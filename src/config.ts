@@ -33,6 +33,8 @@ export interface Config {
   /** How long a process trusts a cached client record before reading it again. */
   authCacheTtlMs: number;
   bodyLimitBytes: number;
+  /** Fastify trustProxy: false, true, or a comma list of proxy addresses/CIDRs. */
+  trustProxy: boolean | string;
   /** Whole-request timeout; slow clients are cut off after this. */
   requestTimeoutMs: number;
   logLevel: string;
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 50 * 1024 * 1024),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 90_000, 1_000, 600_000),
+    trustProxy: parseTrustProxy(read('TRUST_PROXY'), problems),
     logLevel: read('LOG_LEVEL') ?? 'info',
     workersEnabled: bool('WORKERS', true),
   };
@@ -169,6 +172,14 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | string {
+  if (raw === undefined || /^(false|no|off)$/i.test(raw)) return false;
+  if (/^(true|yes|on)$/i.test(raw)) return true;
+  if (/^[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*$/.test(raw)) return raw;
+  problems.push(`TRUST_PROXY must be true, false or a comma-separated list of proxy addresses (got "${raw}")`);
+  return false;
 }
 
 export interface CliConfig {

@@ -12,8 +12,21 @@ declare module 'fastify' {
 }
 
 export function clientAuthHook(auth: ClientAuthenticator) {
-  return async (req: FastifyRequest) => {
-    req.client = await auth.authenticate(req.headers['client-id'], req.headers.authorization);
+  return (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
+    let result: ReturnType<ClientAuthenticator['authenticate']>;
+    try {
+      result = auth.authenticate(req.headers['client-id'], req.headers.authorization);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (!(result instanceof Promise)) {
+      req.client = result;
+      return done();
+    }
+    result.then((client) => {
+      req.client = client;
+      done();
+    }, done);
   };
 }
 

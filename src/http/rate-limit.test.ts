@@ -86,3 +86,27 @@ describe('rate limit', () => {
     }
   });
 });
+
+describe('rate limit behind a proxy', () => {
+  test('with TRUST_PROXY the client address comes from X-Forwarded-For; without it, from the peer', async () => {
+    const proxied = await createTestApp({ env: { RATE_LIMIT_PER_MINUTE: '2', TRUST_PROXY: '127.0.0.1' } });
+    const direct = await createTestApp({ env: { RATE_LIMIT_PER_MINUTE: '2' } });
+    try {
+      const m = await proxied.createMerchant();
+      const viaProxy = (app: TestApp, client: string, peer: string) =>
+        app.api.inject({ method: 'GET', url: '/api/v1/users', headers: { ...m.headers, 'x-forwarded-for': client }, remoteAddress: peer });
+      const lb = '127.0.0.1';
+      const peerA = ip();
+      for (let i = 0; i < 2; i++) assert.equal((await viaProxy(proxied, peerA, lb)).statusCode, 200);
+      assert.equal((await viaProxy(proxied, peerA, lb)).statusCode, 429);
+      assert.equal((await viaProxy(proxied, ip(), lb)).statusCode, 200, 'another client behind the same proxy has its own count');
+      // Without TRUST_PROXY the header is ignored: a client cannot pick a fresh address per request.
+      const peer = ip();
+      for (let i = 0; i < 2; i++) await viaProxy(direct, ip(), peer);
+      assert.equal((await viaProxy(direct, ip(), peer)).statusCode, 429);
+    } finally {
+      await proxied.close();
+      await direct.close();
+    }
+  });
+});

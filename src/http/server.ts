@@ -52,7 +52,8 @@ export function createServer(opts: ServerOptions): App {
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
-    trustProxy: false,
+    // The rate limit keys on the client address; behind a proxy it comes from X-Forwarded-For.
+    trustProxy: config.trustProxy,
     ajv: { customOptions: { strict: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -63,20 +64,25 @@ export function createServer(opts: ServerOptions): App {
   const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
   app.setErrorHandler(makeErrorHandler(errorCtx));
 
-  app.addHook('onRequest', async (req, reply) => {
+  // Hooks on every request are callback-style: an async hook costs a promise per request.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
-    if (!opts.plainContent) {
-      reply.type(JSONAPI);
+    if (opts.plainContent) return done();
+    reply.type(JSONAPI);
+    try {
       checkRequestMediaType(req);
+    } catch (err) {
+      return done(err as Error);
     }
+    done();
   });
   if (!opts.plainContent) {
     // JSON:API forbids media type parameters other than ext/profile, but Fastify appends
     // charset=utf-8 to JSON-like types; put the bare media type back.
-    app.addHook('onSend', async (_req, reply, payload) => {
+    app.addHook('onSend', (_req, reply, payload, done) => {
       const ct = reply.getHeader('content-type');
       if (typeof ct === 'string' && ct.startsWith(JSONAPI)) reply.header('content-type', JSONAPI);
-      return payload;
+      done(null, payload);
     });
   }
   if (!opts.plainContent) registerJsonParsers(app);
@@ -108,8 +114,9 @@ export function createServer(opts: ServerOptions): App {
   });
 
   // One line per request, after it completes. Headers are never logged (they carry secrets).
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    done();
   });
 
   app.get('/health', { schema: { hide: true } }, async (_req, reply) => {

@@ -40,7 +40,11 @@ export class ClientAuthenticator {
     this.#cache = new LRUCache<string, CacheEntry>({ max: 10_000, ttl: Math.max(ttlMs, 1) });
   }
 
-  async authenticate(clientIdHeader: unknown, authorizationHeader: unknown): Promise<AuthenticatedClient> {
+  /**
+   * The authenticated client, or a promise of it when the client record must be read first
+   * (a cache hit answers synchronously: most requests, and no promise to allocate).
+   */
+  authenticate(clientIdHeader: unknown, authorizationHeader: unknown): AuthenticatedClient | Promise<AuthenticatedClient> {
     if (typeof clientIdHeader !== 'string' || typeof authorizationHeader !== 'string') {
       throw apiError('Unauthorized', 'Send the Client-ID header and Authorization: Bearer <secret>.');
     }
@@ -49,8 +53,14 @@ export class ClientAuthenticator {
     if (!UUID.test(clientId) || !bearer) {
       throw apiError('Unauthorized', 'Client-ID must be a UUID and Authorization must be "Bearer <secret>".');
     }
-    const entry = await this.#load(clientId);
-    const presented = hashSecret(bearer[1]!);
+    const secret = bearer[1]!;
+    const cached = this.#cache.get(clientId);
+    if (cached) return this.#verify(cached, secret);
+    return this.#load(clientId).then((entry) => this.#verify(entry, secret));
+  }
+
+  #verify(entry: CacheEntry, secret: string): AuthenticatedClient {
+    const presented = hashSecret(secret);
     let match = false;
     for (const h of entry.hashes.length > 0 ? entry.hashes : [DUMMY_HASH]) {
       // Bitwise OR keeps going after a match so every hash is always compared.
@@ -67,8 +77,6 @@ export class ClientAuthenticator {
   }
 
   async #load(clientId: string): Promise<CacheEntry> {
-    const hit = this.#cache.get(clientId);
-    if (hit) return hit;
     // Concurrent first requests for one client share a single read.
     let pending = this.#inflight.get(clientId);
     if (!pending) {

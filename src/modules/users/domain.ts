@@ -46,6 +46,13 @@ export async function createUser(
   }
 }
 
+/** GET /users/{id}: the shown columns only. */
+export async function getUserSummary(db: Db, opts: { clientId: string; userId: string }): Promise<q.UserSummaryRow> {
+  const user = await q.findUserSummary(db, opts.clientId, opts.userId);
+  if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`);
+  return user;
+}
+
 /** A user named in the path: 404 when unknown or another merchant's. */
 export async function getUser(db: Executor, opts: { clientId: string; userId: string; forUpdate?: boolean }): Promise<q.UserRow> {
   const user = await q.findUser(db, opts.clientId, opts.userId, { forUpdate: opts.forUpdate });

@@ -1,9 +1,9 @@
 // Users as JSON:API resources.
-import type { UserRow } from './sql.ts';
+import type { UserRow, UserSummaryRow } from './sql.ts';
 
 export const userPath = (id: string) => `/api/v1/users/${id}`;
 
-function profile(u: UserRow) {
+function profile(u: UserSummaryRow) {
   return { firstName: u.firstName, lastName: u.lastName, email: u.email, phoneNumber: u.phoneNumber };
 }
 
@@ -33,7 +33,7 @@ export function userResource(u: UserRow, baseUrl: string) {
   };
 }
 
-export function userSummaryResource(u: UserRow, baseUrl: string) {
+export function userSummaryResource(u: UserSummaryRow, baseUrl: string) {
   return {
     id: u.id,
     type: 'User' as const,

@@ -6,7 +6,7 @@ import { pageLinks, pageOf } from '../../http/paging.ts';
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { validatorCompiler } from '../../http/validation.ts';
-import { createUser, getUser, listUsers, updateAttachedProfile } from './domain.ts';
+import { createUser, getUserSummary, listUsers, updateAttachedProfile } from './domain.ts';
 import { attachedProfileResource, userResource, userSummaryResource } from './render.ts';
 import {
   AttachedProfile,
@@ -80,7 +80,7 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const user = await getUser(ctx.db, { clientId: req.client.id, userId: req.params.userId });
+      const user = await getUserSummary(ctx.db, { clientId: req.client.id, userId: req.params.userId });
       return { data: userSummaryResource(user, base) };
     },
   );

@@ -1,6 +1,7 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
-import type { Executor } from '../../db/open.ts';
+import type { Db, Executor } from '../../db/open.ts';
+import { prepared } from '../../db/prepared.ts';
 import { users } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
@@ -14,6 +15,35 @@ export async function insertUser(db: Executor, row: typeof users.$inferInsert): 
 export async function findUser(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<UserRow | undefined> {
   const q = db.select().from(users).where(and(eq(users.clientId, clientId), eq(users.id, id)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
+  return row;
+}
+
+/** The columns GET /users/{id} shows. */
+const summaryColumns = {
+  id: users.id,
+  disabled: users.disabled,
+  firstName: users.firstName,
+  lastName: users.lastName,
+  email: users.email,
+  phoneNumber: users.phoneNumber,
+  createdAt: users.createdAt,
+  updatedAt: users.updatedAt,
+};
+export type UserSummaryRow = Pick<UserRow, keyof typeof summaryColumns>;
+
+/**
+ * The hottest read: a prepared statement selecting only the shown columns (decoding a full
+ * 20-column row cost a sixth of the request).
+ */
+export async function findUserSummary(db: Db, clientId: string, id: string): Promise<UserSummaryRow | undefined> {
+  const stmt = prepared(db, 'users_summary', (d) =>
+    d
+      .select(summaryColumns)
+      .from(users)
+      .where(and(eq(users.clientId, sql.placeholder('clientId')), eq(users.id, sql.placeholder('id'))))
+      .prepare('users_summary'),
+  );
+  const [row] = await stmt.execute({ clientId, id });
   return row;
 }
 

@@ -1,0 +1,155 @@
+// Shared pieces of the benchmarks: start servers as separate processes, drive load with
+// autocannon from this process, report requests per second and latency percentiles.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { freePort } from '../src/test/process.ts';
+
+export interface LoadResult {
+  name: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+export interface Server {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function waitForLine(proc: ChildProcess, pattern: RegExp, what: string): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = out.match(pattern);
+      if (m) {
+        proc.stdout!.off('data', onData);
+        resolve(m);
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.once('exit', (code) => reject(new Error(`${what} exited with ${code}:\n${out}`)));
+  });
+}
+
+async function waitForFile(file: string, pattern: RegExp, proc: ChildProcess): Promise<void> {
+  for (;;) {
+    const text = readFileSync(file, 'utf8');
+    if (pattern.test(text)) return;
+    if (proc.exitCode !== null) throw new Error(`coffer exited with ${proc.exitCode}:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function stopper(proc: ChildProcess) {
+  return async () => {
+    if (proc.exitCode !== null) return;
+    proc.kill('SIGTERM');
+    await new Promise((r) => proc.once('exit', r));
+  };
+}
+
+/** The bare route; with `query`, one prepared pg query per request instead. */
+export async function startBare(query?: { databaseUrl: string; text: string; values: string[] }): Promise<Server> {
+  const port = await freePort();
+  const args = [fileURLToPath(new URL('./bare.ts', import.meta.url)), String(port), ...(query ? [query.databaseUrl, query.text, ...query.values] : [])];
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitForLine(proc, /listening/, 'bare server');
+  return { url: `http://127.0.0.1:${port}`, proc, stop: stopper(proc) };
+}
+
+export interface CofferServer extends Server {
+  adminUrl: string;
+  adminToken: string;
+}
+
+/** Starts Coffer with its API and admin listeners, request logging as configured by default. */
+export async function startCoffer(opts: { databaseUrl?: string; env?: Record<string, string>; nodeArgs?: string[] }): Promise<CofferServer & { databaseUrl?: string }> {
+  const [api, admin] = [await freePort(), await freePort()];
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-'));
+  const adminToken = 'bench-admin-token-0123456789abcdef0123456789';
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    PORT: String(api),
+    ADMIN_PORT: String(admin),
+    LISTENERS: 'api,admin',
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: adminToken,
+    // The limiter runs, but its ceiling is out of reach so it never answers 429 here.
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    ...opts.env,
+  };
+  if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
+  else delete env.DATABASE_URL;
+  // The server logs to a file, as a deployment would; the load generator never reads it.
+  const logFile = path.join(dataDir, 'coffer.log');
+  const fd = openSync(logFile, 'w');
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))], { env, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  await waitForFile(logFile, /Stop with Ctrl-C/, proc);
+  return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl };
+}
+
+export async function load(
+  name: string,
+  opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; durationS?: number; requests?: autocannon.Request[] },
+): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'GET',
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections ?? 50,
+    duration: opts.durationS ?? 10,
+    ...(opts.requests ? { requests: opts.requests } : {}),
+  });
+  return {
+    name,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+export async function json(url: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<any> {
+  const res = await fetch(url, { ...init, headers: { 'content-type': 'application/vnd.api+json', ...init.headers } });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** Creates a merchant through the admin API; returns the headers that authenticate as it. */
+export async function merchant(server: CofferServer, settings?: Record<string, unknown>) {
+  const created = await json(`${server.adminUrl}/admin/v1/clients`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminToken}` },
+    body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Bench', ...(settings ? { settings } : {}) } } }),
+  });
+  return { 'client-id': created.data.id as string, authorization: `Bearer ${created.data.attributes.secret as string}` };
+}
+
+export function machine(): string {
+  const cpus = os.cpus();
+  return `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
+}
+
+export function table(results: LoadResult[], reference?: LoadResult): string {
+  const rows = results.map(
+    (r) =>
+      `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${reference && r !== reference ? `${((100 * r.rps) / reference.rps).toFixed(1)}%` : ''} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`,
+  );
+  return ['| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |', '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');
+}

@@ -1,0 +1,94 @@
+// Benchmarks: npm run bench -- [users] [--db pglite|postgres|both] [--duration S]
+// Each server runs as its own process and is driven by autocannon (50 connections) from this
+// process; server, database and load generator share the machine. Prints a markdown table per
+// database and writes the raw figures to bench/results/. PostgreSQL runs use the server in
+// DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with a fresh database.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { db: { type: 'string', default: 'both' }, duration: { type: 'string', default: '10' } },
+});
+const durationS = Number(values.duration);
+const scenarios = positionals.length > 0 ? positionals : ['users'];
+const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbs = values.db === 'both' ? ['pglite', 'postgres'] : [values.db!];
+
+async function bare(): Promise<LoadResult> {
+  const server = await startBare();
+  try {
+    return await load('bare Fastify route', { url: `${server.url}/`, durationS });
+  } finally {
+    await server.stop();
+  }
+}
+
+async function usersScenario(db: string): Promise<LoadResult[]> {
+  const results: LoadResult[] = [await bare()];
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  let floorQuery: { text: string; values: string[] } | undefined;
+  for (const logLevel of ['info', 'warn']) {
+    const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: logLevel } });
+    try {
+      const auth = await merchant(coffer);
+      let userId = '';
+      for (let i = 0; i < 200; i++) {
+        const u = await json(`${coffer.url}/api/v1/users`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`, firstName: 'Bench' } } }),
+        });
+        userId = u.data.id;
+      }
+      const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
+      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, durationS }));
+      results.push(await load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, durationS }));
+      floorQuery = {
+        text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
+        values: [auth['client-id'], userId],
+      };
+    } finally {
+      await coffer.stop();
+    }
+  }
+  if (databaseUrl && floorQuery) {
+    const floor = await startBare({ databaseUrl, ...floorQuery });
+    try {
+      results.push(await load('floor: bare route + one prepared pg read of the same row', { url: `${floor.url}/`, durationS }));
+    } finally {
+      await floor.stop();
+    }
+  }
+  return results;
+}
+
+/** A new database on the server for each run, so runs never see each other's rows. */
+async function freshDatabase(serverUrl: string): Promise<string> {
+  const { default: pg } = await import('pg');
+  const name = `coffer_bench_${Date.now()}`;
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  await c.query(`create database ${name}`);
+  await c.end();
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario };
+const report: Record<string, Record<string, LoadResult[]>> = {};
+for (const db of dbs) {
+  for (const s of scenarios) {
+    const run = SCENARIOS[s];
+    if (!run) throw new Error(`unknown scenario ${s}; known: ${Object.keys(SCENARIOS).join(', ')}`);
+    const results = await run(db);
+    (report[db] ??= {})[s] = results;
+    process.stdout.write(`\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, results[0])}\n`);
+  }
+}
+process.stdout.write(`\nMachine: ${machine()}\n`);
+await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+await writeFile(new URL(`./results/${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.json`, import.meta.url), JSON.stringify({ machine: machine(), durationS, report }, null, 2));
