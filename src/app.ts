@@ -4,10 +4,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
+import { Sealer } from './crypto/sealer.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
+import { WebhookDispatcher } from './modules/events/dispatcher.ts';
+import { recordEvent } from './modules/events/record.ts';
+import type { Topic } from './modules/events/topics.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
+import { userResource } from './modules/users/render.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
 
@@ -17,6 +22,8 @@ export interface ContextOptions {
   providers?: Providers;
   /** An already open database (tests share one across apps). */
   database?: Database;
+  /** Replaces DNS resolution for webhook receivers (tests). */
+  webhookLookup?: ConstructorParameters<typeof WebhookDispatcher>[0]['lookup'];
 }
 
 export async function createContext(config: Config, opts: ContextOptions): Promise<AppContext> {
@@ -24,6 +31,8 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     opts.database ??
     (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize }));
   const clock = opts.clock ?? systemClock;
+  if (!config.cardEncryptionKey) throw new Error('CARD_ENCRYPTION_KEY is not set (the sandbox generates one in DATA_DIR at start)');
+  const sealer = new Sealer(config.cardEncryptionKey);
   const ctx: AppContext = {
     config,
     database,
@@ -33,18 +42,45 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     auth: new ClientAuthenticator(database.db, config.authCacheTtlMs),
     jobs: new JobRunner(opts.log),
     providers: opts.providers ?? sandboxProviders(),
+    sealer,
+    webhooks: new WebhookDispatcher({
+      db: database.db,
+      clock,
+      log: opts.log,
+      sealer,
+      timeoutMs: config.webhooks.timeoutMs,
+      retryDelaysS: config.webhooks.retryDelaysS,
+      publicOnly: config.environment === 'live',
+      concurrency: config.webhooks.concurrency,
+      lookup: opts.webhookLookup,
+    }),
   };
   registerJobs(ctx);
   return ctx;
 }
 
+const KYC_TOPICS: Record<string, Topic> = {
+  Approved: 'ApplicationApproved',
+  AwaitingDocuments: 'ApplicationAwaitingDocuments',
+  Declined: 'ApplicationDeclined',
+};
+
 function registerJobs(ctx: AppContext): void {
   const now = () => ctx.clock.now();
+  const base = ctx.config.listeners.api.publicUrl;
   ctx.jobs.register({
     name: 'kyc-decisions',
     intervalMs: 200,
-    run: () => decideDueKycApplications(ctx.db, { provider: ctx.providers.kyc, now }),
+    run: () =>
+      decideDueKycApplications(ctx.db, {
+        provider: ctx.providers.kyc,
+        now,
+        // The decision's event is written in the decision's transaction (spec: included[0] is the user).
+        onDecision: (tx, e) =>
+          recordEvent(tx, { clientId: e.user.clientId, topic: KYC_TOPICS[e.decision]!, userId: e.user.id, resource: userResource(e.user, base), now: e.now }).then(() => {}),
+      }),
   });
+  ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
   ctx.jobs.register({
     name: 'linked-account-deactivations',
     intervalMs: 30_000,

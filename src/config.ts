@@ -40,7 +40,20 @@ export interface Config {
   logLevel: string;
   /** Background jobs (KYC decisions, expiry sweeps, webhook delivery). */
   workersEnabled: boolean;
+  webhooks: {
+    /** A receiver must answer within this (decisions §10: 15 s). */
+    timeoutMs: number;
+    /** Delays before each retry, in seconds (decisions §10's schedule by default). */
+    retryDelaysS: number[];
+    /** How often the worker looks for due deliveries when idle. */
+    pollMs: number;
+    /** Deliveries in flight at once per process. */
+    concurrency: number;
+  };
 }
+
+/** Retry delays after each failed attempt (decisions §10): about three days in all. */
+export const DEFAULT_WEBHOOK_RETRY_DELAYS_S = [5, 10, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400, 86400];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -84,6 +97,17 @@ export function loadConfig(env: Env = process.env): Config {
       return undefined;
     }
     return buf;
+  };
+
+  const delays = (name: string, fallback: number[]): number[] => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    const list = raw.split(',').map((x) => Number(x.trim()));
+    if (list.length === 0 || list.length > 50 || list.some((n) => !Number.isFinite(n) || n <= 0 || n > 7 * 86_400)) {
+      problems.push(`${name} must be a comma-separated list of positive delays in seconds (got "${raw}")`);
+      return fallback;
+    }
+    return list;
   };
 
   const envName = read('COFFER_ENV') ?? 'sandbox';
@@ -156,6 +180,12 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: parseTrustProxy(read('TRUST_PROXY'), problems),
     logLevel: read('LOG_LEVEL') ?? 'info',
     workersEnabled: bool('WORKERS', true),
+    webhooks: {
+      timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
+      retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
+      pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
+      concurrency: int('WEBHOOK_CONCURRENCY', 32, 1, 1024),
+    },
   };
 
   // Live handles real money: no embedded database and no generated secrets.

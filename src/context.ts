@@ -3,9 +3,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
+import type { Sealer } from './crypto/sealer.ts';
 import type { Database, Db } from './db/open.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { ClientAuthenticator } from './modules/clients/authenticate.ts';
+import type { WebhookDispatcher } from './modules/events/dispatcher.ts';
 import type { Providers } from './providers/index.ts';
 
 export interface AppContext {
@@ -17,4 +19,7 @@ export interface AppContext {
   auth: ClientAuthenticator;
   jobs: JobRunner;
   providers: Providers;
+  /** Encrypts values kept at rest that must be read back (webhook secrets, card data). */
+  sealer: Sealer;
+  webhooks: WebhookDispatcher;
 }

@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     else log.info({ signal }, 'shutting down');
     await closeListeners(listeners);
     await ctx.jobs.stop();
+    await ctx.webhooks.close();
     await ctx.database.close();
     log.flush();
   });

@@ -144,3 +144,94 @@ export const rateLimitCounters = pgTable(
   },
   (t) => [primaryKey({ columns: [t.key, t.windowStart] })],
 );
+
+// ----- webhooks and the event outbox ------------------------------------------------------
+
+export const webhooks = pgTable(
+  'webhooks',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    name: text('name').notNull(),
+    url: text('url').notNull(),
+    /** Subscribed topics, or ["*"] for all. */
+    topics: jsonb('topics').$type<string[]>().notNull(),
+    enabled: boolean('enabled').notNull(),
+    /** The signing secret, sealed with AES-256-GCM (it must be usable, so it cannot be hashed). */
+    secretSealed: text('secret_sealed').notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    deletedAt: ts('deleted_at'),
+  },
+  (t) => [index('webhooks_client_idx').on(t.clientId, t.createdAt, t.id)],
+);
+
+/**
+ * The outbox: one row per event, written in the same transaction as the change it reports.
+ * `body` is the exact JSON sent to receivers, so every attempt and replay signs the same bytes.
+ */
+export const events = pgTable(
+  'events',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    topic: text('topic').notNull(),
+    userId: uuid('user_id'),
+    walletId: uuid('wallet_id'),
+    resourceType: text('resource_type').notNull(),
+    resourceId: text('resource_id').notNull(),
+    body: text('body').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('events_client_created_idx').on(t.clientId, t.createdAt, t.id),
+    index('events_client_topic_idx').on(t.clientId, t.topic, t.createdAt),
+  ],
+);
+
+/** One row per (event, webhook) to deliver; replays and test sends add rows. */
+export const eventDeliveries = pgTable(
+  'event_deliveries',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull(),
+    eventId: uuid('event_id').notNull().references(() => events.id),
+    webhookId: uuid('webhook_id').notNull().references(() => webhooks.id),
+    /** Why this delivery exists: event, replay or test. */
+    trigger: text('trigger').notNull(),
+    /** pending → succeeded | failed | canceled */
+    state: text('state').notNull(),
+    attemptCount: integer('attempt_count').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at').notNull(),
+    /** While set and in the future, a worker owns this delivery's current attempt. */
+    leaseUntil: ts('lease_until'),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    completedAt: ts('completed_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('event_deliveries_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
+    index('event_deliveries_event_idx').on(t.eventId),
+    index('event_deliveries_webhook_idx').on(t.webhookId).where(sql`state = 'pending'`),
+  ],
+);
+
+export const deliveryAttempts = pgTable(
+  'delivery_attempts',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull(),
+    deliveryId: uuid('delivery_id').notNull().references(() => eventDeliveries.id),
+    eventId: uuid('event_id').notNull(),
+    attempt: integer('attempt').notNull(),
+    startedAt: ts('started_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    statusCode: integer('status_code'),
+    error: text('error'),
+    /** The first 500 characters of the receiver's answer, for debugging. */
+    responseExcerpt: text('response_excerpt'),
+  },
+  (t) => [index('delivery_attempts_delivery_idx').on(t.deliveryId, t.attempt), index('delivery_attempts_event_idx').on(t.eventId)],
+);

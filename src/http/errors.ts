@@ -39,6 +39,8 @@ export const ERRORS = {
   ClientNotFound: def(404, 'Not found', 'The client does not exist.'),
   ClientSecretNotFound: def(404, 'Not found', 'The client secret does not exist.'),
   LinkedAccountNotFound: def(404, 'Not found', 'The linked account does not exist.'),
+  WebhookNotFound: def(404, 'Not found', 'The webhook does not exist.'),
+  WebhookEventNotFound: def(404, 'Not found', 'The event does not exist.'),
   MethodNotAllowed: def(405, 'Method not allowed', 'This path does not accept this method.'),
   // 408 / 409 / 413 / 415 / 429
   RequestTimeout: def(408, 'Request timeout', 'The request took too long to arrive.'),

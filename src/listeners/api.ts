@@ -5,12 +5,16 @@ import { clientAuthHook } from '../http/auth.ts';
 import { apiError } from '../http/errors.ts';
 import { SharedRateLimitStore } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
+import { eventRoutes } from '../modules/events/routes.ts';
+import { schemas as eventSchemas } from '../modules/events/schemas.ts';
 import { kycRoutes } from '../modules/kyc/routes.ts';
 import { schemas as kycSchemas } from '../modules/kyc/schemas.ts';
 import { linkedAccountRoutes, linkedAccountSimulationRoutes } from '../modules/linked-accounts/routes.ts';
 import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
 import { userRoutes } from '../modules/users/routes.ts';
 import { schemas as userSchemas } from '../modules/users/schemas.ts';
+import { webhookRoutes } from '../modules/webhooks/routes.ts';
+import { schemas as webhookSchemas } from '../modules/webhooks/schemas.ts';
 import { registerOpenApi } from './openapi.ts';
 
 const RATE_WINDOW_MS = 60_000;
@@ -23,7 +27,7 @@ export interface ApiListener {
 export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   const { config } = ctx;
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
-  for (const s of [...userSchemas, ...kycSchemas, ...linkedAccountSchemas]) app.addSchema(s);
+  for (const s of [...userSchemas, ...kycSchemas, ...linkedAccountSchemas, ...webhookSchemas, ...eventSchemas]) app.addSchema(s);
 
   // Counted per source IP over every route of this listener, shared across processes.
   const store = new SharedRateLimitStore({
@@ -67,6 +71,8 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await userRoutes(api, ctx);
     await kycRoutes(api, ctx);
     await linkedAccountRoutes(api, ctx);
+    await webhookRoutes(api, ctx);
+    await eventRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);

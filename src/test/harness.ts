@@ -56,7 +56,34 @@ export function testDatabase(): Promise<{ database: Database; url?: string }> {
   return shared;
 }
 
+const extraDatabases: string[] = [];
+
+/**
+ * For tests that start their own server processes: a separate fresh database on the
+ * PostgreSQL server (dropped at the end), or undefined on PGlite (use a fresh DATA_DIR).
+ */
+export async function freshDatabaseUrl(): Promise<string | undefined> {
+  if (!serverUrl) return undefined;
+  const name = `coffer_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  await c.query(`create database ${name}`);
+  await c.end();
+  extraDatabases.push(name);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 export async function closeTestDatabase(): Promise<void> {
+  if (serverUrl && extraDatabases.length > 0) {
+    const { default: pg } = await import('pg');
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    for (const name of extraDatabases.splice(0)) await c.query(`drop database if exists ${name} with (force)`).catch(() => {});
+    await c.end();
+  }
   if (!shared) return;
   const { database } = await shared;
   shared = undefined;
@@ -138,7 +165,7 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; clock?: Clock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream } = {},
+  opts: { env?: Record<string, string>; clock?: Clock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream; webhookLookup?: ContextOptions['webhookLookup'] } = {},
 ): Promise<TestApp> {
   const { database } = await testDatabase();
   const config = testConfig(opts.env);
@@ -146,7 +173,7 @@ export async function createTestApp(
   const clock = (opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'))) as TestClock;
   const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
   // The harness shares one database between apps: closing an app must not close it.
-  const ctx = await createContext(config, { log, clock, providers: opts.providers, database: { ...database, close: async () => {} } });
+  const ctx = await createContext(config, { log, clock, providers: opts.providers, webhookLookup: opts.webhookLookup, database: { ...database, close: async () => {} } });
   const { app: api, rateLimitStore } = await buildApiListener(ctx);
   const admin = await buildAdminListener(ctx);
   const card = await buildCardListener(ctx);
@@ -175,6 +202,7 @@ export async function createTestApp(
     async close() {
       await Promise.all([api.close(), admin.close(), card.close(), pay.close()]);
       await ctx.jobs.stop();
+      await ctx.webhooks.close();
     },
   };
   return t;

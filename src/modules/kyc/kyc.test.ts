@@ -2,21 +2,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { systemClock } from '../../clock.ts';
+import { kycApplication } from '../../test/fixtures.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 
-export const application = (email: string, over: Record<string, unknown> = {}) => ({
-  data: {
-    type: 'KycApplication',
-    attributes: {
-      firstName: 'Ada',
-      lastName: 'Lovelace',
-      dateOfBirth: '1990-12-10',
-      email,
-      address: { street: '1 Main St', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' },
-      ...over,
-    },
-  },
-});
+const application = kycApplication;
 
 describe('KYC', () => {
   let t: TestApp;

@@ -1,0 +1,395 @@
+// Webhook delivery through a real HTTP receiver on loopback (decisions §10): the outbox,
+// signatures, retries with their schedule, timeouts, redirects, replays and the events API.
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { rowsOf } from '../../db/open.ts';
+import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
+import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { decideDueKycApplications } from '../kyc/domain.ts';
+import { recordEvent } from './record.ts';
+
+/** Registers a webhook; returns its id and secret. */
+async function register(t: TestApp, as: Merchant, attributes: Record<string, unknown>) {
+  const res = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody(attributes) });
+  assert.equal(res.status, 201, res.raw);
+  return { id: res.body.data.id as string, secret: res.body.data.attributes.secret as string };
+}
+
+/** Takes a user through KYC to the sandbox decision for `email`; returns the user id. */
+async function kycDecision(t: TestApp, as: Merchant, email: string): Promise<string> {
+  const u = await createUser(t, as);
+  await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as });
+  const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as, body: application(email) });
+  assert.equal(res.status, 201);
+  t.clock.advance(500);
+  await t.ctx.jobs.runOnce('kyc-decisions');
+  return u.id;
+}
+
+const deliver = (t: TestApp) => t.ctx.webhooks.runOnce();
+
+describe('webhook delivery', () => {
+  let t: TestApp;
+  let m: Merchant;
+  let rx: Receiver;
+  let hook: { id: string; secret: string };
+  before(async () => {
+    t = await createTestApp();
+    m = await t.createMerchant();
+    rx = await startReceiver();
+    hook = await register(t, m, { url: rx.url, topics: ['*'] });
+  });
+  after(async () => {
+    await t.close();
+    await rx.close();
+  });
+
+  test('a KYC decision is delivered: the envelope, included[0] the user, both signatures verify', async () => {
+    const before = rx.received.length;
+    const userId = await kycDecision(t, m, 'signed@example.com');
+    await deliver(t);
+    assert.equal(rx.received.length, before + 1);
+    const r = rx.received.at(-1)!;
+    // Standard Webhooks, verified by its own library.
+    const verified = new StandardWebhook(hook.secret).verify(r.body, r.headers as Record<string, string>) as Record<string, any>;
+    assert.equal(verified.data.type, 'WebhookEvent');
+    // The plain x-service-signature: hex HMAC-SHA256 of the raw body with the secret's bytes.
+    const key = Buffer.from(hook.secret.slice('whsec_'.length), 'base64');
+    assert.equal(r.headers['x-service-signature'], createHmac('sha256', key).update(r.body).digest('hex'));
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.ok(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000) < 30, 'webhook-timestamp is the real send time');
+    const body = JSON.parse(r.body);
+    assert.equal(body.data.id, r.headers['webhook-id']);
+    assert.deepEqual(body.data.attributes, { topic: 'ApplicationApproved', clientId: m.clientId, userId, createdAt: t.clock.now().toISOString() });
+    assert.deepEqual(body.data.relationships.event.data, { type: 'User', id: userId });
+    assert.equal(body.included[0].type, 'User');
+    assert.equal(body.included[0].id, userId);
+    assert.equal(body.included[0].attributes.profile.firstName, 'Ada');
+  });
+
+  test('each KYC decision has its topic', async () => {
+    const start = rx.received.length;
+    await kycDecision(t, m, 'x@highrisk.test');
+    await kycDecision(t, m, 'x@declined.test');
+    await deliver(t);
+    const topics = rx.received.slice(start).map((r) => JSON.parse(r.body).data.attributes.topic);
+    assert.deepEqual(topics.sort(), ['ApplicationAwaitingDocuments', 'ApplicationDeclined']);
+  });
+
+  test('a tampered body or wrong secret fails verification', async () => {
+    await kycDecision(t, m, 'tamper@example.com');
+    await deliver(t);
+    const r = rx.received.at(-1)!;
+    assert.throws(() => new StandardWebhook(hook.secret).verify(r.body.replace('Ada', 'Eve'), r.headers as Record<string, string>));
+    assert.throws(() => new StandardWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(r.body, r.headers as Record<string, string>));
+  });
+
+  test('topics filter deliveries; disabled webhooks get nothing', async () => {
+    const fm = await t.createMerchant();
+    const declinedOnly = await startReceiver();
+    const disabledRx = await startReceiver();
+    try {
+      await register(t, fm, { url: declinedOnly.url, topics: ['ApplicationDeclined'] });
+      await register(t, fm, { url: disabledRx.url, topics: ['*'], enabled: false });
+      await kycDecision(t, fm, 'ok@example.com');
+      await kycDecision(t, fm, 'no@declined.test');
+      await deliver(t);
+      assert.deepEqual(declinedOnly.received.map((r) => JSON.parse(r.body).data.attributes.topic), ['ApplicationDeclined']);
+      assert.equal(disabledRx.received.length, 0);
+    } finally {
+      await declinedOnly.close();
+      await disabledRx.close();
+    }
+  });
+
+  test('no event without its change: a decision whose transaction fails leaves neither', async () => {
+    const fm = await t.createMerchant();
+    const u = await createUser(t, fm);
+    await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: fm });
+    await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: fm, body: application('atomic@example.com') });
+    t.clock.advance(500);
+    await assert.rejects(
+      decideDueKycApplications(t.ctx.db, {
+        provider: t.ctx.providers.kyc,
+        now: () => t.clock.now(),
+        onDecision: async (tx, e) => {
+          await recordEvent(tx, { clientId: fm.clientId, topic: 'ApplicationApproved', userId: e.user.id, resource: { id: e.user.id, type: 'User' }, now: e.now });
+          throw new Error('crash after the event was written');
+        },
+      }),
+    );
+    const events = rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from events where client_id = ${fm.clientId}`));
+    assert.equal(events[0]!.n, 0);
+    const kyc = await t.request('GET', `/api/v1/users/${u.id}/kyc`, { as: fm });
+    assert.equal(kyc.body.data.attributes.status, 'Pending', 'and the change is not there either');
+  });
+
+  test('a receiver failing three times then succeeding gets the event exactly once as a success', async () => {
+    const fm = await t.createMerchant();
+    const flaky = await startReceiver((_r, i) => ({ status: i < 3 ? 500 : 200, body: i < 3 ? 'not yet' : 'ok' }));
+    try {
+      await register(t, fm, { url: flaky.url, topics: ['*'] });
+      await kycDecision(t, fm, 'flaky@example.com');
+      const [{ id: eventId }] = (await t.request('GET', '/api/v1/webhook-events', { as: fm })).body.data;
+      await deliver(t);
+      const expected = [5, 10, 30];
+      for (const [i, seconds] of expected.entries()) {
+        const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
+        assert.equal(ev.deliveryState, 'pending');
+        const due = new Date(ev.deliveries[0].nextAttemptAt).getTime() - t.clock.now().getTime();
+        assert.ok(due >= seconds * 1000 && due <= seconds * 1100, `retry ${i + 1} after ${due} ms, expected ${seconds} s + up to 10%`);
+        t.clock.advance(due - 1);
+        assert.equal(await deliver(t), 0, 'not before it is due');
+        t.clock.advance(1);
+        assert.equal(await deliver(t), 1);
+      }
+      assert.equal(flaky.received.length, 4);
+      assert.ok(flaky.received.every((r) => r.headers['webhook-id'] === eventId), 'the same webhook-id on every attempt');
+      assert.ok(flaky.received.every((r) => r.body === flaky.received[0]!.body), 'the same bytes on every attempt');
+      const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
+      assert.equal(ev.deliveryState, 'succeeded');
+      const d = ev.deliveries[0];
+      assert.equal(d.state, 'succeeded');
+      assert.equal(d.attemptCount, 4);
+      assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 500, 500, 200]);
+      assert.deepEqual(d.attempts.map((a: { error: string | null }) => a.error), ['receiver answered 500', 'receiver answered 500', 'receiver answered 500', null]);
+      assert.equal(d.attempts[0].responseExcerpt, 'not yet');
+      t.clock.advance(86_400_000);
+      assert.equal(await deliver(t), 0, 'nothing more is sent');
+      assert.equal(flaky.received.length, 4);
+    } finally {
+      await flaky.close();
+    }
+  });
+
+  test('after the whole schedule (about three days) the delivery is marked failed', async () => {
+    const fm = await t.createMerchant();
+    const down = await startReceiver(() => ({ status: 503 }));
+    try {
+      await register(t, fm, { url: down.url, topics: ['*'] });
+      await kycDecision(t, fm, 'never@example.com');
+      const started = t.clock.now().getTime();
+      await deliver(t);
+      for (let i = 0; i < 20; i++) {
+        t.clock.advance(2 * 86_400_000);
+        await deliver(t);
+      }
+      assert.equal(down.received.length, 13, 'the first attempt and twelve retries');
+      const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=failed', { as: fm })).body.data;
+      const full = (await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: fm })).body.data.attributes;
+      assert.equal(full.deliveries[0].state, 'failed');
+      assert.equal(full.deliveries[0].nextAttemptAt, null);
+      assert.equal(full.deliveries[0].attempts.length, 13);
+      void started;
+    } finally {
+      await down.close();
+    }
+  });
+
+  test('timeouts, refused connections and redirects are failures; redirects are not followed', async () => {
+    const quick = await createTestApp({ env: { WEBHOOK_TIMEOUT_MS: '300' } });
+    const hanging = await startReceiver(() => 'hang');
+    const target = await startReceiver();
+    const redirecting = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
+    try {
+      const qm = await quick.createMerchant();
+      for (const url of [hanging.url, redirecting.url, 'http://127.0.0.1:9/closed']) await register(quick, qm, { url, topics: ['*'] });
+      await kycDecision(quick, qm, 'x@example.com');
+      await quick.ctx.webhooks.runOnce();
+      const [ev] = (await quick.request('GET', '/api/v1/webhook-events', { as: qm })).body.data;
+      const deliveries = (await quick.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: qm })).body.data.attributes.deliveries;
+      const errors = deliveries.map((d: { attempts: { error: string }[] }) => d.attempts[0]!.error).sort();
+      assert.equal(errors.length, 3);
+      assert.ok(errors.some((e: string) => e === 'no answer within 300 ms'), errors.join(' | '));
+      assert.ok(errors.some((e: string) => e === 'receiver answered 302'), errors.join(' | '));
+      assert.ok(errors.some((e: string) => /ECONNREFUSED/.test(e)), errors.join(' | '));
+      assert.ok(deliveries.every((d: { state: string }) => d.state === 'pending'), 'all will be retried');
+      assert.equal(target.received.length, 0, 'the redirect was not followed');
+    } finally {
+      await quick.close();
+      await Promise.all([hanging.close(), target.close(), redirecting.close()]);
+    }
+  });
+
+  test('a deleted webhook\'s pending deliveries are canceled', async () => {
+    const fm = await t.createMerchant();
+    const w = await register(t, fm, { url: 'http://127.0.0.1:9/closed', topics: ['*'] });
+    await kycDecision(t, fm, 'gone@example.com');
+    await deliver(t); // fails, retry pending
+    assert.equal((await t.request('DELETE', `/api/v1/webhooks/${w.id}`, { as: fm })).status, 204);
+    const [ev] = (await t.request('GET', '/api/v1/webhook-events', { as: fm })).body.data;
+    const d = (await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: fm })).body.data.attributes.deliveries[0];
+    assert.equal(d.state, 'canceled');
+  });
+
+  test('replay redelivers the same event id and body, to subscribers or to one webhook', async () => {
+    const fm = await t.createMerchant();
+    const a = await startReceiver();
+    const b = await startReceiver();
+    try {
+      await register(t, fm, { url: a.url, topics: ['ApplicationApproved'] });
+      const wb = await register(t, fm, { url: b.url, topics: ['PaymentCreated'] });
+      await kycDecision(t, fm, 'again@example.com');
+      await deliver(t);
+      assert.equal(a.received.length, 1);
+      const eventId = a.received[0]!.headers['webhook-id'] as string;
+      const res = await t.request('POST', `/api/v1/webhook-events/${eventId}/replay`, { as: fm });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.attributes.deliveryState, 'pending');
+      await deliver(t);
+      assert.equal(a.received.length, 2);
+      assert.equal(a.received[1]!.headers['webhook-id'], eventId);
+      assert.equal(a.received[1]!.body, a.received[0]!.body);
+      assert.equal(b.received.length, 0, 'b does not subscribe');
+      const toB = await t.request('POST', `/api/v1/webhook-events/${eventId}/replay`, { as: fm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: wb.id } } } });
+      assert.equal(toB.status, 200);
+      await deliver(t);
+      assert.equal(b.received.length, 1);
+      assert.equal(b.received[0]!.headers['webhook-id'], eventId);
+      const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
+      assert.deepEqual(ev.deliveries.map((d: { trigger: string; state: string }) => `${d.trigger}:${d.state}`), ['event:succeeded', 'replay:succeeded', 'replay:succeeded']);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('replay errors: unknown event 404, unknown webhook 400, nobody subscribed 400', async () => {
+    const fm = await t.createMerchant();
+    const missing = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    const r404 = await t.request('POST', `/api/v1/webhook-events/${missing}/replay`, { as: fm });
+    assert.equal(r404.status, 404);
+    assert.equal(errorsOf(r404)[0]!.code, 'WebhookEventNotFound');
+    await kycDecision(t, fm, 'lonely@example.com'); // no webhooks: an event with no deliveries
+    const [ev] = (await t.request('GET', '/api/v1/webhook-events', { as: fm })).body.data;
+    assert.equal(ev.attributes.deliveryState, 'none');
+    const nobody = await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: fm });
+    assert.equal(nobody.status, 400);
+    assert.equal(errorsOf(nobody)[0]!.code, 'IllegalOperation');
+    const unknownHook = await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: fm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: missing } } } });
+    assert.equal(unknownHook.status, 400);
+    assert.equal(errorsOf(unknownHook)[0]!.code, 'WebhookNotFound');
+    assert.equal(errorsOf(unknownHook)[0]!.source?.pointer, '/data/attributes/webhookId');
+  });
+
+  test('the test event goes to its webhook only, whatever the topics', async () => {
+    const fm = await t.createMerchant();
+    const a = await startReceiver();
+    const b = await startReceiver();
+    try {
+      const wa = await register(t, fm, { url: a.url, topics: ['PaymentCreated'] });
+      await register(t, fm, { url: b.url, topics: ['*'] });
+      const res = await t.request('POST', `/api/v1/webhooks/${wa.id}/test`, { as: fm });
+      assert.equal(res.status, 201);
+      assert.equal(res.body.data.attributes.topic, 'WebhookTest');
+      await deliver(t);
+      assert.equal(a.received.length, 1);
+      assert.equal(b.received.length, 0);
+      new StandardWebhook(wa.secret).verify(a.received[0]!.body, a.received[0]!.headers as Record<string, string>);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});
+
+describe('events API', () => {
+  let t: TestApp;
+  let m: Merchant;
+  let other: Merchant;
+  let rx: Receiver;
+  before(async () => {
+    t = await createTestApp();
+    m = await t.createMerchant();
+    other = await t.createMerchant();
+    rx = await startReceiver();
+    await register(t, m, { url: rx.url, topics: ['ApplicationApproved'] });
+    await kycDecision(t, m, 'one@example.com'); // delivered
+    t.clock.advance(60_000);
+    await kycDecision(t, m, 'two@declined.test'); // not subscribed: no deliveries
+    await t.ctx.webhooks.runOnce();
+    t.clock.advance(60_000);
+  });
+  after(async () => {
+    await t.close();
+    await rx.close();
+  });
+
+  test('lists newest first with topic, time and delivery-state filters', async () => {
+    const all = await t.request('GET', '/api/v1/webhook-events', { as: m });
+    assert.equal(all.status, 200);
+    assert.equal(all.body.meta.total, 2);
+    assert.deepEqual(all.body.data.map((e: { attributes: { topic: string } }) => e.attributes.topic), ['ApplicationDeclined', 'ApplicationApproved']);
+    const byTopic = await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: m });
+    assert.equal(byTopic.body.meta.total, 1);
+    const first = all.body.data[1].attributes.createdAt;
+    const after1 = await t.request('GET', `/api/v1/webhook-events?filter[createdAfter]=${encodeURIComponent(first)}`, { as: m });
+    assert.equal(after1.body.meta.total, 2, 'createdAfter is inclusive');
+    const before2 = await t.request('GET', `/api/v1/webhook-events?filter[createdBefore]=${encodeURIComponent(all.body.data[0].attributes.createdAt)}`, { as: m });
+    assert.equal(before2.body.meta.total, 1, 'createdBefore is exclusive');
+    const succeeded = await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=succeeded', { as: m });
+    assert.deepEqual(succeeded.body.data.map((e: { attributes: { topic: string } }) => e.attributes.topic), ['ApplicationApproved']);
+    const none = await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=none', { as: m });
+    assert.deepEqual(none.body.data.map((e: { attributes: { topic: string } }) => e.attributes.topic), ['ApplicationDeclined']);
+  });
+
+  test('an event shows the exact payload sent and every attempt', async () => {
+    const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: m })).body.data;
+    const res = await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: m });
+    assert.equal(res.status, 200);
+    const a = res.body.data.attributes;
+    assert.deepEqual(a.payload, JSON.parse(rx.received[0]!.body));
+    assert.equal(a.deliveries.length, 1);
+    assert.equal(a.deliveries[0].attempts[0].statusCode, 200);
+    assert.equal(typeof a.deliveries[0].attempts[0].durationMs, 'number');
+    assert.equal(a.deliveries[0].attempts[0].startedAt, a.deliveries[0].completedAt);
+    assert.deepEqual(res.body.data.relationships.event.data.type, 'User');
+  });
+
+  test('bad filters are 400', async () => {
+    for (const q of ['filter[topic]=Nope', 'filter[createdAfter]=yesterday', 'filter[deliveryState]=lost', 'filter[userId]=x']) {
+      const res = await t.request('GET', `/api/v1/webhook-events?${q}`, { as: m });
+      assert.equal(res.status, 400, q);
+      assert.equal(errorsOf(res)[0]!.code, 'BadRequest', q);
+    }
+  });
+
+  test("another merchant sees none of these events (404 by id, not in lists)", async () => {
+    const [ev] = (await t.request('GET', '/api/v1/webhook-events', { as: m })).body.data;
+    assert.equal((await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: other })).status, 404);
+    assert.equal((await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: other })).status, 404);
+    assert.equal((await t.request('GET', '/api/v1/webhook-events', { as: other })).body.meta.total, 0);
+  });
+});
+
+describe('webhook receivers in live', () => {
+  test('a name that resolves to a private address is refused at connect time', async () => {
+    const rx = await startReceiver();
+    // hooks.example.test "resolves" to the loopback receiver.
+    const lookup = (_h: string, opts: { all?: boolean }, cb: (e: null, a: unknown, f?: number) => void) =>
+      opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4);
+    const live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' }, webhookLookup: lookup as never });
+    const sandbox = await createTestApp({ webhookLookup: lookup as never });
+    try {
+      for (const app of [live, sandbox]) {
+        const am = await app.createMerchant();
+        const w = await register(app, am, { url: `http://hooks.example.test:${rx.port}/hooks`, topics: ['*'] });
+        await app.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: am });
+        await app.ctx.webhooks.runOnce();
+        const [ev] = (await app.request('GET', '/api/v1/webhook-events', { as: am })).body.data;
+        const d = (await app.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: am })).body.data.attributes.deliveries[0];
+        if (app === live) assert.match(d.attempts[0].error, /EADDRNOTALLOWED|non-public/);
+        else assert.equal(d.state, 'succeeded');
+      }
+      assert.equal(rx.received.length, 1, 'only the sandbox reached the loopback receiver');
+    } finally {
+      await live.close();
+      await sandbox.close();
+      await rx.close();
+    }
+  });
+});

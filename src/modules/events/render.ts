@@ -1,0 +1,42 @@
+import type { AttemptRow, DeliveryRow, EventDeliveryState, EventRow } from './sql.ts';
+
+export function eventResource(e: EventRow & { deliveryState: EventDeliveryState }, baseUrl: string, history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] }) {
+  return {
+    id: e.id,
+    type: 'WebhookEvent' as const,
+    attributes: {
+      topic: e.topic,
+      clientId: e.clientId,
+      userId: e.userId,
+      walletId: e.walletId,
+      createdAt: e.createdAt.toISOString(),
+      deliveryState: e.deliveryState,
+      payload: JSON.parse(e.body) as Record<string, unknown>,
+      ...(history
+        ? {
+            deliveries: history.deliveries.map((d) => ({
+              id: d.id,
+              webhookId: d.webhookId,
+              trigger: d.trigger as 'event' | 'replay' | 'test',
+              state: d.state as 'pending' | 'succeeded' | 'failed' | 'canceled',
+              attemptCount: d.attemptCount,
+              nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt.toISOString() : null,
+              completedAt: d.completedAt?.toISOString() ?? null,
+              attempts: history.attempts
+                .filter((a) => a.deliveryId === d.id)
+                .map((a) => ({
+                  attempt: a.attempt,
+                  startedAt: a.startedAt.toISOString(),
+                  durationMs: a.durationMs,
+                  statusCode: a.statusCode,
+                  error: a.error,
+                  responseExcerpt: a.responseExcerpt,
+                })),
+            })),
+          }
+        : {}),
+    },
+    relationships: { event: { data: { type: e.resourceType, id: e.resourceId } } },
+    links: { self: `${baseUrl}/api/v1/webhook-events/${e.id}` },
+  };
+}

@@ -1,0 +1,191 @@
+// Every query on events, deliveries and attempts.
+import { and, asc, desc, eq, gte, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { rowsOf, type Executor } from '../../db/open.ts';
+import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
+import type { Page } from '../../http/paging.ts';
+
+export type EventRow = typeof events.$inferSelect;
+export type DeliveryRow = typeof eventDeliveries.$inferSelect;
+export type AttemptRow = typeof deliveryAttempts.$inferSelect;
+export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'canceled';
+/** An event's state summarises its deliveries. */
+export type EventDeliveryState = 'pending' | 'succeeded' | 'failed' | 'none';
+
+export async function insertEvent(db: Executor, row: typeof events.$inferInsert): Promise<EventRow> {
+  const [out] = await db.insert(events).values(row).returning();
+  return out!;
+}
+
+export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert)[]): Promise<void> {
+  if (rows.length > 0) await db.insert(eventDeliveries).values(rows);
+}
+
+export async function enabledWebhooks(db: Executor, clientId: string): Promise<{ id: string; topics: string[] }[]> {
+  return db
+    .select({ id: webhooks.id, topics: webhooks.topics })
+    .from(webhooks)
+    .where(and(eq(webhooks.clientId, clientId), eq(webhooks.enabled, true), isNull(webhooks.deletedAt)));
+}
+
+/**
+ * SQL for an event's delivery state, from its deliveries. The outer table is named in full:
+ * Drizzle renders a column of a single-table query unqualified, and a bare "id" inside the
+ * subquery would mean the delivery's own id.
+ */
+const stateOf = sql<EventDeliveryState>`(
+  case
+    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'pending') then 'pending'
+    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'failed') then 'failed'
+    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'succeeded') then 'succeeded'
+    else 'none'
+  end)`;
+
+export interface EventFilters {
+  topic?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  deliveryState?: EventDeliveryState;
+}
+
+export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page) {
+  const conds: SQL[] = [eq(events.clientId, clientId)];
+  if (f.topic) conds.push(eq(events.topic, f.topic));
+  if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
+  if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
+  if (f.deliveryState) conds.push(sql`${stateOf} = ${f.deliveryState}`);
+  const where = and(...conds);
+  const rows = await db
+    .select({ event: events, state: stateOf, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(events)
+    .where(where)
+    .orderBy(desc(events.createdAt), desc(events.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total };
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
+  return { rows: [], total: c?.n ?? 0 };
+}
+
+export async function findEvent(db: Executor, clientId: string, id: string): Promise<(EventRow & { deliveryState: EventDeliveryState }) | undefined> {
+  const [row] = await db
+    .select({ event: events, state: stateOf })
+    .from(events)
+    .where(and(eq(events.clientId, clientId), eq(events.id, id)));
+  return row && { ...row.event, deliveryState: row.state };
+}
+
+export async function deliveriesOf(db: Executor, eventId: string): Promise<{ deliveries: DeliveryRow[]; attempts: AttemptRow[] }> {
+  const [deliveries, attempts] = await Promise.all([
+    db.select().from(eventDeliveries).where(eq(eventDeliveries.eventId, eventId)).orderBy(asc(eventDeliveries.createdAt), asc(eventDeliveries.id)),
+    db.select().from(deliveryAttempts).where(eq(deliveryAttempts.eventId, eventId)).orderBy(asc(deliveryAttempts.startedAt), asc(deliveryAttempts.attempt)),
+  ]);
+  return { deliveries, attempts };
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  eventId: string;
+  webhookId: string;
+  clientId: string;
+  attempt: number;
+  body: string;
+  url: string;
+  secretSealed: string;
+  webhookActive: boolean;
+}
+
+/**
+ * Claims up to `limit` due deliveries for one attempt each: due and not leased by a live
+ * worker, locked with SKIP LOCKED so concurrent workers take different rows, then leased and
+ * their attempt number taken in the same statement. A worker that dies keeps its lease until
+ * it runs out; then the delivery is due again.
+ */
+export async function claimDueDeliveries(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+  const res = await db.execute(sql`
+    with due as (
+      select id from event_deliveries
+      where state = 'pending' and next_attempt_at <= ${now} and (lease_until is null or lease_until <= ${now})
+      order by next_attempt_at
+      limit ${limit}
+      for update skip locked
+    ), claimed as (
+      update event_deliveries d
+      set lease_until = ${leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${now}
+      from due where d.id = due.id
+      returning d.id, d.event_id, d.webhook_id, d.client_id, d.attempt_count
+    )
+    select c.id, c.event_id, c.webhook_id, c.client_id, c.attempt_count, e.body, w.url, w.secret_sealed,
+           (w.enabled and w.deleted_at is null) as webhook_active
+    from claimed c join events e on e.id = c.event_id join webhooks w on w.id = c.webhook_id`);
+  return rowsOf<Record<string, unknown>>(res).map((r) => ({
+    id: String(r.id),
+    eventId: String(r.event_id),
+    webhookId: String(r.webhook_id),
+    clientId: String(r.client_id),
+    attempt: Number(r.attempt_count),
+    body: String(r.body),
+    url: String(r.url),
+    secretSealed: String(r.secret_sealed),
+    webhookActive: r.webhook_active === true,
+  }));
+}
+
+export interface AttemptOutcome {
+  deliveryId: string;
+  eventId: string;
+  clientId: string;
+  attempt: number;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  /** The delivery's new state, and when to try again if still pending. */
+  state: DeliveryState;
+  nextAttemptAt: Date | null;
+  now: Date;
+}
+
+/**
+ * Records one attempt and moves its delivery on, in one transaction. Only the worker holding
+ * this attempt may move the delivery (a late worker whose lease ran out only logs its attempt).
+ */
+export async function recordAttempt(db: Executor, o: AttemptOutcome, id: string): Promise<void> {
+  await db.insert(deliveryAttempts).values({
+    id,
+    clientId: o.clientId,
+    deliveryId: o.deliveryId,
+    eventId: o.eventId,
+    attempt: o.attempt,
+    startedAt: o.startedAt,
+    durationMs: o.durationMs,
+    statusCode: o.statusCode,
+    error: o.error,
+    responseExcerpt: o.responseExcerpt,
+  });
+  await db
+    .update(eventDeliveries)
+    .set({
+      state: o.state,
+      leaseUntil: null,
+      lastStatusCode: o.statusCode,
+      lastError: o.error,
+      updatedAt: o.now,
+      ...(o.nextAttemptAt ? { nextAttemptAt: o.nextAttemptAt } : {}),
+      ...(o.state === 'pending' ? {} : { completedAt: o.now }),
+    })
+    .where(and(eq(eventDeliveries.id, o.deliveryId), eq(eventDeliveries.attemptCount, o.attempt), eq(eventDeliveries.state, 'pending')));
+}
+
+/** Cancels a webhook's pending deliveries (it was deleted). */
+export async function cancelPendingDeliveries(db: Executor, webhookId: string, now: Date): Promise<void> {
+  await db
+    .update(eventDeliveries)
+    .set({ state: 'canceled', completedAt: now, updatedAt: now, leaseUntil: null })
+    .where(and(eq(eventDeliveries.webhookId, webhookId), eq(eventDeliveries.state, 'pending')));
+}
+
+export async function eventsByIds(db: Executor, ids: string[]): Promise<EventRow[]> {
+  if (ids.length === 0) return [];
+  return db.select().from(events).where(inArray(events.id, ids));
+}

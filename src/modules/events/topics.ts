@@ -1,0 +1,27 @@
+// Every event topic Coffer sends. A webhook subscribes to some of them, or to ["*"].
+
+export const TOPICS = [
+  // KYC (spec "Events"): included[0] is the User.
+  'ApplicationApproved',
+  'ApplicationAwaitingDocuments',
+  'ApplicationDeclined',
+  // Identity verification: a verified phone or e-mail change.
+  'UserProfileUpdated',
+  // Deposits.
+  'TransactionCleared',
+  'TransactionFailed',
+  // Checkout.
+  'PaymentIntentCreated',
+  'PaymentIntentUpdated',
+  'PaymentCreated',
+  'PaymentUpdated',
+  'PaymentCaptured',
+  'RefundCreated',
+] as const;
+
+export type Topic = (typeof TOPICS)[number];
+
+/** Sent only to the webhook it was requested for (POST /webhooks/{id}/test), never subscribed to. */
+export const TEST_TOPIC = 'WebhookTest';
+
+export type AnyTopic = Topic | typeof TEST_TOPIC;

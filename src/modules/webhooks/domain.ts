@@ -1,0 +1,98 @@
+// Webhook registration: receivers, their topics and their signing secrets.
+import { randomBytes } from 'node:crypto';
+import { uuidv7 } from 'uuidv7';
+import type { Sealer } from '../../crypto/sealer.ts';
+import type { Db, Executor } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
+import type { Page } from '../../http/paging.ts';
+import { recordEvent } from '../events/record.ts';
+import { cancelPendingDeliveries } from '../events/sql.ts';
+import { TEST_TOPIC } from '../events/topics.ts';
+import { checkWebhookUrl } from './url-policy.ts';
+import * as q from './sql.ts';
+
+export interface WebhookPolicy {
+  /** Sandbox: receivers may be on loopback or private networks. */
+  allowPrivate: boolean;
+}
+
+function checkTopics(topics: string[] | undefined): void {
+  if (topics && topics.includes('*') && topics.length > 1) {
+    throw apiError('ValidationError', '`topics` must be ["*"] alone or a list of topics.', { pointer: '/data/attributes/topics' });
+  }
+}
+
+function checkUrl(url: string | undefined, policy: WebhookPolicy): void {
+  if (url === undefined) return;
+  const problem = checkWebhookUrl(url, policy);
+  if (problem) throw apiError('ValidationError', `\`url\` ${problem.detail}.`, { pointer: '/data/attributes/url' });
+}
+
+export async function createWebhook(
+  db: Executor,
+  opts: { clientId: string; name: string; url: string; topics: string[]; enabled?: boolean; policy: WebhookPolicy; sealer: Sealer; now: Date },
+): Promise<{ webhook: q.WebhookRow; secret: string }> {
+  checkTopics(opts.topics);
+  checkUrl(opts.url, opts.policy);
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const webhook = await q.insertWebhook(db, {
+    id: uuidv7(),
+    clientId: opts.clientId,
+    name: opts.name,
+    url: opts.url,
+    topics: opts.topics,
+    enabled: opts.enabled ?? true,
+    secretSealed: opts.sealer.seal(secret, 'webhook-secret'),
+    createdAt: opts.now,
+    updatedAt: opts.now,
+  });
+  return { webhook, secret };
+}
+
+export async function getWebhook(db: Executor, opts: { clientId: string; webhookId: string }): Promise<q.WebhookRow> {
+  const w = await q.findWebhook(db, opts.clientId, opts.webhookId);
+  if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
+  return w;
+}
+
+export async function listWebhooks(db: Executor, opts: { clientId: string; page: Page }) {
+  return q.listWebhookRows(db, opts.clientId, opts.page);
+}
+
+export async function updateWebhook(
+  db: Executor,
+  opts: { clientId: string; webhookId: string; patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean }; policy: WebhookPolicy; now: Date },
+): Promise<q.WebhookRow> {
+  checkTopics(opts.patch.topics);
+  checkUrl(opts.patch.url, opts.policy);
+  const w = await q.updateWebhookRow(db, opts.clientId, opts.webhookId, { ...opts.patch, updatedAt: opts.now });
+  if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
+  return w;
+}
+
+/** Deletes a webhook; deliveries not yet made to it are canceled. Its history stays readable. */
+export async function deleteWebhook(db: Db, opts: { clientId: string; webhookId: string; now: Date }): Promise<void> {
+  await db.transaction(async (tx) => {
+    const w = await q.updateWebhookRow(tx, opts.clientId, opts.webhookId, { deletedAt: opts.now, enabled: false, updatedAt: opts.now });
+    if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
+    await cancelPendingDeliveries(tx, w.id, opts.now);
+  });
+}
+
+/** Sends a WebhookTest event to this webhook only (whatever its topics). */
+export async function sendTestEvent(db: Db, opts: { clientId: string; webhookId: string; now: Date }) {
+  return db.transaction(async (tx) => {
+    const w = await getWebhook(tx, opts);
+    if (!w.enabled) throw apiError('IllegalOperation', 'The webhook is disabled; enable it to send a test event.');
+    return recordEvent(
+      tx,
+      {
+        clientId: opts.clientId,
+        topic: TEST_TOPIC,
+        resource: { id: w.id, type: 'Webhook', attributes: { name: w.name, url: w.url } },
+        now: opts.now,
+      },
+      { onlyWebhookId: w.id },
+    );
+  });
+}

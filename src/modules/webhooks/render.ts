@@ -1,0 +1,18 @@
+import type { WebhookRow } from './sql.ts';
+
+export function webhookResource(w: WebhookRow, baseUrl: string, secret?: string) {
+  return {
+    id: w.id,
+    type: 'Webhook' as const,
+    attributes: {
+      name: w.name,
+      url: w.url,
+      topics: w.topics,
+      enabled: w.enabled,
+      ...(secret ? { secret } : {}),
+      createdAt: w.createdAt.toISOString(),
+      updatedAt: w.updatedAt.toISOString(),
+    },
+    links: { self: `${baseUrl}/api/v1/webhooks/${w.id}` },
+  };
+}

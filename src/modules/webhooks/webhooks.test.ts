@@ -1,0 +1,173 @@
+// Webhook registration (decisions §10): create with a secret shown once, list, get, PATCH,
+// DELETE, topic and URL rules, SSRF refusals in live, merchant scoping.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/open.ts';
+import { webhookBody } from '../../test/fixtures.ts';
+import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+
+describe('webhook registration', () => {
+  let t: TestApp;
+  let m: Merchant;
+  let other: Merchant;
+  before(async () => {
+    t = await createTestApp();
+    m = await t.createMerchant();
+    other = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  test('create is 201 with the secret shown once; reads never show it; it is stored sealed', async () => {
+    const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['ApplicationApproved', 'ApplicationDeclined'] }) });
+    assert.equal(res.status, 201);
+    const w = res.body.data;
+    assert.equal(w.type, 'Webhook');
+    assert.equal(res.headers.location, `http://api.test/api/v1/webhooks/${w.id}`);
+    assert.deepEqual(w.attributes.topics, ['ApplicationApproved', 'ApplicationDeclined']);
+    assert.equal(w.attributes.enabled, true);
+    assert.match(w.attributes.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
+    assert.equal(Buffer.from(w.attributes.secret.slice(6), 'base64').length, 32);
+    const got = await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: m });
+    assert.equal(got.status, 200);
+    assert.equal(got.body.data.attributes.secret, undefined);
+    assert.ok(!got.raw.includes(w.attributes.secret.slice(6)));
+    const [row] = rowsOf<{ secret_sealed: string }>(await t.ctx.db.execute(sql`select secret_sealed from webhooks where id = ${w.id}`));
+    assert.ok(!row!.secret_sealed.includes(w.attributes.secret.slice(6)), 'not stored in plain text');
+    assert.equal(t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret').toString(), w.attributes.secret);
+  });
+
+  test('list pages through the merchant\'s own webhooks, newest first', async () => {
+    const lm = await t.createMerchant();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      ids.push((await t.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ name: `W${i}` }) })).body.data.id);
+      t.clock.advance(1000);
+    }
+    const res = await t.request('GET', '/api/v1/webhooks?page[limit]=2', { as: lm });
+    assert.deepEqual(res.body.meta, { total: 3, limit: 2, offset: 0 });
+    assert.deepEqual(res.body.data.map((w: { id: string }) => w.id), [ids[2], ids[1]]);
+    assert.ok(res.body.data.every((w: { attributes: { secret?: string } }) => w.attributes.secret === undefined));
+    const theirs = await t.request('GET', '/api/v1/webhooks?page[limit]=50', { as: other });
+    assert.ok(theirs.body.data.every((w: { id: string }) => !ids.includes(w.id)));
+  });
+
+  test('PATCH changes name, url, topics and enabled', async () => {
+    const id = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data.id;
+    t.clock.advance(1000);
+    const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
+      as: m,
+      body: { data: { type: 'Webhook', attributes: { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false } } },
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(
+      { ...res.body.data.attributes, createdAt: undefined },
+      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
+    );
+    const empty = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: {} } } });
+    assert.equal(empty.status, 400);
+  });
+
+  test('DELETE is 204; the webhook is then 404 everywhere', async () => {
+    const id = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data.id;
+    const del = await t.request('DELETE', `/api/v1/webhooks/${id}`, { as: m });
+    assert.equal(del.status, 204);
+    for (const [method, url, body] of [
+      ['GET', `/api/v1/webhooks/${id}`, undefined],
+      ['PATCH', `/api/v1/webhooks/${id}`, { data: { type: 'Webhook', attributes: { name: 'x' } } }],
+      ['DELETE', `/api/v1/webhooks/${id}`, undefined],
+      ['POST', `/api/v1/webhooks/${id}/test`, undefined],
+    ] as const) {
+      const res = await t.request(method, url, { as: m, body });
+      assert.equal(res.status, 404, `${method} ${url}`);
+      assert.equal(errorsOf(res)[0]!.code, 'WebhookNotFound');
+    }
+  });
+
+  test('topics must come from the catalogue; ["*"] only alone', async () => {
+    const cases: [unknown, string][] = [
+      [['OrderShipped'], '/data/attributes/topics/0'],
+      [['*', 'ApplicationApproved'], '/data/attributes/topics'],
+      [[], '/data/attributes/topics'],
+      [['ApplicationApproved', 'ApplicationApproved'], '/data/attributes/topics'],
+      ['*', '/data/attributes/topics'],
+      [['WebhookTest'], '/data/attributes/topics/0'],
+    ];
+    for (const [topics, pointer] of cases) {
+      const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics }) });
+      assert.equal(res.status, 400, JSON.stringify(topics));
+      assert.ok(errorsOf(res).some((e) => e.source?.pointer === pointer), `${JSON.stringify(topics)}: ${res.raw}`);
+    }
+    const all = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['*'] }) });
+    assert.equal(all.status, 201);
+  });
+
+  test('only http(s) URLs without credentials or fragments', async () => {
+    for (const url of ['ftp://example.com/x', 'javascript:alert(1)', 'not a url', '/relative', 'https://user:pw@example.com/h', 'https://example.com/h#frag', '']) {
+      const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
+      assert.equal(res.status, 400, url);
+      assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/url', url);
+    }
+    const missing = await t.request('POST', '/api/v1/webhooks', { as: m, body: { data: { type: 'Webhook', attributes: { name: 'x', topics: ['*'] } } } });
+    assert.equal(errorsOf(missing)[0]!.source?.pointer, '/data/attributes/url');
+  });
+
+  test("another merchant's webhook is 404", async () => {
+    const id = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data.id;
+    for (const [method, url, body] of [
+      ['GET', `/api/v1/webhooks/${id}`, undefined],
+      ['PATCH', `/api/v1/webhooks/${id}`, { data: { type: 'Webhook', attributes: { name: 'x' } } }],
+      ['DELETE', `/api/v1/webhooks/${id}`, undefined],
+      ['POST', `/api/v1/webhooks/${id}/test`, undefined],
+    ] as const) {
+      assert.equal((await t.request(method, url, { as: other, body })).status, 404, `${method} ${url}`);
+    }
+    assert.equal((await t.request('GET', `/api/v1/webhooks/${id}`, { as: m })).status, 200, 'untouched');
+  });
+});
+
+describe('webhook URLs in live', () => {
+  let live: TestApp;
+  let lm: Merchant;
+  before(async () => {
+    live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' } });
+    lm = await live.createMerchant();
+  });
+  after(() => live.close());
+
+  test('loopback, private, link-local and internal names are refused', async () => {
+    for (const url of [
+      'http://127.0.0.1/h',
+      'http://127.8.9.10:8080/h',
+      'http://localhost/h',
+      'http://api.localhost/h',
+      'http://10.1.2.3/h',
+      'http://172.16.0.5/h',
+      'http://192.168.1.1/h',
+      'http://169.254.169.254/latest/meta-data',
+      'http://100.64.0.1/h',
+      'http://0.0.0.0/h',
+      'http://[::1]/h',
+      'http://[fd00::1]/h',
+      'http://[::ffff:127.0.0.1]/h',
+      'http://metadata.internal/h',
+    ]) {
+      const res = await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url }) });
+      assert.equal(res.status, 400, url);
+      assert.match(errorsOf(res)[0]!.detail, /public address/, url);
+    }
+  });
+
+  test('public addresses and names are accepted', async () => {
+    for (const url of ['https://hooks.example.com/coffer', 'http://93.184.216.34/h', 'https://[2606:4700::1111]/h']) {
+      const res = await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url }) });
+      assert.equal(res.status, 201, url);
+    }
+  });
+
+  test('PATCH to a private URL is refused too', async () => {
+    const id = (await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url: 'https://hooks.example.com/a' }) })).body.data.id;
+    const res = await live.request('PATCH', `/api/v1/webhooks/${id}`, { as: lm, body: { data: { type: 'Webhook', attributes: { url: 'http://10.0.0.1/h' } } } });
+    assert.equal(res.status, 400);
+  });
+});

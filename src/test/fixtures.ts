@@ -1,0 +1,19 @@
+// Request bodies that several test files build.
+
+export const kycApplication = (email: string, over: Record<string, unknown> = {}) => ({
+  data: {
+    type: 'KycApplication',
+    attributes: {
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      dateOfBirth: '1990-12-10',
+      email,
+      address: { street: '1 Main St', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' },
+      ...over,
+    },
+  },
+});
+
+export const webhookBody = (attributes: Record<string, unknown>) => ({
+  data: { type: 'Webhook', attributes: { name: 'Orders', url: 'http://127.0.0.1:9/hooks', topics: ['*'], ...attributes } },
+});
