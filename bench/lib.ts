@@ -74,9 +74,15 @@ export interface CofferServer extends Server {
 }
 
 /** Starts Coffer with its API and admin listeners, request logging as configured by default. */
-export async function startCoffer(opts: { databaseUrl?: string; env?: Record<string, string>; nodeArgs?: string[] }): Promise<CofferServer & { databaseUrl?: string }> {
+export async function startCoffer(opts: {
+  databaseUrl?: string;
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  /** Reuse a data folder (PGlite restarts); a fresh one by default. */
+  dataDir?: string;
+}): Promise<CofferServer & { databaseUrl?: string; dataDir: string }> {
   const [api, admin] = [await freePort(), await freePort()];
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-'));
+  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-')));
   const adminToken = 'bench-admin-token-0123456789abcdef0123456789';
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
@@ -92,17 +98,27 @@ export async function startCoffer(opts: { databaseUrl?: string; env?: Record<str
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
   else delete env.DATABASE_URL;
   // The server logs to a file, as a deployment would; the load generator never reads it.
-  const logFile = path.join(dataDir, 'coffer.log');
+  const logFile = path.join(dataDir, `coffer-${Date.now()}.log`);
   const fd = openSync(logFile, 'w');
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))], { env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   await waitForFile(logFile, /Stop with Ctrl-C/, proc);
-  return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl };
+  return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };
 }
 
 export async function load(
   name: string,
-  opts: { url: string; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string; connections?: number; durationS?: number; requests?: autocannon.Request[] },
+  opts: {
+    url: string;
+    method?: 'GET' | 'POST';
+    headers?: Record<string, string>;
+    body?: string;
+    connections?: number;
+    durationS?: number;
+    /** A fixed number of requests instead of a duration. */
+    amount?: number;
+    requests?: autocannon.Request[];
+  },
 ): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,
@@ -110,7 +126,7 @@ export async function load(
     headers: opts.headers,
     body: opts.body,
     connections: opts.connections ?? 50,
-    duration: opts.durationS ?? 10,
+    ...(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 }),
     ...(opts.requests ? { requests: opts.requests } : {}),
   });
   return {

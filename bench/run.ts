@@ -4,6 +4,7 @@
 // database and writes the raw figures to bench/results/. PostgreSQL runs use the server in
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with a fresh database.
 import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
@@ -65,6 +66,65 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
+/**
+ * Webhook delivery: N events are created with the workers off (that rate is reported too),
+ * then the server restarts with them on and delivers the backlog to a receiver in this
+ * process; the rate is measured from the first arrival to the last.
+ */
+async function webhooksScenario(db: string): Promise<LoadResult[]> {
+  const n = 5000;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  let received = 0;
+  let first = 0;
+  let last = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      last = performance.now();
+      if (received === 1) first = last;
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
+  const results: LoadResult[] = [];
+  try {
+    const paused = await startCoffer({ databaseUrl, env: { WORKERS: 'false' } });
+    let dataDir = paused.dataDir;
+    try {
+      const auth = await merchant(paused);
+      const hook = await json(`${paused.url}/api/v1/webhooks`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ data: { type: 'Webhook', attributes: { name: 'bench', url: receiverUrl, topics: ['*'] } } }),
+      });
+      const created = await load(`create events (POST /webhooks/{id}/test, ${n} requests)`, {
+        url: `${paused.url}/api/v1/webhooks/${hook.data.id}/test`,
+        method: 'POST',
+        headers: auth,
+        amount: n,
+      });
+      results.push(created);
+      dataDir = paused.dataDir;
+    } finally {
+      await paused.stop();
+    }
+    const running = await startCoffer({ databaseUrl, dataDir });
+    try {
+      const deadline = Date.now() + 300_000;
+      while (received < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const seconds = (last - first) / 1000;
+      results.push({ name: `deliver the ${n}-event backlog to a local receiver`, rps: Math.round((received - 1) / seconds), p50: 0, p99: 0, requests: received, non2xx: n - received, errors: 0 });
+    } finally {
+      await running.stop();
+    }
+  } finally {
+    receiver.close();
+  }
+  return results;
+}
+
 /** A new database on the server for each run, so runs never see each other's rows. */
 async function freshDatabase(serverUrl: string): Promise<string> {
   const { default: pg } = await import('pg');
@@ -78,7 +138,7 @@ async function freshDatabase(serverUrl: string): Promise<string> {
   return u.toString();
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario };
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   for (const s of scenarios) {
@@ -86,7 +146,8 @@ for (const db of dbs) {
     if (!run) throw new Error(`unknown scenario ${s}; known: ${Object.keys(SCENARIOS).join(', ')}`);
     const results = await run(db);
     (report[db] ??= {})[s] = results;
-    process.stdout.write(`\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, results[0])}\n`);
+    const reference = s === 'users' ? results[0] : undefined;
+    process.stdout.write(`\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, reference)}\n`);
   }
 }
 process.stdout.write(`\nMachine: ${machine()}\n`);
