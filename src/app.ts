@@ -13,7 +13,10 @@ import { recordEvent } from './modules/events/record.ts';
 import type { Topic } from './modules/events/topics.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { userResource } from './modules/users/render.ts';
+import { purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
+import { retryUnsentPulls } from './modules/transactions/domain.ts';
+import { retryUnsentPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
 
 export interface ContextOptions {
@@ -81,6 +84,9 @@ function registerJobs(ctx: AppContext): void {
       }),
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
+  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 5_000, run: () => retryUnsentPulls(ctx.db, { provider: ctx.providers.bankTransfers, now }) });
+  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 5_000, run: () => retryUnsentPushes(ctx.db, { provider: ctx.providers.bankTransfers, now }) });
+  ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({
     name: 'linked-account-deactivations',
     intervalMs: 30_000,

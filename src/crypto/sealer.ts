@@ -4,7 +4,7 @@
 // another. Format: "v1.<iv>.<ciphertext>.<tag>" in base64url.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 
-export type SealPurpose = 'webhook-secret' | 'card';
+export type SealPurpose = 'webhook-secret' | 'card' | 'bank-account';
 
 export class Sealer {
   readonly #keys = new Map<SealPurpose, Buffer>();

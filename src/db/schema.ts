@@ -235,3 +235,212 @@ export const deliveryAttempts = pgTable(
   },
   (t) => [index('delivery_attempts_delivery_idx').on(t.deliveryId, t.attempt), index('delivery_attempts_event_idx').on(t.eventId)],
 );
+
+// ----- wallets and the ledger --------------------------------------------------------------
+
+export const wallets = pgTable(
+  'wallets',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    userId: uuid('user_id').notNull().references(() => users.id),
+    status: text('status').notNull(),
+    closedAt: ts('closed_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [uniqueIndex('wallets_client_user_uq').on(t.clientId, t.userId), index('wallets_client_created_idx').on(t.clientId, t.createdAt, t.id)],
+);
+
+export const walletBarcodes = pgTable(
+  'wallet_barcodes',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    /** 16 digits, what the scanner reads. Gift ids are 19 digits, so the two never collide. */
+    lookUpId: text('look_up_id').notNull(),
+    expiresAt: ts('expires_at').notNull(),
+    usageLimit: integer('usage_limit').notNull(),
+    usageCount: integer('usage_count').notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('wallet_barcodes_look_up_uq').on(t.lookUpId), index('wallet_barcodes_wallet_idx').on(t.walletId)],
+);
+
+/**
+ * A ledger account. Tracked accounts keep `balance` equal to the sum of their postings,
+ * updated in the posting's transaction (and the CHECK below forbids a negative balance unless
+ * allowed). Untracked accounts (the outside world, platform funding, merchant settlement) are
+ * never updated row by row, so no single row serialises every movement; their balance is the
+ * sum of their postings.
+ */
+export const ledgerAccounts = pgTable(
+  'ledger_accounts',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    /** wallet | counterparty | gift | client */
+    ownerType: text('owner_type').notNull(),
+    /** The wallet, counterparty or gift; the client itself for client-level accounts. */
+    ownerId: uuid('owner_id').notNull(),
+    code: text('code').notNull(),
+    tracked: boolean('tracked').notNull(),
+    allowNegative: boolean('allow_negative').notNull(),
+    balance: bigint('balance', { mode: 'number' }).notNull().default(0),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    uniqueIndex('ledger_accounts_owner_code_uq').on(t.clientId, t.ownerType, t.ownerId, t.code),
+    index('ledger_accounts_owner_idx').on(t.ownerId),
+  ],
+);
+
+export const ledgerEntries = pgTable(
+  'ledger_entries',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    /** What moved: deposit.initiate, deposit.clear, withdraw, reward, payment.authorize, ... */
+    kind: text('kind').notNull(),
+    refType: text('ref_type').notNull(),
+    refId: text('ref_id').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('ledger_entries_ref_idx').on(t.refType, t.refId)],
+);
+
+export const ledgerPostings = pgTable(
+  'ledger_postings',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull(),
+    entryId: uuid('entry_id').notNull().references(() => ledgerEntries.id),
+    accountId: uuid('account_id').notNull().references(() => ledgerAccounts.id),
+    /** Signed integer cents; an entry's postings sum to zero. */
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('ledger_postings_account_idx').on(t.accountId), index('ledger_postings_entry_idx').on(t.entryId)],
+);
+
+export const counterparties = pgTable(
+  'counterparties',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    label: text('label').notNull(),
+    accountType: text('account_type').notNull(),
+    /** The full account number, sealed; only the last four digits are ever shown. */
+    accountNumberSealed: text('account_number_sealed').notNull(),
+    accountNumberLast4: text('account_number_last4').notNull(),
+    routingNumber: text('routing_number').notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('counterparties_client_idx').on(t.clientId, t.createdAt, t.id)],
+);
+
+/** One-time deposits: the Transaction resource (type NonRecurring). */
+export const transactions = pgTable(
+  'transactions',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    userId: uuid('user_id').notNull(),
+    linkedAccountId: uuid('linked_account_id').notNull(),
+    type: text('type').notNull(),
+    /** Pending → Cleared | Failed */
+    status: text('status').notNull(),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** What the wallet is credited: amount − disbursements − deducted fee. */
+    walletAmount: bigint('wallet_amount', { mode: 'number' }).notNull(),
+    feeAmount: bigint('fee_amount', { mode: 'number' }).notNull(),
+    feeType: text('fee_type').notNull(),
+    /** The part of the fee taken from the deposit (when no fee counterparty pays it). */
+    feeDeducted: bigint('fee_deducted', { mode: 'number' }).notNull(),
+    feeCounterpartyId: uuid('fee_counterparty_id'),
+    disbursement: jsonb('disbursement').$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>().notNull(),
+    rewardAmount: bigint('reward_amount', { mode: 'number' }).notNull().default(0),
+    risk: jsonb('risk').$type<{ deviceSessionId?: string } | null>(),
+    /** The bank-transfer provider's reference for the pull; null until the provider has it. */
+    providerRef: text('provider_ref'),
+    failureReason: text('failure_reason'),
+    createdAt: createdAt(),
+    clearedAt: ts('cleared_at'),
+    failedAt: ts('failed_at'),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('transactions_wallet_idx').on(t.clientId, t.walletId, t.createdAt, t.id),
+    index('transactions_pending_idx').on(t.walletId).where(sql`status = 'Pending'`),
+    index('transactions_unsent_idx').on(t.createdAt).where(sql`provider_ref is null and status = 'Pending'`),
+  ],
+);
+
+export const withdrawals = pgTable(
+  'withdrawals',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    split: jsonb('split').$type<{ linkedAccountId: string; institutionName: string; accountMask: string; amount: number }[]>().notNull(),
+    /** The bank-transfer provider's references for the pushes; null until it has them all. */
+    providerRef: text('provider_ref'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('withdrawals_wallet_idx').on(t.walletId, t.createdAt)],
+);
+
+export const rewards = pgTable(
+  'rewards',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    message: text('message'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('rewards_wallet_idx').on(t.walletId, t.createdAt)],
+);
+
+export const gifts = pgTable(
+  'gifts',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    /** The public reference (19 digits): what is scanned and what the API calls the gift's id. */
+    lookUpId: text('look_up_id').notNull(),
+    originalAmount: bigint('original_amount', { mode: 'number' }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('gifts_look_up_uq').on(t.lookUpId)],
+);
+
+/**
+ * Idempotency keys (decisions §4). A row is committed "in flight" before the operation runs;
+ * the operation's changes and its stored response commit together, so a crash leaves either
+ * no outcome (the lease runs out and a retry runs it) or the full one (a retry replays it).
+ */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    clientId: uuid('client_id').notNull(),
+    operation: text('operation').notNull(),
+    key: text('key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    /** in_flight | completed */
+    state: text('state').notNull(),
+    statusCode: integer('status_code'),
+    responseBody: text('response_body'),
+    /** Which request owns the in-flight key; a takeover after a crash changes it. */
+    owner: uuid('owner'),
+    lockedUntil: ts('locked_until'),
+    createdAt: createdAt(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.clientId, t.operation, t.key] }), index('idempotency_keys_expiry_idx').on(t.expiresAt)],
+);

@@ -5,7 +5,16 @@ import { clientAuthHook } from '../http/auth.ts';
 import { apiError } from '../http/errors.ts';
 import { SharedRateLimitStore } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
+import { counterpartyRoutes } from '../modules/counterparties/routes.ts';
+import { schemas as counterpartySchemas } from '../modules/counterparties/schemas.ts';
 import { eventRoutes } from '../modules/events/routes.ts';
+import { giftRoutes, giftSimulationRoutes, schemas as giftSchemas } from '../modules/gifts/routes.ts';
+import { rewardRoutes, schemas as rewardSchemas } from '../modules/rewards/routes.ts';
+import { transactionRoutes, transactionSimulationRoutes } from '../modules/transactions/routes.ts';
+import { schemas as transactionSchemas } from '../modules/transactions/schemas.ts';
+import { walletRoutes, walletSimulationRoutes } from '../modules/wallets/routes.ts';
+import { schemas as walletSchemas } from '../modules/wallets/schemas.ts';
+import { schemas as withdrawalSchemas, withdrawalRoutes } from '../modules/withdrawals/routes.ts';
 import { schemas as eventSchemas } from '../modules/events/schemas.ts';
 import { kycRoutes } from '../modules/kyc/routes.ts';
 import { schemas as kycSchemas } from '../modules/kyc/schemas.ts';
@@ -27,7 +36,21 @@ export interface ApiListener {
 export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   const { config } = ctx;
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
-  for (const s of [...userSchemas, ...kycSchemas, ...linkedAccountSchemas, ...webhookSchemas, ...eventSchemas]) app.addSchema(s);
+  for (const s of [
+    ...userSchemas,
+    ...kycSchemas,
+    ...linkedAccountSchemas,
+    ...webhookSchemas,
+    ...eventSchemas,
+    ...walletSchemas,
+    ...counterpartySchemas,
+    ...transactionSchemas,
+    ...withdrawalSchemas,
+    ...rewardSchemas,
+    ...giftSchemas,
+  ]) {
+    app.addSchema(s);
+  }
 
   // Counted per source IP over every route of this listener, shared across processes.
   const store = new SharedRateLimitStore({
@@ -73,9 +96,18 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await linkedAccountRoutes(api, ctx);
     await webhookRoutes(api, ctx);
     await eventRoutes(api, ctx);
+    await walletRoutes(api, ctx);
+    await counterpartyRoutes(api, ctx);
+    await transactionRoutes(api, ctx);
+    await withdrawalRoutes(api, ctx);
+    await rewardRoutes(api, ctx);
+    await giftRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);
+      await walletSimulationRoutes(api, ctx);
+      await transactionSimulationRoutes(api, ctx);
+      await giftSimulationRoutes(api, ctx);
     }
   });
   return { app, rateLimitStore: store };

@@ -4,6 +4,7 @@ import { uuidv7 } from 'uuidv7';
 import type { Environment } from '../../config.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
+import { findCounterparty } from '../counterparties/sql.ts';
 import { mergeSettings, type ClientSettingsInput } from './settings.ts';
 import * as q from './sql.ts';
 
@@ -29,10 +30,20 @@ async function addSecret(db: Executor, clientId: string, environment: Environmen
   return { row, secret };
 }
 
+/** The fee counterparty must be one of the client's own. */
+async function checkFeeCounterparty(db: Executor, clientId: string | undefined, settings: ClientSettingsInput | undefined): Promise<void> {
+  const id = settings?.feeCounterpartyId;
+  if (!id) return;
+  if (!clientId || !(await findCounterparty(db, clientId, id))) {
+    throw apiError('CounterpartyNotFound', `The client has no counterparty ${id}.`, { status: 400, pointer: '/data/attributes/settings/feeCounterpartyId' });
+  }
+}
+
 export async function createClient(
   db: Db,
   opts: { name: string; settings?: ClientSettingsInput; environment: Environment; now: Date },
 ): Promise<{ client: q.ClientRow; secret: NewSecret }> {
+  await checkFeeCounterparty(db, undefined, opts.settings);
   return db.transaction(async (tx) => {
     const client = await q.insertClient(tx, {
       id: uuidv7(),
@@ -59,6 +70,7 @@ export async function updateClient(
   return db.transaction(async (tx) => {
     const current = await q.findClient(tx, opts.id, { forUpdate: true });
     if (!current) throw apiError('ClientNotFound', `No client ${opts.id}.`);
+    await checkFeeCounterparty(tx, current.id, opts.settings);
     const patch: Parameters<typeof q.updateClientRow>[2] = { updatedAt: opts.now };
     if (opts.name !== undefined) patch.name = opts.name;
     if (opts.disabled !== undefined) patch.disabled = opts.disabled;

@@ -1,0 +1,150 @@
+// Ledger accounts: which exist, who owns them, which are tracked and which may go negative.
+//
+// Sign convention: an account's balance is the sum of its postings. Wallet, gift and
+// counterparty balances are positive when Coffer owes that money to their owner; the outside
+// world (banks, card networks) and the platform's and merchant's funding accounts go negative
+// as money flows in from them.
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { uuidv7 } from 'uuidv7';
+import type { Executor } from '../db/open.ts';
+import { ledgerAccounts } from '../db/schema.ts';
+
+export const WALLET_CODES = [
+  'deposit.available',
+  'deposit.pending',
+  'deposit.reserved',
+  'reward.accrue.available',
+  'reward.accrue.pending',
+  'reward.accrue.reserved',
+  'reward.merchant.available',
+  'reward.merchant.pending',
+  'reward.merchant.reserved',
+] as const;
+export type WalletCode = (typeof WALLET_CODES)[number];
+
+export const COUNTERPARTY_CODES = ['counterparty.pending', 'counterparty.available'] as const;
+export type CounterpartyCode = (typeof COUNTERPARTY_CODES)[number];
+
+export const GIFT_CODES = ['gift.available', 'gift.reserved'] as const;
+export type GiftCode = (typeof GIFT_CODES)[number];
+
+/** Per-merchant accounts for money outside wallets. Untracked: no hot row to update. */
+export const CLIENT_CODES = [
+  'external.bank', // transfers to and from bank accounts (ACH)
+  'external.card_network', // card-rail settlement
+  'external.cash', // payments taken outside Coffer (externalPayments)
+  'platform.fees', // fee revenue
+  'platform.rewards', // funding of platform rewards (accrue)
+  'merchant.rewards', // funding of merchant rewards
+  'merchant.gifts', // funding of gifts
+  'merchant.settlement', // captured payments owed to the merchant
+] as const;
+export type ClientCode = (typeof CLIENT_CODES)[number];
+
+export type OwnerType = 'wallet' | 'counterparty' | 'gift' | 'client';
+
+interface AccountSpec {
+  tracked: boolean;
+  allowNegative: boolean;
+}
+
+const SPEC: Record<OwnerType, AccountSpec> = {
+  // What a user holds can never be negative.
+  wallet: { tracked: true, allowNegative: false },
+  gift: { tracked: true, allowNegative: false },
+  // Counterparties pay fees from their balance; it may go below zero.
+  counterparty: { tracked: true, allowNegative: true },
+  client: { tracked: false, allowNegative: true },
+};
+
+const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, counterparty: COUNTERPARTY_CODES, gift: GIFT_CODES, client: CLIENT_CODES };
+
+/** Account ids never change once created: cached per process, filled only from committed rows. */
+const idCache = new Map<string, string>();
+const cacheKey = (ownerType: OwnerType, ownerId: string, code: string) => `${ownerType}:${ownerId}:${code}`;
+/** Whether each account id seen through accountIds() keeps a cached balance. */
+const trackedById = new Map<string, boolean>();
+
+/** True/false for a known account; undefined for an id that never came from accountIds(). */
+export function isTracked(accountId: string): boolean | undefined {
+  return trackedById.get(accountId);
+}
+
+/** Creates every account of a new owner (in the owner's creating transaction). */
+export async function openAccounts(tx: Executor, opts: { clientId: string; ownerType: OwnerType; ownerId: string; now: Date }): Promise<void> {
+  const spec = SPEC[opts.ownerType];
+  await tx
+    .insert(ledgerAccounts)
+    .values(
+      CODES[opts.ownerType].map((code) => ({
+        id: uuidv7(),
+        clientId: opts.clientId,
+        ownerType: opts.ownerType,
+        ownerId: opts.ownerId,
+        code,
+        tracked: spec.tracked,
+        allowNegative: spec.allowNegative,
+        createdAt: opts.now,
+      })),
+    )
+    .onConflictDoNothing();
+}
+
+/**
+ * The ids of an owner's accounts by code. Outside a transaction (or for owners created in an
+ * earlier one) the answer is cached.
+ */
+export async function accountIds<C extends string>(db: Executor, opts: { ownerType: OwnerType; ownerId: string }): Promise<Record<C, string>> {
+  const codes = CODES[opts.ownerType];
+  const cached = codes.map((c) => idCache.get(cacheKey(opts.ownerType, opts.ownerId, c)));
+  // Cached ids were read from committed rows, so their tracking is known too.
+  if (cached.every((id) => id !== undefined)) return Object.fromEntries(codes.map((c, i) => [c, cached[i]!])) as Record<C, string>;
+  const rows = await db
+    .select({ id: ledgerAccounts.id, code: ledgerAccounts.code })
+    .from(ledgerAccounts)
+    .where(and(eq(ledgerAccounts.ownerType, opts.ownerType), eq(ledgerAccounts.ownerId, opts.ownerId)));
+  if (rows.length !== codes.length) throw new Error(`${opts.ownerType} ${opts.ownerId} has ${rows.length} of ${codes.length} ledger accounts`);
+  for (const r of rows) {
+    idCache.set(cacheKey(opts.ownerType, opts.ownerId, r.code), r.id);
+    trackedById.set(r.id, SPEC[opts.ownerType].tracked);
+  }
+  return Object.fromEntries(rows.map((r) => [r.code, r.id])) as Record<C, string>;
+}
+
+const ensuredClients = new Set<string>();
+
+/**
+ * The merchant-level accounts, created on first use. Called with the database handle (never
+ * inside a business transaction) so the created rows are committed before their ids are cached.
+ */
+export async function clientAccountIds(db: Executor, clientId: string): Promise<Record<ClientCode, string>> {
+  if (!ensuredClients.has(clientId)) {
+    await openAccounts(db, { clientId, ownerType: 'client', ownerId: clientId, now: new Date() });
+    ensuredClients.add(clientId);
+  }
+  return accountIds<ClientCode>(db, { ownerType: 'client', ownerId: clientId });
+}
+
+/** Balances of tracked accounts, by owner and code. */
+export async function balancesOf(db: Executor, ownerType: OwnerType, ownerIds: string[]): Promise<Map<string, Record<string, number>>> {
+  const out = new Map<string, Record<string, number>>();
+  if (ownerIds.length === 0) return out;
+  const rows = await db
+    .select({ ownerId: ledgerAccounts.ownerId, code: ledgerAccounts.code, balance: ledgerAccounts.balance })
+    .from(ledgerAccounts)
+    .where(and(eq(ledgerAccounts.ownerType, ownerType), inArray(ledgerAccounts.ownerId, ownerIds)));
+  for (const r of rows) {
+    const m = out.get(r.ownerId) ?? {};
+    m[r.code] = r.balance;
+    out.set(r.ownerId, m);
+  }
+  return out;
+}
+
+/** The balance of an untracked account: the sum of its postings. */
+export async function derivedBalance(db: Executor, accountId: string): Promise<number> {
+  const rows = (await db.execute(sql`select coalesce(sum(amount), 0)::bigint as b from ledger_postings where account_id = ${accountId}`)) as unknown as {
+    rows: { b: number }[];
+  };
+  return Number(rows.rows[0]?.b ?? 0);
+}

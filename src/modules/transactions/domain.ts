@@ -1,0 +1,222 @@
+// One-time deposits (decisions §7): pull money from the user's linked account into the wallet,
+// less disbursements to counterparties and, when no fee counterparty pays it, the ACH fee.
+//
+//   initiate  external.bank −amount │ wallet deposit.pending +credit │ counterparty pending +dᵢ
+//             fee: fee counterparty available −fee (or deducted from the credit) │ platform.fees +fee
+//   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
+//   fail      everything back to external.bank; the fee returned to whoever paid it
+import { uuidv7 } from 'uuidv7';
+import type { Db, Executor } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
+import type { Page } from '../../http/paging.ts';
+import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
+import { postEntry, type Posting } from '../../ledger/post.ts';
+import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import type { ClientSettings } from '../clients/settings.ts';
+import { findCounterparties } from '../counterparties/sql.ts';
+import { recordEvent } from '../events/record.ts';
+import { findLinkedAccount } from '../linked-accounts/sql.ts';
+import { findUser } from '../users/sql.ts';
+import { getWallet } from '../wallets/domain.ts';
+import { transactionResource } from './render.ts';
+import * as q from './sql.ts';
+
+export interface DepositInput {
+  clientId: string;
+  settings: ClientSettings;
+  walletId: string;
+  amount: number;
+  linkedAccountId: string;
+  disbursement?: { amount: number; counterpartyId: string }[];
+  risk?: { deviceSessionId?: string };
+  /** The merchant's own accounts, read before the transaction (see clientAccountIds). */
+  clientAccounts: Record<ClientCode, string>;
+  now: Date;
+}
+
+const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
+
+/** Creates a Pending deposit and its ledger entry, in the caller's transaction. */
+export async function createDeposit(tx: Executor, i: DepositInput): Promise<q.TransactionRow> {
+  const s = i.settings;
+  if (i.amount > s.maxOneTimeDeposit) {
+    throw apiError('ExceedsMaxOneTimeDepositAmount', `The most a one-time deposit can be is ${s.maxOneTimeDeposit} cents.`, ptr('amount'));
+  }
+  const disbursement = i.disbursement ?? [];
+  const ids = disbursement.map((d) => d.counterpartyId);
+  if (new Set(ids).size !== ids.length) throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
+  const disbursed = disbursement.reduce((sum, d) => sum + d.amount, 0);
+  if (disbursed > i.amount) throw apiError('ValidationError', '`disbursement` adds up to more than `amount`.', ptr('disbursement'));
+
+  const wallet = await getWallet(tx, { clientId: i.clientId, walletId: i.walletId });
+  if (wallet.status !== 'Active') throw apiError('WalletClosed');
+  const user = (await findUser(tx, i.clientId, wallet.userId))!;
+  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; deposits need Approved.`);
+  const linked = await findLinkedAccount(tx, i.clientId, user.id, i.linkedAccountId);
+  if (!linked) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+  if (linked.status !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
+  const found = new Set((await findCounterparties(tx, i.clientId, ids)).map((c) => c.id));
+  const missing = disbursement.findIndex((d) => !found.has(d.counterpartyId));
+  if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
+
+  // The ACH fee: paid by the fee counterparty when the merchant has one, else deducted.
+  const fee = s.achFee;
+  const feeCounterpartyId = fee > 0 ? s.feeCounterpartyId : null;
+  const feeDeducted = fee > 0 && !feeCounterpartyId ? fee : 0;
+  const walletAmount = i.amount - disbursed - feeDeducted;
+  if (walletAmount < 0) throw apiError('ValidationError', '`amount` does not cover the disbursements and the ACH fee.', ptr('amount'));
+
+  const txn = await q.insertTransaction(tx, {
+    id: uuidv7(),
+    clientId: i.clientId,
+    walletId: wallet.id,
+    userId: user.id,
+    linkedAccountId: linked.id,
+    type: 'NonRecurring',
+    status: 'Pending',
+    amount: i.amount,
+    walletAmount,
+    feeAmount: fee,
+    feeType: 'ACHFee',
+    feeDeducted,
+    feeCounterpartyId,
+    disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: false })),
+    risk: i.risk ?? null,
+    createdAt: i.now,
+    updatedAt: i.now,
+  });
+
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
+  const postings: Posting[] = [
+    { accountId: i.clientAccounts['external.bank'], amount: -i.amount },
+    { accountId: w['deposit.pending'], amount: walletAmount },
+  ];
+  for (const d of disbursement) {
+    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
+    postings.push({ accountId: c['counterparty.pending'], amount: d.amount });
+  }
+  if (fee > 0) {
+    postings.push({ accountId: i.clientAccounts['platform.fees'], amount: fee });
+    if (feeCounterpartyId) {
+      const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: feeCounterpartyId });
+      postings.push({ accountId: c['counterparty.available'], amount: -fee });
+    } else {
+      // Deducted: the wallet's credit is already smaller by the fee.
+    }
+  }
+  await postEntry(tx, { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now });
+  return txn;
+}
+
+/**
+ * After the deposit commits: asks the ACH provider to pull the money (outside any
+ * transaction) and records its reference. A failure here leaves the reference empty and the
+ * pull job retries with the same reference, which the provider treats as the same transfer.
+ */
+export async function sendPull(db: Db, opts: { txn: q.TransactionRow; provider: BankTransferProvider }): Promise<void> {
+  const linked = await findLinkedAccount(db, opts.txn.clientId, opts.txn.userId, opts.txn.linkedAccountId);
+  if (!linked) return;
+  const { providerRef } = await opts.provider.initiatePull({ reference: opts.txn.id, amount: opts.txn.amount, linkedAccountExternalId: linked.externalId });
+  await q.updateTransactionRow(db, opts.txn.id, { providerRef });
+}
+
+/** Job: pulls not acknowledged by the provider (older than a few seconds) are sent again. */
+export async function retryUnsentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+  const due = await q.unsentPulls(db, new Date(opts.now().getTime() - 5_000), 50);
+  let sent = 0;
+  for (const txn of due) await sendPull(db, { txn, provider: opts.provider }).then(() => sent++, () => {});
+  return sent;
+}
+
+export async function listTransactions(db: Executor, opts: { clientId: string; walletId: string; type?: string; page: Page }) {
+  const wallet = await getWallet(db, opts);
+  // Only NonRecurring transactions exist; any other type is an empty list (spec).
+  if (opts.type !== undefined && opts.type !== 'NonRecurring') return { rows: [], total: 0 };
+  return q.listTransactionRows(db, opts.clientId, wallet.id, opts.page);
+}
+
+export async function getTransaction(db: Executor, opts: { clientId: string; walletId: string; transactionId: string }) {
+  const wallet = await getWallet(db, opts);
+  const t = await q.findTransaction(db, opts.clientId, wallet.id, opts.transactionId);
+  if (!t) throw apiError('TransactionNotFound', `Wallet ${wallet.id} has no transaction ${opts.transactionId}.`);
+  return t;
+}
+
+interface SettleOptions {
+  clientId: string;
+  walletId: string;
+  settings: ClientSettings;
+  baseUrl: string;
+  now: Date;
+}
+
+/** The bank transfer cleared: pending → available, the accrue reward credited, TransactionCleared. */
+async function clear(tx: Executor, t: q.TransactionRow, o: SettleOptions, ext: Record<ClientCode, string>): Promise<q.TransactionRow> {
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: t.walletId });
+  const reward = Math.floor((t.walletAmount * o.settings.depositRewardBps) / 10_000);
+  const postings: Posting[] = [
+    { accountId: w['deposit.pending'], amount: -t.walletAmount },
+    { accountId: w['deposit.available'], amount: t.walletAmount },
+    { accountId: ext['platform.rewards'], amount: -reward },
+    { accountId: w['reward.accrue.available'], amount: reward },
+  ];
+  for (const d of t.disbursement) {
+    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
+    postings.push({ accountId: c['counterparty.pending'], amount: -d.amount }, { accountId: c['counterparty.available'], amount: d.amount });
+  }
+  await postEntry(tx, { clientId: t.clientId, kind: 'deposit.clear', refType: 'transaction', refId: t.id, postings, now: o.now });
+  const cleared = await q.updateTransactionRow(tx, t.id, { status: 'Cleared', clearedAt: o.now, rewardAmount: reward, updatedAt: o.now });
+  await recordEvent(tx, { clientId: t.clientId, topic: 'TransactionCleared', userId: t.userId, walletId: t.walletId, resource: transactionResource(cleared, o.baseUrl), now: o.now });
+  return cleared;
+}
+
+/** The bank transfer failed: every cent goes back where it came from, TransactionFailed. */
+async function fail(tx: Executor, t: q.TransactionRow, reason: string, o: SettleOptions, ext: Record<ClientCode, string>): Promise<q.TransactionRow> {
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: t.walletId });
+  const postings: Posting[] = [
+    { accountId: w['deposit.pending'], amount: -t.walletAmount },
+    { accountId: ext['external.bank'], amount: t.amount },
+    { accountId: ext['platform.fees'], amount: -t.feeAmount },
+  ];
+  for (const d of t.disbursement) {
+    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
+    postings.push({ accountId: c['counterparty.pending'], amount: -d.amount });
+  }
+  if (t.feeCounterpartyId && t.feeAmount > 0) {
+    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: t.feeCounterpartyId });
+    postings.push({ accountId: c['counterparty.available'], amount: t.feeAmount });
+  }
+  await postEntry(tx, { clientId: t.clientId, kind: 'deposit.fail', refType: 'transaction', refId: t.id, postings, now: o.now });
+  const failed = await q.updateTransactionRow(tx, t.id, { status: 'Failed', failedAt: o.now, failureReason: reason, updatedAt: o.now });
+  await recordEvent(tx, { clientId: t.clientId, topic: 'TransactionFailed', userId: t.userId, walletId: t.walletId, resource: transactionResource(failed, o.baseUrl), now: o.now });
+  return failed;
+}
+
+/** Sandbox: every pending deposit of the wallet clears. Returns how many did. */
+export async function clearPendingDeposits(db: Db, o: SettleOptions): Promise<number> {
+  const ext = await clientAccountIds(db, o.clientId);
+  return db.transaction(async (tx) => {
+    await getWallet(tx, o);
+    const pending = await q.lockPendingTransactions(tx, o.clientId, o.walletId);
+    for (const t of pending) await clear(tx, t, o, ext);
+    return pending.length;
+  });
+}
+
+/** Sandbox: one pending deposit fails (the given one, else the oldest pending). */
+export async function failDeposit(db: Db, o: SettleOptions & { transactionId?: string; reason?: string }): Promise<q.TransactionRow> {
+  const ext = await clientAccountIds(db, o.clientId);
+  return db.transaction(async (tx) => {
+    await getWallet(tx, o);
+    let t: q.TransactionRow | undefined;
+    if (o.transactionId) {
+      t = await q.findTransaction(tx, o.clientId, o.walletId, o.transactionId, { forUpdate: true });
+      if (!t) throw apiError('TransactionNotFound', `Wallet ${o.walletId} has no transaction ${o.transactionId}.`, { status: 400, pointer: '/data/attributes/transactionId' });
+      if (t.status !== 'Pending') throw apiError('IllegalOperation', `The transaction is ${t.status}; only a Pending one can fail.`);
+    } else {
+      t = (await q.lockPendingTransactions(tx, o.clientId, o.walletId))[0];
+      if (!t) throw apiError('IllegalOperation', 'The wallet has no pending transaction.');
+    }
+    return fail(tx, t, o.reason ?? 'The bank returned the transfer (R01: insufficient funds).', o, ext);
+  });
+}

@@ -1,0 +1,39 @@
+import type { WalletBalance } from './balance.ts';
+import type { BarcodeRow, WalletRow } from './sql.ts';
+
+export const walletPath = (id: string) => `/api/v1/wallets/${id}`;
+
+export function walletResource(w: WalletRow, baseUrl: string) {
+  return {
+    id: w.id,
+    type: 'Wallet' as const,
+    attributes: {
+      status: w.status as 'Active' | 'Closed',
+      closedAt: w.closedAt?.toISOString() ?? null,
+      updatedAt: w.updatedAt.toISOString(),
+      createdAt: w.createdAt.toISOString(),
+    },
+    relationships: { user: { data: { type: 'User' as const, id: w.userId } } },
+    links: { self: baseUrl + walletPath(w.id) },
+  };
+}
+
+export function walletBalanceResource(w: WalletRow, balance: WalletBalance, baseUrl: string) {
+  const r = walletResource(w, baseUrl);
+  return { ...r, attributes: { ...r.attributes, balance }, links: { self: `${baseUrl}${walletPath(w.id)}/balance` } };
+}
+
+export function barcodeResource(b: BarcodeRow) {
+  return {
+    id: b.lookUpId,
+    type: 'WalletBarcode' as const,
+    attributes: {
+      lookUpId: b.lookUpId,
+      walletId: b.walletId,
+      expiresAt: b.expiresAt.toISOString(),
+      usageLimit: b.usageLimit,
+      usageCount: b.usageCount,
+      createdAt: b.createdAt.toISOString(),
+    },
+  };
+}

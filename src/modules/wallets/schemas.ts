@@ -1,0 +1,79 @@
+import { Type } from 'typebox';
+import { listQuery, query } from '../../http/paging.ts';
+import { Cents, Nullable, ResourceIdentifier, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
+
+const Split = Type.Object({
+  deposit: Type.Integer(),
+  reward: Type.Object({ accrue: Type.Integer(), merchant: Type.Integer(), total: Type.Integer() }),
+  total: Type.Integer(),
+});
+
+export const Balance = Type.Object({
+  available: Split,
+  pending: Split,
+  reserved: Type.Object({ total: Type.Integer() }),
+  total: Split,
+  withdrawable: Type.Optional(Type.Object({ total: Type.Integer() }, { description: 'With includeWithdrawableAmount=true: available deposit money (rewards are never withdrawable)' })),
+});
+
+const walletAttributes = {
+  status: Type.Enum(['Active', 'Closed']),
+  closedAt: Nullable(Timestamp()),
+  updatedAt: Timestamp(),
+  createdAt: Timestamp(),
+};
+const walletRelationships = { user: Type.Object({ data: ResourceIdentifier('User') }) };
+
+export const Wallet = resource('Wallet', 'Wallet', walletAttributes, { relationships: walletRelationships, links: { self: Type.String() } });
+
+export const WalletWithBalance = resource('WalletBalance', 'Wallet', { ...walletAttributes, balance: Balance }, {
+  relationships: walletRelationships,
+  links: { self: Type.String() },
+  description: 'A wallet with its balance (amounts in cents)',
+});
+
+export const WalletBarcode = resource('WalletBarcode', 'WalletBarcode', {
+  lookUpId: Type.String({ description: '16 digits' }),
+  walletId: Type.String(),
+  expiresAt: Timestamp(),
+  usageLimit: Type.Integer(),
+  usageCount: Type.Integer(),
+  createdAt: Timestamp(),
+});
+
+export const CreateWalletBody = requestBody('Wallet', Type.Object({ userId: Uuid() }, { additionalProperties: false }));
+
+const Include = Type.Optional(Type.String({ description: 'Comma-separated: user' }));
+
+export const WalletQuery = query({ include: Include });
+
+export const BalanceQuery = query({
+  include: Include,
+  userReference: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The wallet's user id or attached-profile reference id; must match" })),
+  purchaseAmount: Type.Optional(Cents({ description: 'Show only the rewards usable on a purchase of this many cents' })),
+  includeWithdrawableAmount: Type.Optional(Type.Boolean()),
+});
+
+export const ListWalletsQuery = listQuery({
+  'filter[phoneNumber]': Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+  'filter[email]': Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
+  'filter[referenceId]': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+});
+
+export const LookUpParams = Type.Object(
+  { lookUpId: Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Za-z_-]+$', 'x-pattern-hint': 'a scanned lookup id' }) },
+  { additionalProperties: false },
+);
+
+export const SimulateBarcodeBody = requestBody(
+  ['WalletBarcode', 'SimulateWalletBarcode'],
+  Type.Object(
+    {
+      ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'Default 600 (10 minutes)' })),
+      usageLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 1' })),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const schemas = [Wallet, WalletWithBalance, WalletBarcode];

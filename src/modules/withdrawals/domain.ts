@@ -1,0 +1,92 @@
+// Closed-loop withdrawal (decisions §7): deposit money goes back to the user's connected
+// linked accounts, split in proportion to what each deposited. Never more than the
+// withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
+// ledger's CHECK fails the transaction when it would go negative, however many race).
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import { uuidv7 } from 'uuidv7';
+import type { Db, Executor } from '../../db/open.ts';
+import { withdrawals, transactions, linkedAccounts } from '../../db/schema.ts';
+import { apiError } from '../../http/errors.ts';
+import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
+import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
+import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import { findUser } from '../users/sql.ts';
+import { getWallet } from '../wallets/domain.ts';
+import { largestRemainder } from './split.ts';
+
+export type WithdrawalRow = typeof withdrawals.$inferSelect;
+
+export async function createWithdrawal(
+  tx: Executor,
+  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date },
+): Promise<WithdrawalRow> {
+  const wallet = await getWallet(tx, { clientId: i.clientId, walletId: i.walletId });
+  if (wallet.status !== 'Active') throw apiError('WalletClosed');
+  const user = (await findUser(tx, i.clientId, wallet.userId))!;
+  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; withdrawals need Approved.`);
+  const connected = await tx
+    .select()
+    .from(linkedAccounts)
+    .where(and(eq(linkedAccounts.clientId, i.clientId), eq(linkedAccounts.userId, user.id), eq(linkedAccounts.status, 'Connected')))
+    .orderBy(linkedAccounts.createdAt, linkedAccounts.id);
+  if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
+  const deposited = await tx
+    .select({ linkedAccountId: transactions.linkedAccountId, sum: sql<number>`sum(${transactions.walletAmount})`.mapWith(Number) })
+    .from(transactions)
+    .where(and(eq(transactions.walletId, wallet.id), eq(transactions.status, 'Cleared'), inArray(transactions.linkedAccountId, connected.map((a) => a.id))))
+    .groupBy(transactions.linkedAccountId);
+  const byAccount = new Map(deposited.map((d) => [d.linkedAccountId, d.sum]));
+  const amounts = largestRemainder(i.amount, connected.map((a) => byAccount.get(a.id) ?? 0));
+  const split = connected
+    .map((a, k) => ({ linkedAccountId: a.id, institutionName: a.institutionName, accountMask: a.accountMask, amount: amounts[k]! }))
+    .filter((s) => s.amount > 0);
+
+  const id = uuidv7();
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
+  try {
+    await postEntry(tx, {
+      clientId: i.clientId,
+      kind: 'withdraw',
+      refType: 'withdrawal',
+      refId: id,
+      postings: [
+        { accountId: w['deposit.available'], amount: -i.amount },
+        { accountId: i.clientAccounts['external.bank'], amount: i.amount },
+      ],
+      now: i.now,
+    });
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) {
+      throw apiError('InsufficientWithdrawableBalance', 'The amount is more than the wallet\'s withdrawable balance (available deposit money; rewards are never withdrawable).', {
+        pointer: '/data/attributes/amount',
+      });
+    }
+    throw err;
+  }
+  const [row] = await tx.insert(withdrawals).values({ id, clientId: i.clientId, walletId: wallet.id, amount: i.amount, split, createdAt: i.now }).returning();
+  return row!;
+}
+
+/** After commit: one ACH push per split, outside any transaction; the job retries failures. */
+export async function sendPushes(db: Db, opts: { withdrawal: WithdrawalRow; provider: BankTransferProvider }): Promise<void> {
+  const w = opts.withdrawal;
+  const accounts = await db.select().from(linkedAccounts).where(inArray(linkedAccounts.id, w.split.map((s) => s.linkedAccountId)));
+  const refs: string[] = [];
+  for (const s of w.split) {
+    const a = accounts.find((x) => x.id === s.linkedAccountId)!;
+    refs.push((await opts.provider.initiatePush({ reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: a.externalId })).providerRef);
+  }
+  await db.update(withdrawals).set({ providerRef: refs.join(',') }).where(eq(withdrawals.id, w.id));
+}
+
+/** Job: withdrawals whose pushes were not all acknowledged are sent again (same references). */
+export async function retryUnsentPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+  const due = await db
+    .select()
+    .from(withdrawals)
+    .where(and(sql`${withdrawals.providerRef} is null`, sql`${withdrawals.createdAt} <= ${new Date(opts.now().getTime() - 5_000)}`))
+    .limit(50);
+  let sent = 0;
+  for (const w of due) await sendPushes(db, { withdrawal: w, provider: opts.provider }).then(() => sent++, () => {});
+  return sent;
+}

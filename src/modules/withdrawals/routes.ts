@@ -1,0 +1,65 @@
+import { Type } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
+import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import type { App } from '../../http/server.ts';
+import { clientAccountIds } from '../../ledger/accounts.ts';
+import { IdempotencyKey } from '../transactions/schemas.ts';
+import { createWithdrawal, sendPushes, type WithdrawalRow } from './domain.ts';
+
+export const Withdraw = resource('Withdraw', 'Withdraw', {
+  amount: Type.Integer(),
+  split: Type.Array(Type.Object({ linkedAccountId: Type.String(), institutionName: Type.String(), accountMask: Type.String(), amount: Type.Integer() })),
+  createdAt: Timestamp(),
+});
+
+const WithdrawBody = requestBody(
+  'Withdraw',
+  Type.Object(
+    {
+      amount: Cents({ minimum: 1 }),
+      idempotencyKey: Type.Optional({ ...IdempotencyKey, description: 'Optional: makes retries safe (same rules as deposits)' }),
+    },
+    { additionalProperties: false },
+  ),
+);
+
+export const schemas = [Withdraw];
+
+function withdrawResource(w: WithdrawalRow) {
+  return { id: w.id, type: 'Withdraw' as const, attributes: { amount: w.amount, split: w.split, createdAt: w.createdAt.toISOString() } };
+}
+
+export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void> {
+  app.post(
+    '/api/v1/wallets/:walletId/withdraw',
+    {
+      schema: {
+        tags: ['Withdrawals'],
+        operationId: 'withdraw',
+        summary: 'Withdraw to linked accounts (closed loop)',
+        description:
+          'Sends available deposit money back to the user\'s connected linked accounts, split in proportion to what each deposited (largest remainder). ' +
+          'Never more than the withdrawable amount (400 `InsufficientWithdrawableBalance`); no connected account: 400 `LinkedAccountMissing`. Needs KYC `Approved`.',
+        params: idParams('walletId'),
+        querystring: Type.Object({}, { additionalProperties: false }),
+        body: WithdrawBody,
+        response: responses({ 201: document(ref(Withdraw)) }, [...COMMON_ERRORS, 404, 409]),
+      },
+    },
+    async (req, reply) => {
+      const { idempotencyKey, amount } = req.body.data.attributes;
+      const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
+      let created: WithdrawalRow | undefined;
+      const run = async (tx: Parameters<Parameters<typeof ctx.db.transaction>[0]>[0]) => {
+        created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() });
+        return { status: 201, body: { data: withdrawResource(created) } };
+      };
+      const outcome = idempotencyKey
+        ? await idempotent(reply, { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) }, { db: ctx.db, clock: ctx.clock }, run)
+        : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction('201', 'application/vnd.api+json')!(o.body), replayed: false }));
+      if (created) await sendPushes(ctx.db, { withdrawal: created, provider: ctx.providers.bankTransfers }).catch((err) => req.log.warn({ err }, 'bank push will be retried'));
+      return sendOutcome(reply, outcome);
+    },
+  );
+}
