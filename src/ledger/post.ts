@@ -64,21 +64,24 @@ export async function postEntry(tx: Executor, input: EntryInput): Promise<string
     if (isTracked(p.accountId) === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
   }
   if (postings.length === 0) return undefined;
+  const deltas = new Map<string, number>();
+  for (const p of postings) if (isTracked(p.accountId)) deltas.set(p.accountId, (deltas.get(p.accountId) ?? 0) + p.amount);
+  for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
+  const ordered = [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
+  // Tracked rows are locked first, in id order, so two movements touching the same accounts
+  // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
+  // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
+  // and did deadlock under load).
+  if (ordered.length > 1) {
+    await tx.execute(sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for no key update`);
+  }
   const entryId = uuidv7();
   await tx.insert(ledgerEntries).values({ id: entryId, clientId: input.clientId, kind: input.kind, refType: input.refType, refId: input.refId, createdAt: input.now });
   await tx.insert(ledgerPostings).values(
     postings.map((p) => ({ id: uuidv7(), clientId: input.clientId, entryId, accountId: p.accountId, amount: p.amount, createdAt: input.now })),
   );
-  const deltas = new Map<string, number>();
-  for (const p of postings) if (isTracked(p.accountId)) deltas.set(p.accountId, (deltas.get(p.accountId) ?? 0) + p.amount);
-  for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
-  if (deltas.size === 0) return entryId;
-  // Rows are locked in id order: two movements touching the same accounts never deadlock.
-  const ordered = [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
+  if (ordered.length === 0) return entryId;
   try {
-    if (ordered.length > 1) {
-      await tx.execute(sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for update`);
-    }
     const values = sql.join(
       ordered.map(([id, d]) => sql`(${id}::uuid, ${d}::bigint)`),
       sql`, `,
