@@ -123,10 +123,10 @@ export async function load(
   const result = await autocannon({
     url: opts.url,
     method: opts.method ?? 'GET',
-    headers: opts.headers,
     body: opts.body,
     connections: opts.connections ?? 50,
     ...(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 }),
+    headers: { 'content-type': 'application/vnd.api+json', ...opts.headers },
     ...(opts.requests ? { requests: opts.requests } : {}),
   });
   return {

@@ -8,6 +8,7 @@ import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -62,6 +63,69 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
     } finally {
       await floor.stop();
     }
+  }
+  return results;
+}
+
+/**
+ * Money: deposits (each with its own idempotency key, spread over 50 wallets, and all on one
+ * wallet for the hot-row case) and balance reads, beside the bare route and, on PostgreSQL, a
+ * raw pg transfer transaction on 8 connections.
+ */
+async function moneyScenario(db: string): Promise<LoadResult[]> {
+  const results: LoadResult[] = [await bare()];
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  if (databaseUrl) {
+    const rate = await rawTransferRate(databaseUrl, { durationS });
+    results.push({ name: 'raw pg transfer transaction (8 connections)', rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 });
+  }
+  const coffer = await startCoffer({ databaseUrl });
+  try {
+    const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
+    const wallets: { walletId: string; accountId: string }[] = [];
+    for (let i = 0; i < 50; i++) {
+      const u = await json(`${coffer.url}/api/v1/users`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } }),
+      });
+      const userId = u.data.id as string;
+      await json(`${coffer.url}/api/v1/users/${userId}/disclosures/kyc`, { method: 'POST', headers: auth });
+      await json(`${coffer.url}/api/v1/users/${userId}/kyc/application`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({
+          data: {
+            type: 'KycApplication',
+            attributes: { firstName: 'B', lastName: 'Ench', dateOfBirth: '1990-01-01', email: `b${i}@example.com`, address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
+          },
+        }),
+      });
+      const account = await json(`${coffer.url}/api/v1/simulation/users/${userId}/linked-accounts`, { method: 'POST', headers: auth });
+      const wallet = await json(`${coffer.url}/api/v1/wallets`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'Wallet', attributes: { userId } } }) });
+      wallets.push({ walletId: wallet.data.id, accountId: account.data.id });
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // the sandbox KYC decisions
+    let n = 0;
+    const depositRequest = (pick: () => { walletId: string; accountId: string }) => [
+      {
+        method: 'POST' as const,
+        setupRequest: (req: Record<string, unknown>) => {
+          const w = pick();
+          return {
+            ...req,
+            path: `/api/v1/wallets/${w.walletId}/transactions`,
+            body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `bench-${n++}-${Math.random()}` } } }),
+          };
+        },
+      },
+    ];
+    let k = 0;
+    results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
+    results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[0]!) as never }));
+    results.push(await load('GET wallet balance', { url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`, headers: auth, durationS }));
+  } finally {
+    await coffer.stop();
   }
   return results;
 }
@@ -138,7 +202,7 @@ async function freshDatabase(serverUrl: string): Promise<string> {
   return u.toString();
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario };
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   for (const s of scenarios) {
@@ -146,7 +210,7 @@ for (const db of dbs) {
     if (!run) throw new Error(`unknown scenario ${s}; known: ${Object.keys(SCENARIOS).join(', ')}`);
     const results = await run(db);
     (report[db] ??= {})[s] = results;
-    const reference = s === 'users' ? results[0] : undefined;
+    const reference = s === 'webhooks' ? undefined : results[0];
     process.stdout.write(`\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, reference)}\n`);
   }
 }

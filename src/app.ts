@@ -15,8 +15,8 @@ import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { userResource } from './modules/users/render.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
-import { retryUnsentPulls } from './modules/transactions/domain.ts';
-import { retryUnsentPushes } from './modules/withdrawals/domain.ts';
+import { sendPendingPulls } from './modules/transactions/domain.ts';
+import { sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
 
 export interface ContextOptions {
@@ -84,8 +84,8 @@ function registerJobs(ctx: AppContext): void {
       }),
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
-  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 5_000, run: () => retryUnsentPulls(ctx.db, { provider: ctx.providers.bankTransfers, now }) });
-  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 5_000, run: () => retryUnsentPushes(ctx.db, { provider: ctx.providers.bankTransfers, now }) });
+  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({
     name: 'linked-account-deactivations',

@@ -1,19 +1,22 @@
-// Idempotency keys (decisions §4). Scope: (client, operation, key). The key row is committed
-// "in flight" with a lease before the operation runs; the operation's changes and its stored
-// response commit in one transaction. So:
-//   - the same key and fingerprint after completion replays the stored status and body, byte
-//     for byte, with Idempotent-Replayed: true;
-//   - while the first request runs, the same key is 409 IdempotencyKeyInUse;
-//   - a different fingerprint is 409 IdempotencyKeyReused;
-//   - an operation that fails (validation, business rule, crash) stores nothing: the key is
-//     released, or after a crash its lease runs out, and a retry runs the operation afresh;
-//     since changes and response commit together, nothing was half done.
-import { createHash, randomUUID } from 'node:crypto';
-import { and, eq, lte, sql } from 'drizzle-orm';
+// Idempotency keys (decisions §4) for operations that run entirely in the database (deposit,
+// withdraw, reward, refund). Scope: (client, operation, key). Everything happens inside the
+// operation's own transaction:
+//   1. one query takes a transaction-level advisory lock on the key's hash (without waiting)
+//      and reads the stored outcome, if any;
+//   2. lock not taken: another request with this key is running → 409 IdempotencyKeyInUse;
+//      a stored outcome with another fingerprint → 409 IdempotencyKeyReused; with the same
+//      fingerprint → its status and body, byte for byte (Idempotent-Replayed: true);
+//   3. otherwise the operation runs and its outcome is stored in the same transaction.
+// A failure or a crash rolls everything back together, and the lock ends with the
+// transaction: a retry simply runs again. No lease, no separate commit per request.
+import { createHash } from 'node:crypto';
+import { lte } from 'drizzle-orm';
 import type { FastifyReply } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db, Tx } from '../db/open.ts';
 import { idempotencyKeys } from '../db/schema.ts';
+import { WriteBatch } from '../db/batch.ts';
+import { run as runStatement, shiftParams, statement } from '../db/statements.ts';
 import { apiError } from './errors.ts';
 import { JSONAPI } from './schemas.ts';
 
@@ -30,6 +33,14 @@ export interface IdempotencyScope {
 export interface Outcome {
   status: number;
   body: unknown;
+}
+
+export interface StoredOutcome {
+  status: number;
+  /** The serialized body, exactly as first sent. */
+  body: string;
+  /** True when this is a replay of an earlier request's outcome. */
+  replayed: boolean;
 }
 
 /** A stable hash of any JSON value (object keys sorted at every level). */
@@ -49,112 +60,98 @@ function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
-export interface IdempotencyOptions {
-  db: Db;
-  clock: Clock;
-  /** How long a running request owns its key before a retry may take over (crash recovery). */
-  leaseMs?: number;
-}
-
-export interface StoredOutcome {
-  status: number;
-  /** The serialized body, exactly as first sent. */
-  body: string;
-  /** True when this is a replay of an earlier request's outcome. */
-  replayed: boolean;
-}
-
 /** Sends an outcome: the same bytes every time, marked when replayed. */
 export function sendOutcome(reply: FastifyReply, o: StoredOutcome): FastifyReply {
   if (o.replayed) reply.header('idempotent-replayed', 'true');
   return reply.code(o.status).type(JSONAPI).send(o.body);
 }
 
+const CHECK_KEY_SQL = `select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
+   from (select 1) one
+   left join idempotency_keys k on k.client_id = $2 and k.operation = $3 and k.key = $4`;
+
 /**
- * Runs `run` at most once per key, in one transaction with its stored outcome, and returns
- * the outcome (or the stored one, for a replay). The body is serialized with the route's
- * response schema for `reply`.
+ * A read the operation needs first, run in the same statement as the key check (one round trip
+ * less): a SELECT of at most one row with its own $1..$n parameters. Its columns must not be
+ * named like the check's (locked, fingerprint, status_code, response_body, expires_at).
+ */
+export interface Preflight {
+  name: string;
+  text: string;
+  params: unknown[];
+}
+
+function checkStatement(preflight?: Preflight) {
+  if (!preflight) return statement('idempotency_check', CHECK_KEY_SQL);
+  return statement(
+    `idempotency_check_${preflight.name}`,
+    CHECK_KEY_SQL.replace('select pg_try', 'select p.*, pg_try') + ` left join lateral (${shiftParams(preflight.text, 4)}) p on true`,
+  );
+}
+
+const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, state, status_code, response_body, created_at, expires_at)
+   values ($1, $2, $3, $4, 'completed', $5, $6, $7, $8)
+   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint, state = 'completed',
+     status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
+
+interface KeyCheck {
+  locked: boolean;
+  fingerprint: string | null;
+  status_code: number | null;
+  response_body: string | null;
+  expires_at: string | Date | null;
+}
+
+/**
+ * Runs `run` at most once per key and returns its outcome, or the stored outcome of the
+ * request that ran. The body is serialized with the route's response schema for `reply`.
  */
 export async function idempotent(
   reply: FastifyReply,
   scope: IdempotencyScope,
-  opts: IdempotencyOptions,
-  run: (tx: Tx) => Promise<Outcome>,
+  opts: { db: Db; clock: Clock },
+  run: (tx: Tx, batch: WriteBatch, preflight: Record<string, unknown> | undefined) => Promise<Outcome>,
+  preflight?: Preflight,
 ): Promise<StoredOutcome> {
-  const { db, clock } = opts;
-  const leaseMs = opts.leaseMs ?? 30_000;
-  const owner = randomUUID();
-  const claimed = await claim(db, scope, owner, clock.now(), leaseMs);
-  if (claimed.kind === 'replay') return { status: claimed.status, body: claimed.body, replayed: true };
-  try {
-    const { status, body } = await db.transaction(async (tx) => {
-      const outcome = await run(tx);
-      const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
-      const text = serialize(outcome.body);
-      const updated = await tx
-        .update(idempotencyKeys)
-        .set({ state: 'completed', statusCode: outcome.status, responseBody: text, lockedUntil: null, owner: null })
-        .where(and(keyWhere(scope), eq(idempotencyKeys.owner, owner)))
-        .returning({ key: idempotencyKeys.key });
-      // Our lease ran out and another request took the key over: let that one decide.
-      if (updated.length === 0) throw apiError('IdempotencyKeyInUse');
-      return { status: outcome.status, body: text };
-    });
-    return { status, body, replayed: false };
-  } catch (err) {
-    // Nothing was committed: release the key so a corrected retry runs again.
-    await db.delete(idempotencyKeys).where(and(keyWhere(scope), eq(idempotencyKeys.owner, owner))).catch(() => {});
-    throw err;
-  }
-}
-
-function keyWhere(s: IdempotencyScope) {
-  return and(eq(idempotencyKeys.clientId, s.clientId), eq(idempotencyKeys.operation, s.operation), eq(idempotencyKeys.key, s.key));
-}
-
-type Claim = { kind: 'run' } | { kind: 'replay'; status: number; body: string };
-
-async function claim(db: Db, scope: IdempotencyScope, owner: string, now: Date, leaseMs: number): Promise<Claim> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const inserted = await db
-      .insert(idempotencyKeys)
-      .values({
-        ...scope,
-        state: 'in_flight',
-        owner,
-        lockedUntil: new Date(now.getTime() + leaseMs),
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + RETENTION_MS),
-      })
-      .onConflictDoNothing()
-      .returning({ key: idempotencyKeys.key });
-    if (inserted.length > 0) return { kind: 'run' };
-
-    const [row] = await db.select().from(idempotencyKeys).where(keyWhere(scope));
-    if (!row) continue; // released meanwhile: try to claim again
-    if (row.expiresAt <= now) {
-      // Past retention the key means nothing any more.
-      await db.delete(idempotencyKeys).where(and(keyWhere(scope), lte(idempotencyKeys.expiresAt, now)));
-      continue;
-    }
-    if (row.fingerprint !== scope.fingerprint) {
-      throw apiError('IdempotencyKeyReused', `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`, {
-        pointer: '/data/attributes/idempotencyKey',
+  const now = opts.clock.now();
+  const lockKey = `${scope.clientId}:${scope.operation}:${scope.key}`;
+  return opts.db.transaction(async (tx) => {
+    const [check] = await runStatement<KeyCheck & Record<string, unknown>>(tx, checkStatement(preflight), [
+      lockKey,
+      scope.clientId,
+      scope.operation,
+      scope.key,
+      ...(preflight?.params ?? []),
+    ]);
+    if (!check?.locked) {
+      throw apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', {
+        headers: { 'retry-after': '1' },
       });
     }
-    if (row.state === 'completed') return { kind: 'replay', status: row.statusCode!, body: row.responseBody! };
-    // In flight. A lease that ran out means its request died: take the key over.
-    const taken = await db
-      .update(idempotencyKeys)
-      .set({ owner, lockedUntil: new Date(now.getTime() + leaseMs) })
-      .where(and(keyWhere(scope), eq(idempotencyKeys.state, 'in_flight'), sql`${idempotencyKeys.lockedUntil} <= ${now}`))
-      .returning({ key: idempotencyKeys.key });
-    if (taken.length > 0) return { kind: 'run' };
-    throw apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', {
-      headers: { 'retry-after': '1' },
+    const live = check.fingerprint !== null && new Date(check.expires_at!) > now;
+    if (live) {
+      if (check.fingerprint !== scope.fingerprint) {
+        throw apiError('IdempotencyKeyReused', `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`, {
+          pointer: '/data/attributes/idempotencyKey',
+        });
+      }
+      return { status: check.status_code!, body: check.response_body!, replayed: true };
+    }
+    // The operation may hand its writes to the batch; they and the stored response go to the
+    // database as one statement.
+    const batch = new WriteBatch();
+    const outcome = await run(tx, batch, preflight ? check : undefined);
+    const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
+    const body = serialize(outcome.body);
+    // A key past its retention is simply overwritten.
+    batch.add({
+      name: 'idempotency_store',
+      text: STORE_KEY_SQL,
+      params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)],
     });
-  }
-  throw apiError('IdempotencyKeyInUse', undefined, { headers: { 'retry-after': '1' } });
+    await batch.flush(tx);
+    return { status: outcome.status, body, replayed: false };
+  });
 }
 
 /** Job: forgets keys past their retention. */

@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { uuidv7 } from 'uuidv7';
 import { checkViolation } from '../db/errors.ts';
 import type { Executor } from '../db/open.ts';
-import { ledgerEntries, ledgerPostings } from '../db/schema.ts';
+import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { isTracked } from './accounts.ts';
 
 export interface Posting {
@@ -41,6 +41,37 @@ export class UnbalancedEntryError extends Error {
   }
 }
 
+/** The three writes of a movement, as parts of a write batch. */
+function entryParts(entryId: string, input: EntryInput, postings: Posting[], ordered: [string, number][]): WritePart[] {
+  const parts: WritePart[] = [
+    {
+      name: 'ledger_entry',
+      text: 'insert into ledger_entries (id, client_id, kind, ref_type, ref_id, created_at) values ($1, $2, $3, $4, $5, $6)',
+      params: [entryId, input.clientId, input.kind, input.refType, input.refId, input.now],
+    },
+  ];
+  let n = 3;
+  parts.push({
+    name: `ledger_postings_${postings.length}`,
+    text:
+      'insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ' +
+      postings.map(() => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`).join(', '),
+    params: [input.clientId, entryId, input.now, ...postings.flatMap((p) => [uuidv7(), p.accountId, p.amount])],
+  });
+  if (ordered.length > 0) {
+    let m = 0;
+    parts.push({
+      name: `ledger_balances_${ordered.length}`,
+      text:
+        'update ledger_accounts a set balance = a.balance + d.delta from (values ' +
+        ordered.map(() => `($${++m}::uuid, $${++m}::bigint)`).join(', ') +
+        ') as d(id, delta) where a.id = d.id',
+      params: ordered.flatMap(([id, d]) => [id, d]),
+    });
+  }
+  return parts;
+}
+
 /** Drops zero amounts (a 0-cent fee moves nothing) and checks the rest balances. */
 function normalise(postings: Posting[]): Posting[] {
   const kept = postings.filter((p) => p.amount !== 0);
@@ -58,7 +89,7 @@ function normalise(postings: Posting[]): Posting[] {
  * Writes one entry. Returns its id, or undefined when every amount was zero. Account ids must
  * come from accountIds()/clientAccountIds(), which know whether each keeps a cached balance.
  */
-export async function postEntry(tx: Executor, input: EntryInput): Promise<string | undefined> {
+export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBatch): Promise<string | undefined> {
   const postings = normalise(input.postings);
   for (const p of postings) {
     if (isTracked(p.accountId) === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
@@ -71,22 +102,24 @@ export async function postEntry(tx: Executor, input: EntryInput): Promise<string
   // Tracked rows are locked first, in id order, so two movements touching the same accounts
   // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
   // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
-  // and did deadlock under load).
+  // and did deadlock under load). One row needs no ordering: its UPDATE locks it.
   if (ordered.length > 1) {
     await tx.execute(sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for no key update`);
   }
+  // The entry, its postings and the balances go out as one statement: with the caller's batch
+  // (flushed with the caller's other writes), or on their own now. A batched movement must not
+  // be one that can fail the no-negative check: that error would surface at the flush, away
+  // from the code that knows what it means.
   const entryId = uuidv7();
-  await tx.insert(ledgerEntries).values({ id: entryId, clientId: input.clientId, kind: input.kind, refType: input.refType, refId: input.refId, createdAt: input.now });
-  await tx.insert(ledgerPostings).values(
-    postings.map((p) => ({ id: uuidv7(), clientId: input.clientId, entryId, accountId: p.accountId, amount: p.amount, createdAt: input.now })),
-  );
-  if (ordered.length === 0) return entryId;
+  const parts = entryParts(entryId, input, postings, ordered);
+  if (batch) {
+    for (const p of parts) batch.add(p);
+    return entryId;
+  }
+  const own = new WriteBatch();
+  for (const p of parts) own.add(p);
   try {
-    const values = sql.join(
-      ordered.map(([id, d]) => sql`(${id}::uuid, ${d}::bigint)`),
-      sql`, `,
-    );
-    await tx.execute(sql`update ledger_accounts a set balance = a.balance + d.delta from (values ${values}) as d(id, delta) where a.id = d.id`);
+    await own.flush(tx);
   } catch (err) {
     if (checkViolation(err) === 'ledger_accounts_non_negative') throw new InsufficientFundsError();
     throw err;

@@ -44,7 +44,7 @@ describe('one-time deposits', () => {
     return { user, account, wallet };
   }
 
-  test('201 Pending OneTimeDeposit; the wallet shows it pending; the bank pull starts', async () => {
+  test('201 Pending OneTimeDeposit; the wallet shows it pending; the bank pull job starts the transfer', async () => {
     const { account, wallet } = await setup();
     const res = await deposit(t, m, wallet.id, 5000, account.id);
     assert.equal(res.status, 201);
@@ -63,12 +63,38 @@ describe('one-time deposits', () => {
     assert.equal(b.pending.deposit, 5000);
     assert.equal(b.available.deposit, 0);
     assert.equal(b.total.total, 5000);
+    assert.equal(bank.transfers.get(d.id), undefined, 'the request does not wait on the bank');
+    await t.ctx.jobs.runOnce('bank-pulls');
     assert.equal(bank.transfers.get(d.id)?.amount, 5000);
     assert.equal(bank.transfers.get(d.id)?.direction, 'pull');
     const txn = await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions/${d.id}`, { as: m });
     assert.equal(txn.body.data.attributes.status, 'Pending');
     assert.equal(txn.body.data.attributes.type, 'NonRecurring');
+    // Sent once: a second round finds nothing unsent.
+    assert.equal(await t.ctx.jobs.runOnce('bank-pulls'), 0);
     await assertLedgerSound(t);
+  });
+
+  test('a pull the provider refused is sent again by the next round, with the same reference', async () => {
+    const flaky = new SandboxBankTransfers();
+    let down = true;
+    const pull = flaky.initiatePull.bind(flaky);
+    flaky.initiatePull = async (r) => {
+      if (down) throw new Error('provider unavailable');
+      return pull(r);
+    };
+    const ft = await createTestApp({ providers: { ...sandboxProviders(), bankTransfers: flaky } });
+    try {
+      const fm = await ft.createMerchant();
+      const { wallet, account } = await fundedWallet(ft, fm, 0);
+      const d = (await deposit(ft, fm, wallet.id, 1000, account.id)).body.data;
+      assert.equal(await ft.ctx.jobs.runOnce('bank-pulls'), 0);
+      down = false;
+      assert.equal(await ft.ctx.jobs.runOnce('bank-pulls'), 1);
+      assert.equal(flaky.transfers.get(d.id)?.reference, d.id);
+    } finally {
+      await ft.close();
+    }
   });
 
   describe('idempotency', () => {

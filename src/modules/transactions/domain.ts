@@ -6,6 +6,7 @@
 //   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
 //   fail      everything back to external.bank; the fee returned to whoever paid it
 import { uuidv7 } from 'uuidv7';
+import type { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
@@ -15,8 +16,6 @@ import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
-import { findLinkedAccount } from '../linked-accounts/sql.ts';
-import { findUser } from '../users/sql.ts';
 import { getWallet } from '../wallets/domain.ts';
 import { transactionResource } from './render.ts';
 import * as q from './sql.ts';
@@ -36,8 +35,11 @@ export interface DepositInput {
 
 const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
 
-/** Creates a Pending deposit and its ledger entry, in the caller's transaction. */
-export async function createDeposit(tx: Executor, i: DepositInput): Promise<q.TransactionRow> {
+/**
+ * Creates a Pending deposit and its ledger entry: the checks read now, the writes go into the
+ * caller's batch (flushed in its transaction, with the stored idempotent response).
+ */
+export async function createDeposit(tx: Executor, i: DepositInput, batch: WriteBatch, context: Partial<q.DepositContext> | undefined): Promise<q.TransactionRow> {
   const s = i.settings;
   if (i.amount > s.maxOneTimeDeposit) {
     throw apiError('ExceedsMaxOneTimeDepositAmount', `The most a one-time deposit can be is ${s.maxOneTimeDeposit} cents.`, ptr('amount'));
@@ -48,14 +50,14 @@ export async function createDeposit(tx: Executor, i: DepositInput): Promise<q.Tr
   const disbursed = disbursement.reduce((sum, d) => sum + d.amount, 0);
   if (disbursed > i.amount) throw apiError('ValidationError', '`disbursement` adds up to more than `amount`.', ptr('disbursement'));
 
-  const wallet = await getWallet(tx, { clientId: i.clientId, walletId: i.walletId });
-  if (wallet.status !== 'Active') throw apiError('WalletClosed');
-  const user = (await findUser(tx, i.clientId, wallet.userId))!;
-  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; deposits need Approved.`);
-  const linked = await findLinkedAccount(tx, i.clientId, user.id, i.linkedAccountId);
-  if (!linked) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
-  if (linked.status !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
-  const found = new Set((await findCounterparties(tx, i.clientId, ids)).map((c) => c.id));
+  // Read with the idempotency check (see depositContextPreflight): no wallet, no columns.
+  if (!context?.walletId) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
+  const c = context as q.DepositContext;
+  if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
+  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; deposits need Approved.`);
+  if (c.linkedStatus === null) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+  if (c.linkedStatus !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
+  const found = new Set((await findCounterparties(tx, i.clientId, ids)).map((cp) => cp.id));
   const missing = disbursement.findIndex((d) => !found.has(d.counterpartyId));
   if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
 
@@ -66,12 +68,12 @@ export async function createDeposit(tx: Executor, i: DepositInput): Promise<q.Tr
   const walletAmount = i.amount - disbursed - feeDeducted;
   if (walletAmount < 0) throw apiError('ValidationError', '`amount` does not cover the disbursements and the ACH fee.', ptr('amount'));
 
-  const txn = await q.insertTransaction(tx, {
+  const txn: q.TransactionRow = {
     id: uuidv7(),
     clientId: i.clientId,
-    walletId: wallet.id,
-    userId: user.id,
-    linkedAccountId: linked.id,
+    walletId: c.walletId,
+    userId: c.userId,
+    linkedAccountId: i.linkedAccountId,
     type: 'NonRecurring',
     status: 'Pending',
     amount: i.amount,
@@ -81,51 +83,57 @@ export async function createDeposit(tx: Executor, i: DepositInput): Promise<q.Tr
     feeDeducted,
     feeCounterpartyId,
     disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: false })),
+    rewardAmount: 0,
     risk: i.risk ?? null,
+    providerRef: null,
+    failureReason: null,
     createdAt: i.now,
+    clearedAt: null,
+    failedAt: null,
     updatedAt: i.now,
-  });
+  };
+  batch.add(q.depositInsertPart(txn));
 
-  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: c.walletId });
   const postings: Posting[] = [
     { accountId: i.clientAccounts['external.bank'], amount: -i.amount },
     { accountId: w['deposit.pending'], amount: walletAmount },
   ];
   for (const d of disbursement) {
-    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
-    postings.push({ accountId: c['counterparty.pending'], amount: d.amount });
+    const cp = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
+    postings.push({ accountId: cp['counterparty.pending'], amount: d.amount });
   }
   if (fee > 0) {
+    // Revenue either way; paid by the fee counterparty, or (deducted) out of the user's credit.
     postings.push({ accountId: i.clientAccounts['platform.fees'], amount: fee });
     if (feeCounterpartyId) {
-      const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: feeCounterpartyId });
-      postings.push({ accountId: c['counterparty.available'], amount: -fee });
-    } else {
-      // Deducted: the wallet's credit is already smaller by the fee.
+      const cp = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: feeCounterpartyId });
+      postings.push({ accountId: cp['counterparty.available'], amount: -fee });
     }
   }
-  await postEntry(tx, { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now });
+  // Only credits here (the fee counterparty may go negative): safe to batch.
+  await postEntry(tx, { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now }, batch);
   return txn;
 }
 
 /**
- * After the deposit commits: asks the ACH provider to pull the money (outside any
- * transaction) and records its reference. A failure here leaves the reference empty and the
- * pull job retries with the same reference, which the provider treats as the same transfer.
+ * Job: asks the ACH provider to pull the money for deposits it has not acknowledged yet,
+ * outside any transaction, and records its references. Runs every few hundred milliseconds,
+ * so a request never waits on the bank; the transaction id is the provider's idempotency key,
+ * so a pull sent twice (two processes, or a crash before the reference was recorded) is still
+ * one transfer.
  */
-export async function sendPull(db: Db, opts: { txn: q.TransactionRow; provider: BankTransferProvider }): Promise<void> {
-  const linked = await findLinkedAccount(db, opts.txn.clientId, opts.txn.userId, opts.txn.linkedAccountId);
-  if (!linked) return;
-  const { providerRef } = await opts.provider.initiatePull({ reference: opts.txn.id, amount: opts.txn.amount, linkedAccountExternalId: linked.externalId });
-  await q.updateTransactionRow(db, opts.txn.id, { providerRef });
-}
-
-/** Job: pulls not acknowledged by the provider (older than a few seconds) are sent again. */
-export async function retryUnsentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
-  const due = await q.unsentPulls(db, new Date(opts.now().getTime() - 5_000), 50);
-  let sent = 0;
-  for (const txn of due) await sendPull(db, { txn, provider: opts.provider }).then(() => sent++, () => {});
-  return sent;
+export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
+  const due = await q.unsentPulls(db, 200);
+  const refs: { id: string; providerRef: string }[] = [];
+  await Promise.all(
+    due.map(async (p) => {
+      const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId }).catch(() => ({ providerRef: '' }));
+      if (providerRef) refs.push({ id: p.id, providerRef });
+    }),
+  );
+  await q.recordProviderRefs(db, refs);
+  return refs.length;
 }
 
 export async function listTransactions(db: Executor, opts: { clientId: string; walletId: string; type?: string; page: Page }) {

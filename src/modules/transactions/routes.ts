@@ -5,10 +5,10 @@ import { pageLinks, pageOf } from '../../http/paging.ts';
 import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
-import { clearPendingDeposits, createDeposit, failDeposit, getTransaction, listTransactions, sendPull } from './domain.ts';
+import { clearPendingDeposits, createDeposit, failDeposit, getTransaction, listTransactions } from './domain.ts';
+import { depositContextPreflight } from './sql.ts';
 import { depositResource, transactionResource } from './render.ts';
 import { DepositBody, FailTransactionBody, ListTransactionsQuery, OneTimeDeposit, Transaction } from './schemas.ts';
-import type { TransactionRow } from './sql.ts';
 
 const TAGS = ['Deposits and transactions'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -37,25 +37,24 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
-      let created: TransactionRow | undefined;
       const outcome = await idempotent(
         reply,
         { clientId: req.client.id, operation: 'deposit', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, attributes]) },
         { db: ctx.db, clock: ctx.clock },
-        async (tx) => {
-          created = await createDeposit(tx, {
+        async (tx, batch, context) => {
+          const created = await createDeposit(tx, {
             clientId: req.client.id,
             settings: req.client.settings,
             walletId: req.params.walletId,
             ...attributes,
             clientAccounts,
             now: ctx.clock.now(),
-          });
+          }, batch, context);
           return { status: 201, body: { data: depositResource(created, base) } };
         },
+        depositContextPreflight(req.client.id, req.params.walletId, attributes.linkedAccountId),
       );
-      // The bank pull starts after the deposit is committed, outside any transaction.
-      if (created) await sendPull(ctx.db, { txn: created, provider: ctx.providers.bankTransfers }).catch((err) => req.log.warn({ err }, 'bank pull will be retried'));
+      // The bank pull is started by the bank-pulls job, outside any transaction.
       return sendOutcome(reply, outcome);
     },
   );

@@ -1,8 +1,9 @@
 // Every query on wallets and barcodes, scoped by client_id.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
-import type { Db, Executor } from '../../db/open.ts';
-import { prepared } from '../../db/prepared.ts';
-import { ledgerAccounts, users, walletBarcodes, wallets } from '../../db/schema.ts';
+import type { Executor } from '../../db/open.ts';
+import { run, statement } from '../../db/statements.ts';
+import { users, walletBarcodes, wallets } from '../../db/schema.ts';
+import { WALLET_CODES } from '../../ledger/accounts.ts';
 import type { Page } from '../../http/paging.ts';
 import type { Buckets } from './balance.ts';
 
@@ -25,23 +26,25 @@ export async function findWalletOfUser(db: Executor, clientId: string, userId: s
   return row;
 }
 
+const WALLET_WITH_BUCKETS = statement(
+  'wallet_with_buckets',
+  `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, w.closed_at as "closedAt",
+     w.created_at as "createdAt", w.updated_at as "updatedAt",
+     ${WALLET_CODES.map((c) => `sum(a.balance) filter (where a.code = '${c}')::bigint as "${c}"`).join(',\n     ')}
+   from wallets w join ledger_accounts a on a.owner_id = w.id and a.owner_type = 'wallet'
+   where w.client_id = $1 and w.id = $2
+   group by w.id`,
+);
+
 /**
- * The balance read, the hottest money read: the wallet and its nine bucket balances in one
- * prepared statement.
+ * The balance read, the hottest money read: the wallet and its nine bucket balances as one
+ * row, from one prepared statement.
  */
-export async function findWalletWithBuckets(db: Db, clientId: string, id: string): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
-  const stmt = prepared(db, 'wallet_with_buckets', (d) =>
-    d
-      .select({ wallet: wallets, code: ledgerAccounts.code, balance: ledgerAccounts.balance })
-      .from(wallets)
-      .innerJoin(ledgerAccounts, and(eq(ledgerAccounts.ownerId, wallets.id), eq(ledgerAccounts.ownerType, 'wallet')))
-      .where(and(eq(wallets.clientId, sql.placeholder('clientId')), eq(wallets.id, sql.placeholder('id'))))
-      .prepare('wallet_with_buckets'),
-  );
-  const rows = await stmt.execute({ clientId, id });
-  if (rows.length === 0) return undefined;
-  const buckets = Object.fromEntries(rows.map((r) => [r.code, r.balance])) as Buckets;
-  return { wallet: rows[0]!.wallet, buckets };
+export async function findWalletWithBuckets(db: Executor, clientId: string, id: string): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
+  const [row] = await run<WalletRow & Buckets>(db, WALLET_WITH_BUCKETS, [clientId, id]);
+  if (!row) return undefined;
+  const { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt, ...buckets } = row;
+  return { wallet: { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt }, buckets: buckets as Buckets };
 }
 
 export interface WalletFilters {

@@ -67,26 +67,31 @@ export async function createWithdrawal(
   return row!;
 }
 
-/** After commit: one ACH push per split, outside any transaction; the job retries failures. */
-export async function sendPushes(db: Db, opts: { withdrawal: WithdrawalRow; provider: BankTransferProvider }): Promise<void> {
-  const w = opts.withdrawal;
-  const accounts = await db.select().from(linkedAccounts).where(inArray(linkedAccounts.id, w.split.map((s) => s.linkedAccountId)));
-  const refs: string[] = [];
-  for (const s of w.split) {
-    const a = accounts.find((x) => x.id === s.linkedAccountId)!;
-    refs.push((await opts.provider.initiatePush({ reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: a.externalId })).providerRef);
-  }
-  await db.update(withdrawals).set({ providerRef: refs.join(',') }).where(eq(withdrawals.id, w.id));
-}
-
-/** Job: withdrawals whose pushes were not all acknowledged are sent again (same references). */
-export async function retryUnsentPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
-  const due = await db
-    .select()
-    .from(withdrawals)
-    .where(and(sql`${withdrawals.providerRef} is null`, sql`${withdrawals.createdAt} <= ${new Date(opts.now().getTime() - 5_000)}`))
-    .limit(50);
+/**
+ * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
+ * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
+ */
+export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
+  const due = await db.select().from(withdrawals).where(sql`${withdrawals.providerRef} is null`).orderBy(withdrawals.createdAt).limit(100);
+  if (due.length === 0) return 0;
+  const accounts = await db
+    .select({ id: linkedAccounts.id, externalId: linkedAccounts.externalId })
+    .from(linkedAccounts)
+    .where(inArray(linkedAccounts.id, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]));
+  const external = new Map(accounts.map((a) => [a.id, a.externalId]));
   let sent = 0;
-  for (const w of due) await sendPushes(db, { withdrawal: w, provider: opts.provider }).then(() => sent++, () => {});
+  for (const w of due) {
+    try {
+      const refs: string[] = [];
+      for (const s of w.split) {
+        const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
+        refs.push((await opts.provider.initiatePush(push)).providerRef);
+      }
+      await db.update(withdrawals).set({ providerRef: refs.join(',') }).where(eq(withdrawals.id, w.id));
+      sent++;
+    } catch {
+      // The provider is unreachable: the next round tries again with the same references.
+    }
+  }
   return sent;
 }

@@ -5,7 +5,7 @@ import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, 
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
-import { createWithdrawal, sendPushes, type WithdrawalRow } from './domain.ts';
+import { createWithdrawal, type WithdrawalRow } from './domain.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
@@ -50,15 +50,14 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
-      let created: WithdrawalRow | undefined;
       const run = async (tx: Parameters<Parameters<typeof ctx.db.transaction>[0]>[0]) => {
-        created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() });
+        const created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() });
         return { status: 201, body: { data: withdrawResource(created) } };
       };
       const outcome = idempotencyKey
         ? await idempotent(reply, { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) }, { db: ctx.db, clock: ctx.clock }, run)
         : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction('201', 'application/vnd.api+json')!(o.body), replayed: false }));
-      if (created) await sendPushes(ctx.db, { withdrawal: created, provider: ctx.providers.bankTransfers }).catch((err) => req.log.warn({ err }, 'bank push will be retried'));
+      // The bank pushes are started by the bank-pushes job, outside any transaction.
       return sendOutcome(reply, outcome);
     },
   );

@@ -42,6 +42,7 @@ describe('withdrawals', () => {
     const bal = await balanceOf(t, m, wallet.id, '?includeWithdrawableAmount=true');
     assert.equal(bal.available.deposit, 2999);
     assert.deepEqual(bal.withdrawable, { total: 2999 });
+    await t.ctx.jobs.runOnce('bank-pushes');
     const pushes = [...bank.transfers.values()].filter((x) => x.direction === 'push' && x.reference.startsWith(res.body.data.id));
     assert.deepEqual(pushes.map((p) => p.amount).sort(), [250, 751]);
     await assertLedgerSound(t);

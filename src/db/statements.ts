@@ -1,0 +1,45 @@
+// Named prepared statements for the hottest money paths. Drizzle sends its statements
+// unnamed, so PostgreSQL parses and plans each one again on every request; on a deposit that
+// was most of the database's CPU (measured with pg_stat_statements). A named statement is
+// parsed and planned once per connection, then only bound and executed. The statement runs
+// on whatever the caller holds: the pool, a transaction's connection, or PGlite.
+import type { Executor } from './open.ts';
+
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+/** Declares a statement. Names must be unique per text (the driver caches by name). */
+export function statement(name: string, text: string): Statement {
+  const existing = declared.get(name);
+  if (existing !== undefined && existing !== text) throw new Error(`statement ${name} declared twice with different text`);
+  declared.set(name, text);
+  return { name, text };
+}
+
+const declared = new Map<string, string>();
+
+interface Queryable {
+  query(config: unknown, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** Runs a statement on the executor's own connection (inside its transaction, if any). */
+export async function run<R>(ex: Executor, st: Statement, params: unknown[]): Promise<R[]> {
+  const client = (ex as unknown as { session: { client: Queryable & { constructor: { name: string } } } }).session.client;
+  // node-postgres (a Pool or a transaction's PoolClient) takes a named query config; PGlite
+  // takes the text and keeps its own statement cache.
+  if (isPgClient(client)) return (await client.query({ name: st.name, text: st.text, values: params })).rows as R[];
+  return (await client.query(st.text, params)).rows as R[];
+}
+
+function isPgClient(c: unknown): boolean {
+  const proto = Object.getPrototypeOf(c) as { constructor?: { name?: string } } | null;
+  const name = proto?.constructor?.name ?? '';
+  return name === 'Client' || name === 'BoundPool' || name === 'Pool' || typeof (c as { connect?: unknown }).connect === 'function';
+}
+
+/** Renumbers `$n` placeholders by `offset`, to embed one statement's SQL in another. */
+export function shiftParams(text: string, offset: number): string {
+  return offset === 0 ? text : text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+}
