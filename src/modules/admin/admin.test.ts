@@ -113,6 +113,14 @@ describe('admin API', () => {
     assert.equal(errorsOf(res)[0]!.code, 'ClientSecretNotFound');
   });
 
+  test('the operator can check the ledger', async () => {
+    const res = await t.adminRequest('GET', '/admin/v1/ledger/verify');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.data.type, 'LedgerReport');
+    assert.equal(res.body.data.attributes.sound, true, JSON.stringify(res.body.data.attributes.violations));
+    assert.equal((await t.admin.inject({ method: 'GET', url: '/admin/v1/ledger/verify' })).statusCode, 401);
+  });
+
   test('the admin OpenAPI document lists the admin routes', async () => {
     const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/openapi.json' });
     assert.equal(res.statusCode, 200);

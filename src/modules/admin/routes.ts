@@ -8,6 +8,7 @@ import type { App } from '../../http/server.ts';
 import { createClient, getClient, removeClientSecret, rotateClientSecret, updateClient } from '../clients/domain.ts';
 import { ClientSettingsSchema, EffectiveSettingsSchema, resolveSettings } from '../clients/settings.ts';
 import { listClientRows, listSecretRows, type ClientRow, type ClientSecretRow } from '../clients/sql.ts';
+import { verifyLedger } from '../../ledger/invariants.ts';
 
 const TAGS = ['Admin'];
 const ADMIN_ERRORS = [400, 401, 415] as const;
@@ -64,7 +65,13 @@ function clientResource(c: ClientRow, secrets: ClientSecretRow[], extra: { secre
   };
 }
 
-export const schemas = [EffectiveSettingsSchema, Client, ClientSecret];
+export const LedgerReport = resource('LedgerReport', 'LedgerReport', {
+  sound: Type.Boolean(),
+  violations: Type.Array(Type.Object({ rule: Type.String(), detail: Type.String() })),
+  checkedAt: Timestamp(),
+});
+
+export const schemas = [EffectiveSettingsSchema, Client, ClientSecret, LedgerReport];
 
 export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.admin.publicUrl;
@@ -183,5 +190,24 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
       return reply.code(204).send();
     },
   );
-}
 
+  app.get(
+    '/admin/v1/ledger/verify',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'adminVerifyLedger',
+        summary: 'Check every ledger invariant',
+        description:
+          'All postings sum to zero; each entry balances; each tracked balance equals the sum of its postings; nothing that must not be negative is; ' +
+          "each wallet's pending deposits match its pending transactions. Reads the whole ledger: run it off-peak.",
+        querystring: NoQuery,
+        response: responses({ 200: document(ref(LedgerReport)) }, ADMIN_ERRORS),
+      },
+    },
+    async () => {
+      const violations = await verifyLedger(ctx.db);
+      return { data: { id: 'ledger', type: 'LedgerReport' as const, attributes: { sound: violations.length === 0, violations, checkedAt: ctx.clock.now().toISOString() } } };
+    },
+  );
+}
