@@ -4,7 +4,7 @@
 // counterparty balances are positive when Coffer owes that money to their owner; the outside
 // world (banks, card networks) and the platform's and merchant's funding accounts go negative
 // as money flows in from them.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { uuidv7 } from 'uuidv7';
 import type { Executor } from '../db/open.ts';
 import { ledgerAccounts } from '../db/schema.ts';
@@ -139,12 +139,4 @@ export async function balancesOf(db: Executor, ownerType: OwnerType, ownerIds: s
     out.set(r.ownerId, m);
   }
   return out;
-}
-
-/** The balance of an untracked account: the sum of its postings. */
-export async function derivedBalance(db: Executor, accountId: string): Promise<number> {
-  const rows = (await db.execute(sql`select coalesce(sum(amount), 0)::bigint as b from ledger_postings where account_id = ${accountId}`)) as unknown as {
-    rows: { b: number }[];
-  };
-  return Number(rows.rows[0]?.b ?? 0);
 }

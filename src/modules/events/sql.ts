@@ -1,5 +1,5 @@
 // Every query on events, deliveries and attempts.
-import { and, asc, desc, eq, gte, inArray, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -183,9 +183,4 @@ export async function cancelPendingDeliveries(db: Executor, webhookId: string, n
     .update(eventDeliveries)
     .set({ state: 'canceled', completedAt: now, updatedAt: now, leaseUntil: null })
     .where(and(eq(eventDeliveries.webhookId, webhookId), eq(eventDeliveries.state, 'pending')));
-}
-
-export async function eventsByIds(db: Executor, ids: string[]): Promise<EventRow[]> {
-  if (ids.length === 0) return [];
-  return db.select().from(events).where(inArray(events.id, ids));
 }

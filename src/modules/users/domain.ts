@@ -47,7 +47,7 @@ export async function createUser(
 }
 
 /** GET /users/{id}: the shown columns only. */
-export async function getUserSummary(db: Db, opts: { clientId: string; userId: string }): Promise<q.UserSummaryRow> {
+export async function getUserSummary(db: Executor, opts: { clientId: string; userId: string }): Promise<q.UserSummaryRow> {
   const user = await q.findUserSummary(db, opts.clientId, opts.userId);
   if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`);
   return user;
