@@ -15,6 +15,10 @@ import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { userResource } from './modules/users/render.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
+import { recoverAttempts } from './modules/payment-intents/authorize.ts';
+import { expireIntents } from './modules/payment-intents/domain.ts';
+import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
+import { expireAuthorizations, settleDuePayments } from './modules/payments/domain.ts';
 import { sendPendingPulls } from './modules/transactions/domain.ts';
 import { sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
@@ -22,7 +26,8 @@ import { sandboxProviders, type Providers } from './providers/index.ts';
 export interface ContextOptions {
   log: FastifyBaseLogger;
   clock?: Clock;
-  providers?: Providers;
+  /** Replaces some of the sandbox providers (tests). */
+  providers?: Partial<Providers>;
   /** An already open database (tests share one across apps). */
   database?: Database;
   /** Replaces DNS resolution for webhook receivers (tests). */
@@ -44,7 +49,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     log: opts.log,
     auth: new ClientAuthenticator(database.db, config.authCacheTtlMs),
     jobs: new JobRunner(opts.log),
-    providers: opts.providers ?? sandboxProviders(),
+    providers: { ...sandboxProviders(database.db), ...opts.providers },
     sealer,
     webhooks: new WebhookDispatcher({
       db: database.db,
@@ -86,6 +91,14 @@ function registerJobs(ctx: AppContext): void {
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
   ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
   ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  const rc = renderContext(ctx);
+  ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
+  ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
+  ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
+  // The sandbox bank settles captured payments; a live deployment's bank provider reports settlement.
+  if (ctx.config.environment === 'sandbox') {
+    ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, run: () => settleDuePayments(ctx.db, { rc, now }) });
+  }
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({
     name: 'linked-account-deactivations',

@@ -444,3 +444,188 @@ export const idempotencyKeys = pgTable(
   },
   (t) => [primaryKey({ columns: [t.clientId, t.operation, t.key] }), index('idempotency_keys_expiry_idx').on(t.expiresAt)],
 );
+
+// ----- checkout: payment intents, payments, cards -----------------------------------------
+
+export const paymentIntents = pgTable(
+  'payment_intents',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    walletId: uuid('wallet_id').references(() => wallets.id),
+    giftId: uuid('gift_id').references(() => gifts.id),
+    userId: uuid('user_id'),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** Promotable | PromotedToPayment | Invalid | Expired | Canceled | RequiresAction */
+    status: text('status').notNull(),
+    error: text('error'),
+    reference: text('reference'),
+    /** Merchant (walletId) or Customer (a scanned lookUpId). */
+    initiator: text('initiator').notNull(),
+    /** Wallet or Gift. */
+    paymentMethod: text('payment_method').notNull(),
+    lookUpId: text('look_up_id'),
+    balance: jsonb('balance').$type<{ available: number; eligibleReward: number; upperLimit: number }>().notNull(),
+    billingAddress: jsonb('billing_address').$type<Record<string, string> | null>(),
+    email: text('email'),
+    fullName: text('full_name'),
+    phoneNumber: text('phone_number'),
+    expiresAt: ts('expires_at').notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('payment_intents_client_idx').on(t.clientId, t.createdAt, t.id),
+    index('payment_intents_expiring_idx').on(t.expiresAt).where(sql`status = 'Promotable'`),
+  ],
+);
+
+/** Where an authorization's money comes from, per wallet bucket, the linked account, the gift. */
+export interface Sourcing {
+  merchantReward: number;
+  accrueReward: number;
+  deposit: number;
+  linked: number;
+  gift: number;
+}
+
+export const payments = pgTable(
+  'payments',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    intentId: uuid('intent_id').references(() => paymentIntents.id),
+    walletId: uuid('wallet_id').references(() => wallets.id),
+    giftId: uuid('gift_id').references(() => gifts.id),
+    userId: uuid('user_id'),
+    /** bank | card | gift */
+    rail: text('rail').notNull(),
+    /** Created | Processing | Sent | Failed | Canceled | Returned */
+    status: text('status').notNull(),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    capturedAmount: bigint('captured_amount', { mode: 'number' }).notNull().default(0),
+    refundedAmount: bigint('refunded_amount', { mode: 'number' }).notNull().default(0),
+    channel: text('channel'),
+    reference: text('reference'),
+    linkedAccountId: uuid('linked_account_id'),
+    /** Reserved at authorization. */
+    sourcing: jsonb('sourcing').$type<Sourcing>().notNull(),
+    /** Taken at capture (what refunds return). */
+    captured: jsonb('captured').$type<Sourcing | null>(),
+    externalPayments: jsonb('external_payments').$type<{ method: string; amount: number }[]>().notNull(),
+    disbursement: jsonb('disbursement').$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>().notNull(),
+    /** Opaque processor data (meta.processor in, the processor's answer out). */
+    processor: jsonb('processor').$type<Record<string, unknown> | null>(),
+    /** Card network: how much of the card was authorized at the point of sale. */
+    networkAuthorized: bigint('network_authorized', { mode: 'number' }).notNull().default(0),
+    failureReason: text('failure_reason'),
+    /** Uncaptured authorizations are released after this (7 days). */
+    expiresAt: ts('expires_at').notNull(),
+    /** Sandbox settlement of a Processing payment happens after this. */
+    settleAfter: ts('settle_after'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    capturedAt: ts('captured_at'),
+    settledAt: ts('settled_at'),
+    canceledAt: ts('canceled_at'),
+  },
+  (t) => [
+    index('payments_client_idx').on(t.clientId, t.createdAt, t.id),
+    index('payments_intent_idx').on(t.intentId),
+    index('payments_expiring_idx').on(t.expiresAt).where(sql`status = 'Created'`),
+    index('payments_settling_idx').on(t.settleAfter).where(sql`status = 'Processing'`),
+  ],
+);
+
+/**
+ * One authorization of an intent through the card processor: committed before the processor is
+ * called (outside any transaction), finished after. Its id is the processor's idempotency
+ * reference. While `state` is processing and the lease is live, other authorizes of the
+ * intent are refused (409); a lease that runs out means its process died, and the attempt is
+ * taken over and finished with the same reference.
+ */
+export const authorizationAttempts = pgTable(
+  'authorization_attempts',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    intentId: uuid('intent_id').notNull().references(() => paymentIntents.id),
+    idempotencyKey: text('idempotency_key'),
+    fingerprint: text('fingerprint').notNull(),
+    /** processing | succeeded | declined */
+    state: text('state').notNull(),
+    leaseUntil: ts('lease_until'),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    request: jsonb('request').$type<Record<string, unknown>>().notNull(),
+    sourcing: jsonb('sourcing').$type<Sourcing>().notNull(),
+    paymentId: uuid('payment_id'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('authorization_attempts_intent_idx').on(t.intentId, t.createdAt),
+    index('authorization_attempts_open_idx').on(t.leaseUntil).where(sql`state = 'processing'`),
+  ],
+);
+
+export const refunds = pgTable(
+  'refunds',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** Where the money went back to. */
+    returned: jsonb('returned').$type<Sourcing>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('refunds_payment_idx').on(t.paymentId, t.createdAt)],
+);
+
+/** Single-use virtual debit cards: one per card-rail payment, one per gift. */
+export const virtualCards = pgTable(
+  'virtual_cards',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    paymentId: uuid('payment_id').references(() => payments.id),
+    giftId: uuid('gift_id').references(() => gifts.id),
+    /** The card number and CVC, sealed (AES-256-GCM); never logged, never stored in clear. */
+    numberSealed: text('number_sealed').notNull(),
+    cvcSealed: text('cvc_sealed').notNull(),
+    last4: text('last4').notNull(),
+    expirationMonth: integer('expiration_month').notNull(),
+    expirationYear: integer('expiration_year').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('virtual_cards_payment_uq').on(t.paymentId), uniqueIndex('virtual_cards_gift_uq').on(t.giftId)],
+);
+
+/** Every read of a card's data: who, when, from where. */
+export const cardReads = pgTable(
+  'card_reads',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull(),
+    cardId: uuid('card_id').notNull().references(() => virtualCards.id),
+    paymentId: uuid('payment_id').notNull(),
+    requestId: text('request_id').notNull(),
+    ip: text('ip').notNull(),
+    readAt: ts('read_at').notNull(),
+  },
+  (t) => [index('card_reads_card_idx').on(t.cardId, t.readAt)],
+);
+
+/**
+ * The sandbox card processor's memory: one row per reference, so a retried or recovered
+ * authorization gets the first answer back instead of a second charge, across processes and
+ * restarts, as a real processor's idempotency does.
+ */
+export const sandboxProcessorCharges = pgTable('sandbox_processor_charges', {
+  reference: text('reference').primaryKey(),
+  clientId: uuid('client_id').notNull(),
+  amount: bigint('amount', { mode: 'number' }).notNull(),
+  outcome: text('outcome').notNull(),
+  calls: integer('calls').notNull().default(1),
+  createdAt: createdAt(),
+});

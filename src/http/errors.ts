@@ -27,6 +27,8 @@ export const ERRORS = {
   InsufficientWithdrawableBalance: def(400, 'Insufficient withdrawable balance', 'The amount is more than the wallet can withdraw.'),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
+  PaymentIntentExpired: def(400, 'Payment intent expired', 'The payment intent is past its expiresAt; create a new one.'),
+  LookUpIdNotFound: def(400, 'Lookup id not found', 'The lookUpId is neither a wallet barcode nor a gift of this merchant.'),
   CooldownActive: def(400, 'Cooldown active', 'A challenge failed recently; try again later.'),
   ChallengeNotFound: def(400, 'Challenge not found', 'The challenge or verification token is unknown.'),
   ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
@@ -48,6 +50,9 @@ export const ERRORS = {
   TransactionNotFound: def(404, 'Not found', 'The transaction does not exist.'),
   CounterpartyNotFound: def(404, 'Not found', 'The counterparty does not exist.'),
   GiftNotFound: def(404, 'Not found', 'The gift does not exist.'),
+  PaymentIntentNotFound: def(404, 'Not found', 'The payment intent does not exist.'),
+  PaymentNotFound: def(404, 'Not found', 'The payment does not exist.'),
+  CardNotFound: def(404, 'Not found', 'The payment has no virtual card.'),
   WebhookEventNotFound: def(404, 'Not found', 'The event does not exist.'),
   MethodNotAllowed: def(405, 'Method not allowed', 'This path does not accept this method.'),
   // 408 / 409 / 413 / 415 / 429

@@ -102,6 +102,48 @@ interface KeyCheck {
   expires_at: string | Date | null;
 }
 
+export type KeyState = { kind: 'new' } | { kind: 'replay'; outcome: StoredOutcome };
+
+/**
+ * In the caller's transaction: takes the key's advisory lock (409 IdempotencyKeyInUse when
+ * another request holds it) and reads its stored outcome (409 IdempotencyKeyReused when the
+ * fingerprint differs). With a preflight, also returns its row.
+ */
+export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, preflight?: Preflight): Promise<{ state: KeyState; preflight?: Record<string, unknown> }> {
+  const lockKey = `${scope.clientId}:${scope.operation}:${scope.key}`;
+  const [check] = await runStatement<KeyCheck & Record<string, unknown>>(tx, checkStatement(preflight), [
+    lockKey,
+    scope.clientId,
+    scope.operation,
+    scope.key,
+    ...(preflight?.params ?? []),
+  ]);
+  if (!check?.locked) {
+    throw apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', {
+      headers: { 'retry-after': '1' },
+    });
+  }
+  const live = check.fingerprint !== null && new Date(check.expires_at!) > now;
+  if (live) {
+    if (check.fingerprint !== scope.fingerprint) {
+      throw apiError('IdempotencyKeyReused', `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`, {
+        pointer: '/data/attributes/idempotencyKey',
+      });
+    }
+    return { state: { kind: 'replay', outcome: { status: check.status_code!, body: check.response_body!, replayed: true } } };
+  }
+  return { state: { kind: 'new' }, preflight: preflight ? check : undefined };
+}
+
+/** The write that stores an outcome under its key (a part of the caller's batch). */
+export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date) {
+  return {
+    name: 'idempotency_store',
+    text: STORE_KEY_SQL,
+    params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, status, body, now, expiresAt],
+  };
+}
+
 /**
  * Runs `run` at most once per key and returns its outcome, or the stored outcome of the
  * request that ran. The body is serialized with the route's response schema for `reply`.
@@ -114,41 +156,17 @@ export async function idempotent(
   preflight?: Preflight,
 ): Promise<StoredOutcome> {
   const now = opts.clock.now();
-  const lockKey = `${scope.clientId}:${scope.operation}:${scope.key}`;
   return opts.db.transaction(async (tx) => {
-    const [check] = await runStatement<KeyCheck & Record<string, unknown>>(tx, checkStatement(preflight), [
-      lockKey,
-      scope.clientId,
-      scope.operation,
-      scope.key,
-      ...(preflight?.params ?? []),
-    ]);
-    if (!check?.locked) {
-      throw apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', {
-        headers: { 'retry-after': '1' },
-      });
-    }
-    const live = check.fingerprint !== null && new Date(check.expires_at!) > now;
-    if (live) {
-      if (check.fingerprint !== scope.fingerprint) {
-        throw apiError('IdempotencyKeyReused', `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`, {
-          pointer: '/data/attributes/idempotencyKey',
-        });
-      }
-      return { status: check.status_code!, body: check.response_body!, replayed: true };
-    }
+    const checked = await checkKey(tx, scope, now, preflight);
+    if (checked.state.kind === 'replay') return checked.state.outcome;
     // The operation may hand its writes to the batch; they and the stored response go to the
     // database as one statement.
     const batch = new WriteBatch();
-    const outcome = await run(tx, batch, preflight ? check : undefined);
+    const outcome = await run(tx, batch, checked.preflight);
     const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
     const body = serialize(outcome.body);
     // A key past its retention is simply overwritten.
-    batch.add({
-      name: 'idempotency_store',
-      text: STORE_KEY_SQL,
-      params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)],
-    });
+    batch.add(storeOutcomePart(scope, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)));
     await batch.flush(tx);
     return { status: outcome.status, body, replayed: false };
   });

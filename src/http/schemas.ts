@@ -42,7 +42,7 @@ export function resource<A extends TProperties, R extends TProperties = {}>(
   name: string,
   type: string,
   attributes: A,
-  extra: { relationships?: R; links?: TProperties; description?: string } = {},
+  extra: { relationships?: R; links?: TProperties; meta?: TProperties; description?: string } = {},
 ) {
   const props = {
     id: Type.String(),
@@ -50,6 +50,7 @@ export function resource<A extends TProperties, R extends TProperties = {}>(
     attributes: Type.Object(attributes),
     ...(extra.relationships ? { relationships: Type.Object(extra.relationships) } : {}),
     ...(extra.links ? { links: Type.Object(extra.links) } : {}),
+    ...(extra.meta ? { meta: Type.Optional(Type.Object(extra.meta)) } : {}),
   };
   return Type.Object(props, { $id: name, ...(extra.description ? { description: extra.description } : {}) });
 }
@@ -110,6 +111,7 @@ export const ErrorObject = Type.Object(
       timestamp: Timestamp(),
       path: Type.String(),
       retryAfter: Type.Optional(Timestamp()),
+      paymentId: Type.Optional(Type.String({ description: 'A declined authorization: the Failed payment' })),
     }),
   },
   { $id: 'Error' },

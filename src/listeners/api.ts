@@ -9,6 +9,10 @@ import { counterpartyRoutes } from '../modules/counterparties/routes.ts';
 import { schemas as counterpartySchemas } from '../modules/counterparties/schemas.ts';
 import { eventRoutes } from '../modules/events/routes.ts';
 import { giftRoutes, giftSimulationRoutes, schemas as giftSchemas } from '../modules/gifts/routes.ts';
+import { paymentIntentRoutes } from '../modules/payment-intents/routes.ts';
+import { schemas as intentSchemas } from '../modules/payment-intents/schemas.ts';
+import { paymentRoutes, paymentSimulationRoutes, schemas as paymentRouteSchemas } from '../modules/payments/routes.ts';
+import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 import { rewardRoutes, schemas as rewardSchemas } from '../modules/rewards/routes.ts';
 import { transactionRoutes, transactionSimulationRoutes } from '../modules/transactions/routes.ts';
 import { schemas as transactionSchemas } from '../modules/transactions/schemas.ts';
@@ -48,6 +52,9 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     ...withdrawalSchemas,
     ...rewardSchemas,
     ...giftSchemas,
+    ...intentSchemas,
+    ...paymentSchemas,
+    ...paymentRouteSchemas,
   ]) {
     app.addSchema(s);
   }
@@ -102,12 +109,15 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await withdrawalRoutes(api, ctx);
     await rewardRoutes(api, ctx);
     await giftRoutes(api, ctx);
+    await paymentIntentRoutes(api, ctx);
+    await paymentRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);
       await walletSimulationRoutes(api, ctx);
       await transactionSimulationRoutes(api, ctx);
       await giftSimulationRoutes(api, ctx);
+      await paymentSimulationRoutes(api, ctx);
     }
   });
   return { app, rateLimitStore: store };

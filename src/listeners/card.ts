@@ -1,8 +1,19 @@
-// The secure card listener ({secure_url}). Serves /health now; the virtual debit card read
-// (GET /api/v1/payments/{id}/card) arrives with card-rail payments.
+// The secure card listener ({secure_url}): virtual debit card reads only, with the same
+// merchant authentication as the API. Deployable apart (LISTENERS=card) behind its own ingress.
 import type { AppContext } from '../context.ts';
+import { clientAuthHook } from '../http/auth.ts';
+import { sharedSchemas } from '../http/schemas.ts';
 import { createServer, type App } from '../http/server.ts';
+import { cardRoutes } from '../modules/payments/cards.ts';
+import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 
 export async function buildCardListener(ctx: AppContext): Promise<App> {
-  return createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log });
+  const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log });
+  for (const s of paymentSchemas) if (!sharedSchemas.includes(s)) app.addSchema(s);
+  app.decorateRequest('client', null as never);
+  await app.register(async (secure) => {
+    secure.addHook('onRequest', clientAuthHook(ctx.auth));
+    await cardRoutes(secure, ctx);
+  });
+  return app;
 }

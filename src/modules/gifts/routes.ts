@@ -9,7 +9,9 @@ import { uuidv7 } from 'uuidv7';
 import type { AppContext } from '../../context.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';
-import { gifts } from '../../db/schema.ts';
+import { gifts, virtualCards } from '../../db/schema.ts';
+import type { Sealer } from '../../crypto/sealer.ts';
+import type { CardIssuer } from '../../providers/card-issuing.ts';
 import { apiError } from '../../http/errors.ts';
 import { COMMON_ERRORS, Cents, document, ref, requestBody, resource, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
@@ -37,7 +39,7 @@ export async function giftAvailable(db: Executor, giftId: string): Promise<numbe
   return (await balancesOf(db, 'gift', [giftId])).get(giftId)?.['gift.available'] ?? 0;
 }
 
-export async function createGift(db: Db, opts: { clientId: string; amount: number; now: Date }): Promise<GiftRow> {
+export async function createGift(db: Db, opts: { clientId: string; amount: number; issuer: CardIssuer; sealer: Sealer; now: Date }): Promise<GiftRow> {
   const ext = await clientAccountIds(db, opts.clientId);
   for (let attempt = 0; ; attempt++) {
     const lookUpId = Array.from({ length: 19 }, (_, i) => randomInt(i === 0 ? 1 : 0, 10)).join('');
@@ -46,6 +48,19 @@ export async function createGift(db: Db, opts: { clientId: string; amount: numbe
         const [gift] = await tx.insert(gifts).values({ id: uuidv7(), clientId: opts.clientId, lookUpId, originalAmount: opts.amount, createdAt: opts.now }).returning();
         await openAccounts(tx, { clientId: opts.clientId, ownerType: 'gift', ownerId: gift!.id, now: opts.now });
         const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: gift!.id });
+        // The gift's virtual card: what a point of sale charges to spend it.
+        const card = await opts.issuer.issue({ reference: gift!.id, now: opts.now });
+        await tx.insert(virtualCards).values({
+          id: uuidv7(),
+          clientId: opts.clientId,
+          giftId: gift!.id,
+          numberSealed: opts.sealer.seal(card.number, 'card'),
+          cvcSealed: opts.sealer.seal(card.cvc, 'card'),
+          last4: card.number.slice(-4),
+          expirationMonth: card.expirationMonth,
+          expirationYear: card.expirationYear,
+          createdAt: opts.now,
+        });
         await postEntry(tx, {
           clientId: opts.clientId,
           kind: 'gift.issue',
@@ -105,7 +120,7 @@ export async function giftSimulationRoutes(app: App, ctx: AppContext): Promise<v
       },
     },
     async (req, reply) => {
-      const g = await createGift(ctx.db, { clientId: req.client.id, amount: req.body.data.attributes.amount, now: ctx.clock.now() });
+      const g = await createGift(ctx.db, { clientId: req.client.id, amount: req.body.data.attributes.amount, issuer: ctx.providers.cardIssuer, sealer: ctx.sealer, now: ctx.clock.now() });
       return reply.code(201).send({ data: giftResource(g, g.originalAmount) });
     },
   );

@@ -2,7 +2,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SandboxBankLinking } from '../../providers/bank-linking.ts';
-import { sandboxProviders } from '../../providers/index.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 
 const link = (t: TestApp, as: Merchant, userId: string, attributes?: Record<string, unknown>) =>
@@ -14,7 +13,7 @@ describe('linked accounts', () => {
   let other: Merchant;
   const bank = new SandboxBankLinking();
   before(async () => {
-    t = await createTestApp({ providers: { ...sandboxProviders(), bankLinking: bank } });
+    t = await createTestApp({ providers: { bankLinking: bank } });
     m = await t.createMerchant();
     other = await t.createMerchant();
   });
@@ -94,7 +93,7 @@ describe('linked accounts', () => {
       if (failing) throw new Error('provider down');
       return original(o);
     };
-    const ft = await createTestApp({ providers: { ...sandboxProviders(), bankLinking: flaky } });
+    const ft = await createTestApp({ providers: { bankLinking: flaky } });
     try {
       const fm = await ft.createMerchant();
       const u = await createUser(ft, fm);

@@ -1,5 +1,5 @@
 // Every query on linked accounts, scoped by client_id.
-import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { linkedAccounts } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -43,6 +43,15 @@ export async function listLinkedAccountRows(db: Executor, clientId: string, user
 export async function updateLinkedAccountRow(db: Executor, id: string, patch: Partial<LinkedAccountRow>): Promise<LinkedAccountRow> {
   const [row] = await db.update(linkedAccounts).set(patch).where(eq(linkedAccounts.id, id)).returning();
   return row!;
+}
+
+/** A user's connected accounts, oldest first. */
+export async function connectedAccounts(db: Executor, clientId: string, userId: string): Promise<LinkedAccountRow[]> {
+  return db
+    .select()
+    .from(linkedAccounts)
+    .where(and(eq(linkedAccounts.clientId, clientId), eq(linkedAccounts.userId, userId), eq(linkedAccounts.status, 'Connected')))
+    .orderBy(asc(linkedAccounts.createdAt), asc(linkedAccounts.id));
 }
 
 /** Disconnected accounts whose deactivation the provider has not confirmed yet. */

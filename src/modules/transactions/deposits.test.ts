@@ -6,7 +6,6 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
-import { sandboxProviders } from '../../providers/index.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, createUser, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, depositBody, fundedWallet, linkAccount } from '../../test/money.ts';
@@ -31,7 +30,7 @@ describe('one-time deposits', () => {
   let other: Merchant;
   const bank = new SandboxBankTransfers();
   before(async () => {
-    t = await createTestApp({ providers: { ...sandboxProviders(), bankTransfers: bank } });
+    t = await createTestApp({ providers: { bankTransfers: bank } });
     m = await t.createMerchant();
     other = await t.createMerchant();
   });
@@ -83,7 +82,7 @@ describe('one-time deposits', () => {
       if (down) throw new Error('provider unavailable');
       return pull(r);
     };
-    const ft = await createTestApp({ providers: { ...sandboxProviders(), bankTransfers: flaky } });
+    const ft = await createTestApp({ providers: { bankTransfers: flaky } });
     try {
       const fm = await ft.createMerchant();
       const { wallet, account } = await fundedWallet(ft, fm, 0);

@@ -10,6 +10,7 @@ import { apiError } from '../../http/errors.ts';
 import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import { connectedAccounts } from '../linked-accounts/sql.ts';
 import { findUser } from '../users/sql.ts';
 import { getWallet } from '../wallets/domain.ts';
 import { largestRemainder } from './split.ts';
@@ -24,11 +25,7 @@ export async function createWithdrawal(
   if (wallet.status !== 'Active') throw apiError('WalletClosed');
   const user = (await findUser(tx, i.clientId, wallet.userId))!;
   if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; withdrawals need Approved.`);
-  const connected = await tx
-    .select()
-    .from(linkedAccounts)
-    .where(and(eq(linkedAccounts.clientId, i.clientId), eq(linkedAccounts.userId, user.id), eq(linkedAccounts.status, 'Connected')))
-    .orderBy(linkedAccounts.createdAt, linkedAccounts.id);
+  const connected = await connectedAccounts(tx, i.clientId, user.id);
   if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
   const deposited = await tx
     .select({ linkedAccountId: transactions.linkedAccountId, sum: sql<number>`sum(${transactions.walletAmount})`.mapWith(Number) })

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
-import { sandboxProviders } from '../../providers/index.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
 import { largestRemainder } from './split.ts';
@@ -19,7 +18,7 @@ describe('withdrawals', () => {
   let m: Merchant;
   const bank = new SandboxBankTransfers();
   before(async () => {
-    t = await createTestApp({ providers: { ...sandboxProviders(), bankTransfers: bank } });
+    t = await createTestApp({ providers: { bankTransfers: bank } });
     m = await t.createMerchant();
   });
   after(() => t.close());

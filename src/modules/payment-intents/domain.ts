@@ -1,0 +1,180 @@
+// Payment intents (spec "Payment intents", decisions §8): what a checkout will charge and to
+// what: a wallet (by id, or by a scanned barcode) or a gift. Authorization is in authorize.ts.
+import { uuidv7 } from 'uuidv7';
+import type { Db, Executor } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
+import type { Page, SortKey } from '../../http/paging.ts';
+import type { AuthenticatedClient } from '../clients/authenticate.ts';
+import { findGift, giftAvailable } from '../gifts/routes.ts';
+import { connectedAccounts } from '../linked-accounts/sql.ts';
+import { cancelCreatedPayment, emitIntent, walletBuckets } from '../payments/domain.ts';
+import type { RenderContext } from '../payments/render.ts';
+import { activePaymentOfIntent } from '../payments/sql.ts';
+import { findUser } from '../users/sql.ts';
+import { walletBalance } from '../wallets/balance.ts';
+import { checkBarcode } from '../wallets/domain.ts';
+import { findBarcode, findWallet, incrementBarcodeUse, type WalletRow } from '../wallets/sql.ts';
+import { effectiveStatus } from './render.ts';
+import * as q from './sql.ts';
+
+export interface CreateIntentInput {
+  client: AuthenticatedClient;
+  amount: number;
+  walletId?: string;
+  lookUpId?: string;
+  reference?: string;
+  billingAddress?: Record<string, string>;
+  email?: string;
+  fullName?: string;
+  phoneNumber?: string;
+  rc: RenderContext;
+  now: Date;
+}
+
+/** The balance block: what the wallet can put toward this amount, and the most it may authorize. */
+export async function walletBalanceBlock(db: Executor, wallet: WalletRow, amount: number, settings: AuthenticatedClient['settings']) {
+  const b = walletBalance(await walletBuckets(db, wallet.id), { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
+  const connected = (await connectedAccounts(db, wallet.clientId, wallet.userId)).length > 0;
+  return {
+    available: b.available.total,
+    eligibleReward: b.available.reward.total,
+    upperLimit: b.available.total + (connected ? settings.bankFundingLimit : 0),
+  };
+}
+
+/**
+ * Creates an intent with exactly one of `walletId` or `lookUpId`. A lookUpId is a wallet
+ * barcode first (scan-and-pay; the scan uses one of its uses), then a gift. Wallet intents need
+ * KYC Approved and an Active wallet, or they are created Invalid with `error`; gift intents
+ * skip KYC.
+ */
+export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.IntentRow> {
+  if ((i.walletId === undefined) === (i.lookUpId === undefined)) {
+    throw apiError('ValidationError', 'Send exactly one of `walletId` or `lookUpId`.', { pointer: '/data/attributes' });
+  }
+  const clientId = i.client.id;
+  return db.transaction(async (tx) => {
+    let wallet: WalletRow | undefined;
+    let giftId: string | null = null;
+    let initiator: 'Merchant' | 'Customer' = 'Merchant';
+    if (i.walletId) {
+      wallet = await findWallet(tx, clientId, i.walletId);
+      if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
+    } else {
+      initiator = 'Customer';
+      const barcode = await findBarcode(tx, clientId, i.lookUpId!, { forUpdate: true });
+      if (barcode) {
+        try {
+          checkBarcode(barcode, i.now);
+        } catch (err) {
+          (err as { items?: { source?: unknown }[] }).items?.forEach((item) => (item.source = { pointer: '/data/attributes/lookUpId' }));
+          throw err;
+        }
+        await incrementBarcodeUse(tx, barcode.id);
+        wallet = await findWallet(tx, clientId, barcode.walletId);
+      } else {
+        const gift = await findGift(tx, clientId, i.lookUpId!);
+        if (!gift) throw apiError('LookUpIdNotFound', undefined, { pointer: '/data/attributes/lookUpId' });
+        giftId = gift.id;
+      }
+    }
+
+    let status = 'Promotable';
+    let error: string | null = null;
+    let balance: q.IntentRow['balance'];
+    let userId: string | null = null;
+    if (wallet) {
+      const user = (await findUser(tx, clientId, wallet.userId))!;
+      userId = user.id;
+      if (wallet.status !== 'Active') [status, error] = ['Invalid', 'WalletClosed'];
+      else if (user.kycStatus !== 'Approved') [status, error] = ['Invalid', 'InvalidKycStatus'];
+      balance = await walletBalanceBlock(tx, wallet, i.amount, i.client.settings);
+    } else {
+      const left = await giftAvailable(tx, giftId!);
+      balance = { available: left, eligibleReward: 0, upperLimit: left };
+    }
+    const intent = await q.insertIntent(tx, {
+      id: uuidv7(),
+      clientId,
+      walletId: wallet?.id ?? null,
+      giftId,
+      userId,
+      amount: i.amount,
+      status,
+      error,
+      reference: i.reference ?? null,
+      initiator,
+      paymentMethod: giftId ? 'Gift' : 'Wallet',
+      lookUpId: i.lookUpId ?? null,
+      balance,
+      billingAddress: i.billingAddress ?? null,
+      email: i.email ?? null,
+      fullName: i.fullName ?? null,
+      phoneNumber: i.phoneNumber ?? null,
+      expiresAt: new Date(i.now.getTime() + i.client.settings.paymentIntentTtlSeconds * 1000),
+      createdAt: i.now,
+      updatedAt: i.now,
+    });
+    await emitIntent(tx, 'PaymentIntentCreated', intent, i.rc, i.now);
+    return intent;
+  });
+}
+
+export async function getIntent(db: Executor, opts: { clientId: string; intentId: string }): Promise<q.IntentRow> {
+  const intent = await q.findIntent(db, opts.clientId, opts.intentId);
+  if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.intentId}.`);
+  return intent;
+}
+
+export async function listIntents(db: Executor, opts: { clientId: string; filters: q.IntentFilters; sort: SortKey<q.IntentSortField>[]; page: Page; now: Date }) {
+  return q.listIntentRows(db, opts.clientId, opts.filters, opts.sort, opts.page, opts.now);
+}
+
+/** The balance block recomputed now (include=balance on lists). */
+export async function refreshBalance(db: Executor, intent: q.IntentRow, client: AuthenticatedClient): Promise<q.IntentRow['balance']> {
+  if (intent.giftId) {
+    const left = await giftAvailable(db, intent.giftId);
+    return { available: left, eligibleReward: 0, upperLimit: left };
+  }
+  const wallet = await findWallet(db, client.id, intent.walletId!);
+  return walletBalanceBlock(db, wallet!, intent.amount, client.settings);
+}
+
+const CANCELABLE = new Set(['Promotable', 'Invalid', 'RequiresAction']);
+
+/**
+ * Promotable, Invalid or RequiresAction → Canceled. PromotedToPayment → Canceled only while its
+ * payment is Created, which is canceled too (its funds released). Anything else is 400.
+ */
+export async function cancelIntent(db: Db, opts: { clientId: string; intentId: string; rc: RenderContext; now: Date }): Promise<q.IntentRow> {
+  return db.transaction(async (tx) => {
+    const intent = await q.lockIntent(tx, opts.clientId, opts.intentId);
+    if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.intentId}.`);
+    const status = effectiveStatus(intent, opts.now);
+    if (status === 'PromotedToPayment') {
+      const payment = await activePaymentOfIntent(tx, intent.id);
+      if (!payment || payment.status !== 'Created') {
+        throw apiError('IllegalOperation', `The intent's payment is ${payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`);
+      }
+      await cancelCreatedPayment(tx, payment, { clientId: opts.clientId, rc: opts.rc, now: opts.now, reason: 'The payment intent was canceled.' });
+    } else if (!CANCELABLE.has(status)) {
+      throw apiError('IllegalOperation', `A ${status} payment intent cannot be canceled.`);
+    }
+    const canceled = await q.updateIntent(tx, intent.id, { status: 'Canceled', updatedAt: opts.now });
+    await emitIntent(tx, 'PaymentIntentUpdated', canceled, opts.rc, opts.now);
+    return canceled;
+  });
+}
+
+/** Job: intents past expiresAt are recorded Expired (they already read so) and announced. */
+export async function expireIntents(db: Db, opts: { rc: RenderContext; now: () => Date }): Promise<number> {
+  return db.transaction(async (tx) => {
+    const now = opts.now();
+    const due = await q.lockDueExpiries(tx, now, 200);
+    for (const intent of due) {
+      const expired = await q.updateIntent(tx, intent.id, { status: 'Expired', updatedAt: now });
+      await emitIntent(tx, 'PaymentIntentUpdated', expired, opts.rc, now);
+    }
+    return due.length;
+  });
+}

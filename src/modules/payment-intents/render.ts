@@ -1,0 +1,35 @@
+import type { PaymentRow } from '../payments/sql.ts';
+import { EXPIRING, type IntentRow } from './sql.ts';
+
+/** What an intent reads as now: an expiring intent past expiresAt is Expired (the sweeper records it). */
+export function effectiveStatus(i: IntentRow, now: Date): string {
+  return EXPIRING.includes(i.status) && i.expiresAt <= now ? 'Expired' : i.status;
+}
+
+export function intentResource(i: IntentRow, payments: PaymentRow[], baseUrl: string, now: Date) {
+  return {
+    id: i.id,
+    type: 'PaymentIntent' as const,
+    attributes: {
+      amount: i.amount,
+      walletId: i.walletId,
+      userId: i.userId,
+      status: effectiveStatus(i, now) as 'Promotable',
+      error: i.error,
+      reference: i.reference,
+      initiator: i.initiator as 'Merchant' | 'Customer',
+      paymentMethod: i.paymentMethod as 'Wallet' | 'Gift',
+      lookUpId: i.lookUpId,
+      balance: i.balance,
+      billingAddress: i.billingAddress ?? null,
+      email: i.email,
+      fullName: i.fullName,
+      phoneNumber: i.phoneNumber,
+      expiresAt: i.expiresAt.toISOString(),
+      updatedAt: i.updatedAt.toISOString(),
+      createdAt: i.createdAt.toISOString(),
+    },
+    relationships: { payments: { data: payments.map((p) => ({ type: 'Payment' as const, id: p.id })) } },
+    links: { self: `${baseUrl}/api/v1/payment-intents/${i.id}` },
+  };
+}

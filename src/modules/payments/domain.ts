@@ -1,0 +1,383 @@
+// Payments (decisions §8): the state machine and what each transition does to the ledger.
+//
+//   (authorize) → Created ──capture (bank rails)──→ Processing ──settle──→ Sent ──refunds=captured──→ Returned
+//                 Created ──card network capture──→ Sent                      Processing ──bank pull fails──→ Failed
+//                 Created ──cancel / expiresAt──→ Canceled (funds released)
+//   (authorize, declined) → Failed          (POST /payments) → Processing
+//
+// Anything else is 400 IllegalOperation.
+import { uuidv7 } from 'uuidv7';
+import type { Db, Executor } from '../../db/open.ts';
+import type { Sourcing } from '../../db/schema.ts';
+import { apiError } from '../../http/errors.ts';
+import { balancesOf, clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
+import { InsufficientFundsError } from '../../ledger/post.ts';
+import type { ClientSettings } from '../clients/settings.ts';
+import { findCounterparties } from '../counterparties/sql.ts';
+import { recordEvent } from '../events/record.ts';
+import type { Topic } from '../events/topics.ts';
+import { findLinkedAccount } from '../linked-accounts/sql.ts';
+import { intentResource } from '../payment-intents/render.ts';
+import { findIntent, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
+import { findUser } from '../users/sql.ts';
+import type { Buckets } from '../wallets/balance.ts';
+import { findWallet } from '../wallets/sql.ts';
+import {
+  NO_SOURCING,
+  addSourcing,
+  captureGift,
+  captureWallet,
+  disburse,
+  holdGift,
+  payFromWallet,
+  planRefund,
+  planWalletSourcing,
+  releaseWallet,
+  returnCaptured,
+  splitCapture,
+} from './money.ts';
+import { paymentResource, refundResource, type RenderContext } from './render.ts';
+import * as q from './sql.ts';
+
+/** Uncaptured authorizations are released after seven days (decisions §8). */
+export const AUTHORIZATION_LIFETIME_MS = 7 * 86_400_000;
+/** The sandbox bank settles a captured payment this long after capture. */
+export const SANDBOX_SETTLE_DELAY_MS = 1_000;
+
+export async function emitPayment(tx: Executor, topic: Topic, p: q.PaymentRow, rc: RenderContext, now: Date): Promise<void> {
+  await recordEvent(tx, {
+    clientId: p.clientId,
+    topic,
+    ...(p.userId ? { userId: p.userId } : {}),
+    ...(p.walletId ? { walletId: p.walletId } : {}),
+    resource: paymentResource(p, rc, { withProcessor: true }),
+    now,
+  });
+}
+
+export async function emitIntent(tx: Executor, topic: Topic, i: IntentRow, rc: RenderContext, now: Date): Promise<void> {
+  const payments = await q.paymentsOfIntents(tx, [i.id]);
+  await recordEvent(tx, {
+    clientId: i.clientId,
+    topic,
+    ...(i.userId ? { userId: i.userId } : {}),
+    ...(i.walletId ? { walletId: i.walletId } : {}),
+    resource: intentResource(i, payments, rc.baseUrl, now),
+    now,
+  });
+}
+
+export async function walletBuckets(db: Executor, walletId: string): Promise<Buckets> {
+  return ((await balancesOf(db, 'wallet', [walletId])).get(walletId) ?? {}) as Buckets;
+}
+
+export async function getPayment(db: Executor, opts: { clientId: string; paymentId: string; forUpdate?: boolean }): Promise<q.PaymentRow> {
+  const p = await q.findPayment(db, opts.clientId, opts.paymentId, { forUpdate: opts.forUpdate });
+  if (!p) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
+  return p;
+}
+
+function illegal(p: q.PaymentRow, action: string): never {
+  throw apiError('IllegalOperation', `A ${p.status} payment cannot be ${action}.`);
+}
+
+interface Ctx {
+  clientId: string;
+  rc: RenderContext;
+  now: Date;
+}
+
+/**
+ * Bank-rail capture (also automatic capture at authorization): up to the authorized amount,
+ * taken in the spending order; the uncaptured rest is released. Created → Processing.
+ */
+export async function captureBankPayment(tx: Executor, p: q.PaymentRow, amount: number, c: Ctx & { ext: Record<ClientCode, string> }): Promise<q.PaymentRow> {
+  if (p.status !== 'Created') illegal(p, 'captured');
+  if (p.rail !== 'bank') throw apiError('IllegalOperation', 'Card-rail and gift payments are captured through the card network, not this endpoint.');
+  if (amount > p.amount) throw apiError('ValidationError', `\`amount\` is more than the ${p.amount} cents authorized.`, { pointer: '/data/attributes/amount' });
+  const { captured, released } = splitCapture(p.sourcing, amount);
+  await captureWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId!, captured, released, to: 'settlement', ext: c.ext });
+  const updated = await q.updatePayment(tx, p.id, {
+    status: 'Processing',
+    capturedAmount: amount,
+    captured,
+    capturedAt: c.now,
+    settleAfter: new Date(c.now.getTime() + SANDBOX_SETTLE_DELAY_MS),
+    updatedAt: c.now,
+  });
+  await emitPayment(tx, 'PaymentCaptured', updated, c.rc, c.now);
+  return updated;
+}
+
+export async function capturePayment(db: Db, opts: Ctx & { paymentId: string; amount: number }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined }> {
+  const ext = await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    const captured = await captureBankPayment(tx, p, opts.amount, { ...opts, ext });
+    return { payment: captured, intent: p.intentId ? await findIntent(tx, opts.clientId, p.intentId) : undefined };
+  });
+}
+
+/** Created → Canceled: the reservation (or the card network's hold on a gift) is released. */
+export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx & { reason: string }): Promise<q.PaymentRow> {
+  if (p.status !== 'Created') illegal(p, 'canceled');
+  if (p.walletId) await releaseWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId, sourcing: p.sourcing });
+  if (p.giftId && p.networkAuthorized > 0) {
+    const ext = await clientAccountIds(tx, c.clientId);
+    await captureGift(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, giftId: p.giftId, captured: 0, released: p.networkAuthorized, ext });
+  }
+  const updated = await q.updatePayment(tx, p.id, { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now });
+  await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
+  return updated;
+}
+
+/** POST /payments/{id}/cancel: the payment and its intent end. */
+export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<q.PaymentRow> {
+  await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.' });
+    if (p.intentId) {
+      const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: opts.now });
+      await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now);
+    }
+    return canceled;
+  });
+}
+
+/** Job: uncaptured authorizations past their expiry are canceled and their funds released. */
+export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; now: () => Date }): Promise<number> {
+  return db.transaction(async (tx) => {
+    const now = opts.now();
+    const due = await q.lockExpiredAuthorizations(tx, now, 100);
+    for (const p of due) {
+      await cancelCreatedPayment(tx, p, { clientId: p.clientId, rc: opts.rc, now, reason: 'The authorization expired uncaptured.' });
+      if (p.intentId) {
+        const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: now });
+        await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, now);
+      }
+    }
+    return due.length;
+  });
+}
+
+/** Processing → Sent: the bank pull settled; disbursements reach the counterparties. */
+async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<ClientCode, string> }): Promise<q.PaymentRow> {
+  await disburse(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, disbursement: p.disbursement, ext: c.ext });
+  // Fully refunded while still processing: it ends Returned.
+  const status = p.refundedAmount > 0 && p.refundedAmount === p.capturedAmount ? 'Returned' : 'Sent';
+  const updated = await q.updatePayment(tx, p.id, { status, settledAt: c.now, updatedAt: c.now });
+  await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
+  return updated;
+}
+
+/** Job (sandbox bank): Processing payments settle once their settlement time comes. */
+export async function settleDuePayments(db: Db, opts: { rc: RenderContext; now: () => Date }): Promise<number> {
+  return db.transaction(async (tx) => {
+    const now = opts.now();
+    const due = await q.lockDueSettlements(tx, now, 100);
+    for (const p of due) await settle(tx, p, { clientId: p.clientId, rc: opts.rc, now, ext: await clientAccountIds(tx, p.clientId) });
+    return due.length;
+  });
+}
+
+/** Sandbox: the bank pull of a Processing payment failed; the captured money goes back. Processing → Failed. */
+export async function failBankPull(db: Db, opts: Ctx & { paymentId: string; reason?: string }): Promise<q.PaymentRow> {
+  const ext = await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    if (p.status !== 'Processing') illegal(p, 'failed by the bank');
+    const returned = planRefund(p.captured ?? NO_SOURCING, NO_SOURCING, p.capturedAmount - p.refundedAmount);
+    // Nothing arrived from the bank: its part is simply not owed.
+    await returnCaptured(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: p.walletId, giftId: null, returned, from: 'settlement', ext, kind: 'payment.fail' });
+    const updated = await q.updatePayment(tx, p.id, { status: 'Failed', failureReason: opts.reason ?? 'The bank returned the transfer (R01: insufficient funds).', updatedAt: opts.now });
+    await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
+    return updated;
+  });
+}
+
+/**
+ * A refund (Processing or Sent): money returns where it came from. When everything captured is
+ * refunded, a Sent payment becomes Returned. Idempotent through the route's key.
+ */
+export async function refundPayment(tx: Executor, opts: Ctx & { paymentId: string; amount: number; ext: Record<ClientCode, string> }): Promise<{ refund: q.RefundRow; payment: q.PaymentRow }> {
+  const p = await getPayment(tx, { ...opts, forUpdate: true });
+  if (p.status !== 'Processing' && p.status !== 'Sent') illegal(p, 'refunded');
+  const refundable = p.capturedAmount - p.refundedAmount;
+  if (opts.amount > refundable) {
+    throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, { pointer: '/data/attributes/amount' });
+  }
+  const previous = (await q.refundsOf(tx, [p.id])).reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING);
+  const returned = planRefund(p.captured ?? NO_SOURCING, previous, opts.amount);
+  const id = uuidv7();
+  await returnCaptured(tx, {
+    clientId: p.clientId,
+    refType: 'refund',
+    refId: id,
+    now: opts.now,
+    walletId: p.walletId,
+    giftId: p.giftId,
+    returned,
+    from: p.rail === 'bank' ? 'settlement' : 'card_network',
+    ext: opts.ext,
+    kind: 'payment.refund',
+  });
+  const refund = await q.insertRefund(tx, { id, clientId: p.clientId, paymentId: p.id, amount: opts.amount, returned, createdAt: opts.now });
+  const refundedAmount = p.refundedAmount + opts.amount;
+  const fully = refundedAmount === p.capturedAmount;
+  const payment = await q.updatePayment(tx, p.id, { refundedAmount, ...(fully && p.status === 'Sent' ? { status: 'Returned' } : {}), updatedAt: opts.now });
+  await recordEvent(tx, { clientId: p.clientId, topic: 'RefundCreated', ...(p.userId ? { userId: p.userId } : {}), ...(p.walletId ? { walletId: p.walletId } : {}), resource: refundResource(refund), now: opts.now });
+  if (payment.status !== p.status) await emitPayment(tx, 'PaymentUpdated', payment, opts.rc, opts.now);
+  return { refund, payment };
+}
+
+// ----- direct payments (POST /payments) ----------------------------------------------------
+
+export interface DirectPaymentInput {
+  clientId: string;
+  settings: ClientSettings;
+  walletId: string;
+  amount: number;
+  linkedAccountId?: string;
+  channel?: string;
+  reference?: string;
+  externalPayments?: { method: string; amount: number }[];
+  disbursement?: { counterpartyId: string; amount: number; remit?: boolean }[];
+  ext: Record<ClientCode, string>;
+  rc: RenderContext;
+  now: Date;
+}
+
+const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
+
+/**
+ * A payment taken at once from the wallet (spending order), the rest from the linked account;
+ * `externalPayments` (cash and the like) are recorded, not moved. Starts Processing; settles to
+ * Sent, when the disbursements reach their counterparties.
+ */
+export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): Promise<q.PaymentRow> {
+  const external = (i.externalPayments ?? []).reduce((s, e) => s + e.amount, 0);
+  if (external > i.amount) throw apiError('ValidationError', '`externalPayments` add up to more than `amount`.', ptr('externalPayments'));
+  const disbursement = i.disbursement ?? [];
+  const disbursed = disbursement.reduce((s, d) => s + d.amount, 0);
+  if (disbursed > i.amount - external) throw apiError('ValidationError', '`disbursement` adds up to more than Coffer takes (`amount` less `externalPayments`).', ptr('disbursement'));
+  const ids = disbursement.map((d) => d.counterpartyId);
+  if (new Set(ids).size !== ids.length) throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
+  const known = new Set((await findCounterparties(tx, i.clientId, ids)).map((c) => c.id));
+  const missing = disbursement.findIndex((d) => !known.has(d.counterpartyId));
+  if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
+
+  const wallet = await findWallet(tx, i.clientId, i.walletId);
+  if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, ...ptr('walletId') });
+  if (wallet.status !== 'Active') throw apiError('WalletClosed', undefined, ptr('walletId'));
+  const user = (await findUser(tx, i.clientId, wallet.userId))!;
+  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
+
+  const due = i.amount - external;
+  const sourcing = planWalletSourcing(await walletBuckets(tx, wallet.id), due, { applyWalletBalance: true, rewardMinimumPurchase: i.settings.rewardMinimumPurchase });
+  if (sourcing.linked > 0) {
+    if (!i.linkedAccountId) throw apiError('Failed', `The wallet covers ${due - sourcing.linked} of ${due} cents; send a linkedAccountId for the rest.`, ptr('linkedAccountId'));
+    const la = await findLinkedAccount(tx, i.clientId, user.id, i.linkedAccountId);
+    if (!la) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+    if (la.status !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
+    if (sourcing.linked > i.settings.bankFundingLimit) {
+      throw apiError('Failed', `The linked account may fund at most ${i.settings.bankFundingLimit} cents of a payment.`);
+    }
+  }
+  const id = uuidv7();
+  try {
+    await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: wallet.id, sourcing, ext: i.ext });
+  } catch (err) {
+    if (err instanceof InsufficientFundsError) throw apiError('Failed', 'The wallet balance changed; try again.');
+    throw err;
+  }
+  const payment = await q.insertPayment(tx, {
+    id,
+    clientId: i.clientId,
+    walletId: wallet.id,
+    userId: user.id,
+    rail: 'bank',
+    status: 'Processing',
+    amount: i.amount,
+    capturedAmount: due,
+    channel: i.channel ?? null,
+    reference: i.reference ?? null,
+    linkedAccountId: sourcing.linked > 0 ? i.linkedAccountId! : null,
+    sourcing,
+    captured: sourcing,
+    externalPayments: i.externalPayments ?? [],
+    disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: d.remit ?? false })),
+    expiresAt: new Date(i.now.getTime() + AUTHORIZATION_LIFETIME_MS),
+    settleAfter: new Date(i.now.getTime() + SANDBOX_SETTLE_DELAY_MS),
+    createdAt: i.now,
+    updatedAt: i.now,
+    capturedAt: i.now,
+  });
+  await emitPayment(tx, 'PaymentCreated', payment, i.rc, i.now);
+  return payment;
+}
+
+// ----- the card network (sandbox) -------------------------------------------------------
+
+/**
+ * The merchant ran the payment's virtual card (or the gift's) through its gateway: the network
+ * authorizes an amount on it. For a gift, that holds the gift's money.
+ */
+export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<q.PaymentRow> {
+  await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
+    if (p.status !== 'Created') illegal(p, 'authorized on the card network');
+    const room = p.amount - p.networkAuthorized;
+    const amount = opts.amount ?? room;
+    if (amount > room || amount <= 0) throw apiError('Failed', `The card can be authorized for at most ${room} more cents.`, { pointer: '/data/attributes/amount' });
+    if (p.giftId) {
+      try {
+        await holdGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, amount });
+      } catch (err) {
+        if (err instanceof InsufficientFundsError) throw apiError('Failed', 'The gift does not have that much left.', { pointer: '/data/attributes/amount' });
+        throw err;
+      }
+    }
+    const updated = await q.updatePayment(tx, p.id, { networkAuthorized: p.networkAuthorized + amount, updatedAt: opts.now });
+    await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
+    return updated;
+  });
+}
+
+/**
+ * The network captures (at most what it authorized): the money goes to the card network, the
+ * uncaptured rest is released, and the payment is settled: Created → Sent.
+ */
+export async function networkCapture(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<q.PaymentRow> {
+  const ext = await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
+    if (p.status !== 'Created') illegal(p, 'captured on the card network');
+    if (p.networkAuthorized === 0) throw apiError('IllegalOperation', 'Nothing has been authorized on the card yet.');
+    const amount = opts.amount ?? p.networkAuthorized;
+    if (amount > p.networkAuthorized) throw apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, { pointer: '/data/attributes/amount' });
+    let captured: Sourcing;
+    if (p.giftId) {
+      await captureGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, captured: amount, released: p.networkAuthorized - amount, ext });
+      captured = { ...NO_SOURCING, gift: amount };
+    } else {
+      const split = splitCapture(p.sourcing, amount);
+      await captureWallet(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: p.walletId!, ...split, to: 'card_network', ext });
+      captured = split.captured;
+    }
+    const updated = await q.updatePayment(tx, p.id, { status: 'Sent', capturedAmount: amount, captured, capturedAt: opts.now, settledAt: opts.now, updatedAt: opts.now });
+    await emitPayment(tx, 'PaymentCaptured', updated, opts.rc, opts.now);
+    return updated;
+  });
+}
+
+/** Reads for `include`: refunds of these payments. */
+export async function refundsByPayment(db: Executor, paymentIds: string[]): Promise<Map<string, q.RefundRow[]>> {
+  const out = new Map<string, q.RefundRow[]>();
+  for (const r of await q.refundsOf(db, paymentIds)) out.set(r.paymentId, [...(out.get(r.paymentId) ?? []), r]);
+  return out;
+}
+

@@ -1,0 +1,49 @@
+import type { PaymentRow, RefundRow } from './sql.ts';
+
+export interface RenderContext {
+  baseUrl: string;
+  secureUrl: string;
+}
+
+export function paymentResource(p: PaymentRow, c: RenderContext, opts: { refunds?: RefundRow[]; withProcessor?: boolean } = {}) {
+  const hasCard = p.rail === 'card' || p.rail === 'gift';
+  return {
+    id: p.id,
+    type: 'Payment' as const,
+    attributes: {
+      id: p.id,
+      status: p.status as 'Created',
+      amount: p.amount,
+      capturedAmount: p.capturedAmount,
+      refundedAmount: p.refundedAmount,
+      rail: p.rail as 'bank' | 'card' | 'gift',
+      channel: p.channel,
+      reference: p.reference,
+      disbursement: p.disbursement,
+      externalPayments: p.externalPayments,
+      failureReason: p.failureReason,
+      expiresAt: p.expiresAt.toISOString(),
+      updatedAt: p.updatedAt.toISOString(),
+      createdAt: p.createdAt.toISOString(),
+    },
+    relationships: {
+      paymentIntent: p.intentId
+        ? { data: { type: 'PaymentIntent' as const, id: p.intentId }, links: { self: `${c.baseUrl}/api/v1/payment-intents/${p.intentId}` } }
+        : { data: null },
+      ...(opts.refunds ? { refunds: { data: opts.refunds.map((r) => ({ type: 'Refund' as const, id: r.id })) } } : {}),
+    },
+    links: {
+      self: `${c.baseUrl}/api/v1/payments/${p.id}`,
+      ...(hasCard ? { virtualDebitCard: `${c.secureUrl}/api/v1/payments/${p.id}/card` } : {}),
+    },
+    ...(opts.withProcessor && p.processor ? { meta: { processor: p.processor } } : {}),
+  };
+}
+
+export function refundResource(r: RefundRow) {
+  return {
+    id: r.id,
+    type: 'Refund' as const,
+    attributes: { paymentId: r.paymentId, amount: r.amount, status: 'Succeeded' as const, returned: r.returned, createdAt: r.createdAt.toISOString() },
+  };
+}

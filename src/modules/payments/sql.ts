@@ -1,0 +1,181 @@
+// Every query on payments, refunds, authorization attempts and virtual cards; scoped by client_id.
+import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
+import type { Executor } from '../../db/open.ts';
+import { authorizationAttempts, cardReads, payments, refunds, virtualCards } from '../../db/schema.ts';
+import type { Page, SortKey } from '../../http/paging.ts';
+
+export type PaymentRow = typeof payments.$inferSelect;
+export type RefundRow = typeof refunds.$inferSelect;
+export type AttemptRow = typeof authorizationAttempts.$inferSelect;
+export type CardRow = typeof virtualCards.$inferSelect;
+
+export async function insertPayment(db: Executor, row: typeof payments.$inferInsert): Promise<PaymentRow> {
+  const [out] = await db.insert(payments).values(row).returning();
+  return out!;
+}
+
+export async function findPayment(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
+  const q = db.select().from(payments).where(and(eq(payments.clientId, clientId), eq(payments.id, id)));
+  const [row] = opts.forUpdate ? await q.for('update') : await q;
+  return row;
+}
+
+export async function updatePayment(db: Executor, id: string, patch: Partial<PaymentRow>): Promise<PaymentRow> {
+  const [row] = await db.update(payments).set(patch).where(eq(payments.id, id)).returning();
+  return row!;
+}
+
+/** The intent's payment that is not Failed (at most one: an intent is authorized once). */
+export async function activePaymentOfIntent(db: Executor, intentId: string): Promise<PaymentRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.intentId, intentId), sql`${payments.status} <> 'Failed'`))
+    .orderBy(desc(payments.createdAt))
+    .limit(1);
+  return row;
+}
+
+export async function paymentsOfIntents(db: Executor, intentIds: string[]): Promise<PaymentRow[]> {
+  if (intentIds.length === 0) return [];
+  return db.select().from(payments).where(inArray(payments.intentId, intentIds)).orderBy(asc(payments.createdAt), asc(payments.id));
+}
+
+export async function paymentsByIds(db: Executor, clientId: string, ids: string[]): Promise<PaymentRow[]> {
+  if (ids.length === 0) return [];
+  return db.select().from(payments).where(and(eq(payments.clientId, clientId), inArray(payments.id, ids)));
+}
+
+export interface PaymentFilters {
+  status?: string;
+  paymentIntentId?: string;
+  reference?: string;
+  channel?: string;
+}
+
+const SORTABLE = { createdAt: payments.createdAt, updatedAt: payments.updatedAt, amount: payments.amount, status: payments.status } as const;
+export type PaymentSortField = keyof typeof SORTABLE;
+export const PAYMENT_SORT_FIELDS = Object.keys(SORTABLE) as PaymentSortField[];
+
+export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page) {
+  const conds: SQL[] = [eq(payments.clientId, clientId)];
+  if (f.status) conds.push(eq(payments.status, f.status));
+  if (f.paymentIntentId) conds.push(eq(payments.intentId, f.paymentIntentId));
+  if (f.reference) conds.push(eq(payments.reference, f.reference));
+  if (f.channel) conds.push(eq(payments.channel, f.channel));
+  const where = and(...conds);
+  const order = [...sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
+  const rows = await db
+    .select({ p: payments, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(payments)
+    .where(where)
+    .orderBy(...order)
+    .limit(page.limit)
+    .offset(page.offset);
+  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total };
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
+  return { rows: [], total: c?.n ?? 0 };
+}
+
+/** Uncaptured authorizations past their expiry, locked for cancelling (SKIP LOCKED: shared by processes). */
+export async function lockExpiredAuthorizations(db: Executor, now: Date, limit: number): Promise<PaymentRow[]> {
+  return db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.status, 'Created'), lte(payments.expiresAt, now)))
+    .orderBy(asc(payments.expiresAt))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+}
+
+/** Processing payments due to settle, locked (SKIP LOCKED). */
+export async function lockDueSettlements(db: Executor, now: Date, limit: number): Promise<PaymentRow[]> {
+  return db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.status, 'Processing'), lte(payments.settleAfter, now)))
+    .orderBy(asc(payments.settleAfter))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+}
+
+// ----- refunds
+
+export async function insertRefund(db: Executor, row: typeof refunds.$inferInsert): Promise<RefundRow> {
+  const [out] = await db.insert(refunds).values(row).returning();
+  return out!;
+}
+
+export async function refundsOf(db: Executor, paymentIds: string[]): Promise<RefundRow[]> {
+  if (paymentIds.length === 0) return [];
+  return db.select().from(refunds).where(inArray(refunds.paymentId, paymentIds)).orderBy(asc(refunds.createdAt), asc(refunds.id));
+}
+
+// ----- authorization attempts
+
+export async function insertAttempt(db: Executor, row: typeof authorizationAttempts.$inferInsert): Promise<AttemptRow> {
+  const [out] = await db.insert(authorizationAttempts).values(row).returning();
+  return out!;
+}
+
+export async function openAttemptOfIntent(db: Executor, intentId: string): Promise<AttemptRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(authorizationAttempts)
+    .where(and(eq(authorizationAttempts.intentId, intentId), eq(authorizationAttempts.state, 'processing')))
+    .limit(1);
+  return row;
+}
+
+export async function findAttempt(db: Executor, id: string, opts: { forUpdate?: boolean } = {}): Promise<AttemptRow | undefined> {
+  const q = db.select().from(authorizationAttempts).where(eq(authorizationAttempts.id, id));
+  const [row] = opts.forUpdate ? await q.for('update') : await q;
+  return row;
+}
+
+export async function updateAttempt(db: Executor, id: string, patch: Partial<AttemptRow>): Promise<void> {
+  await db.update(authorizationAttempts).set(patch).where(eq(authorizationAttempts.id, id));
+}
+
+/** Attempts whose process died (lease run out), claimed for recovery by pushing the lease on. */
+export async function claimOrphanedAttempts(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<AttemptRow[]> {
+  return db.transaction(async (tx) => {
+    const due = await tx
+      .select({ id: authorizationAttempts.id })
+      .from(authorizationAttempts)
+      .where(and(eq(authorizationAttempts.state, 'processing'), lte(authorizationAttempts.leaseUntil, now)))
+      .limit(limit)
+      .for('update', { skipLocked: true });
+    if (due.length === 0) return [];
+    return tx
+      .update(authorizationAttempts)
+      .set({ leaseUntil, updatedAt: now })
+      .where(inArray(authorizationAttempts.id, due.map((d) => d.id)))
+      .returning();
+  });
+}
+
+// ----- virtual cards
+
+export async function insertCard(db: Executor, row: typeof virtualCards.$inferInsert): Promise<CardRow> {
+  const [out] = await db.insert(virtualCards).values(row).returning();
+  return out!;
+}
+
+export async function cardOfPayment(db: Executor, paymentId: string): Promise<CardRow | undefined> {
+  const [row] = await db.select().from(virtualCards).where(eq(virtualCards.paymentId, paymentId));
+  return row;
+}
+
+export async function cardOfGift(db: Executor, giftId: string): Promise<CardRow | undefined> {
+  const [row] = await db.select().from(virtualCards).where(eq(virtualCards.giftId, giftId));
+  return row;
+}
+
+export async function recordCardRead(db: Executor, row: typeof cardReads.$inferInsert): Promise<void> {
+  await db.insert(cardReads).values(row);
+}
+
+export async function cardReadsOf(db: Executor, cardId: string) {
+  return db.select().from(cardReads).where(eq(cardReads.cardId, cardId)).orderBy(asc(cardReads.readAt));
+}
