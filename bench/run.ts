@@ -1,4 +1,4 @@
-// Benchmarks: npm run bench -- [users] [--db pglite|postgres|both] [--duration S]
+// Benchmarks: npm run bench -- [users|money|webhooks|checkout ...] [--db pglite|postgres|both] [--duration S]
 // Each server runs as its own process and is driven by autocannon (50 connections) from this
 // process; server, database and load generator share the machine. Prints a markdown table per
 // database and writes the raw figures to bench/results/. PostgreSQL runs use the server in
@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+import { json, load, machine, merchant, startBare, startCoffer, table, type CofferServer, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -67,45 +67,49 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
+/** The yardstick for money movements on PostgreSQL (see raw-transfer.ts). */
+async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
+  const rate = await rawTransferRate(databaseUrl, { durationS });
+  return { name: 'raw pg transfer transaction (8 connections)', rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 };
+}
+
+type Auth = Awaited<ReturnType<typeof merchant>>;
+const post = (coffer: CofferServer, auth: Auth, path: string, body?: unknown) =>
+  json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
+
+/** `n` users with approved KYC, a linked account and a wallet each (the sandbox decides KYC in the background). */
+async function approvedWallets(coffer: CofferServer, auth: Auth, n: number): Promise<{ walletId: string; accountId: string }[]> {
+  const wallets: { walletId: string; accountId: string }[] = [];
+  for (let i = 0; i < n; i++) {
+    const u = await post(coffer, auth, '/api/v1/users', { data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } });
+    const userId = u.data.id as string;
+    await post(coffer, auth, `/api/v1/users/${userId}/disclosures/kyc`);
+    await post(coffer, auth, `/api/v1/users/${userId}/kyc/application`, {
+      data: {
+        type: 'KycApplication',
+        attributes: { firstName: 'B', lastName: 'Ench', dateOfBirth: '1990-01-01', email: `b${i}@example.com`, address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
+      },
+    });
+    const account = await post(coffer, auth, `/api/v1/simulation/users/${userId}/linked-accounts`);
+    const wallet = await post(coffer, auth, '/api/v1/wallets', { data: { type: 'Wallet', attributes: { userId } } });
+    wallets.push({ walletId: wallet.data.id, accountId: account.data.id });
+  }
+  await new Promise((r) => setTimeout(r, 1500)); // the sandbox KYC decisions
+  return wallets;
+}
+
 /**
  * Money: deposits (each with its own idempotency key, spread over 50 wallets, and all on one
  * wallet for the hot-row case) and balance reads, beside the bare route and, on PostgreSQL, a
  * raw pg transfer transaction on 8 connections.
  */
 async function moneyScenario(db: string): Promise<LoadResult[]> {
-  const results: LoadResult[] = [await bare()];
   const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
-  if (databaseUrl) {
-    const rate = await rawTransferRate(databaseUrl, { durationS });
-    results.push({ name: 'raw pg transfer transaction (8 connections)', rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 });
-  }
+  const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
   const coffer = await startCoffer({ databaseUrl });
   try {
     const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
-    const wallets: { walletId: string; accountId: string }[] = [];
-    for (let i = 0; i < 50; i++) {
-      const u = await json(`${coffer.url}/api/v1/users`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } }),
-      });
-      const userId = u.data.id as string;
-      await json(`${coffer.url}/api/v1/users/${userId}/disclosures/kyc`, { method: 'POST', headers: auth });
-      await json(`${coffer.url}/api/v1/users/${userId}/kyc/application`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({
-          data: {
-            type: 'KycApplication',
-            attributes: { firstName: 'B', lastName: 'Ench', dateOfBirth: '1990-01-01', email: `b${i}@example.com`, address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
-          },
-        }),
-      });
-      const account = await json(`${coffer.url}/api/v1/simulation/users/${userId}/linked-accounts`, { method: 'POST', headers: auth });
-      const wallet = await json(`${coffer.url}/api/v1/wallets`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'Wallet', attributes: { userId } } }) });
-      wallets.push({ walletId: wallet.data.id, accountId: account.data.id });
-    }
-    await new Promise((r) => setTimeout(r, 1500)); // the sandbox KYC decisions
+    const wallets = await approvedWallets(coffer, auth, 50);
     let n = 0;
     const depositRequest = (pick: () => { walletId: string; accountId: string }) => [
       {
@@ -124,6 +128,89 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
     results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[0]!) as never }));
     results.push(await load('GET wallet balance', { url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`, headers: auth, durationS }));
+  } finally {
+    await coffer.stop();
+  }
+  return results;
+}
+
+/**
+ * Checkout: the merchant's whole flow (create a payment intent, authorize it, capture the
+ * payment) from 50 connections over 50 funded wallets, then each step alone on its own batch,
+ * so that authorize's latency is its own. No card processor: bank rails, manual capture.
+ */
+async function checkoutScenario(db: string): Promise<LoadResult[]> {
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
+  const coffer = await startCoffer({ databaseUrl });
+  try {
+    const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
+    const wallets = await approvedWallets(coffer, auth, 50);
+    for (const w of wallets) {
+      await post(coffer, auth, `/api/v1/wallets/${w.walletId}/transactions`, {
+        data: { type: 'OneTimeDeposit', attributes: { amount: 50_000_000, linkedAccountId: w.accountId, idempotencyKey: `fund-${w.walletId}` } },
+      });
+      await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
+    }
+    let k = 0;
+    type Ctx = { intentId?: string; paymentId?: string };
+    const createIntent = {
+      method: 'POST' as const,
+      path: '/api/v1/payment-intents',
+      setupRequest: (req: Record<string, unknown>) => ({
+        ...req,
+        body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId } } }),
+      }),
+    };
+    const authorize = (intentId: (ctx: Ctx) => string) => ({
+      method: 'POST' as const,
+      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({
+        ...req,
+        path: `/api/v1/payment-intents/${intentId(ctx)}/authorize`,
+        body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${intentId(ctx)}-a` } } }),
+      }),
+    });
+    const capture = (paymentId: (ctx: Ctx) => string) => ({
+      method: 'POST' as const,
+      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({
+        ...req,
+        path: `/api/v1/payments/${paymentId(ctx)}/capture`,
+        body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }),
+      }),
+    });
+    const flow = [
+      { ...createIntent, onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.intentId = JSON.parse(body).data?.id) },
+      { ...authorize((ctx) => ctx.intentId!), onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id) },
+      capture((ctx) => ctx.paymentId!),
+    ];
+    const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, durationS, requests: flow as never });
+    results.push(whole, { ...whole, name: '  = whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0 });
+
+    // Each step alone: a batch of intents, then authorize each, then capture each.
+    const n = 400 * durationS;
+    const intents: string[] = [];
+    const payments: string[] = [];
+    results.push(
+      await load(`POST /payment-intents (${n})`, {
+        url: coffer.url,
+        headers: auth,
+        amount: n,
+        requests: [{ ...createIntent, onResponse: (_s: number, body: string) => void intents.push(JSON.parse(body).data.id) }] as never,
+      }),
+    );
+    let i = 0;
+    let j = 0;
+    results.push(
+      await load(`POST /payment-intents/{id}/authorize (${n})`, {
+        url: coffer.url,
+        headers: auth,
+        amount: intents.length,
+        requests: [{ ...authorize(() => intents[i++]!), onResponse: (_s: number, body: string) => void payments.push(JSON.parse(body).included[0].id) }] as never,
+      }),
+    );
+    results.push(await load(`POST /payments/{id}/capture (${n})`, { url: coffer.url, headers: auth, amount: payments.length, requests: [capture(() => payments[j++]!)] as never }));
+    const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+    if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {
     await coffer.stop();
   }
@@ -202,7 +289,7 @@ async function freshDatabase(serverUrl: string): Promise<string> {
   return u.toString();
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario };
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   for (const s of scenarios) {

@@ -40,6 +40,11 @@ export interface Config {
   logLevel: string;
   /** Background jobs (KYC decisions, expiry sweeps, webhook delivery). */
   workersEnabled: boolean;
+  /**
+   * How long past the card processor's latency an open authorization belongs to its process;
+   * after that it is presumed dead and taken over (crash recovery).
+   */
+  authorizationLeaseMarginMs: number;
   webhooks: {
     /** A receiver must answer within this (decisions §10: 15 s). */
     timeoutMs: number;
@@ -180,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: parseTrustProxy(read('TRUST_PROXY'), problems),
     logLevel: read('LOG_LEVEL') ?? 'info',
     workersEnabled: bool('WORKERS', true),
+    authorizationLeaseMarginMs: int('AUTHORIZATION_LEASE_MARGIN_MS', 15_000, 100, 600_000),
     webhooks: {
       timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),

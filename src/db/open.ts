@@ -65,11 +65,10 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
   const { default: pg } = await import('pg');
   const { drizzle } = await import('drizzle-orm/node-postgres');
-  const types = {
-    getTypeParser: ((oid: number, format?: string) =>
-      oid === INT8 ? parseInt8 : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
-  };
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, idleTimeoutMillis: 30_000 });
+  // Process-wide: Drizzle passes its own per-query parsers that fall back to pg's global ones,
+  // so a pool-level parser would not reach raw `db.execute` results.
+  pg.types.setTypeParser(INT8, parseInt8);
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
   // An idle client losing its connection (server restart) must not crash the process; the
   // pool drops it and the next query opens a new one.
   pool.on('error', () => {});

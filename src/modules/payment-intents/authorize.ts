@@ -65,6 +65,8 @@ export interface AuthorizeDeps {
   issuer: CardIssuer;
   sealer: Sealer;
   log: FastifyBaseLogger;
+  /** Lease past the processor's latency before an open attempt is presumed dead. */
+  leaseMarginMs: number;
 }
 
 /** What the processor attempt carries between its transactions. */
@@ -78,8 +80,6 @@ interface AttemptRequest {
   captureMode: 'automatic' | 'manual';
   latencyMs: number;
 }
-
-const LEASE_MARGIN_MS = 15_000;
 
 /** The attributes an authorize key promises (decisions §4). */
 export function authorizeFingerprint(i: AuthorizeInput): string {
@@ -134,7 +134,7 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       }
       // Its process died: take it over and finish it with the same processor reference.
       const latency = (open.request as unknown as AttemptRequest).latencyMs;
-      await payments.updateAttempt(tx, open.id, { leaseUntil: new Date(now.getTime() + latency + LEASE_MARGIN_MS), updatedAt: now });
+      await payments.updateAttempt(tx, open.id, { leaseUntil: new Date(now.getTime() + latency + deps.leaseMarginMs), updatedAt: now });
       return { kind: 'call', attempt: open };
     }
 
@@ -175,7 +175,7 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       idempotencyKey: scope?.key ?? null,
       fingerprint: scope?.fingerprint ?? authorizeFingerprint(i),
       state: 'processing',
-      leaseUntil: new Date(now.getTime() + request.latencyMs + LEASE_MARGIN_MS),
+      leaseUntil: new Date(now.getTime() + request.latencyMs + deps.leaseMarginMs),
       amount: i.amount,
       request: request as unknown as Record<string, unknown>,
       sourcing,
@@ -408,7 +408,7 @@ async function successDocument(tx: Tx, intent: q.IntentRow, payment: payments.Pa
 /** Job: attempts whose process died are finished (same processor reference, no new charge). */
 export async function recoverAttempts(deps: AuthorizeDeps): Promise<number> {
   const now = deps.now();
-  const orphaned = await payments.claimOrphanedAttempts(deps.db, now, new Date(now.getTime() + 60_000), 20);
+  const orphaned = await payments.claimOrphanedAttempts(deps.db, now, new Date(now.getTime() + 60_000 + deps.leaseMarginMs), 20);
   let done = 0;
   for (const attempt of orphaned) {
     await finishAttempt(deps, attempt, undefined, (_s, doc) => JSON.stringify(doc)).then(

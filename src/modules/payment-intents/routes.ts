@@ -29,6 +29,7 @@ export function authorizeDeps(ctx: AppContext): AuthorizeDeps {
     issuer: ctx.providers.cardIssuer,
     sealer: ctx.sealer,
     log: ctx.log,
+    leaseMarginMs: ctx.config.authorizationLeaseMarginMs,
   };
 }
 

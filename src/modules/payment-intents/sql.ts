@@ -1,5 +1,5 @@
 // Every query on payment intents, scoped by client_id.
-import { and, asc, desc, eq, inArray, lte, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { paymentIntents } from '../../db/schema.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
@@ -70,15 +70,24 @@ export interface IntentFilters {
   paymentMethod?: string;
 }
 
-const SORTABLE = {
-  createdAt: paymentIntents.createdAt,
-  updatedAt: paymentIntents.updatedAt,
-  amount: paymentIntents.amount,
-  expiresAt: paymentIntents.expiresAt,
-  status: paymentIntents.status,
-} as const;
-export type IntentSortField = keyof typeof SORTABLE;
-export const INTENT_SORT_FIELDS = Object.keys(SORTABLE) as IntentSortField[];
+export const INTENT_SORT_FIELDS = ['createdAt', 'updatedAt', 'amount', 'expiresAt', 'status'] as const;
+export type IntentSortField = (typeof INTENT_SORT_FIELDS)[number];
+
+/** Sort expressions; status sorts as read (an intent past expiresAt as Expired), like the filter. */
+function sortable(field: IntentSortField, now: Date): SQLWrapper {
+  switch (field) {
+    case 'createdAt':
+      return paymentIntents.createdAt;
+    case 'updatedAt':
+      return paymentIntents.updatedAt;
+    case 'amount':
+      return paymentIntents.amount;
+    case 'expiresAt':
+      return paymentIntents.expiresAt;
+    case 'status':
+      return sql`case when ${inArray(paymentIntents.status, EXPIRING)} and ${paymentIntents.expiresAt} <= ${now} then 'Expired' else ${paymentIntents.status} end`;
+  }
+}
 
 export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date) {
   const conds: SQL[] = [eq(paymentIntents.clientId, clientId)];
@@ -92,7 +101,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
     else conds.push(eq(paymentIntents.status, f.status));
   }
   const where = and(...conds);
-  const order = [...sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(paymentIntents.id)];
+  const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
   const rows = await db
     .select({ i: paymentIntents, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(paymentIntents)

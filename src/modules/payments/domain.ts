@@ -161,11 +161,15 @@ export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; no
   });
 }
 
-/** Processing → Sent: the bank pull settled; disbursements reach the counterparties. */
+/**
+ * Processing → Sent: the bank pull settled; disbursements reach the counterparties. A payment
+ * fully refunded while still processing ends Returned and pays no disbursement: the purchase
+ * was undone before any money arrived, so there is nothing to share out.
+ */
 async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<ClientCode, string> }): Promise<q.PaymentRow> {
-  await disburse(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, disbursement: p.disbursement, ext: c.ext });
-  // Fully refunded while still processing: it ends Returned.
-  const status = p.refundedAmount > 0 && p.refundedAmount === p.capturedAmount ? 'Returned' : 'Sent';
+  const fullyRefunded = p.refundedAmount > 0 && p.refundedAmount === p.capturedAmount;
+  if (!fullyRefunded) await disburse(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, disbursement: p.disbursement, ext: c.ext });
+  const status = fullyRefunded ? 'Returned' : 'Sent';
   const updated = await q.updatePayment(tx, p.id, { status, settledAt: c.now, updatedAt: c.now });
   await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
   return updated;
@@ -187,13 +191,19 @@ export async function failBankPull(db: Db, opts: Ctx & { paymentId: string; reas
   return db.transaction(async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
     if (p.status !== 'Processing') illegal(p, 'failed by the bank');
-    const returned = planRefund(p.captured ?? NO_SOURCING, NO_SOURCING, p.capturedAmount - p.refundedAmount);
+    // What refunds already returned is not returned again.
+    const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), p.capturedAmount - p.refundedAmount);
     // Nothing arrived from the bank: its part is simply not owed.
     await returnCaptured(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: p.walletId, giftId: null, returned, from: 'settlement', ext, kind: 'payment.fail' });
     const updated = await q.updatePayment(tx, p.id, { status: 'Failed', failureReason: opts.reason ?? 'The bank returned the transfer (R01: insufficient funds).', updatedAt: opts.now });
     await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
     return updated;
   });
+}
+
+/** What the payment's refunds have returned so far, by source. */
+async function alreadyReturned(tx: Executor, paymentId: string): Promise<Sourcing> {
+  return (await q.refundsOf(tx, [paymentId])).reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING);
 }
 
 /**
@@ -207,8 +217,7 @@ export async function refundPayment(tx: Executor, opts: Ctx & { paymentId: strin
   if (opts.amount > refundable) {
     throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, { pointer: '/data/attributes/amount' });
   }
-  const previous = (await q.refundsOf(tx, [p.id])).reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING);
-  const returned = planRefund(p.captured ?? NO_SOURCING, previous, opts.amount);
+  const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), opts.amount);
   const id = uuidv7();
   await returnCaptured(tx, {
     clientId: p.clientId,
@@ -274,7 +283,11 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
   if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
 
   const due = i.amount - external;
-  const sourcing = planWalletSourcing(await walletBuckets(tx, wallet.id), due, { applyWalletBalance: true, rewardMinimumPurchase: i.settings.rewardMinimumPurchase });
+  const sourcing = planWalletSourcing(await walletBuckets(tx, wallet.id), due, {
+    applyWalletBalance: true,
+    rewardMinimumPurchase: i.settings.rewardMinimumPurchase,
+    purchaseAmount: i.amount,
+  });
   if (sourcing.linked > 0) {
     if (!i.linkedAccountId) throw apiError('Failed', `The wallet covers ${due - sourcing.linked} of ${due} cents; send a linkedAccountId for the rest.`, ptr('linkedAccountId'));
     const la = await findLinkedAccount(tx, i.clientId, user.id, i.linkedAccountId);

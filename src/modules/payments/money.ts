@@ -22,11 +22,12 @@ export const sourcedTotal = (s: Sourcing) => s.merchantReward + s.accrueReward +
 /**
  * How a wallet pays `amount`: rewards usable on this purchase first (merchant, then accrue),
  * then deposit money, the rest from the linked account. Without `applyWalletBalance`, all of it
- * from the linked account.
+ * from the linked account. `purchaseAmount` (default `amount`) is the whole purchase the reward
+ * minimum is checked against: a direct payment partly paid in cash still counts as one purchase.
  */
-export function planWalletSourcing(b: Buckets, amount: number, opts: { applyWalletBalance: boolean; rewardMinimumPurchase: number }): Sourcing {
+export function planWalletSourcing(b: Buckets, amount: number, opts: { applyWalletBalance: boolean; rewardMinimumPurchase: number; purchaseAmount?: number }): Sourcing {
   if (!opts.applyWalletBalance) return { ...NO_SOURCING, linked: amount };
-  const rewards = usableRewards(b, amount, opts.rewardMinimumPurchase);
+  const rewards = (opts.purchaseAmount ?? amount) < opts.rewardMinimumPurchase ? { merchant: 0, accrue: 0 } : usableRewards(b, amount, 0);
   const deposit = Math.min(b['deposit.available'], amount - rewards.merchant - rewards.accrue);
   return { merchantReward: rewards.merchant, accrueReward: rewards.accrue, deposit, linked: amount - rewards.merchant - rewards.accrue - deposit, gift: 0 };
 }
