@@ -7,7 +7,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { json, load, machine, merchant, startBare, startCoffer, table, type CofferServer, type LoadResult } from './lib.ts';
+import { approvedWallets, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -73,31 +73,6 @@ async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
   return { name: 'raw pg transfer transaction (8 connections)', rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 };
 }
 
-type Auth = Awaited<ReturnType<typeof merchant>>;
-const post = (coffer: CofferServer, auth: Auth, path: string, body?: unknown) =>
-  json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
-
-/** `n` users with approved KYC, a linked account and a wallet each (the sandbox decides KYC in the background). */
-async function approvedWallets(coffer: CofferServer, auth: Auth, n: number): Promise<{ walletId: string; accountId: string }[]> {
-  const wallets: { walletId: string; accountId: string }[] = [];
-  for (let i = 0; i < n; i++) {
-    const u = await post(coffer, auth, '/api/v1/users', { data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } });
-    const userId = u.data.id as string;
-    await post(coffer, auth, `/api/v1/users/${userId}/disclosures/kyc`);
-    await post(coffer, auth, `/api/v1/users/${userId}/kyc/application`, {
-      data: {
-        type: 'KycApplication',
-        attributes: { firstName: 'B', lastName: 'Ench', dateOfBirth: '1990-01-01', email: `b${i}@example.com`, address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
-      },
-    });
-    const account = await post(coffer, auth, `/api/v1/simulation/users/${userId}/linked-accounts`);
-    const wallet = await post(coffer, auth, '/api/v1/wallets', { data: { type: 'Wallet', attributes: { userId } } });
-    wallets.push({ walletId: wallet.data.id, accountId: account.data.id });
-  }
-  await new Promise((r) => setTimeout(r, 1500)); // the sandbox KYC decisions
-  return wallets;
-}
-
 /**
  * Money: deposits (each with its own idempotency key, spread over 50 wallets, and all on one
  * wallet for the hot-row case) and balance reads, beside the bare route and, on PostgreSQL, a
@@ -146,12 +121,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
   try {
     const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
     const wallets = await approvedWallets(coffer, auth, 50);
-    for (const w of wallets) {
-      await post(coffer, auth, `/api/v1/wallets/${w.walletId}/transactions`, {
-        data: { type: 'OneTimeDeposit', attributes: { amount: 50_000_000, linkedAccountId: w.accountId, idempotencyKey: `fund-${w.walletId}` } },
-      });
-      await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
-    }
+    await fundWallets(coffer, auth, wallets, 50_000_000);
     let k = 0;
     type Ctx = { intentId?: string; paymentId?: string };
     const createIntent = {
@@ -164,11 +134,14 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     };
     const authorize = (intentId: (ctx: Ctx) => string) => ({
       method: 'POST' as const,
-      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({
-        ...req,
-        path: `/api/v1/payment-intents/${intentId(ctx)}/authorize`,
-        body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${intentId(ctx)}-a` } } }),
-      }),
+      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => {
+        const id = intentId(ctx);
+        return {
+          ...req,
+          path: `/api/v1/payment-intents/${id}/authorize`,
+          body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } } }),
+        };
+      },
     });
     const capture = (paymentId: (ctx: Ctx) => string) => ({
       method: 'POST' as const,
@@ -186,28 +159,40 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, durationS, requests: flow as never });
     results.push(whole, { ...whole, name: '  = whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0 });
 
-    // Each step alone: a batch of intents, then authorize each, then capture each.
+    // Each step alone: a batch of intents, then authorize each (half at 50 connections, half
+    // at 10, where the server is not saturated), then capture what was authorized at 50.
+    let reported = false;
+    const firstError = (status: number, body: string) => {
+      if (!reported) process.stderr.write(`first failed request: ${status} ${body}\n`);
+      reported = true;
+    };
     const n = 400 * durationS;
     const intents: string[] = [];
     const payments: string[] = [];
     results.push(
-      await load(`POST /payment-intents (${n})`, {
+      await load(`POST /payment-intents (${2 * n})`, {
         url: coffer.url,
         headers: auth,
-        amount: n,
-        requests: [{ ...createIntent, onResponse: (_s: number, body: string) => void intents.push(JSON.parse(body).data.id) }] as never,
+        amount: 2 * n,
+        requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
       }),
     );
     let i = 0;
-    let j = 0;
-    results.push(
-      await load(`POST /payment-intents/{id}/authorize (${n})`, {
+    const authorizeEach = (connections: number, record: boolean) =>
+      load(`POST /payment-intents/{id}/authorize (${n}, ${connections} connections)`, {
         url: coffer.url,
         headers: auth,
-        amount: intents.length,
-        requests: [{ ...authorize(() => intents[i++]!), onResponse: (_s: number, body: string) => void payments.push(JSON.parse(body).included[0].id) }] as never,
-      }),
-    );
+        amount: n,
+        connections,
+        requests: [
+          {
+            ...authorize(() => intents[i++]!),
+            onResponse: (status: number, body: string) => (status !== 201 ? firstError(status, body) : record ? payments.push(JSON.parse(body).included[0].id) : 0),
+          },
+        ] as never,
+      });
+    results.push(await authorizeEach(50, true), await authorizeEach(10, false));
+    let j = 0;
     results.push(await load(`POST /payments/{id}/capture (${n})`, { url: coffer.url, headers: auth, amount: payments.length, requests: [capture(() => payments[j++]!)] as never }));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
     if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);

@@ -5,7 +5,9 @@
 //
 // Parts must be single plain INSERT/UPDATE/DELETE statements (PostgreSQL allows
 // data-modifying statements only at the top level of WITH) with their own $1..$n parameters.
-// All parts see the same snapshot: a part must not read what another part writes.
+// All parts see the same snapshot: a part must not read what another part writes, and two
+// parts must not write the same row (PostgreSQL would apply only one of them). Parts name the
+// rows they write, and adding a second write of a row is refused: flush first.
 import { createHash } from 'node:crypto';
 import type { Executor } from './open.ts';
 import { run, shiftParams, statement, type Statement } from './statements.ts';
@@ -15,15 +17,33 @@ export interface WritePart {
   name: string;
   text: string;
   params: unknown[];
+  /** The rows this part writes, as `table:id`. */
+  rows?: string[];
 }
 
 const composed = new Map<string, Statement>();
 
 export class WriteBatch {
   #parts: WritePart[] = [];
+  #rows = new Set<string>();
 
   add(part: WritePart): void {
+    for (const r of part.rows ?? []) {
+      if (this.#rows.has(r)) throw new Error(`write batch already writes ${r}; flush it before writing the row again`);
+    }
+    for (const r of part.rows ?? []) this.#rows.add(r);
     this.#parts.push(part);
+  }
+
+  /** Adds a part, first flushing what is queued if the part writes a row already written. */
+  async put(ex: Executor, part: WritePart): Promise<void> {
+    if ((part.rows ?? []).some((r) => this.#rows.has(r))) await this.flush(ex);
+    this.add(part);
+  }
+
+  /** Whether a part already writes this row (`table:id`). */
+  writes(row: string): boolean {
+    return this.#rows.has(row);
   }
 
   get size(): number {
@@ -34,6 +54,7 @@ export class WriteBatch {
   async flush(ex: Executor): Promise<void> {
     const parts = this.#parts;
     this.#parts = [];
+    this.#rows.clear();
     if (parts.length === 0) return;
     if (parts.length === 1) {
       await run(ex, statement(parts[0]!.name, parts[0]!.text), parts[0]!.params);

@@ -66,14 +66,18 @@ export function sendOutcome(reply: FastifyReply, o: StoredOutcome): FastifyReply
   return reply.code(o.status).type(JSONAPI).send(o.body);
 }
 
-const CHECK_KEY_SQL = `select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
-   from (select 1) one
+const CHECK_KEY_SQL = `select l.locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
+   from (select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked) l
    left join idempotency_keys k on k.client_id = $2 and k.operation = $3 and k.key = $4`;
 
 /**
  * A read the operation needs first, run in the same statement as the key check (one round trip
  * less): a SELECT of at most one row with its own $1..$n parameters. Its columns must not be
  * named like the check's (locked, fingerprint, status_code, response_body, expires_at).
+ *
+ * A preflight that locks rows writes `{{gate}}` into its WHERE clause: it becomes true only
+ * when the operation will run (this request holds the key and nothing is stored under it), so
+ * a replay or a request refused with 409 never takes the locks. Without a key it is `true`.
  */
 export interface Preflight {
   name: string;
@@ -81,12 +85,21 @@ export interface Preflight {
   params: unknown[];
 }
 
+const GATE = '{{gate}}';
+
 function checkStatement(preflight?: Preflight) {
   if (!preflight) return statement('idempotency_check', CHECK_KEY_SQL);
-  return statement(
-    `idempotency_check_${preflight.name}`,
-    CHECK_KEY_SQL.replace('select pg_try', 'select p.*, pg_try') + ` left join lateral (${shiftParams(preflight.text, 4)}) p on true`,
-  );
+  // A gated preflight gets the time as $5 (a key past its retention counts as absent).
+  const text = preflight.text.includes(GATE)
+    ? shiftParams(preflight.text, 5).replaceAll(GATE, '(l.locked and (k.key is null or k.expires_at <= $5::timestamptz))')
+    : shiftParams(preflight.text, 4);
+  return statement(`idempotency_check_${preflight.name}`, CHECK_KEY_SQL.replace('select l.locked', 'select p.*, l.locked') + ` left join lateral (${text}) p on true`);
+}
+
+/** Runs a preflight on its own (the operation was called without a key). */
+export async function runPreflight(tx: Tx, preflight: Preflight): Promise<Record<string, unknown> | undefined> {
+  const [row] = await runStatement<Record<string, unknown>>(tx, statement(`preflight_${preflight.name}`, preflight.text.replaceAll(GATE, 'true')), preflight.params);
+  return row;
 }
 
 const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, state, status_code, response_body, created_at, expires_at)
@@ -116,6 +129,7 @@ export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, prefl
     scope.clientId,
     scope.operation,
     scope.key,
+    ...(preflight?.text.includes(GATE) ? [now] : []),
     ...(preflight?.params ?? []),
   ]);
   if (!check?.locked) {

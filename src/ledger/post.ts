@@ -67,6 +67,7 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
         ordered.map(() => `($${++m}::uuid, $${++m}::bigint)`).join(', ') +
         ') as d(id, delta) where a.id = d.id',
       params: ordered.flatMap(([id, d]) => [id, d]),
+      rows: ordered.map(([id]) => `ledger_accounts:${id}`),
     });
   }
   return parts;
@@ -89,7 +90,7 @@ function normalise(postings: Posting[]): Posting[] {
  * Writes one entry. Returns its id, or undefined when every amount was zero. Account ids must
  * come from accountIds()/clientAccountIds(), which know whether each keeps a cached balance.
  */
-export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBatch): Promise<string | undefined> {
+export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBatch, opts: { locked?: ReadonlySet<string> } = {}): Promise<string | undefined> {
   const postings = normalise(input.postings);
   for (const p of postings) {
     if (isTracked(p.accountId) === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
@@ -103,7 +104,8 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
   // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
   // and did deadlock under load). One row needs no ordering: its UPDATE locks it.
-  if (ordered.length > 1) {
+  // A caller that already holds the locks (read with its balances, in id order) says so.
+  if (ordered.length > 1 && !ordered.every(([id]) => opts.locked?.has(id))) {
     await tx.execute(sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for no key update`);
   }
   // The entry, its postings and the balances go out as one statement: with the caller's batch
@@ -113,7 +115,8 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   const entryId = uuidv7();
   const parts = entryParts(entryId, input, postings, ordered);
   if (batch) {
-    for (const p of parts) batch.add(p);
+    // The same balance written twice in one batch would apply once: flush the earlier write.
+    for (const p of parts) await batch.put(tx, p);
     return entryId;
   }
   const own = new WriteBatch();

@@ -2,6 +2,7 @@
 // event exists exactly when its change does; the delivery rows for every enabled webhook
 // subscribed to the topic are written in the same transaction.
 import { uuidv7 } from 'uuidv7';
+import { WriteBatch } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import type { AnyTopic } from './topics.ts';
 import * as q from './sql.ts';
@@ -41,9 +42,13 @@ export function envelope(id: string, e: EventInput): string {
   });
 }
 
-export async function recordEvent(tx: Executor, e: EventInput, opts: { onlyWebhookId?: string } = {}): Promise<q.EventRow> {
+/**
+ * Writes the event and its deliveries: into the caller's write batch (flushed with the change
+ * it belongs to), or at once as one statement.
+ */
+export async function recordEvent(tx: Executor, e: EventInput, opts: { onlyWebhookId?: string; batch?: WriteBatch } = {}): Promise<q.EventRow> {
   const id = uuidv7();
-  const event = await q.insertEvent(tx, {
+  const event: q.EventRow = {
     id,
     clientId: e.clientId,
     topic: e.topic,
@@ -53,23 +58,10 @@ export async function recordEvent(tx: Executor, e: EventInput, opts: { onlyWebho
     resourceId: e.resource.id,
     body: envelope(id, e),
     createdAt: e.now,
-  });
-  const targets = opts.onlyWebhookId
-    ? [opts.onlyWebhookId]
-    : (await q.enabledWebhooks(tx, e.clientId)).filter((w) => w.topics.includes('*') || w.topics.includes(e.topic)).map((w) => w.id);
-  await q.insertDeliveries(
-    tx,
-    targets.map((webhookId) => ({
-      id: uuidv7(),
-      clientId: e.clientId,
-      eventId: id,
-      webhookId,
-      trigger: opts.onlyWebhookId ? 'test' : 'event',
-      state: 'pending',
-      nextAttemptAt: e.now,
-      createdAt: e.now,
-      updatedAt: e.now,
-    })),
-  );
+  };
+  const batch = opts.batch ?? new WriteBatch();
+  batch.add(q.eventInsertPart(event));
+  batch.add(q.deliveriesInsertPart(event, opts.onlyWebhookId));
+  if (!opts.batch) await batch.flush(tx);
   return event;
 }

@@ -1,6 +1,9 @@
 // Every query on events, deliveries and attempts.
 import { and, asc, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { uuidv7 } from 'uuidv7';
+import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
+import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
@@ -11,9 +14,29 @@ export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'canceled';
 /** An event's state summarises its deliveries. */
 export type EventDeliveryState = 'pending' | 'succeeded' | 'failed' | 'none';
 
-export async function insertEvent(db: Executor, row: typeof events.$inferInsert): Promise<EventRow> {
-  const [out] = await db.insert(events).values(row).returning();
-  return out!;
+/** The event row, as a part of a write batch. */
+export function eventInsertPart(row: EventRow): WritePart {
+  return insertPart(events, row);
+}
+
+/**
+ * A delivery row per enabled webhook of the client subscribed to the topic (or `*`), chosen in
+ * SQL, so writing an event never needs a read of the webhooks first. With `webhookId`, to that
+ * webhook only (test sends). Delivery ids stay time-ordered like every other id: a fresh
+ * uuidv7 with its last two bytes replaced by the row's number.
+ */
+export function deliveriesInsertPart(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart {
+  const id = `encode(overlay(uuid_send($5::uuid) placing int2send((row_number() over (order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
+  return {
+    name: webhookId ? 'event_deliveries_to_one' : 'event_deliveries_fan_out',
+    text: `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
+      select ${id}, w.client_id, $2::uuid, w.id, '${webhookId ? 'test' : 'event'}', 'pending', $4::timestamptz, $4::timestamptz, $4::timestamptz
+      from webhooks w
+      where w.client_id = $1::uuid and ${
+        webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and (w.topics ? '*' or w.topics ? $3::text)`
+      }`,
+    params: [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()],
+  };
 }
 
 export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert)[]): Promise<void> {

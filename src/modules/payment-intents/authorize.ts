@@ -22,26 +22,24 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
+import { checkViolation } from '../../db/errors.ts';
 import { apiError } from '../../http/errors.ts';
 import { renderErrorDocument } from '../../http/error-handler.ts';
-import { checkKey, fingerprintOf, RETENTION_MS, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { checkKey, fingerprintOf, RETENTION_MS, runPreflight, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { JSONAPI } from '../../http/schemas.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
-import { InsufficientFundsError } from '../../ledger/post.ts';
 import type { CardIssuer } from '../../providers/card-issuing.ts';
 import type { CardProcessor, ProcessorAnswer } from '../../providers/card-processor.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { ClientSettings } from '../clients/settings.ts';
-import { giftAvailable } from '../gifts/routes.ts';
-import { connectedAccounts } from '../linked-accounts/sql.ts';
-import { AUTHORIZATION_LIFETIME_MS, captureBankPayment, emitIntent, emitPayment, walletBuckets } from '../payments/domain.ts';
+import { AUTHORIZATION_LIFETIME_MS, captureBankPayment, emitIntent, emitPayment } from '../payments/domain.ts';
 import { NO_SOURCING, planWalletSourcing, releaseWallet, reserveWallet } from '../payments/money.ts';
 import { paymentResource, type RenderContext } from '../payments/render.ts';
 import * as payments from '../payments/sql.ts';
-import { findUser } from '../users/sql.ts';
-import { findWallet } from '../wallets/sql.ts';
 import { effectiveStatus, intentResource } from './render.ts';
+import type { Buckets } from '../wallets/balance.ts';
 import * as q from './sql.ts';
+import { isLockNotAvailable } from './sql.ts';
 
 export interface AuthorizeInput {
   clientId: string;
@@ -99,30 +97,25 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
     : undefined;
   const serialize = (status: number, doc: unknown) => (reply.getSerializationFunction(String(status), JSONAPI) ?? JSON.stringify)(doc);
 
+  // Without a processor this is five round trips: BEGIN; the key check with the intent's lock;
+  // the rest of what it decides on (the wallet's accounts locked); one batch of writes; COMMIT.
   const phase1 = await deps.db.transaction(async (tx): Promise<Phase1> => {
     const now = deps.now();
-    if (scope) {
-      const checked = await checkKey(tx, scope, now);
-      if (checked.state.kind === 'replay') return { kind: 'replay', outcome: checked.state.outcome };
-    }
-    const locked = await q.lockIntentNoWait(tx, i.clientId, i.intentId);
-    if (locked === undefined) throw apiError('PaymentIntentNotFound', `No payment intent ${i.intentId}.`);
-    if (locked === 'busy') throw apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', { headers: { 'retry-after': '1' } });
-    const intent = locked;
-    const status = effectiveStatus(intent, now);
+    const intent = await lockIntent(tx, scope, i, now);
+    if (intent.kind === 'replay') return intent;
+    const status = effectiveStatus(intent.row, now);
+    const authorizable = status === 'Promotable' || status === 'RequiresAction';
+    const c = await q.authorizeContext(tx, { clientId: i.clientId, intent: intent.row, lockWallet: authorizable && i.applyWalletBalance });
 
     if (status === 'PromotedToPayment') {
       // Already authorized: the active payment, without authorizing again (spec rule 1).
-      const payment = await payments.activePaymentOfIntent(tx, intent.id);
-      const doc = await successDocument(tx, intent, payment!, deps.rc, now);
-      return { kind: 'done', outcome: { status: 200, body: serialize(200, doc), replayed: false } };
+      const payment = payments.paymentFromJson(c.activePayment!);
+      return { kind: 'done', outcome: { status: 200, body: serialize(200, successDocument(intent.row, c.paymentIds, payment, deps.rc, now)), replayed: false } };
     }
     if (status === 'Expired') throw apiError('PaymentIntentExpired');
-    if (status !== 'Promotable' && status !== 'RequiresAction') {
-      throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`);
-    }
-    const open = await payments.openAttemptOfIntent(tx, intent.id);
-    if (open) {
+    if (!authorizable) throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`);
+    if (c.openAttempt) {
+      const open = payments.attemptFromJson(c.openAttempt);
       if (open.leaseUntil && open.leaseUntil > now) {
         if (scope && open.idempotencyKey === scope.key) {
           if (open.fingerprint !== scope.fingerprint) throw apiError('IdempotencyKeyReused', undefined, { pointer: '/data/attributes/idempotencyKey' });
@@ -138,40 +131,44 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       return { kind: 'call', attempt: open };
     }
 
-    if (i.amount > intent.amount) throw apiError('Failed', `\`amount\` is more than the intent's ${intent.amount} cents.`, { status: 402, pointer: '/data/attributes/amount' });
-    const plan = await planSourcing(tx, intent, i, now, deps);
-    if (plan.kind === 'requires-action') return { kind: 'done', outcome: plan.outcome };
-    const { sourcing, linkedAccountId } = plan;
-
-    const attemptId = uuidv7();
-    if (intent.walletId) {
-      try {
-        await reserveWallet(tx, { clientId: i.clientId, refType: 'attempt', refId: attemptId, now, walletId: intent.walletId, sourcing });
-      } catch (err) {
-        if (err instanceof InsufficientFundsError) throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
-        throw err;
-      }
+    if (i.amount > intent.row.amount) throw apiError('Failed', `\`amount\` is more than the intent's ${intent.row.amount} cents.`, { status: 402, pointer: '/data/attributes/amount' });
+    const batch = new WriteBatch();
+    const plan = planSourcing(intent.row, c, i);
+    if (plan.kind === 'requires-action') {
+      // The user must link an account: recorded on the intent, which now requires action (402).
+      const updated: q.IntentRow = { ...intent.row, status: 'RequiresAction', error: 'LinkedAccountMissing', updatedAt: now };
+      batch.add(q.updateIntentPart(updated.id, { status: updated.status, error: updated.error, updatedAt: now }));
+      await emitIntent(tx, 'PaymentIntentUpdated', updated, deps.rc, now, { batch, paymentIds: c.paymentIds });
+      await batch.flush(tx);
+      const doc = renderErrorDocument(apiError('Failed', plan.detail, { status: 402 }).items, `/api/v1/payment-intents/${intent.row.id}/authorize`, {
+        environment: deps.environment,
+        now: () => now,
+      });
+      return { kind: 'done', outcome: { status: 402, body: doc, replayed: false } };
     }
+    const { sourcing, linkedAccountId } = plan;
+    const attemptId = uuidv7();
+    const locked = new Set((c.walletAccounts ?? []).map(([id]) => id));
+    if (intent.row.walletId) await reserveWallet(tx, { clientId: i.clientId, refType: 'attempt', refId: attemptId, now, walletId: intent.row.walletId, sourcing, batch, locked });
     const request: AttemptRequest = {
       amount: i.amount,
       channel: i.channel ?? null,
-      reference: i.reference ?? intent.reference ?? null,
+      reference: i.reference ?? intent.row.reference ?? null,
       processorMeta: i.processorMeta ?? null,
       linkedAccountId,
-      rail: intent.giftId ? 'gift' : i.settings.rails,
+      rail: intent.row.giftId ? 'gift' : i.settings.rails,
       captureMode: i.settings.captureMode,
       latencyMs: i.settings.cardProcessor.latencyMs,
     };
     if (!i.settings.cardProcessor.enabled) {
-      const batch = new WriteBatch();
-      const outcome = await approve(tx, { intent, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch });
-      await batch.flush(tx);
+      const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
+      await flushMoney(tx, batch);
       return { kind: 'done', outcome };
     }
-    const attempt = await payments.insertAttempt(tx, {
+    const attempt: payments.AttemptRow = {
       id: attemptId,
       clientId: i.clientId,
-      intentId: intent.id,
+      intentId: intent.row.id,
       idempotencyKey: scope?.key ?? null,
       fingerprint: scope?.fingerprint ?? authorizeFingerprint(i),
       state: 'processing',
@@ -179,9 +176,12 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       amount: i.amount,
       request: request as unknown as Record<string, unknown>,
       sourcing,
+      paymentId: null,
       createdAt: now,
       updatedAt: now,
-    });
+    };
+    batch.add(payments.insertAttemptPart(attempt));
+    await flushMoney(tx, batch);
     return { kind: 'call', attempt };
   });
 
@@ -189,35 +189,62 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
   return finishAttempt(deps, phase1.attempt, scope, serialize, ext);
 }
 
-type Plan = { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null } | { kind: 'requires-action'; outcome: StoredOutcome };
+/**
+ * The intent, locked without waiting (a concurrent authorize of it holds the lock: 409
+ * AlreadyExists), read in the same statement as the idempotency key's check when there is one.
+ */
+async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: AuthorizeInput, now: Date): Promise<{ kind: 'replay'; outcome: StoredOutcome } | { kind: 'row'; row: q.IntentRow }> {
+  const preflight = q.lockIntentPreflight(i.clientId, i.intentId);
+  let raw: Record<string, unknown> | undefined;
+  try {
+    if (scope) {
+      const checked = await checkKey(tx, scope, now, preflight);
+      if (checked.state.kind === 'replay') return { kind: 'replay', outcome: checked.state.outcome };
+      raw = checked.preflight;
+    } else {
+      raw = await runPreflight(tx, preflight);
+    }
+  } catch (err) {
+    if (isLockNotAvailable(err)) {
+      throw apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', { headers: { 'retry-after': '1' } });
+    }
+    throw err;
+  }
+  const row = raw?.intent_row as Record<string, unknown> | null | undefined;
+  if (!row) throw apiError('PaymentIntentNotFound', `No payment intent ${i.intentId}.`);
+  return { kind: 'row', row: q.intentFromJson(row) };
+}
 
-/** Where the money comes from, with the limits of decisions §8. */
-async function planSourcing(tx: Tx, intent: q.IntentRow, i: AuthorizeInput, now: Date, deps: AuthorizeDeps): Promise<Plan> {
+/** The batch holds debits planned from locked balances; a failed no-negative check there is still a 402, never a 500. */
+async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
+  try {
+    await batch.flush(tx);
+  } catch (err) {
+    if (checkViolation(err) === 'ledger_accounts_non_negative') throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
+    throw err;
+  }
+}
+
+type Plan = { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null } | { kind: 'requires-action'; detail: string };
+
+/** Where the money comes from, with the limits of decisions §8, from the locked balances. */
+function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeInput): Plan {
   if (intent.giftId) {
     // Gift intents skip KYC; authorize does not touch the gift (its card is spent later).
-    const left = await giftAvailable(tx, intent.giftId);
+    const left = c.giftAvailable ?? 0;
     if (i.amount > left) throw apiError('Failed', `The gift has ${left} cents left.`, { status: 402, pointer: '/data/attributes/amount' });
     return { kind: 'ok', sourcing: { ...NO_SOURCING, gift: i.amount }, linkedAccountId: null };
   }
-  const wallet = await findWallet(tx, i.clientId, intent.walletId!);
-  if (!wallet || wallet.status !== 'Active') throw apiError('WalletClosed');
-  const user = (await findUser(tx, i.clientId, wallet.userId))!;
-  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
-  const sourcing = planWalletSourcing(await walletBuckets(tx, wallet.id), i.amount, { applyWalletBalance: i.applyWalletBalance, rewardMinimumPurchase: i.settings.rewardMinimumPurchase });
+  if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
+  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
+  const buckets = Object.fromEntries((c.walletAccounts ?? []).map(([, code, balance]) => [code, balance])) as Buckets;
+  const sourcing = planWalletSourcing(buckets, i.amount, { applyWalletBalance: i.applyWalletBalance, rewardMinimumPurchase: i.settings.rewardMinimumPurchase });
   if (sourcing.linked === 0) return { kind: 'ok', sourcing, linkedAccountId: null };
-  const [account] = await connectedAccounts(tx, i.clientId, user.id);
-  if (!account) {
-    // The user must link an account: recorded on the intent, which now requires action (402).
-    const updated = await q.updateIntent(tx, intent.id, { status: 'RequiresAction', error: 'LinkedAccountMissing', updatedAt: now });
-    await emitIntent(tx, 'PaymentIntentUpdated', updated, deps.rc, now);
-    const doc = renderErrorDocument(
-      apiError('Failed', `The wallet covers ${i.amount - sourcing.linked} of ${i.amount} cents and the user has no connected linked account for the rest (intent error LinkedAccountMissing).`, {
-        status: 402,
-      }).items,
-      `/api/v1/payment-intents/${intent.id}/authorize`,
-      { environment: deps.environment, now: () => now },
-    );
-    return { kind: 'requires-action', outcome: { status: 402, body: doc, replayed: false } };
+  if (!c.linkedAccountId) {
+    return {
+      kind: 'requires-action',
+      detail: `The wallet covers ${i.amount - sourcing.linked} of ${i.amount} cents and the user has no connected linked account for the rest (intent error LinkedAccountMissing).`,
+    };
   }
   if (sourcing.linked > i.settings.bankFundingLimit) {
     throw apiError('Failed', `\`amount\` is more than the intent's upper limit (the wallet's ${i.amount - sourcing.linked} cents plus ${i.settings.bankFundingLimit} from the bank).`, {
@@ -225,11 +252,13 @@ async function planSourcing(tx: Tx, intent: q.IntentRow, i: AuthorizeInput, now:
       pointer: '/data/attributes/amount',
     });
   }
-  return { kind: 'ok', sourcing, linkedAccountId: account.id };
+  return { kind: 'ok', sourcing, linkedAccountId: c.linkedAccountId };
 }
 
 interface Decision {
   intent: q.IntentRow;
+  /** The intent's payments so far, oldest first. */
+  paymentIds: string[];
   attemptId: string;
   request: AttemptRequest;
   sourcing: Sourcing;
@@ -240,12 +269,16 @@ interface Decision {
   now: Date;
   serialize: (status: number, doc: unknown) => string;
   batch: WriteBatch;
+  /** Ledger accounts held locked (the wallet's, read with their balances). */
+  locked?: ReadonlySet<string>;
 }
 
+type Decided = { outcome: StoredOutcome; payment: payments.PaymentRow };
+
 /** Approved: a Created payment (captured at once when the merchant captures automatically). */
-async function approve(tx: Tx, d: Decision): Promise<StoredOutcome> {
-  const { intent, request, now } = d;
-  let payment = await payments.insertPayment(tx, {
+async function approve(tx: Tx, d: Decision): Promise<Decided> {
+  const { intent, request, now, batch } = d;
+  let payment: payments.PaymentRow = {
     id: uuidv7(),
     clientId: intent.clientId,
     intentId: intent.id,
@@ -255,49 +288,66 @@ async function approve(tx: Tx, d: Decision): Promise<StoredOutcome> {
     rail: request.rail,
     status: 'Created',
     amount: request.amount,
+    capturedAmount: 0,
+    refundedAmount: 0,
     channel: request.channel,
     reference: request.reference,
     linkedAccountId: request.linkedAccountId,
     sourcing: d.sourcing,
+    captured: null,
     externalPayments: [],
     disbursement: [],
     processor: d.answer ? { request: request.processorMeta, response: d.answer.data } : request.processorMeta ? { request: request.processorMeta } : null,
+    networkAuthorized: 0,
+    failureReason: null,
     expiresAt: new Date(now.getTime() + AUTHORIZATION_LIFETIME_MS),
+    settleAfter: null,
     createdAt: now,
     updatedAt: now,
-  });
+    capturedAt: null,
+    settledAt: null,
+    canceledAt: null,
+  };
+  batch.add(payments.insertPaymentPart(payment));
   if (request.rail === 'card') {
     // The single-use card for exactly the authorized amount.
     const card = await d.deps.issuer.issue({ reference: payment.id, now });
-    await payments.insertCard(tx, {
-      id: uuidv7(),
-      clientId: intent.clientId,
-      paymentId: payment.id,
-      numberSealed: d.deps.sealer.seal(card.number, 'card'),
-      cvcSealed: d.deps.sealer.seal(card.cvc, 'card'),
-      last4: card.number.slice(-4),
-      expirationMonth: card.expirationMonth,
-      expirationYear: card.expirationYear,
-      createdAt: now,
-    });
+    batch.add(
+      payments.insertCardPart({
+        id: uuidv7(),
+        clientId: intent.clientId,
+        paymentId: payment.id,
+        giftId: null,
+        numberSealed: d.deps.sealer.seal(card.number, 'card'),
+        cvcSealed: d.deps.sealer.seal(card.cvc, 'card'),
+        last4: card.number.slice(-4),
+        expirationMonth: card.expirationMonth,
+        expirationYear: card.expirationYear,
+        createdAt: now,
+      }),
+    );
   }
-  const promoted = await q.updateIntent(tx, intent.id, { status: 'PromotedToPayment', error: null, updatedAt: now });
-  await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now);
+  const paymentIds = [...d.paymentIds, payment.id];
+  const promoted: q.IntentRow = { ...intent, status: 'PromotedToPayment', error: null, updatedAt: now };
+  batch.add(q.updateIntentPart(intent.id, { status: promoted.status, error: null, updatedAt: now }));
+  await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now, batch);
   if (request.rail === 'bank' && request.captureMode === 'automatic') {
-    payment = await captureBankPayment(tx, payment, payment.amount, { clientId: intent.clientId, rc: d.deps.rc, now, ext: d.ext });
+    payment = await captureBankPayment(tx, payment, payment.amount, { clientId: intent.clientId, rc: d.deps.rc, now, ext: d.ext, batch, locked: d.locked });
   }
-  await emitIntent(tx, 'PaymentIntentUpdated', promoted, d.deps.rc, now);
-  const body = d.serialize(201, await successDocument(tx, promoted, payment, d.deps.rc, now));
+  await emitIntent(tx, 'PaymentIntentUpdated', promoted, d.deps.rc, now, { batch, paymentIds });
+  const body = d.serialize(201, successDocument(promoted, paymentIds, payment, d.deps.rc, now));
   // Authorize keys live as long as the authorization (decisions §4).
-  if (d.scope) d.batch.add(storeOutcomePart(d.scope, 201, body, now, payment.expiresAt));
-  return { status: 201, body, replayed: false };
+  if (d.scope) batch.add(storeOutcomePart(d.scope, 201, body, now, payment.expiresAt));
+  return { outcome: { status: 201, body, replayed: false }, payment };
 }
 
 /** Declined by the processor: the payment is Failed, the reservation released, 402. */
-async function decline(tx: Tx, d: Decision): Promise<StoredOutcome> {
-  const { intent, request, now } = d;
-  if (intent.walletId) await releaseWallet(tx, { clientId: intent.clientId, refType: 'attempt', refId: d.attemptId, now, walletId: intent.walletId, sourcing: d.sourcing });
-  const payment = await payments.insertPayment(tx, {
+async function decline(tx: Tx, d: Decision): Promise<Decided> {
+  const { intent, request, now, batch } = d;
+  if (intent.walletId) {
+    await releaseWallet(tx, { clientId: intent.clientId, refType: 'attempt', refId: d.attemptId, now, walletId: intent.walletId, sourcing: d.sourcing, batch });
+  }
+  const payment: payments.PaymentRow = {
     id: uuidv7(),
     clientId: intent.clientId,
     intentId: intent.id,
@@ -307,19 +357,28 @@ async function decline(tx: Tx, d: Decision): Promise<StoredOutcome> {
     rail: request.rail,
     status: 'Failed',
     amount: request.amount,
+    capturedAmount: 0,
+    refundedAmount: 0,
     channel: request.channel,
     reference: request.reference,
     linkedAccountId: request.linkedAccountId,
     sourcing: NO_SOURCING,
+    captured: null,
     externalPayments: [],
     disbursement: [],
     processor: { request: request.processorMeta, response: d.answer!.data },
+    networkAuthorized: 0,
     failureReason: `The card processor declined: ${d.answer!.code}.`,
     expiresAt: now,
+    settleAfter: null,
     createdAt: now,
     updatedAt: now,
-  });
-  await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now);
+    capturedAt: null,
+    settledAt: null,
+    canceledAt: null,
+  };
+  batch.add(payments.insertPaymentPart(payment));
+  await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now, batch);
   const body = renderErrorDocument(
     apiError('Failed', `The card processor declined the authorization (${d.answer!.code}); the payment is Failed and the intent can be authorized again.`, {
       status: 402,
@@ -328,8 +387,8 @@ async function decline(tx: Tx, d: Decision): Promise<StoredOutcome> {
     `/api/v1/payment-intents/${intent.id}/authorize`,
     { environment: d.deps.environment, now: () => now },
   );
-  if (d.scope) d.batch.add(storeOutcomePart(d.scope, 402, body, now, new Date(now.getTime() + RETENTION_MS)));
-  return { status: 402, body, replayed: false };
+  if (d.scope) batch.add(storeOutcomePart(d.scope, 402, body, now, new Date(now.getTime() + RETENTION_MS)));
+  return { outcome: { status: 402, body, replayed: false }, payment };
 }
 
 /**
@@ -361,16 +420,13 @@ export async function finishAttempt(
       return recordedOutcome(tx, current!, deps, serialize, now);
     }
     const intent = (await q.lockIntent(tx, attempt.clientId, attempt.intentId))!;
+    const paymentIds = await payments.paymentIdsOfIntent(tx, intent.id);
     const batch = new WriteBatch();
-    const d: Decision = { intent, attemptId: attempt.id, request, sourcing: attempt.sourcing, answer, scope: scopeOf(attempt, scope), deps, ext: accounts, now, serialize, batch };
-    const outcome = answer.approved ? await approve(tx, d) : await decline(tx, d);
-    const payment = await payments.activePaymentOfIntent(tx, intent.id);
-    await payments.updateAttempt(tx, attempt.id, {
-      state: answer.approved ? 'succeeded' : 'declined',
-      leaseUntil: null,
-      paymentId: answer.approved ? (payment?.id ?? null) : null,
-      updatedAt: now,
-    });
+    const d: Decision = { intent, paymentIds, attemptId: attempt.id, request, sourcing: attempt.sourcing, answer, scope: scopeOf(attempt, scope), deps, ext: accounts, now, serialize, batch };
+    const { outcome, payment } = answer.approved ? await approve(tx, d) : await decline(tx, d);
+    batch.add(
+      payments.updateAttemptPart(attempt.id, { state: answer.approved ? 'succeeded' : 'declined', leaseUntil: null, paymentId: answer.approved ? payment.id : null, updatedAt: now }),
+    );
     await batch.flush(tx);
     return outcome;
   });
@@ -387,7 +443,8 @@ async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: Autho
   const intent = (await q.findIntent(tx, attempt.clientId, attempt.intentId))!;
   if (attempt.state === 'succeeded') {
     const payment = (await payments.findPayment(tx, attempt.clientId, attempt.paymentId!))!;
-    return { status: 201, body: serialize(201, await successDocument(tx, intent, payment, deps.rc, now)), replayed: true };
+    const doc = successDocument(intent, await payments.paymentIdsOfIntent(tx, intent.id), payment, deps.rc, now);
+    return { status: 201, body: serialize(201, doc), replayed: true };
   }
   return {
     status: 402,
@@ -400,9 +457,8 @@ async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: Autho
 }
 
 /** 201/200 body: the intent in data, the payment (with the processor's data) in included. */
-async function successDocument(tx: Tx, intent: q.IntentRow, payment: payments.PaymentRow, rc: RenderContext, now: Date) {
-  const all = await payments.paymentsOfIntents(tx, [intent.id]);
-  return { data: intentResource(intent, all, rc.baseUrl, now), included: [paymentResource(payment, rc, { withProcessor: true })] };
+function successDocument(intent: q.IntentRow, paymentIds: string[], payment: payments.PaymentRow, rc: RenderContext, now: Date) {
+  return { data: intentResource(intent, paymentIds, rc.baseUrl, now), included: [paymentResource(payment, rc, { withProcessor: true })] };
 }
 
 /** Job: attempts whose process died are finished (same processor reference, no new charge). */

@@ -1,19 +1,18 @@
 // Payment intents (spec "Payment intents", decisions §8): what a checkout will charge and to
 // what: a wallet (by id, or by a scanned barcode) or a gift. Authorization is in authorize.ts.
 import { uuidv7 } from 'uuidv7';
+import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 import type { AuthenticatedClient } from '../clients/authenticate.ts';
 import { findGift, giftAvailable } from '../gifts/routes.ts';
-import { connectedAccounts } from '../linked-accounts/sql.ts';
-import { cancelCreatedPayment, emitIntent, walletBuckets } from '../payments/domain.ts';
+import { cancelCreatedPayment, emitIntent } from '../payments/domain.ts';
 import type { RenderContext } from '../payments/render.ts';
 import { activePaymentOfIntent } from '../payments/sql.ts';
-import { findUser } from '../users/sql.ts';
-import { walletBalance } from '../wallets/balance.ts';
+import { walletBalance, type Buckets } from '../wallets/balance.ts';
 import { checkBarcode } from '../wallets/domain.ts';
-import { findBarcode, findWallet, incrementBarcodeUse, type WalletRow } from '../wallets/sql.ts';
+import { findBarcode, incrementBarcodeUse } from '../wallets/sql.ts';
 import { effectiveStatus } from './render.ts';
 import * as q from './sql.ts';
 
@@ -32,9 +31,8 @@ export interface CreateIntentInput {
 }
 
 /** The balance block: what the wallet can put toward this amount, and the most it may authorize. */
-export async function walletBalanceBlock(db: Executor, wallet: WalletRow, amount: number, settings: AuthenticatedClient['settings']) {
-  const b = walletBalance(await walletBuckets(db, wallet.id), { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
-  const connected = (await connectedAccounts(db, wallet.clientId, wallet.userId)).length > 0;
+export function walletBalanceBlock(buckets: Buckets, connected: boolean, amount: number, settings: AuthenticatedClient['settings']) {
+  const b = walletBalance(buckets, { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
   return {
     available: b.available.total,
     eligibleReward: b.available.reward.total,
@@ -47,77 +45,91 @@ export async function walletBalanceBlock(db: Executor, wallet: WalletRow, amount
  * barcode first (scan-and-pay; the scan uses one of its uses), then a gift. Wallet intents need
  * KYC Approved and an Active wallet, or they are created Invalid with `error`; gift intents
  * skip KYC.
+ *
+ * By `walletId` (the common case) it is one read and one write, without a transaction: the
+ * intent and its event are written by a single statement, and the balance block is, by
+ * definition, what was true when it was read. A scanned barcode is locked and used up, so that
+ * path runs in a transaction.
  */
 export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.IntentRow> {
   if ((i.walletId === undefined) === (i.lookUpId === undefined)) {
     throw apiError('ValidationError', 'Send exactly one of `walletId` or `lookUpId`.', { pointer: '/data/attributes' });
   }
-  const clientId = i.client.id;
+  if (i.walletId) {
+    const wallet = await q.walletIntentContext(db, i.client.id, i.walletId);
+    if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
+    const batch = new WriteBatch();
+    const intent = await writeIntent(db, batch, i, { wallet });
+    await batch.flush(db);
+    return intent;
+  }
   return db.transaction(async (tx) => {
-    let wallet: WalletRow | undefined;
-    let giftId: string | null = null;
-    let initiator: 'Merchant' | 'Customer' = 'Merchant';
-    if (i.walletId) {
-      wallet = await findWallet(tx, clientId, i.walletId);
-      if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
-    } else {
-      initiator = 'Customer';
-      const barcode = await findBarcode(tx, clientId, i.lookUpId!, { forUpdate: true });
-      if (barcode) {
-        try {
-          checkBarcode(barcode, i.now);
-        } catch (err) {
-          (err as { items?: { source?: unknown }[] }).items?.forEach((item) => (item.source = { pointer: '/data/attributes/lookUpId' }));
-          throw err;
-        }
-        await incrementBarcodeUse(tx, barcode.id);
-        wallet = await findWallet(tx, clientId, barcode.walletId);
-      } else {
-        const gift = await findGift(tx, clientId, i.lookUpId!);
-        if (!gift) throw apiError('LookUpIdNotFound', undefined, { pointer: '/data/attributes/lookUpId' });
-        giftId = gift.id;
+    const batch = new WriteBatch();
+    const barcode = await findBarcode(tx, i.client.id, i.lookUpId!, { forUpdate: true });
+    let intent: q.IntentRow;
+    if (barcode) {
+      try {
+        checkBarcode(barcode, i.now);
+      } catch (err) {
+        (err as { items?: { source?: unknown }[] }).items?.forEach((item) => (item.source = { pointer: '/data/attributes/lookUpId' }));
+        throw err;
       }
-    }
-
-    let status = 'Promotable';
-    let error: string | null = null;
-    let balance: q.IntentRow['balance'];
-    let userId: string | null = null;
-    if (wallet) {
-      const user = (await findUser(tx, clientId, wallet.userId))!;
-      userId = user.id;
-      if (wallet.status !== 'Active') [status, error] = ['Invalid', 'WalletClosed'];
-      else if (user.kycStatus !== 'Approved') [status, error] = ['Invalid', 'InvalidKycStatus'];
-      balance = await walletBalanceBlock(tx, wallet, i.amount, i.client.settings);
+      await incrementBarcodeUse(tx, barcode.id);
+      intent = await writeIntent(tx, batch, i, { wallet: (await q.walletIntentContext(tx, i.client.id, barcode.walletId))!, initiator: 'Customer' });
     } else {
-      const left = await giftAvailable(tx, giftId!);
-      balance = { available: left, eligibleReward: 0, upperLimit: left };
+      const gift = await findGift(tx, i.client.id, i.lookUpId!);
+      if (!gift) throw apiError('LookUpIdNotFound', undefined, { pointer: '/data/attributes/lookUpId' });
+      intent = await writeIntent(tx, batch, i, { gift: { id: gift.id, available: await giftAvailable(tx, gift.id) } });
     }
-    const intent = await q.insertIntent(tx, {
-      id: uuidv7(),
-      clientId,
-      walletId: wallet?.id ?? null,
-      giftId,
-      userId,
-      amount: i.amount,
-      status,
-      error,
-      reference: i.reference ?? null,
-      initiator,
-      paymentMethod: giftId ? 'Gift' : 'Wallet',
-      lookUpId: i.lookUpId ?? null,
-      balance,
-      billingAddress: i.billingAddress ?? null,
-      email: i.email ?? null,
-      fullName: i.fullName ?? null,
-      phoneNumber: i.phoneNumber ?? null,
-      expiresAt: new Date(i.now.getTime() + i.client.settings.paymentIntentTtlSeconds * 1000),
-      createdAt: i.now,
-      updatedAt: i.now,
-    });
-    await emitIntent(tx, 'PaymentIntentCreated', intent, i.rc, i.now);
+    await batch.flush(tx);
     return intent;
   });
+}
+
+/** The new intent and its PaymentIntentCreated event, into the batch. */
+async function writeIntent(
+  ex: Executor,
+  batch: WriteBatch,
+  i: CreateIntentInput,
+  to: { wallet: q.WalletIntentContext; initiator?: 'Customer' } | { gift: { id: string; available: number } },
+): Promise<q.IntentRow> {
+  let status = 'Promotable';
+  let error: string | null = null;
+  let balance: q.IntentRow['balance'];
+  if ('wallet' in to) {
+    const w = to.wallet;
+    if (w.status !== 'Active') [status, error] = ['Invalid', 'WalletClosed'];
+    else if (w.kycStatus !== 'Approved') [status, error] = ['Invalid', 'InvalidKycStatus'];
+    balance = walletBalanceBlock(w.buckets as Buckets, w.connected, i.amount, i.client.settings);
+  } else {
+    balance = { available: to.gift.available, eligibleReward: 0, upperLimit: to.gift.available };
+  }
+  const wallet = 'wallet' in to ? to.wallet : undefined;
+  const intent: q.IntentRow = {
+    id: uuidv7(),
+    clientId: i.client.id,
+    walletId: wallet?.id ?? null,
+    giftId: 'gift' in to ? to.gift.id : null,
+    userId: wallet?.userId ?? null,
+    amount: i.amount,
+    status,
+    error,
+    reference: i.reference ?? null,
+    initiator: 'wallet' in to ? (to.initiator ?? 'Merchant') : 'Customer',
+    paymentMethod: 'gift' in to ? 'Gift' : 'Wallet',
+    lookUpId: i.lookUpId ?? null,
+    balance,
+    billingAddress: i.billingAddress ?? null,
+    email: i.email ?? null,
+    fullName: i.fullName ?? null,
+    phoneNumber: i.phoneNumber ?? null,
+    expiresAt: new Date(i.now.getTime() + i.client.settings.paymentIntentTtlSeconds * 1000),
+    createdAt: i.now,
+    updatedAt: i.now,
+  };
+  batch.add(q.insertIntentPart(intent));
+  await emitIntent(ex, 'PaymentIntentCreated', intent, i.rc, i.now, { batch, paymentIds: [] });
+  return intent;
 }
 
 export async function getIntent(db: Executor, opts: { clientId: string; intentId: string }): Promise<q.IntentRow> {
@@ -136,8 +148,8 @@ export async function refreshBalance(db: Executor, intent: q.IntentRow, client: 
     const left = await giftAvailable(db, intent.giftId);
     return { available: left, eligibleReward: 0, upperLimit: left };
   }
-  const wallet = await findWallet(db, client.id, intent.walletId!);
-  return walletBalanceBlock(db, wallet!, intent.amount, client.settings);
+  const wallet = (await q.walletIntentContext(db, client.id, intent.walletId!))!;
+  return walletBalanceBlock(wallet.buckets as Buckets, wallet.connected, intent.amount, client.settings);
 }
 
 const CANCELABLE = new Set(['Promotable', 'Invalid', 'RequiresAction']);

@@ -1,4 +1,3 @@
-import type { PaymentRow } from '../payments/sql.ts';
 import { EXPIRING, type IntentRow } from './sql.ts';
 
 /** What an intent reads as now: an expiring intent past expiresAt is Expired (the sweeper records it). */
@@ -6,7 +5,8 @@ export function effectiveStatus(i: IntentRow, now: Date): string {
   return EXPIRING.includes(i.status) && i.expiresAt <= now ? 'Expired' : i.status;
 }
 
-export function intentResource(i: IntentRow, payments: PaymentRow[], baseUrl: string, now: Date) {
+/** `paymentIds`: the intent's payments, oldest first. */
+export function intentResource(i: IntentRow, paymentIds: string[], baseUrl: string, now: Date) {
   return {
     id: i.id,
     type: 'PaymentIntent' as const,
@@ -29,7 +29,7 @@ export function intentResource(i: IntentRow, payments: PaymentRow[], baseUrl: st
       updatedAt: i.updatedAt.toISOString(),
       createdAt: i.createdAt.toISOString(),
     },
-    relationships: { payments: { data: payments.map((p) => ({ type: 'Payment' as const, id: p.id })) } },
+    relationships: { payments: { data: paymentIds.map((id) => ({ type: 'Payment' as const, id })) } },
     links: { self: `${baseUrl}/api/v1/payment-intents/${i.id}` },
   };
 }

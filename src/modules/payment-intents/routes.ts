@@ -48,7 +48,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     const data = await Promise.all(
       intents.map(async (i) => {
         const row = include.has('balance') ? { ...i, balance: await refreshBalance(ctx.db, i, client) } : i;
-        return intentResource(row, byIntent.get(i.id) ?? [], base, now);
+        return intentResource(row, (byIntent.get(i.id) ?? []).map((p) => p.id), base, now);
       }),
     );
     const included: unknown[] = [];

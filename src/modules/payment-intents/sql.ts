@@ -1,7 +1,11 @@
 // Every query on payment intents, scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
+import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
+import { run, statement } from '../../db/statements.ts';
+import type { Preflight } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type IntentRow = typeof paymentIntents.$inferSelect;
@@ -12,6 +16,83 @@ export const EXPIRING = ['Promotable', 'RequiresAction'];
 export async function insertIntent(db: Executor, row: typeof paymentIntents.$inferInsert): Promise<IntentRow> {
   const [out] = await db.insert(paymentIntents).values(row).returning();
   return out!;
+}
+
+export const insertIntentPart = (row: IntentRow): WritePart => insertPart(paymentIntents, row);
+export const updateIntentPart = (id: string, patch: Partial<IntentRow>): WritePart => updatePart(paymentIntents, id, patch);
+export const intentFromJson = (raw: Record<string, unknown>): IntentRow => rowFrom(paymentIntents, raw);
+
+/** What creating a wallet intent needs to know about the wallet, in one read. */
+export interface WalletIntentContext {
+  id: string;
+  clientId: string;
+  userId: string;
+  status: string;
+  kycStatus: string;
+  buckets: Record<string, number>;
+  connected: boolean;
+}
+
+const WALLET_CONTEXT = statement(
+  'intent_wallet_context',
+  `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, u.kyc_status as "kycStatus",
+     (select json_object_agg(a.code, a.balance) from ledger_accounts a where a.owner_type = 'wallet' and a.owner_id = w.id) as buckets,
+     exists (select 1 from linked_accounts la where la.client_id = w.client_id and la.user_id = w.user_id and la.status = 'Connected') as connected
+   from wallets w join users u on u.id = w.user_id
+   where w.client_id = $1 and w.id = $2`,
+);
+
+export async function walletIntentContext(db: Executor, clientId: string, walletId: string): Promise<WalletIntentContext | undefined> {
+  const [row] = await run<WalletIntentContext>(db, WALLET_CONTEXT, [clientId, walletId]);
+  return row;
+}
+
+/**
+ * Authorize, first read (with the idempotency check when there is a key): the intent, locked
+ * without waiting, so a concurrent authorize of the same intent answers 409 instead of queueing.
+ */
+export function lockIntentPreflight(clientId: string, intentId: string): Preflight {
+  return {
+    name: 'authorize_intent',
+    text: 'select row_to_json(i) as intent_row from payment_intents i where i.client_id = $1 and i.id = $2 and {{gate}} for update of i nowait',
+    params: [clientId, intentId],
+  };
+}
+
+/** Authorize, second read: everything else it decides on, read after the intent is locked. */
+export interface AuthorizeContext {
+  paymentIds: string[];
+  activePayment: Record<string, unknown> | null;
+  openAttempt: Record<string, unknown> | null;
+  walletStatus: string | null;
+  userId: string | null;
+  kycStatus: string | null;
+  linkedAccountId: string | null;
+  /** The wallet's ledger accounts [id, code, balance], locked in id order when asked. */
+  walletAccounts: [string, string, number][] | null;
+  giftAvailable: number | null;
+}
+
+const AUTHORIZE_CONTEXT = statement(
+  'authorize_context',
+  `select
+     (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = $1) as "paymentIds",
+     (select row_to_json(p) from payments p where p.intent_id = $1 and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
+     (select row_to_json(a) from authorization_attempts a where a.intent_id = $1 and a.state = 'processing' limit 1) as "openAttempt",
+     w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+     (select la.id from linked_accounts la where la.client_id = $2 and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
+     (select json_agg(json_build_array(b.id, b.code, b.balance))
+        from (select a.id, a.code, a.balance from ledger_accounts a
+              where a.owner_type = 'wallet' and a.owner_id = $3 and $4::boolean order by a.id for no key update) b) as "walletAccounts",
+     (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = $5 and a.code = 'gift.available') as "giftAvailable"
+   from (select 1) one
+   left join wallets w on w.client_id = $2 and w.id = $3
+   left join users u on u.id = w.user_id`,
+);
+
+export async function authorizeContext(db: Executor, i: { clientId: string; intent: IntentRow; lockWallet: boolean }): Promise<AuthorizeContext> {
+  const [row] = await run<AuthorizeContext>(db, AUTHORIZE_CONTEXT, [i.intent.id, i.clientId, i.intent.walletId, i.lockWallet, i.intent.giftId]);
+  return row!;
 }
 
 export async function findIntent(db: Executor, clientId: string, id: string): Promise<IntentRow | undefined> {
@@ -38,7 +119,8 @@ export async function lockIntentNoWait(db: Executor, clientId: string, id: strin
   }
 }
 
-function isLockNotAvailable(err: unknown): boolean {
+/** PostgreSQL's 55P03: a NOWAIT lock was held by another transaction. */
+export function isLockNotAvailable(err: unknown): boolean {
   for (let e = err as { code?: string; cause?: unknown } | undefined, i = 0; e && i < 5; e = e.cause as typeof e, i++) {
     if (e.code === '55P03') return true;
   }

@@ -7,6 +7,7 @@
 //
 // Anything else is 400 IllegalOperation.
 import { uuidv7 } from 'uuidv7';
+import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
 import { apiError } from '../../http/errors.ts';
@@ -18,7 +19,7 @@ import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
 import { findLinkedAccount } from '../linked-accounts/sql.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { findIntent, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
+import { intentFromJson, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
 import { findUser } from '../users/sql.ts';
 import type { Buckets } from '../wallets/balance.ts';
 import { findWallet } from '../wallets/sql.ts';
@@ -44,27 +45,36 @@ export const AUTHORIZATION_LIFETIME_MS = 7 * 86_400_000;
 /** The sandbox bank settles a captured payment this long after capture. */
 export const SANDBOX_SETTLE_DELAY_MS = 1_000;
 
-export async function emitPayment(tx: Executor, topic: Topic, p: q.PaymentRow, rc: RenderContext, now: Date): Promise<void> {
-  await recordEvent(tx, {
-    clientId: p.clientId,
-    topic,
-    ...(p.userId ? { userId: p.userId } : {}),
-    ...(p.walletId ? { walletId: p.walletId } : {}),
-    resource: paymentResource(p, rc, { withProcessor: true }),
-    now,
-  });
+export async function emitPayment(tx: Executor, topic: Topic, p: q.PaymentRow, rc: RenderContext, now: Date, batch?: WriteBatch): Promise<void> {
+  await recordEvent(
+    tx,
+    {
+      clientId: p.clientId,
+      topic,
+      ...(p.userId ? { userId: p.userId } : {}),
+      ...(p.walletId ? { walletId: p.walletId } : {}),
+      resource: paymentResource(p, rc, { withProcessor: true }),
+      now,
+    },
+    { batch },
+  );
 }
 
-export async function emitIntent(tx: Executor, topic: Topic, i: IntentRow, rc: RenderContext, now: Date): Promise<void> {
-  const payments = await q.paymentsOfIntents(tx, [i.id]);
-  await recordEvent(tx, {
-    clientId: i.clientId,
-    topic,
-    ...(i.userId ? { userId: i.userId } : {}),
-    ...(i.walletId ? { walletId: i.walletId } : {}),
-    resource: intentResource(i, payments, rc.baseUrl, now),
-    now,
-  });
+/** An intent event; `paymentIds` (the intent's payments, oldest first) saves reading them. */
+export async function emitIntent(tx: Executor, topic: Topic, i: IntentRow, rc: RenderContext, now: Date, opts: { batch?: WriteBatch; paymentIds?: string[] } = {}): Promise<void> {
+  const paymentIds = opts.paymentIds ?? (await q.paymentsOfIntents(tx, [i.id])).map((p) => p.id);
+  await recordEvent(
+    tx,
+    {
+      clientId: i.clientId,
+      topic,
+      ...(i.userId ? { userId: i.userId } : {}),
+      ...(i.walletId ? { walletId: i.walletId } : {}),
+      resource: intentResource(i, paymentIds, rc.baseUrl, now),
+      now,
+    },
+    { batch: opts.batch },
+  );
 }
 
 export async function walletBuckets(db: Executor, walletId: string): Promise<Buckets> {
@@ -89,32 +99,42 @@ interface Ctx {
 
 /**
  * Bank-rail capture (also automatic capture at authorization): up to the authorized amount,
- * taken in the spending order; the uncaptured rest is released. Created → Processing.
+ * taken in the spending order; the uncaptured rest is released. Created → Processing. With a
+ * batch, its writes join the caller's.
  */
-export async function captureBankPayment(tx: Executor, p: q.PaymentRow, amount: number, c: Ctx & { ext: Record<ClientCode, string> }): Promise<q.PaymentRow> {
+export async function captureBankPayment(
+  tx: Executor,
+  p: q.PaymentRow,
+  amount: number,
+  c: Ctx & { ext: Record<ClientCode, string>; batch?: WriteBatch; locked?: ReadonlySet<string> },
+): Promise<q.PaymentRow> {
   if (p.status !== 'Created') illegal(p, 'captured');
   if (p.rail !== 'bank') throw apiError('IllegalOperation', 'Card-rail and gift payments are captured through the card network, not this endpoint.');
   if (amount > p.amount) throw apiError('ValidationError', `\`amount\` is more than the ${p.amount} cents authorized.`, { pointer: '/data/attributes/amount' });
+  const own = c.batch ?? new WriteBatch();
   const { captured, released } = splitCapture(p.sourcing, amount);
-  await captureWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId!, captured, released, to: 'settlement', ext: c.ext });
-  const updated = await q.updatePayment(tx, p.id, {
-    status: 'Processing',
-    capturedAmount: amount,
-    captured,
-    capturedAt: c.now,
-    settleAfter: new Date(c.now.getTime() + SANDBOX_SETTLE_DELAY_MS),
-    updatedAt: c.now,
-  });
-  await emitPayment(tx, 'PaymentCaptured', updated, c.rc, c.now);
+  await captureWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId!, captured, released, to: 'settlement', ext: c.ext, batch: own, locked: c.locked });
+  const patch = { status: 'Processing', capturedAmount: amount, captured, capturedAt: c.now, settleAfter: new Date(c.now.getTime() + SANDBOX_SETTLE_DELAY_MS), updatedAt: c.now };
+  // An automatic capture updates the payment its authorization inserts in the same batch.
+  await own.put(tx, q.updatePaymentPart(p.id, patch));
+  const updated: q.PaymentRow = { ...p, ...patch };
+  await emitPayment(tx, 'PaymentCaptured', updated, c.rc, c.now, own);
+  if (!c.batch) await own.flush(tx);
   return updated;
 }
 
-export async function capturePayment(db: Db, opts: Ctx & { paymentId: string; amount: number }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined }> {
+/**
+ * POST /payments/{id}/capture: BEGIN; the payment locked (with its intent); the wallet's
+ * accounts locked; one batch of writes; COMMIT.
+ */
+export async function capturePayment(db: Db, opts: Ctx & { paymentId: string; amount: number }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined; paymentIds: string[] }> {
   const ext = await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
-    const p = await getPayment(tx, { ...opts, forUpdate: true });
-    const captured = await captureBankPayment(tx, p, opts.amount, { ...opts, ext });
-    return { payment: captured, intent: p.intentId ? await findIntent(tx, opts.clientId, p.intentId) : undefined };
+    const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
+    if (!locked) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
+    const captured = await captureBankPayment(tx, locked.payment, opts.amount, { ...opts, ext });
+    const intent = locked.intent ? intentFromJson(locked.intent) : undefined;
+    return { payment: captured, intent, paymentIds: (locked.intent?.payment_ids as string[] | undefined) ?? [] };
   });
 }
 

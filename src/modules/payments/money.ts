@@ -9,6 +9,7 @@
 //             … or → external.card_network on card rails and gifts
 //   settle    merchant.settlement → counterparty.available per disbursement
 //   refund    back where it came from: the bank first, then deposit, accrue, merchant rewards
+import type { WriteBatch } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
 import { accountIds, type ClientCode, type CounterpartyCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
@@ -37,6 +38,10 @@ interface Ref {
   refType: string;
   refId: string;
   now: Date;
+  /** Write into the caller's batch instead of at once. */
+  batch?: WriteBatch;
+  /** Ledger accounts the caller holds locked (read with their balances, in id order). */
+  locked?: ReadonlySet<string>;
 }
 
 const walletAccounts = (tx: Executor, walletId: string) => accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: walletId });
@@ -58,7 +63,7 @@ export async function reserveWallet(tx: Executor, r: Ref & { walletId: string; s
       { accountId: w['deposit.available'], amount: -r.sourcing.deposit },
       { accountId: w['deposit.reserved'], amount: r.sourcing.deposit },
     ],
-  });
+  }, r.batch, { locked: r.locked });
 }
 
 /** Reserved wallet money goes back to available. */
@@ -78,7 +83,7 @@ export async function releaseWallet(tx: Executor, r: Ref & { walletId: string; s
       { accountId: w['deposit.reserved'], amount: -r.sourcing.deposit },
       { accountId: w['deposit.available'], amount: r.sourcing.deposit },
     ],
-  });
+  }, r.batch, { locked: r.locked });
 }
 
 /** Splits a capture of `amount` from a reservation, in the spending order; the rest is released. */
@@ -131,7 +136,7 @@ export async function captureWallet(
       { accountId: r.ext['external.bank'], amount: -c.linked },
       { accountId: target, amount: c.merchantReward + c.accrueReward + c.deposit + c.linked },
     ],
-  });
+  }, r.batch, { locked: r.locked });
   await releaseWallet(tx, { ...r, sourcing: r.released });
 }
 
@@ -152,7 +157,7 @@ export async function payFromWallet(tx: Executor, r: Ref & { walletId: string; s
       { accountId: r.ext['external.bank'], amount: -s.linked },
       { accountId: r.ext['merchant.settlement'], amount: s.merchantReward + s.accrueReward + s.deposit + s.linked },
     ],
-  });
+  }, r.batch, { locked: r.locked });
 }
 
 const giftAccounts = (tx: Executor, giftId: string) => accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: giftId });
@@ -170,7 +175,7 @@ export async function holdGift(tx: Executor, r: Ref & { giftId: string; amount: 
       { accountId: g['gift.available'], amount: -r.amount },
       { accountId: g['gift.reserved'], amount: r.amount },
     ],
-  });
+  }, r.batch, { locked: r.locked });
 }
 
 /** The held gift money goes to the card network; whatever was held beyond it is released. */
@@ -187,7 +192,7 @@ export async function captureGift(tx: Executor, r: Ref & { giftId: string; captu
       { accountId: r.ext['external.card_network'], amount: r.captured },
       { accountId: g['gift.available'], amount: r.released },
     ],
-  });
+  }, r.batch, { locked: r.locked });
 }
 
 /** Disbursements leave the merchant's settlement for the counterparties' balances. */
@@ -199,7 +204,7 @@ export async function disburse(tx: Executor, r: Ref & { disbursement: { counterp
     postings.push({ accountId: c['counterparty.available'], amount: d.amount });
   }
   postings.push({ accountId: r.ext['merchant.settlement'], amount: -r.disbursement.reduce((s, d) => s + d.amount, 0) });
-  await postEntry(tx, { clientId: r.clientId, kind: 'payment.disburse', refType: r.refType, refId: r.refId, now: r.now, postings });
+  await postEntry(tx, { clientId: r.clientId, kind: 'payment.disburse', refType: r.refType, refId: r.refId, now: r.now, postings }, r.batch, { locked: r.locked });
 }
 
 /**
@@ -227,7 +232,7 @@ export async function returnCaptured(
     const g = await giftAccounts(tx, r.giftId);
     postings.push({ accountId: g['gift.available'], amount: s.gift });
   }
-  await postEntry(tx, { clientId: r.clientId, kind: r.kind, refType: r.refType, refId: r.refId, now: r.now, postings });
+  await postEntry(tx, { clientId: r.clientId, kind: r.kind, refType: r.refType, refId: r.refId, now: r.now, postings }, r.batch, { locked: r.locked });
 }
 
 /**

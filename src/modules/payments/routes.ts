@@ -49,7 +49,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const intents = await intentsByIds(ctx.db, clientId, [...new Set(rows.flatMap((p) => (p.intentId ? [p.intentId] : [])))]);
       const theirPayments = await paymentsOfIntents(ctx.db, intents.map((i) => i.id));
       const now = ctx.clock.now();
-      included.push(...intents.map((i) => intentResource(i, theirPayments.filter((p) => p.intentId === i.id), rc.baseUrl, now)));
+      included.push(...intents.map((i) => intentResource(i, theirPayments.filter((p) => p.intentId === i.id).map((p) => p.id), rc.baseUrl, now)));
     }
     if (include.has('captures')) included.push(...rows.filter((p) => p.capturedAt).map(captureResource));
     if (refunds) included.push(...[...refunds.values()].flat().map(refundResource));
@@ -147,9 +147,8 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const { payment, intent } = await capturePayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
-      const theirs = intent ? await paymentsOfIntents(ctx.db, [intent.id]) : [];
-      return { data: paymentResource(payment, rc), included: intent ? [intentResource(intent, theirs, rc.baseUrl, ctx.clock.now())] : [] };
+      const { payment, intent, paymentIds } = await capturePayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
+      return { data: paymentResource(payment, rc), included: intent ? [intentResource(intent, paymentIds, rc.baseUrl, ctx.clock.now())] : [] };
     },
   );
 

@@ -1,13 +1,49 @@
 // Every query on payments, refunds, authorization attempts and virtual cards; scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
+import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
+import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardReads, payments, refunds, virtualCards } from '../../db/schema.ts';
+import { run, statement } from '../../db/statements.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type PaymentRow = typeof payments.$inferSelect;
 export type RefundRow = typeof refunds.$inferSelect;
 export type AttemptRow = typeof authorizationAttempts.$inferSelect;
 export type CardRow = typeof virtualCards.$inferSelect;
+
+export const insertPaymentPart = (row: PaymentRow): WritePart => insertPart(payments, row);
+export const updatePaymentPart = (id: string, patch: Partial<PaymentRow>): WritePart => updatePart(payments, id, patch);
+export const insertCardPart = (row: CardRow): WritePart => insertPart(virtualCards, row);
+export const insertAttemptPart = (row: AttemptRow): WritePart => insertPart(authorizationAttempts, row);
+export const updateAttemptPart = (id: string, patch: Partial<AttemptRow>): WritePart => updatePart(authorizationAttempts, id, patch);
+export const paymentFromJson = (raw: Record<string, unknown>): PaymentRow => rowFrom(payments, raw);
+export const attemptFromJson = (raw: Record<string, unknown>): AttemptRow => rowFrom(authorizationAttempts, raw);
+
+const LOCK_PAYMENT = statement(
+  'payment_lock_with_intent',
+  `select row_to_json(p) as payment,
+     case when i.id is null then null else
+       jsonb_set(to_jsonb(i), '{payment_ids}', (select jsonb_agg(x.id order by x.created_at, x.id) from payments x where x.intent_id = i.id)) end as intent
+   from payments p left join payment_intents i on i.id = p.intent_id
+   where p.client_id = $1 and p.id = $2
+   for update of p`,
+);
+
+/**
+ * A payment locked for a transition, with its intent as it stands (unlocked: only the
+ * payment's own transitions are serialised here) and the intent's `payment_ids`.
+ */
+export async function lockPaymentWithIntent(db: Executor, clientId: string, id: string): Promise<{ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined> {
+  const [row] = await run<{ payment: Record<string, unknown>; intent: Record<string, unknown> | null }>(db, LOCK_PAYMENT, [clientId, id]);
+  return row ? { payment: paymentFromJson(row.payment), intent: row.intent } : undefined;
+}
+
+const PAYMENT_IDS_OF_INTENT = statement('payment_ids_of_intent', 'select id from payments where intent_id = $1 order by created_at, id');
+
+export async function paymentIdsOfIntent(db: Executor, intentId: string): Promise<string[]> {
+  return (await run<{ id: string }>(db, PAYMENT_IDS_OF_INTENT, [intentId])).map((r) => r.id);
+}
 
 export async function insertPayment(db: Executor, row: typeof payments.$inferInsert): Promise<PaymentRow> {
   const [out] = await db.insert(payments).values(row).returning();

@@ -1,0 +1,70 @@
+// Profiling one checkout step (a developer's tool, not a benchmark):
+//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture> [seconds]
+// Needs a PostgreSQL server with pg_stat_statements preloaded, in PROFILE_PG (default
+// postgres://postgres@127.0.0.1:55433/postgres). Sets up wallets and the steps before the one
+// measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that), runs the
+// step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
+import pg from 'pg';
+import { approvedWallets, fundWallets, load, merchant, startCoffer } from './lib.ts';
+
+const step = process.argv[2] ?? 'intent';
+const seconds = Number(process.argv[3] ?? 10);
+const server = process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:55433/postgres';
+const name = `coffer_prof_${Date.now()}`;
+const admin = new pg.Client({ connectionString: server });
+await admin.connect();
+await admin.query(`create database ${name}`);
+const databaseUrl = server.replace(/\/postgres$/, `/${name}`);
+const env = { LOG_LEVEL: 'warn', ...(process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {}) };
+
+let coffer = await startCoffer({ databaseUrl, env });
+const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
+const wallets = await approvedWallets(coffer, auth, 20);
+await fundWallets(coffer, auth, wallets, 50_000_000);
+
+let k = 0;
+const intentReq = {
+  method: 'POST',
+  path: '/api/v1/payment-intents',
+  setupRequest: (r: Record<string, unknown>) => ({ ...r, body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId } } }) }),
+};
+const n = 400 * seconds;
+const intents: string[] = [];
+const payments: string[] = [];
+let i = 0;
+const authReq = {
+  method: 'POST',
+  setupRequest: (r: Record<string, unknown>) => {
+    const id = intents[i++];
+    return { ...r, path: `/api/v1/payment-intents/${id}/authorize`, body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } } }) };
+  },
+};
+let j = 0;
+const capReq = {
+  method: 'POST',
+  setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[j++]}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
+};
+if (step !== 'intent') {
+  await load('intents', { url: coffer.url, headers: auth, amount: n, requests: [{ ...intentReq, onResponse: (_s: number, b: string) => void intents.push(JSON.parse(b).data.id) }] as never });
+}
+if (step === 'capture') {
+  await load('authorize', { url: coffer.url, headers: auth, amount: n, requests: [{ ...authReq, onResponse: (_s: number, b: string) => void payments.push(JSON.parse(b).included[0].id) }] as never });
+}
+
+// The measured step runs on a fresh server process, so its profile holds only the step.
+const dataDir = coffer.dataDir;
+await coffer.stop();
+coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ') ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
+await admin.query('select pg_stat_statements_reset()');
+const requests = step === 'intent' ? [intentReq] : step === 'authorize' ? [authReq] : [capReq];
+const r = await load(step, { url: coffer.url, headers: auth, ...(step === 'intent' ? { durationS: seconds } : { amount: n }), requests: requests as never });
+console.log(r);
+const stats = await admin.query(
+  `select calls, round(total_exec_time::numeric, 1) as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) as q
+   from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1 order by calls desc, total_exec_time desc limit 40`,
+  [name],
+);
+console.log('per request | total ms | statement');
+for (const s of stats.rows) console.log(String((s.calls / r.requests).toFixed(2)).padStart(6), String(s.ms).padStart(9), s.q);
+await coffer.stop();
+await admin.end();
