@@ -49,7 +49,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     log: opts.log,
     auth: new ClientAuthenticator(database.db, config.authCacheTtlMs),
     jobs: new JobRunner(opts.log),
-    providers: { ...sandboxProviders(database.db), ...opts.providers },
+    providers: { ...sandboxProviders(database.db, config.cardEncryptionKey), ...opts.providers },
     sealer,
     webhooks: new WebhookDispatcher({
       db: database.db,

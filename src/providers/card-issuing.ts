@@ -1,6 +1,8 @@
-// Port to the card issuer that creates single-use virtual debit cards. The sandbox issues
-// Luhn-valid numbers in a test range (BIN 400000), valid three years.
-import { randomInt } from 'node:crypto';
+// Port to the card issuer that creates single-use virtual debit cards. Issuing is idempotent
+// by reference: asked again for the same reference (a retry after a crash), an issuer returns
+// the same card. The sandbox issues Luhn-valid numbers in a test range (BIN 400000), valid
+// three years, derived from the reference with a keyed hash, so it needs no storage.
+import { createHmac, hkdfSync } from 'node:crypto';
 
 export interface IssuedCard {
   number: string;
@@ -32,13 +34,22 @@ export function isLuhnValid(number: string): boolean {
 }
 
 export class SandboxCardIssuer implements CardIssuer {
-  async issue(opts: { now: Date }): Promise<IssuedCard> {
-    const body = `400000${Array.from({ length: 9 }, () => randomInt(0, 10)).join('')}`;
+  readonly #key: Buffer;
+
+  /** `secret`: the deployment's card key (a key for this use is derived from it). */
+  constructor(secret: Buffer) {
+    this.#key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'coffer:sandbox-card-issuer', 32));
+  }
+
+  async issue(opts: { reference: string; now: Date }): Promise<IssuedCard> {
+    const digest = createHmac('sha256', this.#key).update(opts.reference).digest();
+    const digits = (BigInt(`0x${digest.toString('hex')}`) % 10n ** 12n).toString().padStart(12, '0');
+    const body = `400000${digits.slice(0, 9)}`;
     return {
       number: body + luhnCheckDigit(body),
       expirationMonth: opts.now.getUTCMonth() + 1,
       expirationYear: opts.now.getUTCFullYear() + 3,
-      cvc: String(randomInt(0, 1000)).padStart(3, '0'),
+      cvc: digits.slice(9, 12),
     };
   }
 }

@@ -18,12 +18,13 @@ export interface Providers {
 }
 
 /** The sandbox providers. Live deployments plug real ones in here. */
-export function sandboxProviders(db?: Db): Providers {
+/** The sandbox's providers; `cardKey` keys the sandbox card issuer. */
+export function sandboxProviders(db: Db | undefined, cardKey: Buffer): Providers {
   return {
     bankLinking: new SandboxBankLinking(),
     bankTransfers: new SandboxBankTransfers(),
     cardProcessor: db ? new SandboxCardProcessor(db) : unavailableProcessor,
-    cardIssuer: new SandboxCardIssuer(),
+    cardIssuer: new SandboxCardIssuer(cardKey),
     kyc: new SandboxKyc(),
   };
 }

@@ -41,15 +41,18 @@ export async function giftAvailable(db: Executor, giftId: string): Promise<numbe
 
 export async function createGift(db: Db, opts: { clientId: string; amount: number; issuer: CardIssuer; sealer: Sealer; now: Date }): Promise<GiftRow> {
   const ext = await clientAccountIds(db, opts.clientId);
+  // The gift's virtual card, what a point of sale charges to spend it, is asked for before the
+  // transaction (never call the outside from inside one). A failure below leaves an issued
+  // card nothing refers to, which can spend nothing.
+  const id = uuidv7();
+  const card = await opts.issuer.issue({ reference: id, now: opts.now });
   for (let attempt = 0; ; attempt++) {
     const lookUpId = Array.from({ length: 19 }, (_, i) => randomInt(i === 0 ? 1 : 0, 10)).join('');
     try {
       return await db.transaction(async (tx) => {
-        const [gift] = await tx.insert(gifts).values({ id: uuidv7(), clientId: opts.clientId, lookUpId, originalAmount: opts.amount, createdAt: opts.now }).returning();
+        const [gift] = await tx.insert(gifts).values({ id, clientId: opts.clientId, lookUpId, originalAmount: opts.amount, createdAt: opts.now }).returning();
         await openAccounts(tx, { clientId: opts.clientId, ownerType: 'gift', ownerId: gift!.id, now: opts.now });
         const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: gift!.id });
-        // The gift's virtual card: what a point of sale charges to spend it.
-        const card = await opts.issuer.issue({ reference: gift!.id, now: opts.now });
         await tx.insert(virtualCards).values({
           id: uuidv7(),
           clientId: opts.clientId,

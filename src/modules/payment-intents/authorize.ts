@@ -1,22 +1,24 @@
 // Authorizing a payment intent (spec "Authorize rules", decisions §4, §8).
 //
-// Without a card processor, everything happens in one transaction: the intent is locked
-// (NOWAIT: a concurrent authorize of the same intent gets 409 AlreadyExists instead of
+// When nothing outside has to be asked, everything happens in one transaction: the intent is
+// locked (NOWAIT: a concurrent authorize of the same intent gets 409 AlreadyExists instead of
 // queueing), checked, the wallet money reserved in the spending order, the payment created,
 // the response stored under the idempotency key.
 //
-// With the merchant's card processor enabled, the processor answers inline and slowly, and
-// must be called outside any transaction:
+// The outside world is asked when the merchant's card processor is enabled (it answers inline
+// and slowly) or when the payment needs a virtual card from the card issuer (rails `card`).
+// Neither call may run inside a database transaction, and neither may happen twice:
 //   1. transaction: the same checks and the reservation, plus an authorization attempt row
-//      (its id is the processor's idempotency reference) with a lease; commit;
-//   2. the processor is called;
-//   3. transaction: the answer is recorded: a Created payment, or a Failed one and the
-//      reservation released (402); the response is stored under the key.
+//      (its id is the outside calls' idempotency reference) with a lease; commit;
+//   2. the processor is called, then the issuer;
+//   3. transaction: the answer is recorded: a Created payment (with its card), or a Failed one
+//      and the reservation released (402); the response is stored under the key.
 // While the attempt is open, other authorizes of the intent get 409 (IdempotencyKeyInUse for
 // its own key, AlreadyExists otherwise), in any process. If the process dies between 1 and 3,
 // the lease runs out and the attempt is taken over (by a retry or the recovery job), which
-// calls the processor again with the same reference: the processor answers with its first
-// answer, so nothing is ever charged twice and the reservation is never lost.
+// asks again with the same reference: the processor answers with its first answer and the
+// issuer returns the same card, so nothing is ever charged twice and the reservation is never
+// lost.
 import { uuidv7 } from 'uuidv7';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { WriteBatch } from '../../db/batch.ts';
@@ -28,7 +30,7 @@ import { renderErrorDocument } from '../../http/error-handler.ts';
 import { checkKey, fingerprintOf, RETENTION_MS, runPreflight, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { JSONAPI } from '../../http/schemas.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
-import type { CardIssuer } from '../../providers/card-issuing.ts';
+import type { CardIssuer, IssuedCard } from '../../providers/card-issuing.ts';
 import type { CardProcessor, ProcessorAnswer } from '../../providers/card-processor.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { ClientSettings } from '../clients/settings.ts';
@@ -76,6 +78,9 @@ interface AttemptRequest {
   linkedAccountId: string | null;
   rail: 'bank' | 'card' | 'gift';
   captureMode: 'automatic' | 'manual';
+  /** Whether the processor is asked (absent on attempts recorded before cards used attempts). */
+  processor?: boolean;
+  /** The processor's latency: the lease covers it. */
   latencyMs: number;
 }
 
@@ -158,9 +163,10 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       linkedAccountId,
       rail: intent.row.giftId ? 'gift' : i.settings.rails,
       captureMode: i.settings.captureMode,
-      latencyMs: i.settings.cardProcessor.latencyMs,
+      processor: i.settings.cardProcessor.enabled,
+      latencyMs: i.settings.cardProcessor.enabled ? i.settings.cardProcessor.latencyMs : 0,
     };
-    if (!i.settings.cardProcessor.enabled) {
+    if (!request.processor && request.rail !== 'card') {
       const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
       await flushMoney(tx, batch);
       return { kind: 'done', outcome };
@@ -263,6 +269,8 @@ interface Decision {
   request: AttemptRequest;
   sourcing: Sourcing;
   answer: ProcessorAnswer | undefined;
+  /** The virtual card the issuer gave this attempt (rails `card`). */
+  card?: IssuedCard;
   scope: IdempotencyScope | undefined;
   deps: AuthorizeDeps;
   ext: Record<ClientCode, string>;
@@ -310,8 +318,7 @@ async function approve(tx: Tx, d: Decision): Promise<Decided> {
   };
   batch.add(payments.insertPaymentPart(payment));
   if (request.rail === 'card') {
-    // The single-use card for exactly the authorized amount.
-    const card = await d.deps.issuer.issue({ reference: payment.id, now });
+    const card = d.card!;
     batch.add(
       payments.insertCardPart({
         id: uuidv7(),
@@ -403,30 +410,35 @@ export async function finishAttempt(
   ext?: Record<ClientCode, string>,
 ): Promise<StoredOutcome> {
   const request = attempt.request as unknown as AttemptRequest;
-  let answer: ProcessorAnswer;
+  let answer: ProcessorAnswer | undefined;
+  let card: IssuedCard | undefined;
   try {
-    answer = await deps.processor.authorize({ reference: attempt.id, clientId: attempt.clientId, amount: attempt.amount, latencyMs: request.latencyMs, meta: request.processorMeta ?? undefined });
+    if (request.processor !== false) {
+      answer = await deps.processor.authorize({ reference: attempt.id, clientId: attempt.clientId, amount: attempt.amount, latencyMs: request.latencyMs, meta: request.processorMeta ?? undefined });
+    }
+    // The single-use card for exactly the authorized amount; the same card for the same reference.
+    if (request.rail === 'card' && answer?.approved !== false) card = await deps.issuer.issue({ reference: attempt.id, now: deps.now() });
   } catch (err) {
-    // Unknown whether it charged: the attempt stays open and is finished on retry or recovery.
-    deps.log.warn({ err, attemptId: attempt.id }, 'card processor unreachable; the authorization will be retried');
-    throw apiError('ServiceUnavailable', 'The card processor did not answer; retry the same request.', { headers: { 'retry-after': '2' } });
+    // Unknown what happened outside: the attempt stays open and is finished on retry or recovery.
+    deps.log.warn({ err, attemptId: attempt.id }, 'the card processor or issuer did not answer; the authorization will be retried');
+    throw apiError('ServiceUnavailable', 'The card processor or issuer did not answer; retry the same request.', { headers: { 'retry-after': '2' } });
   }
+  const approved = answer?.approved ?? true;
   const accounts = ext ?? (await clientAccountIds(deps.db, attempt.clientId));
   return deps.db.transaction(async (tx) => {
     const now = deps.now();
+    // Intent first, then the attempt: the order authorize takes them in.
+    const intent = (await q.lockIntent(tx, attempt.clientId, attempt.intentId))!;
     const current = await payments.findAttempt(tx, attempt.id, { forUpdate: true });
     if (!current || current.state !== 'processing') {
       // Another process finished it first: answer as it did.
       return recordedOutcome(tx, current!, deps, serialize, now);
     }
-    const intent = (await q.lockIntent(tx, attempt.clientId, attempt.intentId))!;
     const paymentIds = await payments.paymentIdsOfIntent(tx, intent.id);
     const batch = new WriteBatch();
-    const d: Decision = { intent, paymentIds, attemptId: attempt.id, request, sourcing: attempt.sourcing, answer, scope: scopeOf(attempt, scope), deps, ext: accounts, now, serialize, batch };
-    const { outcome, payment } = answer.approved ? await approve(tx, d) : await decline(tx, d);
-    batch.add(
-      payments.updateAttemptPart(attempt.id, { state: answer.approved ? 'succeeded' : 'declined', leaseUntil: null, paymentId: answer.approved ? payment.id : null, updatedAt: now }),
-    );
+    const d: Decision = { intent, paymentIds, attemptId: attempt.id, request, sourcing: attempt.sourcing, answer, card, scope: scopeOf(attempt, scope), deps, ext: accounts, now, serialize, batch };
+    const { outcome, payment } = approved ? await approve(tx, d) : await decline(tx, d);
+    batch.add(payments.updateAttemptPart(attempt.id, { state: approved ? 'succeeded' : 'declined', leaseUntil: null, paymentId: approved ? payment.id : null, updatedAt: now }));
     await batch.flush(tx);
     return outcome;
   });

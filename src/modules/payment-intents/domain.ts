@@ -164,7 +164,9 @@ export async function cancelIntent(db: Db, opts: { clientId: string; intentId: s
     if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.intentId}.`);
     const status = effectiveStatus(intent, opts.now);
     if (status === 'PromotedToPayment') {
-      const payment = await activePaymentOfIntent(tx, intent.id);
+      // Locked (intent, then payment: the order every transition uses) and read after the lock,
+      // so a capture that got there first is seen as such.
+      const payment = await activePaymentOfIntent(tx, intent.id, { forUpdate: true });
       if (!payment || payment.status !== 'Created') {
         throw apiError('IllegalOperation', `The intent's payment is ${payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`);
       }

@@ -858,6 +858,36 @@ describe('payment intents: cancel', () => {
     await assertLedgerSound(t);
   });
 
+  test('an intent cancel racing a capture, or a payment cancel: exactly one wins, the money follows it, never a 500', async () => {
+    const capture = (paymentId: string) =>
+      t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 600 } } } });
+    const cancelPayment = (paymentId: string) => t.request('POST', `/api/v1/payments/${paymentId}/cancel`, { as: m });
+    // Several rounds, so that on PostgreSQL both orders of arrival happen.
+    for (let round = 0; round < 8; round++) {
+      const { wallet } = await fundedWallet(t, m, 1000);
+      const i = await createIntent(t, m, { amount: 600, walletId: wallet.id });
+      const payment = await authorize(t, m, i.id, 600);
+      const other = round % 2 === 0 ? capture : cancelPayment;
+      const [byIntent, byPayment] = await Promise.all([cancel(t, m, i.id), other(payment.id)]);
+      assert.deepEqual([byIntent.status, byPayment.status].sort(), [200, 400], `${byIntent.raw}\n${byPayment.raw}`);
+      const loser = byIntent.status === 400 ? byIntent : byPayment;
+      assert.equal(errorsOf(loser)[0]!.code, 'IllegalOperation', loser.raw);
+      const b = await balanceOf(t, m, wallet.id);
+      const paid = (await paymentOf(t, m, payment.id)).attributes.status;
+      if (other === capture && byPayment.status === 200) {
+        assert.equal(paid, 'Processing');
+        assert.equal(await statusOf(t, m, i.id), 'PromotedToPayment');
+        assert.equal(b.available.deposit, 400);
+      } else {
+        assert.equal(paid, 'Canceled');
+        assert.equal(await statusOf(t, m, i.id), 'Canceled');
+        assert.equal(b.available.deposit, 1000);
+      }
+      assert.equal(b.reserved.total, 0);
+    }
+    await assertLedgerSound(t);
+  });
+
   test("another merchant's intent, or an unknown one, is 404 PaymentIntentNotFound and is left alone", async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const i = await createIntent(t, m, { amount: 100, walletId: wallet.id });

@@ -136,6 +136,12 @@ export async function lockIntent(db: Executor, clientId: string, id: string): Pr
   return row;
 }
 
+/** True when the intent is now locked; false when another transaction holds it (SKIP LOCKED). */
+export async function lockIntentSkipLocked(db: Executor, id: string): Promise<boolean> {
+  const rows = await db.select({ id: paymentIntents.id }).from(paymentIntents).where(eq(paymentIntents.id, id)).for('update', { skipLocked: true });
+  return rows.length > 0;
+}
+
 export async function updateIntent(db: Executor, id: string, patch: Partial<IntentRow>): Promise<IntentRow> {
   const [row] = await db.update(paymentIntents).set(patch).where(eq(paymentIntents.id, id)).returning();
   return row!;

@@ -137,6 +137,53 @@ describe('card rails: the virtual debit card', () => {
     await assertLedgerSound(t);
   });
 
+  test('the issuer is asked outside the transaction: down, authorize is 503 and the money stays with the open attempt; a retry after its lease gets the card asked for first', async () => {
+    let down = true;
+    const asked: string[] = [];
+    const real = t.ctx.providers.cardIssuer;
+    const ft = await createTestApp({
+      providers: {
+        cardIssuer: {
+          issue: async (r) => {
+            asked.push(r.reference);
+            if (down) throw new Error('issuer timeout');
+            return real.issue(r);
+          },
+        },
+      },
+    });
+    try {
+      const fm = await ft.createMerchant({ rails: 'card' });
+      const { wallet } = await fundedWallet(ft, fm, 5000);
+      const intent = await createIntent(ft, fm, { amount: 1200, walletId: wallet.id });
+      const key = randomUUID();
+      const body = { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1200, idempotencyKey: key } } };
+      const failed = await ft.request('POST', `/api/v1/payment-intents/${intent.id}/authorize`, { as: fm, body });
+      assert.equal(failed.status, 503, failed.raw);
+      assert.equal(errorsOf(failed)[0]!.code, 'ServiceUnavailable');
+      assert.equal((await balanceOf(ft, fm, wallet.id)).reserved.total, 1200, 'reserved once, for the open attempt');
+      const early = await ft.request('POST', `/api/v1/payment-intents/${intent.id}/authorize`, { as: fm, body });
+      assert.equal(early.status, 409, 'the attempt still holds its lease');
+      down = false;
+      ft.clock.advance(16_000); // the lease (AUTHORIZATION_LEASE_MARGIN_MS, 15 s) runs out
+      const done = await ft.request('POST', `/api/v1/payment-intents/${intent.id}/authorize`, { as: fm, body });
+      assert.equal(done.status, 201, done.raw);
+      assert.equal(asked.length, 2);
+      assert.equal(asked[0], asked[1], 'asked again with the same reference');
+      const card = await readCard(ft, fm, done.body.included[0].id);
+      assert.equal(card.status, 200, card.raw);
+      assert.deepEqual(
+        { number: card.body.data.attributes.number, cvc: card.body.data.attributes.cvc },
+        await real.issue({ reference: asked[0]!, now: ft.clock.now() }).then((c) => ({ number: c.number, cvc: c.cvc })),
+        'the card the issuer gives for that reference',
+      );
+      assert.equal((await balanceOf(ft, fm, wallet.id)).reserved.total, 1200);
+      await assertLedgerSound(ft);
+    } finally {
+      await ft.close();
+    }
+  });
+
   test('reading it: a Luhn-valid 16-digit number, expiry, cvc and the intent billing address; no-store; sealed at rest; every read recorded', async () => {
     const { wallet } = await fundedWallet(t, cm, 5000);
     const { id } = await authorized(t, cm, { amount: 1500, walletId: wallet.id, billingAddress: ADDRESS });

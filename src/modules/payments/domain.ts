@@ -19,7 +19,7 @@ import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
 import { findLinkedAccount } from '../linked-accounts/sql.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { intentFromJson, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
+import { intentFromJson, lockIntent, lockIntentSkipLocked, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
 import { findUser } from '../users/sql.ts';
 import type { Buckets } from '../wallets/balance.ts';
 import { findWallet } from '../wallets/sql.ts';
@@ -151,10 +151,16 @@ export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx
   return updated;
 }
 
-/** POST /payments/{id}/cancel: the payment and its intent end. */
+/**
+ * POST /payments/{id}/cancel: the payment and its intent end. Locks are taken in the one order
+ * every transition uses (intent, then payment, then ledger accounts), so a cancel racing an
+ * intent cancel or a capture waits instead of deadlocking.
+ */
 export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<q.PaymentRow> {
   await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
+    const seen = await getPayment(tx, opts);
+    if (seen.intentId) await lockIntent(tx, opts.clientId, seen.intentId);
     const p = await getPayment(tx, { ...opts, forUpdate: true });
     const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.' });
     if (p.intentId) {
@@ -165,19 +171,27 @@ export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): 
   });
 }
 
-/** Job: uncaptured authorizations past their expiry are canceled and their funds released. */
+/**
+ * Job: uncaptured authorizations past their expiry are canceled and their funds released.
+ * Intent before payment, as everywhere; either one busy means another transition has it, and
+ * the next run looks again.
+ */
 export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; now: () => Date }): Promise<number> {
   return db.transaction(async (tx) => {
     const now = opts.now();
-    const due = await q.lockExpiredAuthorizations(tx, now, 100);
-    for (const p of due) {
+    let done = 0;
+    for (const due of await q.expiredAuthorizations(tx, now, 100)) {
+      if (due.intentId && !(await lockIntentSkipLocked(tx, due.intentId))) continue;
+      const p = await q.lockPaymentSkipLocked(tx, due.id);
+      if (!p || p.status !== 'Created' || p.expiresAt > now) continue;
       await cancelCreatedPayment(tx, p, { clientId: p.clientId, rc: opts.rc, now, reason: 'The authorization expired uncaptured.' });
       if (p.intentId) {
         const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: now });
         await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, now);
       }
+      done++;
     }
-    return due.length;
+    return done;
   });
 }
 

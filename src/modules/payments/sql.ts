@@ -62,13 +62,14 @@ export async function updatePayment(db: Executor, id: string, patch: Partial<Pay
 }
 
 /** The intent's payment that is not Failed (at most one: an intent is authorized once). */
-export async function activePaymentOfIntent(db: Executor, intentId: string): Promise<PaymentRow | undefined> {
-  const [row] = await db
+export async function activePaymentOfIntent(db: Executor, intentId: string, opts: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
+  const q = db
     .select()
     .from(payments)
     .where(and(eq(payments.intentId, intentId), sql`${payments.status} <> 'Failed'`))
     .orderBy(desc(payments.createdAt))
     .limit(1);
+  const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
 
@@ -113,15 +114,20 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   return { rows: [], total: c?.n ?? 0 };
 }
 
-/** Uncaptured authorizations past their expiry, locked for cancelling (SKIP LOCKED: shared by processes). */
-export async function lockExpiredAuthorizations(db: Executor, now: Date, limit: number): Promise<PaymentRow[]> {
+/** Uncaptured authorizations past their expiry (read only: the job locks each in order). */
+export async function expiredAuthorizations(db: Executor, now: Date, limit: number): Promise<{ id: string; intentId: string | null }[]> {
   return db
-    .select()
+    .select({ id: payments.id, intentId: payments.intentId })
     .from(payments)
     .where(and(eq(payments.status, 'Created'), lte(payments.expiresAt, now)))
     .orderBy(asc(payments.expiresAt))
-    .limit(limit)
-    .for('update', { skipLocked: true });
+    .limit(limit);
+}
+
+/** A payment locked, or undefined when another transaction holds it (SKIP LOCKED). */
+export async function lockPaymentSkipLocked(db: Executor, id: string): Promise<PaymentRow | undefined> {
+  const [row] = await db.select().from(payments).where(eq(payments.id, id)).for('update', { skipLocked: true });
+  return row;
 }
 
 /** Processing payments due to settle, locked (SKIP LOCKED). */
