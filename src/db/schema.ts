@@ -432,13 +432,9 @@ export const idempotencyKeys = pgTable(
     operation: text('operation').notNull(),
     key: text('key').notNull(),
     fingerprint: text('fingerprint').notNull(),
-    /** in_flight | completed */
-    state: text('state').notNull(),
-    statusCode: integer('status_code'),
-    responseBody: text('response_body'),
-    /** Which request owns the in-flight key; a takeover after a crash changes it. */
-    owner: uuid('owner'),
-    lockedUntil: ts('locked_until'),
+    /** The first outcome, replayed byte for byte (a request in flight holds an advisory lock instead of a row). */
+    statusCode: integer('status_code').notNull(),
+    responseBody: text('response_body').notNull(),
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),
   },

@@ -102,9 +102,9 @@ export async function runPreflight(tx: Tx, preflight: Preflight): Promise<Record
   return row;
 }
 
-const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, state, status_code, response_body, created_at, expires_at)
-   values ($1, $2, $3, $4, 'completed', $5, $6, $7, $8)
-   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint, state = 'completed',
+const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
+   values ($1, $2, $3, $4, $5, $6, $7, $8)
+   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
      status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
 
 interface KeyCheck {

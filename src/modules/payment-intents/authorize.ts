@@ -102,8 +102,8 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
     : undefined;
   const serialize = (status: number, doc: unknown) => (reply.getSerializationFunction(String(status), JSONAPI) ?? JSON.stringify)(doc);
 
-  // Without a processor this is five round trips: BEGIN; the key check with the intent's lock;
-  // the rest of what it decides on (the wallet's accounts locked); one batch of writes; COMMIT.
+  // With nothing to ask outside this is five round trips: BEGIN; the key check with the intent's
+  // lock; the rest of what it decides on (the wallet's accounts locked); one batch of writes; COMMIT.
   const phase1 = await deps.db.transaction(async (tx): Promise<Phase1> => {
     const now = deps.now();
     const intent = await lockIntent(tx, scope, i, now);
@@ -124,13 +124,13 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       if (open.leaseUntil && open.leaseUntil > now) {
         if (scope && open.idempotencyKey === scope.key) {
           if (open.fingerprint !== scope.fingerprint) throw apiError('IdempotencyKeyReused', undefined, { pointer: '/data/attributes/idempotencyKey' });
-          throw apiError('IdempotencyKeyInUse', 'This authorization is still with the card processor; retry the same request.', { headers: { 'retry-after': '1' } });
+          throw apiError('IdempotencyKeyInUse', 'This authorization is still waiting on the card processor or issuer; retry the same request.', { headers: { 'retry-after': '1' } });
         }
-        throw apiError('AlreadyExists', 'An authorization of this payment intent is still with the card processor; retry the same request.', {
+        throw apiError('AlreadyExists', 'An authorization of this payment intent is still waiting on the card processor or issuer; retry the same request.', {
           headers: { 'retry-after': '1' },
         });
       }
-      // Its process died: take it over and finish it with the same processor reference.
+      // Its process died or an outside call failed: take it over and finish it with the same reference.
       const latency = (open.request as unknown as AttemptRequest).latencyMs;
       await payments.updateAttempt(tx, open.id, { leaseUntil: new Date(now.getTime() + latency + deps.leaseMarginMs), updatedAt: now });
       return { kind: 'call', attempt: open };

@@ -219,6 +219,16 @@ export async function settleDuePayments(db: Db, opts: { rc: RenderContext; now: 
   });
 }
 
+/** Sandbox: the bank settles this Processing payment now, without waiting for its time. */
+export async function settlePaymentNow(db: Db, opts: Ctx & { paymentId: string }): Promise<q.PaymentRow> {
+  const ext = await clientAccountIds(db, opts.clientId);
+  return db.transaction(async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    if (p.status !== 'Processing') illegal(p, 'settled');
+    return settle(tx, p, { ...opts, ext });
+  });
+}
+
 /** Sandbox: the bank pull of a Processing payment failed; the captured money goes back. Processing → Failed. */
 export async function failBankPull(db: Db, opts: Ctx & { paymentId: string; reason?: string }): Promise<q.PaymentRow> {
   const ext = await clientAccountIds(db, opts.clientId);

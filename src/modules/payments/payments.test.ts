@@ -276,6 +276,28 @@ describe('payments: the state machine', () => {
     await assertLedgerSound(t);
   });
 
+  test('POST /simulation/payments/{id}/settle settles that payment at once (200); a payment not Processing is 400 IllegalOperation', async () => {
+    const { wallet } = await fundedWallet(t, m, 2000);
+    const { id } = await authorized(t, m, wallet.id, 700);
+    const early = await t.request('POST', `/api/v1/simulation/payments/${id}/settle`, { as: m });
+    assert.equal(early.status, 400, early.raw);
+    assert.equal(errorsOf(early)[0]!.code, 'IllegalOperation');
+    assert.equal((await capture(t, m, id, 700)).status, 200);
+    const other = await authorized(t, m, wallet.id, 300);
+    assert.equal((await capture(t, m, other.id, 300)).status, 200);
+    const res = await t.request('POST', `/api/v1/simulation/payments/${id}/settle`, { as: m });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.id, id);
+    assert.equal(res.body.data.attributes.status, 'Sent');
+    assert.equal(await statusOf(t, m, other.id), 'Processing', 'only the payment named');
+    const again = await t.request('POST', `/api/v1/simulation/payments/${id}/settle`, { as: m });
+    assert.equal(again.status, 400, again.raw);
+    assert.equal(errorsOf(again)[0]!.code, 'IllegalOperation');
+    const evs = await delivered(t, rx, id);
+    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated']);
+    await assertLedgerSound(t);
+  });
+
   test('fail-bank-pull: Processing → Failed; the wallet gets its money back, the bank part is not owed; PaymentUpdated', async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const before = await money(t, m);

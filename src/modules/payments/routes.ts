@@ -19,7 +19,7 @@ import {
   networkCapture,
   refundPayment,
   refundsByPayment,
-  settleDuePayments,
+  settlePaymentNow,
 } from './domain.ts';
 import { paymentResource, refundResource } from './render.ts';
 import { CaptureBody, CardNetworkBody, CreatePaymentBody, ListPaymentsQuery, Payment, PaymentQuery, Refund, RefundBody } from './schemas.ts';
@@ -237,18 +237,16 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
       schema: {
         tags: SIM,
         operationId: 'simulateSettlement',
-        summary: 'Settle due Processing payments now (sandbox)',
-        description: 'The sandbox bank settles a captured payment a second after capture; this settles every due one now. 204.',
+        summary: 'Settle a Processing payment now (sandbox)',
+        description:
+          'The sandbox bank settles a captured payment by itself a second after capture; this settles it now: `Processing` → `Sent` (`Returned` when refunded in full), ' +
+          'and its disbursements reach their counterparties. 200 with the payment; any other status is 400 `IllegalOperation`.',
         params: idParams('paymentId'),
         querystring: NoQuery,
-        response: responses({ 204: null }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req, reply) => {
-      await getPayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId });
-      await settleDuePayments(ctx.db, { rc, now: () => ctx.clock.now() });
-      return reply.code(204).send();
-    },
+    async (req) => ({ data: paymentResource(await settlePaymentNow(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() }), rc) }),
   );
 
   app.post(

@@ -2,10 +2,8 @@
 // linked accounts, split in proportion to what each deposited. Never more than the
 // withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
 // ledger's CHECK fails the transaction when it would go negative, however many race).
-import { and, eq, inArray, sql } from 'drizzle-orm';
 import { uuidv7 } from 'uuidv7';
 import type { Db, Executor } from '../../db/open.ts';
-import { withdrawals, transactions, linkedAccounts } from '../../db/schema.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
@@ -14,24 +12,19 @@ import { connectedAccounts } from '../linked-accounts/sql.ts';
 import { findUser } from '../users/sql.ts';
 import { getWallet } from '../wallets/domain.ts';
 import { largestRemainder } from './split.ts';
-
-export type WithdrawalRow = typeof withdrawals.$inferSelect;
+import * as q from './sql.ts';
 
 export async function createWithdrawal(
   tx: Executor,
   i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date },
-): Promise<WithdrawalRow> {
+): Promise<q.WithdrawalRow> {
   const wallet = await getWallet(tx, { clientId: i.clientId, walletId: i.walletId });
   if (wallet.status !== 'Active') throw apiError('WalletClosed');
   const user = (await findUser(tx, i.clientId, wallet.userId))!;
   if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; withdrawals need Approved.`);
   const connected = await connectedAccounts(tx, i.clientId, user.id);
   if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
-  const deposited = await tx
-    .select({ linkedAccountId: transactions.linkedAccountId, sum: sql<number>`sum(${transactions.walletAmount})`.mapWith(Number) })
-    .from(transactions)
-    .where(and(eq(transactions.walletId, wallet.id), eq(transactions.status, 'Cleared'), inArray(transactions.linkedAccountId, connected.map((a) => a.id))))
-    .groupBy(transactions.linkedAccountId);
+  const deposited = await q.clearedDepositsByAccount(tx, wallet.id, connected.map((a) => a.id));
   const byAccount = new Map(deposited.map((d) => [d.linkedAccountId, d.sum]));
   const amounts = largestRemainder(i.amount, connected.map((a) => byAccount.get(a.id) ?? 0));
   const split = connected
@@ -60,8 +53,7 @@ export async function createWithdrawal(
     }
     throw err;
   }
-  const [row] = await tx.insert(withdrawals).values({ id, clientId: i.clientId, walletId: wallet.id, amount: i.amount, split, createdAt: i.now }).returning();
-  return row!;
+  return q.insertWithdrawal(tx, { id, clientId: i.clientId, walletId: wallet.id, amount: i.amount, split, createdAt: i.now });
 }
 
 /**
@@ -69,12 +61,9 @@ export async function createWithdrawal(
  * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
  */
 export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
-  const due = await db.select().from(withdrawals).where(sql`${withdrawals.providerRef} is null`).orderBy(withdrawals.createdAt).limit(100);
+  const due = await q.unsentWithdrawals(db, 100);
   if (due.length === 0) return 0;
-  const accounts = await db
-    .select({ id: linkedAccounts.id, externalId: linkedAccounts.externalId })
-    .from(linkedAccounts)
-    .where(inArray(linkedAccounts.id, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]));
+  const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
   let sent = 0;
   for (const w of due) {
@@ -84,7 +73,7 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
         const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
         refs.push((await opts.provider.initiatePush(push)).providerRef);
       }
-      await db.update(withdrawals).set({ providerRef: refs.join(',') }).where(eq(withdrawals.id, w.id));
+      await q.recordProviderRef(db, w.id, refs.join(','));
       sent++;
     } catch {
       // The provider is unreachable: the next round tries again with the same references.

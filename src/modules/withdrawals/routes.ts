@@ -5,7 +5,8 @@ import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, 
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
-import { createWithdrawal, type WithdrawalRow } from './domain.ts';
+import { createWithdrawal } from './domain.ts';
+import type { WithdrawalRow } from './sql.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
