@@ -72,6 +72,8 @@ export const users = pgTable(
     attachedPhoneNumber: text('attached_phone_number'),
     kycStatus: text('kyc_status').notNull().default('NotStarted'),
     disclosuresAcceptedAt: ts('disclosures_accepted_at'),
+    /** Wallet sessions begun before this are over (a verified phone change sets it). */
+    sessionsRevokedAt: ts('sessions_revoked_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -83,6 +85,70 @@ export const users = pgTable(
     uniqueIndex('users_client_stable_reference_uq').on(t.clientId, t.stableReferenceId),
     index('users_client_created_idx').on(t.clientId, t.createdAt, t.id),
   ],
+);
+
+/**
+ * Identity verification challenges (decisions §9). Status pending → passed | failed, or
+ * expired when a lapsed, unanswered challenge is replaced. The answer key never leaves the
+ * database; the verification token is kept only as its SHA-256.
+ */
+export const identityChallenges = pgTable(
+  'identity_challenges',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    userId: uuid('user_id').notNull().references(() => users.id),
+    status: text('status').notNull(),
+    questions: jsonb('questions').$type<{ id: string; prompt: string; options: { id: string; label: string }[] }[]>().notNull(),
+    /** questionId → the right optionId. */
+    answerKey: jsonb('answer_key').$type<Record<string, string>>().notNull(),
+    failedAttempts: integer('failed_attempts').notNull().default(0),
+    failureReason: text('failure_reason'),
+    expiresAt: ts('expires_at').notNull(),
+    passedAt: ts('passed_at'),
+    failedAt: ts('failed_at'),
+    tokenHash: text('token_hash'),
+    tokenExpiresAt: ts('token_expires_at'),
+    tokenUsedAt: ts('token_used_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('identity_challenges_user_idx').on(t.clientId, t.userId, t.createdAt),
+    uniqueIndex('identity_challenges_token_uq').on(t.tokenHash),
+  ],
+);
+
+/** Every submission's outcome (never the answers given). */
+export const identitySubmissions = pgTable(
+  'identity_submissions',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    challengeId: uuid('challenge_id').notNull().references(() => identityChallenges.id),
+    passed: boolean('passed').notNull(),
+    failureReason: text('failure_reason'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('identity_submissions_challenge_idx').on(t.challengeId)],
+);
+
+/** Verified contact changes, with what they replaced (an audit trail for account takeover disputes). */
+export const profileUpdates = pgTable(
+  'profile_updates',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    userId: uuid('user_id').notNull().references(() => users.id),
+    challengeId: uuid('challenge_id').notNull().references(() => identityChallenges.id),
+    phoneNumber: text('phone_number').notNull(),
+    email: text('email'),
+    previousPhoneNumber: text('previous_phone_number').notNull(),
+    previousEmail: text('previous_email'),
+    appliedAt: ts('applied_at').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('profile_updates_user_idx').on(t.clientId, t.userId), uniqueIndex('profile_updates_challenge_uq').on(t.challengeId)],
 );
 
 export const kycApplications = pgTable(

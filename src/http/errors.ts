@@ -33,7 +33,8 @@ export const ERRORS = {
   ChallengeNotFound: def(400, 'Challenge not found', 'The challenge or verification token is unknown.'),
   ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
   ChallengeFailed: def(400, 'Challenge failed', 'The challenge is no longer active.'),
-  MaxAttemptsExceeded: def(400, 'Max attempts exceeded', 'Three failed submissions.'),
+  // The spec lists it; decisions §9 report the third failure as a 200 result's failureReason and later submissions as ChallengeFailed.
+  MaxAttemptsExceeded: def(400, 'Max attempts exceeded', 'Three failed submissions. Reported as the failureReason of the third failed submission (200); not returned as an error.'),
   // 401 / 403
   Unauthorized: def(401, 'Unauthorized', 'Authentication failed.'),
   ClientDisabled: def(403, 'Forbidden', 'This client is disabled.'),

@@ -20,6 +20,8 @@ import { walletRoutes, walletSimulationRoutes } from '../modules/wallets/routes.
 import { schemas as walletSchemas } from '../modules/wallets/schemas.ts';
 import { schemas as withdrawalSchemas, withdrawalRoutes } from '../modules/withdrawals/routes.ts';
 import { schemas as eventSchemas } from '../modules/events/schemas.ts';
+import { identityRoutes } from '../modules/identity/routes.ts';
+import { schemas as identitySchemas } from '../modules/identity/schemas.ts';
 import { kycRoutes } from '../modules/kyc/routes.ts';
 import { schemas as kycSchemas } from '../modules/kyc/schemas.ts';
 import { linkedAccountRoutes, linkedAccountSimulationRoutes } from '../modules/linked-accounts/routes.ts';
@@ -43,6 +45,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   for (const s of [
     ...userSchemas,
     ...kycSchemas,
+    ...identitySchemas,
     ...linkedAccountSchemas,
     ...webhookSchemas,
     ...eventSchemas,
@@ -100,6 +103,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     api.addHook('onRequest', clientAuthHook(ctx.auth));
     await userRoutes(api, ctx);
     await kycRoutes(api, ctx);
+    await identityRoutes(api, ctx);
     await linkedAccountRoutes(api, ctx);
     await webhookRoutes(api, ctx);
     await eventRoutes(api, ctx);
