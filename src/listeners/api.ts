@@ -29,6 +29,7 @@ import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/sche
 import { userRoutes } from '../modules/users/routes.ts';
 import { schemas as userSchemas } from '../modules/users/schemas.ts';
 import { webhookRoutes } from '../modules/webhooks/routes.ts';
+import { schemas as widgetSchemas, widgetRoutes } from '../modules/widgets/routes.ts';
 import { schemas as webhookSchemas } from '../modules/webhooks/schemas.ts';
 import { registerOpenApi } from './openapi.ts';
 
@@ -58,6 +59,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     ...intentSchemas,
     ...paymentSchemas,
     ...paymentRouteSchemas,
+    ...widgetSchemas,
   ]) {
     app.addSchema(s);
   }
@@ -115,6 +117,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await giftRoutes(api, ctx);
     await paymentIntentRoutes(api, ctx);
     await paymentRoutes(api, ctx);
+    await widgetRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);

@@ -98,8 +98,8 @@ export interface ClientSettings {
 export const DEFAULT_WIDGET: WidgetSettings = {
   iconUrl: null,
   textStyle: 'default',
-  successTitle: 'You earned a reward',
-  successDescription: 'You earned <reward> in rewards with this purchase.',
+  successTitle: 'Payment complete',
+  successDescription: 'Your rewards covered <reward> of this purchase.',
   buttonText: 'Pay with wallet',
   togglePosition: 'right',
   toggleStyle: 'switch',
