@@ -139,10 +139,14 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Body too large',
   415: 'Unsupported media type',
   429: 'Rate limit exceeded',
+  503: 'Service unavailable; retry',
 };
 
-/** Error statuses every authenticated API route can return. */
-export const COMMON_ERRORS = [400, 401, 403, 415, 429] as const;
+/**
+ * Error statuses every authenticated API route can return (503: the database is unreachable).
+ * 413 is added to every route with a body by createServer.
+ */
+export const COMMON_ERRORS = [400, 401, 403, 415, 429, 503] as const;
 
 /**
  * Builds a route's `response` block with the JSON:API media type. `null` means no body (204).

@@ -10,7 +10,7 @@ import type { Clock } from '../clock.ts';
 import { apiError } from './errors.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
 import { makeErrorHandler } from './error-handler.ts';
-import { JSONAPI, sharedSchemas } from './schemas.ts';
+import { JSONAPI, responses, sharedSchemas } from './schemas.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -92,6 +92,9 @@ export function createServer(opts: ServerOptions): App {
   const mirror = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
   app.decorate('routeTable', []);
   app.addHook('onRoute', (route) => {
+    // Any body can be too large (bodyLimit): say so wherever a body is accepted.
+    const schema = route.schema as { body?: unknown; response?: Record<number, unknown> } | undefined;
+    if (schema?.body && schema.response && !schema.response[413]) Object.assign(schema.response, responses({}, [413]));
     for (const m of [route.method].flat()) {
       if (m === 'HEAD' || m === 'OPTIONS') continue;
       app.routeTable.push({ method: m, url: route.url });

@@ -1,5 +1,6 @@
 // The served OpenAPI 3.1 document: valid, complete for the routes built, JSON:API media type.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createTestApp, type TestApp } from '../test/harness.ts';
@@ -59,6 +60,12 @@ describe('OpenAPI document', () => {
     }
     assert.deepEqual(Object.keys(doc.components.securitySchemes).sort(), ['clientId', 'clientSecret']);
     assert.equal(doc.components.securitySchemes.clientId.name, 'Client-ID');
+  });
+
+  test('the client SDK was generated from this document (else: npm run sdk:generate)', async () => {
+    const committed = JSON.parse(await readFile(new URL('../../packages/client/openapi.json', import.meta.url), 'utf8'));
+    const { servers: _servers, ...served } = doc;
+    assert.deepEqual(committed, served);
   });
 
   test('/docs renders the reference for people', async () => {

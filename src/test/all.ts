@@ -6,10 +6,15 @@ import { after } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { closeTestDatabase } from './harness.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
-const files = (readdirSync(root, { recursive: true }) as string[])
-  .filter((f) => f.endsWith('.test.ts') && (!only || f.includes(only)))
-  .sort();
-for (const f of files) await import(pathToFileURL(path.join(root, f)).href);
+// The server's tests, then the client SDK's (which start a real server).
+for (const dir of ['..', '../../packages/client/test']) {
+  const root = fileURLToPath(new URL(dir, import.meta.url));
+  const files = (readdirSync(root, { recursive: true }) as string[])
+    .filter((f) => f.endsWith('.test.ts') && (!only || path.join(dir, f).includes(only)))
+    .sort();
+  for (const f of files) await import(pathToFileURL(path.join(root, f)).href);
+}
+// Last: the responses all of the above received, against the OpenAPI document.
+if (!only) await import('./openapi-responses.ts');
 after(closeTestDatabase);

@@ -19,6 +19,7 @@ import type { SharedRateLimitStore } from '../http/rate-limit.ts';
 import type { App } from '../http/server.ts';
 import type { ClientSettingsInput } from '../modules/clients/settings.ts';
 import { createLogger } from '../log.ts';
+import { recorded } from './responses.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
 export const JSONAPI = 'application/vnd.api+json';
@@ -144,7 +145,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-async function inject(app: App, method: string, url: string, opts: RequestOptions, auth: Record<string, string>): Promise<Response> {
+async function inject(app: App, method: string, url: string, opts: RequestOptions, auth: Record<string, string>, record = false): Promise<Response> {
   const headers: Record<string, string> = { ...auth, ...opts.headers };
   let payload: string | undefined;
   if (opts.rawBody !== undefined) payload = opts.rawBody;
@@ -153,6 +154,7 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
     headers['content-type'] ??= JSONAPI;
   }
   const res = await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
+  if (record) recorded.push({ method, url, status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.body });
   let body: unknown = undefined;
   if (res.body.length > 0) {
     try {
@@ -188,7 +190,7 @@ export async function createTestApp(
     admin,
     card,
     pay,
-    request: (method, url, o = {}) => inject(api, method, url, o, o.as?.headers ?? {}) as never,
+    request: (method, url, o = {}) => inject(api, method, url, o, o.as?.headers ?? {}, true) as never,
     adminRequest: (method, url, o = {}) => inject(admin, method, url, o, { authorization: `Bearer ${ADMIN_TOKEN}` }) as never,
     async createMerchant(settings) {
       const res = await t.adminRequest('POST', '/admin/v1/clients', {

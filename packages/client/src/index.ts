@@ -1,0 +1,132 @@
+// @coffer/client: a typed client for the Coffer API. Every operation of the OpenAPI document
+// is on `coffer.api` (openapi-fetch, types generated from the served document); the helpers
+// below cover the common flows and throw CofferError instead of returning error values.
+import createClient from 'openapi-fetch';
+import { CofferError, type ApiErrorObject } from './errors.ts';
+import { DEFAULT_RETRY, retryingFetch, type RetryOptions } from './retry.ts';
+import type { components, paths } from './schema.ts';
+
+export { CofferError, type ApiErrorObject } from './errors.ts';
+export { ERROR_CODES, type ErrorCode } from './codes.ts';
+export { verifyWebhook, WebhookVerificationError, type WebhookEvent } from './webhooks.ts';
+export type { RetryOptions } from './retry.ts';
+export type { components, paths } from './schema.ts';
+
+const JSONAPI = 'application/vnd.api+json';
+
+export type Schemas = components['schemas'];
+export type User = Schemas['User'];
+export type Wallet = Schemas['Wallet'];
+export type PaymentIntent = Schemas['PaymentIntent'];
+export type Payment = Schemas['Payment'];
+
+export interface CofferOptions {
+  /** Where the API listens, e.g. http://localhost:3000 */
+  baseUrl: string;
+  clientId: string;
+  secret: string;
+  retry?: Partial<Omit<RetryOptions, 'fetch'>>;
+  fetch?: typeof fetch;
+}
+
+/** Paths of list operations (those answering `{data: [...], meta: {total}}`). */
+type ListPath = {
+  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { [JSONAPI]: { meta: { total: number } } } } } } } ? P : never;
+}[keyof paths];
+type ListItem<P extends ListPath> = paths[P] extends { get: { responses: { 200: { content: { [JSONAPI]: { data: (infer T)[] } } } } } } ? T : never;
+type ListQuery<P extends ListPath> = paths[P] extends { get: { parameters: { query?: infer Q } } } ? Q : never;
+type ListPathParams<P extends ListPath> = paths[P] extends { get: { parameters: { path: infer A } } } ? A : never;
+
+interface Result<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The data of a 2xx answer; a CofferError for anything else. */
+export async function unwrap<T>(p: Promise<Result<T>>): Promise<NonNullable<T>> {
+  const r = await p;
+  if (r.response.ok) return r.data as NonNullable<T>;
+  const errors = (r.error as { errors?: ApiErrorObject[] } | undefined)?.errors ?? [];
+  throw new CofferError(r.response.status, errors, r.response.headers.get('x-request-id') ?? undefined);
+}
+
+export function createCoffer(o: CofferOptions) {
+  const base = o.fetch ?? globalThis.fetch;
+  // JSON:API media type on every body (openapi-fetch defaults to application/json).
+  const jsonApiFetch: typeof fetch = (input, init) => {
+    const req = new Request(input, init);
+    if (req.headers.has('content-type')) req.headers.set('content-type', JSONAPI);
+    return base(req);
+  };
+  const api = createClient<paths>({
+    baseUrl: o.baseUrl.replace(/\/$/, ''),
+    headers: { 'client-id': o.clientId, authorization: `Bearer ${o.secret}`, accept: JSONAPI },
+    fetch: retryingFetch({ ...DEFAULT_RETRY, ...o.retry, fetch: jsonApiFetch }),
+  });
+
+  const body = <T extends string, A>(type: T, attributes: A) => ({ data: { type, attributes } });
+
+  return {
+    /** Every operation, typed: `coffer.api.GET('/api/v1/users/{userId}', { params: { path: { userId } } })`. */
+    api,
+
+    users: {
+      create: (a: { phoneNumber: string; email?: string; firstName?: string; lastName?: string }) =>
+        unwrap(api.POST('/api/v1/users', { body: body('User', a) })).then((r) => r.data),
+      get: (userId: string) => unwrap(api.GET('/api/v1/users/{userId}', { params: { path: { userId } } })).then((r) => r.data),
+    },
+
+    wallets: {
+      create: (userId: string) => unwrap(api.POST('/api/v1/wallets', { body: body('Wallet', { userId }) })).then((r) => r.data),
+      balance: (walletId: string, query: { purchaseAmount?: number; includeWithdrawableAmount?: boolean } = {}) =>
+        unwrap(api.GET('/api/v1/wallets/{walletId}/balance', { params: { path: { walletId }, query } })).then((r) => r.data),
+      widgetPayload: (walletId: string, purchaseAmount?: number) =>
+        unwrap(api.GET('/api/v1/widgets/wallet/{walletId}', { params: { path: { walletId }, query: purchaseAmount === undefined ? {} : { purchaseAmount } } })).then(
+          (r) => r.data.attributes.payload,
+        ),
+    },
+
+    /** A one-time deposit. Without `idempotencyKey` one is made and reused by every retry. */
+    deposit: (walletId: string, a: { amount: number; linkedAccountId: string; idempotencyKey?: string; disbursement?: { amount: number; counterpartyId: string }[] }) =>
+      unwrap(
+        api.POST('/api/v1/wallets/{walletId}/transactions', {
+          params: { path: { walletId } },
+          body: body('OneTimeDeposit', a as { amount: number; linkedAccountId: string; idempotencyKey: string }),
+        }),
+      ).then((r) => r.data),
+
+    paymentIntents: {
+      create: (a: { amount: number; walletId?: string; lookUpId?: string; reference?: string }) =>
+        unwrap(api.POST('/api/v1/payment-intents', { body: body('CreatePaymentIntent', a) })).then((r) => r.data),
+      get: (intentId: string) => unwrap(api.GET('/api/v1/payment-intents/{paymentIntentId}', { params: { path: { paymentIntentId: intentId } } })).then((r) => r.data),
+      /**
+       * Authorize. Without `idempotencyKey` one is made once and sent on every retry, so a
+       * timeout followed by a retry returns the first result instead of charging twice.
+       */
+      authorize: (intentId: string, a: { amount: number; applyWalletBalance?: boolean; idempotencyKey?: string; reference?: string; channel?: string }) =>
+        unwrap(api.POST('/api/v1/payment-intents/{paymentIntentId}/authorize', { params: { path: { paymentIntentId: intentId } }, body: body('AuthorizePaymentIntent', a) })),
+    },
+
+    payments: {
+      get: (paymentId: string) => unwrap(api.GET('/api/v1/payments/{paymentId}', { params: { path: { paymentId } } })).then((r) => r.data),
+      capture: (paymentId: string, amount: number) =>
+        unwrap(api.POST('/api/v1/payments/{paymentId}/capture', { params: { path: { paymentId } }, body: body('CapturePayment', { amount }) })).then((r) => r.data),
+      refund: (paymentId: string, a: { amount: number; idempotencyKey?: string; reason?: string }) =>
+        unwrap(api.POST('/api/v1/payments/{paymentId}/refund', { params: { path: { paymentId } }, body: body('Refund', a as never) })),
+    },
+
+    /** Every item of a list operation, fetching pages of 50 as it goes. */
+    async *paginate<P extends ListPath>(path: P, opts: { query?: ListQuery<P>; path?: ListPathParams<P> } = {}): AsyncGenerator<ListItem<P>> {
+      for (let offset = 0; ; ) {
+        const query = { ...(opts.query as object), 'page[limit]': 50, 'page[offset]': offset };
+        const page = (await unwrap((api.GET as any)(path, { params: { query, path: opts.path } }))) as { data: ListItem<P>[]; meta: { total: number } };
+        for (const item of page.data) yield item;
+        offset += page.data.length;
+        if (page.data.length === 0 || offset >= page.meta.total) return;
+      }
+    },
+  };
+}
+
+export type Coffer = ReturnType<typeof createCoffer>;
