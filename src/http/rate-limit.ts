@@ -33,6 +33,7 @@ export class SharedRateLimitStore {
   readonly #prefix: string;
   #timer: NodeJS.Timeout | undefined;
   #syncing: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
   #lastCleanup = 0;
 
   constructor(opts: { db: Executor; clock: Clock; log: FastifyBaseLogger; windowMs: number; syncIntervalMs: number; prefix: string }) {
@@ -86,12 +87,23 @@ export class SharedRateLimitStore {
     return this;
   }
 
-  /** Writes local counts and learns everyone's totals. Runs on a timer; tests call it directly. */
+  /**
+   * Writes local counts and learns everyone's totals. Runs on a timer; close() and tests call it
+   * directly. A sync already running may have started before the latest counts, so a caller
+   * then waits for one more that follows it (at most one is queued).
+   */
   sync(): Promise<void> {
-    this.#syncing ??= this.#sync().finally(() => {
-      this.#syncing = undefined;
+    if (!this.#syncing) {
+      this.#syncing = this.#sync().finally(() => {
+        this.#syncing = undefined;
+      });
+      return this.#syncing;
+    }
+    this.#queued ??= this.#syncing.then(() => {
+      this.#queued = undefined;
+      return this.sync();
     });
-    return this.#syncing;
+    return this.#queued;
   }
 
   async #sync(): Promise<void> {

@@ -31,6 +31,7 @@ import { schemas as userSchemas } from '../modules/users/schemas.ts';
 import { webhookRoutes } from '../modules/webhooks/routes.ts';
 import { schemas as widgetSchemas, widgetRoutes } from '../modules/widgets/routes.ts';
 import { schemas as webhookSchemas } from '../modules/webhooks/schemas.ts';
+import { errorCodesFor } from './error-codes.ts';
 import { registerOpenApi } from './openapi.ts';
 
 const RATE_WINDOW_MS = 60_000;
@@ -98,6 +99,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     jsonPath: '/api/v1/openapi.json',
     uiPath: '/docs',
     security: 'client',
+    errorCodes: errorCodesFor,
   });
 
   app.decorateRequest('client', null as never);

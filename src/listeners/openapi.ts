@@ -13,6 +13,18 @@ export interface OpenApiOptions {
   /** Where the HTML reference is served (omit for none). */
   uiPath?: string;
   security: 'client' | 'admin';
+  /** The error codes an operation can answer with, by status (listed in each error response). */
+  errorCodes?: (method: string, url: string) => Record<string, string[]>;
+}
+
+/** Error responses name their codes in the description (the swagger plugin drops x- keys there). */
+function withErrorCodes(response: Record<string, Record<string, unknown>>, codes: Record<string, string[]>) {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [status, r] of Object.entries(response)) {
+    const list = Number(status) >= 400 ? codes[status] : undefined;
+    out[status] = list?.length ? { ...r, description: `${String(r.description)}: ${list.map((c) => `\`${c}\``).join(', ')}` } : r;
+  }
+  return out;
 }
 
 export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<void> {
@@ -31,11 +43,12 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
       components: { securitySchemes },
       security: [Object.fromEntries(Object.keys(securitySchemes).map((k) => [k, []]))],
     },
-    // Every body accepts both JSON types (decisions §3); the document says so.
-    transform: ({ schema, url }) => {
-      const s = schema as Record<string, unknown> | undefined;
-      if (s?.body && !s.consumes) return { schema: { ...s, consumes: ['application/vnd.api+json', 'application/json'] } as never, url };
-      return { schema: schema as never, url };
+    transform: ({ schema, url, route }) => {
+      let s = schema as Record<string, unknown> | undefined;
+      // Every body accepts both JSON types (decisions §3); the document says so.
+      if (s?.body && !s.consumes) s = { ...s, consumes: ['application/vnd.api+json', 'application/json'] };
+      if (s?.response && opts.errorCodes) s = { ...s, response: withErrorCodes(s.response as Record<string, Record<string, unknown>>, opts.errorCodes(route.method as string, url)) };
+      return { schema: s as never, url };
     },
     refResolver: {
       // Shared schemas become components named by their $id (User, Error, ...).

@@ -1769,7 +1769,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1778,7 +1778,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1787,7 +1787,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1796,7 +1796,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1805,7 +1805,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1814,7 +1814,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1882,7 +1882,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1891,7 +1891,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1900,7 +1900,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1909,7 +1909,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `UserAlreadyExists` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1918,7 +1918,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1927,7 +1927,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1936,7 +1936,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -1945,7 +1945,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1978,7 +1978,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1987,7 +1987,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1996,7 +1996,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2005,7 +2005,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2014,7 +2014,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2023,7 +2023,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2032,7 +2032,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2131,7 +2131,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2140,7 +2140,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2149,7 +2149,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2158,7 +2158,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `ReferenceIdTaken` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2167,7 +2167,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2176,7 +2176,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2185,7 +2185,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2194,7 +2194,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2223,7 +2223,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2232,7 +2232,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2241,7 +2241,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2250,7 +2250,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2259,7 +2259,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2268,7 +2268,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2277,7 +2277,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2369,7 +2369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `DisclosuresNotAccepted`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2378,7 +2378,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2387,7 +2387,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2396,7 +2396,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2405,7 +2405,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2414,7 +2414,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2423,7 +2423,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2432,7 +2432,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2465,7 +2465,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2474,7 +2474,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2483,7 +2483,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2492,7 +2492,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2501,7 +2501,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2510,7 +2510,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2519,7 +2519,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2553,7 +2553,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `CooldownActive`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2562,7 +2562,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2571,7 +2571,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled`, `InsufficientVerificationData` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2580,7 +2580,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2589,7 +2589,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2598,7 +2598,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2607,7 +2607,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2678,7 +2678,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ChallengeExpired`, `ChallengeFailed`, `ChallengeNotFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2687,7 +2687,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2696,7 +2696,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2714,7 +2714,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2723,7 +2723,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2732,7 +2732,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2741,7 +2741,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2810,7 +2810,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ChallengeExpired`, `ChallengeNotFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2819,7 +2819,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2828,7 +2828,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2846,7 +2846,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `UserAlreadyExists` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2855,7 +2855,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2864,7 +2864,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2873,7 +2873,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2882,7 +2882,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2930,7 +2930,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2939,7 +2939,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2948,7 +2948,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2957,7 +2957,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2966,7 +2966,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2975,7 +2975,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2984,7 +2984,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3014,7 +3014,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3023,7 +3023,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3032,7 +3032,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3041,7 +3041,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `LinkedAccountNotFound`, `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3050,7 +3050,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3059,7 +3059,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3068,7 +3068,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3114,7 +3114,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3123,7 +3123,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3132,7 +3132,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3141,7 +3141,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3150,7 +3150,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3159,7 +3159,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3221,7 +3221,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3230,7 +3230,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3239,7 +3239,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3248,7 +3248,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3257,7 +3257,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3266,7 +3266,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3275,7 +3275,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3308,7 +3308,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3317,7 +3317,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3326,7 +3326,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3335,7 +3335,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3344,7 +3344,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3353,7 +3353,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3362,7 +3362,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3391,7 +3391,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3400,7 +3400,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3409,7 +3409,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3418,7 +3418,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3427,7 +3427,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3436,7 +3436,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3445,7 +3445,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3507,7 +3507,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3516,7 +3516,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3525,7 +3525,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3534,7 +3534,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3543,7 +3543,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3552,7 +3552,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3561,7 +3561,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3570,7 +3570,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3603,7 +3603,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3612,7 +3612,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3621,7 +3621,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3630,7 +3630,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3639,7 +3639,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3648,7 +3648,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3657,7 +3657,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3709,7 +3709,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3718,7 +3718,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3727,7 +3727,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3736,7 +3736,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3745,7 +3745,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3754,7 +3754,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3787,7 +3787,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3796,7 +3796,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3805,7 +3805,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3814,7 +3814,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookEventNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3823,7 +3823,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3832,7 +3832,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3841,7 +3841,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3903,7 +3903,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError`, `WebhookNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3912,7 +3912,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3921,7 +3921,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3930,7 +3930,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WebhookEventNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3939,7 +3939,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3948,7 +3948,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3957,7 +3957,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3966,7 +3966,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4015,7 +4015,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4024,7 +4024,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4033,7 +4033,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4042,7 +4042,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4051,7 +4051,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4060,7 +4060,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4114,7 +4114,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `UserNotFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4123,7 +4123,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4132,7 +4132,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4141,7 +4141,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `WalletAlreadyExists` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4150,7 +4150,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4159,7 +4159,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4168,7 +4168,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4177,7 +4177,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4214,7 +4214,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4223,7 +4223,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4232,7 +4232,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4241,7 +4241,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4250,7 +4250,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4259,7 +4259,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4268,7 +4268,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4305,7 +4305,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError`, `WalletIdentifierExpired` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4314,7 +4314,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4323,7 +4323,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4332,7 +4332,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4341,7 +4341,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4350,7 +4350,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4359,7 +4359,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4401,7 +4401,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4410,7 +4410,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4419,7 +4419,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4428,7 +4428,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4437,7 +4437,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4446,7 +4446,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4455,7 +4455,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4495,7 +4495,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `InvalidUser`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4504,7 +4504,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4513,7 +4513,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4522,7 +4522,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4531,7 +4531,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4540,7 +4540,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4549,7 +4549,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4595,7 +4595,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4604,7 +4604,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4613,7 +4613,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4622,7 +4622,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4631,7 +4631,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4640,7 +4640,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4700,7 +4700,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4709,7 +4709,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4718,7 +4718,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4727,7 +4727,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4736,7 +4736,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4745,7 +4745,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4754,7 +4754,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4787,7 +4787,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4796,7 +4796,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,7 +4805,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4814,7 +4814,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `CounterpartyNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4823,7 +4823,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4832,7 +4832,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4841,7 +4841,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4891,7 +4891,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4900,7 +4900,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4909,7 +4909,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4918,7 +4918,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4927,7 +4927,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4936,7 +4936,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4945,7 +4945,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5025,7 +5025,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `CounterpartyNotFound`, `ExceedsMaxOneTimeDepositAmount`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5034,7 +5034,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5043,7 +5043,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5052,7 +5052,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5061,7 +5061,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `IdempotencyKeyInUse`, `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5070,7 +5070,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5079,7 +5079,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5088,7 +5088,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5097,7 +5097,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5131,7 +5131,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5140,7 +5140,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5149,7 +5149,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5158,7 +5158,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `TransactionNotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5167,7 +5167,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5176,7 +5176,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5185,7 +5185,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5245,7 +5245,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `InsufficientWithdrawableBalance`, `InvalidKycStatus`, `LinkedAccountMissing`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5254,7 +5254,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5263,7 +5263,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5272,7 +5272,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5281,7 +5281,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5290,7 +5290,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5299,7 +5299,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5308,7 +5308,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5317,7 +5317,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5381,7 +5381,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5390,7 +5390,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5399,7 +5399,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5408,7 +5408,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5417,7 +5417,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5426,7 +5426,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5435,7 +5435,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5444,7 +5444,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5477,7 +5477,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5486,7 +5486,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5495,7 +5495,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5504,7 +5504,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `GiftNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5513,7 +5513,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5522,7 +5522,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5531,7 +5531,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5585,7 +5585,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5594,7 +5594,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5603,7 +5603,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5612,7 +5612,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5621,7 +5621,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5630,7 +5630,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5724,7 +5724,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5733,7 +5733,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5742,7 +5742,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5751,7 +5751,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5760,7 +5760,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5769,7 +5769,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5778,7 +5778,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5815,7 +5815,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5824,7 +5824,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5833,7 +5833,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5842,7 +5842,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentIntentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5851,7 +5851,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5860,7 +5860,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5869,7 +5869,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5902,7 +5902,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5911,7 +5911,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -5920,7 +5920,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5929,7 +5929,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentIntentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5938,7 +5938,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5947,7 +5947,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5956,7 +5956,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6053,7 +6053,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6062,7 +6062,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6071,7 +6071,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed */
+            /** @description Payment failed: `Failed` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -6080,7 +6080,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6089,7 +6089,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentIntentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6098,7 +6098,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `AlreadyExists`, `IdempotencyKeyInUse`, `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6107,7 +6107,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6116,7 +6116,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6125,7 +6125,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6134,7 +6134,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6189,7 +6189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6198,7 +6198,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6207,7 +6207,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6216,7 +6216,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6225,7 +6225,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6234,7 +6234,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6332,7 +6332,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `CounterpartyNotFound`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6341,7 +6341,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6350,7 +6350,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed */
+            /** @description Payment failed: `Failed` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -6359,7 +6359,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6368,7 +6368,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6377,7 +6377,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6386,7 +6386,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6395,7 +6395,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6404,7 +6404,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6441,7 +6441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6450,7 +6450,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6459,7 +6459,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6468,7 +6468,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6477,7 +6477,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6486,7 +6486,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6495,7 +6495,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6552,7 +6552,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6561,7 +6561,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6570,7 +6570,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6579,7 +6579,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6588,7 +6588,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6597,7 +6597,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6606,7 +6606,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6615,7 +6615,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6648,7 +6648,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6657,7 +6657,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6666,7 +6666,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6675,7 +6675,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6684,7 +6684,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6693,7 +6693,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6702,7 +6702,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6760,7 +6760,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6769,7 +6769,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6778,7 +6778,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6787,7 +6787,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6796,7 +6796,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6805,7 +6805,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6814,7 +6814,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6823,7 +6823,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6832,7 +6832,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6867,7 +6867,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6876,7 +6876,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6885,7 +6885,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6894,7 +6894,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6903,7 +6903,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6912,7 +6912,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6921,7 +6921,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6977,7 +6977,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6986,7 +6986,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -6995,7 +6995,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7004,7 +7004,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `NotFound`, `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7013,7 +7013,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7022,7 +7022,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7031,7 +7031,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7040,7 +7040,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7098,7 +7098,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7107,7 +7107,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7116,7 +7116,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7125,7 +7125,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7134,7 +7134,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7143,7 +7143,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7152,7 +7152,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7161,7 +7161,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7190,7 +7190,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7199,7 +7199,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7208,7 +7208,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7217,7 +7217,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7226,7 +7226,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7235,7 +7235,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7244,7 +7244,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7296,7 +7296,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7305,7 +7305,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7314,7 +7314,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7323,7 +7323,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7332,7 +7332,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7341,7 +7341,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7350,7 +7350,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7359,7 +7359,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7411,7 +7411,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7420,7 +7420,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7429,7 +7429,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7438,7 +7438,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7447,7 +7447,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7456,7 +7456,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7465,7 +7465,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7519,7 +7519,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7528,7 +7528,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7537,7 +7537,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed */
+            /** @description Payment failed: `Failed` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -7546,7 +7546,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7555,7 +7555,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7564,7 +7564,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7573,7 +7573,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7582,7 +7582,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7591,7 +7591,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7645,7 +7645,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7654,7 +7654,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7663,7 +7663,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed */
+            /** @description Payment failed: `Failed` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -7672,7 +7672,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7681,7 +7681,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7690,7 +7690,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7699,7 +7699,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7708,7 +7708,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7717,7 +7717,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7771,7 +7771,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7780,7 +7780,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7798,7 +7798,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7807,7 +7807,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7816,7 +7816,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -7825,7 +7825,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7834,7 +7834,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7843,7 +7843,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7876,7 +7876,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7885,7 +7885,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -7894,7 +7894,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7903,7 +7903,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7912,7 +7912,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -7921,7 +7921,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7930,7 +7930,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -7982,7 +7982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7991,7 +7991,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Authentication failed */
+            /** @description Authentication failed: `Unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -8000,7 +8000,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Permission denied */
+            /** @description Permission denied: `ClientDisabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8009,7 +8009,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `PaymentNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8018,7 +8018,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Body too large */
+            /** @description Body too large: `PayloadTooLarge` */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8027,7 +8027,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Unsupported media type */
+            /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8036,7 +8036,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Rate limit exceeded */
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8045,7 +8045,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Service unavailable; retry */
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -38,7 +38,7 @@ export async function openWidgetSession(db: Executor, opts: { authorization: unk
   const m = typeof opts.authorization === 'string' ? WIDGET_AUTH.exec(opts.authorization.trim()) : null;
   if (!m) throw apiError('Unauthorized', 'Send Authorization: Widget <payload>.');
   const claims = await verifyWidgetPayload(opts.key, m[1]!, opts.now);
-  if (opts.clientId !== claims.clientId) throw apiError('Unauthorized', 'The payload belongs to another client.');
+  if (typeof opts.clientId !== 'string' || opts.clientId.toLowerCase() !== claims.clientId) throw apiError('Unauthorized', 'The payload belongs to another client.');
   const client = await findClient(db, claims.clientId);
   if (!client) throw apiError('Unauthorized', 'The payload names an unknown client.');
   if (client.disabled) throw apiError('ClientDisabled');
