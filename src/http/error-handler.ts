@@ -64,6 +64,8 @@ export function toApiError(err: unknown): ApiError | undefined {
     case 'FST_ERR_BAD_URL':
     case 'FST_ERR_ASYNC_CONSTRAINT':
       return apiError('BadRequest', 'The URL is malformed.');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return apiError('UriTooLong');
   }
   // A JSON syntax error from the body parser (statusCode 400 set by secure-json-parse).
   if (fe instanceof SyntaxError || (fe?.statusCode === 400 && /JSON/i.test(String(fe.message)))) {

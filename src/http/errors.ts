@@ -56,7 +56,7 @@ export const ERRORS = {
   CardNotFound: def(404, 'Not found', 'The payment has no virtual card.'),
   WebhookEventNotFound: def(404, 'Not found', 'The event does not exist.'),
   MethodNotAllowed: def(405, 'Method not allowed', 'This path does not accept this method.'),
-  // 408 / 409 / 413 / 415 / 429
+  // 408 / 409 / 413 / 414 / 415 / 429
   RequestTimeout: def(408, 'Request timeout', 'The request took too long to arrive.'),
   UserAlreadyExists: def(409, 'User already exists', 'A user with this phone number or e-mail already exists.'),
   WalletAlreadyExists: def(409, 'Wallet already exists', 'The user already has a wallet with this merchant.'),
@@ -65,6 +65,7 @@ export const ERRORS = {
   IdempotencyKeyReused: def(409, 'Idempotency key reused', 'This key was used with different attributes; do not retry with it.'),
   AlreadyExists: def(409, 'Already exists', 'An authorization is already running or settled; retry the same request.'),
   PayloadTooLarge: def(413, 'Payload too large', 'The request body is too large.'),
+  UriTooLong: def(414, 'URI too long', 'A path segment is longer than 256 characters.'),
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
   RateLimitExceeded: def(429, 'Rate limit exceeded', 'Too many requests; retry after the time in Retry-After.'),
   // 5xx

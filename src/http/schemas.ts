@@ -137,6 +137,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found',
   409: 'Conflict',
   413: 'Body too large',
+  414: 'Path segment too long',
   415: 'Unsupported media type',
   429: 'Rate limit exceeded',
   503: 'Service unavailable; retry',

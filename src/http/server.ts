@@ -55,6 +55,9 @@ export function createServer(opts: ServerOptions): App {
     // The rate limit keys on the client address; behind a proxy it comes from X-Forwarded-For.
     trustProxy: config.trustProxy,
     ajv: { customOptions: { strict: false } },
+    // Errors the router raises before any route (a malformed URL, an over-long path segment)
+    // are rendered like every other error.
+    frameworkErrors: (err, req, reply) => errorHandler(err, req, reply),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -62,7 +65,8 @@ export function createServer(opts: ServerOptions): App {
   for (const s of sharedSchemas) app.addSchema(s);
 
   const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
-  app.setErrorHandler(makeErrorHandler(errorCtx));
+  const errorHandler = makeErrorHandler(errorCtx);
+  app.setErrorHandler(errorHandler);
 
   // Hooks on every request are callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
@@ -95,6 +99,8 @@ export function createServer(opts: ServerOptions): App {
     // Any body can be too large (bodyLimit): say so wherever a body is accepted.
     const schema = route.schema as { body?: unknown; response?: Record<number, unknown> } | undefined;
     if (schema?.body && schema.response && !schema.response[413]) Object.assign(schema.response, responses({}, [413]));
+    // A path segment over maxParamLength is refused before routing.
+    if (route.url.includes(':') && schema?.response && !schema.response[414]) Object.assign(schema.response, responses({}, [414]));
     for (const m of [route.method].flat()) {
       if (m === 'HEAD' || m === 'OPTIONS') continue;
       app.routeTable.push({ method: m, url: route.url });

@@ -14,6 +14,7 @@ export const ANY_ROUTE: Record<string, string[]> = {
   '401': ['Unauthorized'],
   '403': ['ClientDisabled'],
   '413': ['PayloadTooLarge'],
+  '414': ['UriTooLong'],
   '415': ['UnsupportedMediaType'],
   '429': ['RateLimitExceeded'],
   '503': ['ServiceUnavailable'],

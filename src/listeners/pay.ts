@@ -1,11 +1,22 @@
 // The widget host ({pay_url}): main.js, the widget frames /_/{flow}/ and the API they call
 // with the widget payload (decisions §11).
+import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
 import { createServer, type App } from '../http/server.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
   const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log, plainContent: true });
+  // The usual browser-facing headers, except what embedding needs: frame pages set their own
+  // CSP (with frame-ancestors *, so no X-Frame-Options), and main.js is loaded cross-origin.
+  await app.register(helmet, {
+    contentSecurityPolicy: false,
+    frameguard: false,
+    crossOriginResourcePolicy: { policy: 'cross-origin' },
+    crossOriginEmbedderPolicy: false,
+    crossOriginOpenerPolicy: false,
+    strictTransportSecurity: ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+  });
   await widgetHostRoutes(app, ctx);
   return app;
 }

@@ -45,6 +45,7 @@ export const ERROR_CODES = [
   'TransactionNotFound',
   'Unauthorized',
   'UnsupportedMediaType',
+  'UriTooLong',
   'UserAlreadyExists',
   'UserNotFound',
   'ValidationError',

@@ -2014,6 +2014,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -2176,6 +2185,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -2252,6 +2270,15 @@ export interface operations {
             };
             /** @description Not found: `UserNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2414,6 +2441,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -2494,6 +2530,15 @@ export interface operations {
             };
             /** @description Not found: `UserNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2582,6 +2627,15 @@ export interface operations {
             };
             /** @description Not found: `UserNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2705,7 +2759,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2716,6 +2770,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2837,7 +2900,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2857,6 +2920,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2966,6 +3038,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -3043,6 +3124,15 @@ export interface operations {
             };
             /** @description Not found: `LinkedAccountNotFound`, `UserNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3344,6 +3434,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -3420,6 +3519,15 @@ export interface operations {
             };
             /** @description Not found: `WebhookNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3552,6 +3660,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -3632,6 +3749,15 @@ export interface operations {
             };
             /** @description Not found: `WebhookNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3823,6 +3949,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -3941,6 +4076,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4250,6 +4394,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -4334,6 +4487,15 @@ export interface operations {
             };
             /** @description Not found: `WalletNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4437,6 +4599,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -4524,6 +4695,15 @@ export interface operations {
             };
             /** @description Not found: `UserNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4823,6 +5003,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -4920,6 +5109,15 @@ export interface operations {
             };
             /** @description Not found: `WalletNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5079,6 +5277,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -5160,6 +5367,15 @@ export interface operations {
             };
             /** @description Not found: `TransactionNotFound`, `WalletNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5292,6 +5508,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5506,6 +5731,15 @@ export interface operations {
             };
             /** @description Not found: `GiftNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5851,6 +6085,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -5931,6 +6174,15 @@ export interface operations {
             };
             /** @description Not found: `PaymentIntentNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6109,6 +6361,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6477,6 +6738,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -6597,6 +6867,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -6677,6 +6956,15 @@ export interface operations {
             };
             /** @description Not found: `PaymentNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6814,6 +7102,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -6896,6 +7193,15 @@ export interface operations {
             };
             /** @description Not found: `WalletNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7015,6 +7321,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7143,6 +7458,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -7219,6 +7543,15 @@ export interface operations {
             };
             /** @description Not found: `WalletNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7334,6 +7667,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7573,6 +7915,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -7692,6 +8043,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7825,6 +8185,15 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description Unsupported media type: `UnsupportedMediaType` */
             415: {
                 headers: {
@@ -7905,6 +8274,15 @@ export interface operations {
             };
             /** @description Not found: `PaymentNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8020,6 +8398,15 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -27,9 +27,8 @@ const FRAME_CSP =
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function sendAsset(req: FastifyRequest, reply: FastifyReply, a: Asset, cache: string) {
-  reply.header('content-type', a.contentType).header('etag', a.etag).header('cache-control', cache).header('x-content-type-options', 'nosniff');
-  // Loaded by the merchant's pages from another origin.
-  reply.header('cross-origin-resource-policy', 'cross-origin');
+  // nosniff and a cross-origin resource policy (merchant pages load these) come from helmet (pay.ts).
+  reply.header('content-type', a.contentType).header('etag', a.etag).header('cache-control', cache);
   if (req.headers['if-none-match'] === a.etag) return reply.code(304).send();
   return reply.send(a.body);
 }
@@ -83,9 +82,7 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
       reply
         .header('content-type', 'text/html; charset=utf-8')
         .header('cache-control', 'no-store')
-        .header('content-security-policy', FRAME_CSP)
-        .header('x-content-type-options', 'nosniff')
-        .header('referrer-policy', 'no-referrer');
+        .header('content-security-policy', FRAME_CSP);
       return html;
     },
   );

@@ -92,6 +92,8 @@ describe('widgets', () => {
       assert.match(String(res.headers['content-type']), /^application\/javascript/);
       assert.ok(res.raw.includes('service-pay') && res.raw.includes('ServicePay::Ready'));
       assert.ok(!res.raw.includes('\n  '), 'minified');
+      assert.equal(res.headers['cross-origin-resource-policy'], 'cross-origin', 'loadable by merchant pages');
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
       const again = await host('GET', '/main.js', { headers: { 'if-none-match': String(res.headers.etag) } });
       assert.equal(again.status, 304);
       for (const asset of ['/_/assets/frame.js', '/_/assets/frame.css']) assert.equal((await host('GET', asset)).status, 200, asset);
@@ -104,6 +106,11 @@ describe('widgets', () => {
       assert.equal(res.status, 200, res.raw);
       assert.match(String(res.headers['content-type']), /^text\/html/);
       assert.match(String(res.headers['content-security-policy']), /script-src 'self'/);
+      // Browser-facing headers (helmet), minus what embedding forbids.
+      assert.equal(res.headers['x-content-type-options'], 'nosniff');
+      assert.equal(res.headers['referrer-policy'], 'no-referrer');
+      assert.equal(res.headers['x-frame-options'], undefined, 'frames are embeddable');
+      assert.equal(res.headers['strict-transport-security'], undefined, 'no HSTS in the sandbox (plain http)');
       assert.match(res.raw, /<body class="text-small" data-flow="wallet-balance"/);
       assert.match(res.raw, /Pay with Bean Wallet/);
       assert.match(res.raw, /&#34;togglePosition&#34;:&#34;left&#34;/);

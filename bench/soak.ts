@@ -1,0 +1,150 @@
+// Soak: `npm run soak -- [--minutes 10] [--db postgres|pglite]`. A mixed load (balance and user
+// reads, deposits, checkouts of create intent → authorize → capture, webhooks delivered to a
+// local receiver) against one Coffer process for the given time, 50 connections, recorded in
+// 30-second windows: throughput, p99, errors and the server's RSS. At the end the ledger is
+// verified and every event must have been delivered. Results go to bench/results/soak-*.json.
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { approvedWallets, fundWallets, json, machine, merchant, post, startCoffer } from './lib.ts';
+
+const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
+const minutes = Number(values.minutes);
+const windowS = Number(values.window);
+const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function freshDatabase(): Promise<string> {
+  const name = `coffer_soak_${Date.now()}`;
+  const c = new pg.Client({ connectionString: pgServer });
+  await c.connect();
+  await c.query(`create database ${name}`);
+  await c.end();
+  const url = new URL(pgServer);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+const rssMb = (pid: number) => Math.round(Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) / 1024);
+
+let delivered = 0;
+const receiver = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    delivered++;
+    res.writeHead(204).end();
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+
+const databaseUrl = values.db === 'postgres' ? await freshDatabase() : undefined;
+const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: 'warn' } });
+const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
+await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Soak', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, topics: ['*'] } } });
+const wallets = await approvedWallets(coffer, auth, 20);
+await fundWallets(coffer, auth, wallets, 50_000_000);
+const users = await json(`${coffer.url}/api/v1/users?page[limit]=20`, { headers: auth });
+const userIds: string[] = users.data.map((u: { id: string }) => u.id);
+
+const headers = { ...auth, 'content-type': 'application/vnd.api+json' };
+const pick = <T>(a: T[]) => a[Math.floor(Math.random() * a.length)]!;
+type Ctx = { walletId?: string; intentId?: string; paymentId?: string };
+
+/** One connection's cycle: two reads, a deposit, a checkout of three requests. */
+const requests: autocannon.Request[] = [
+  { method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/wallets/${pick(wallets).walletId}/balance` }) },
+  { method: 'GET', setupRequest: (r) => ({ ...r, path: `/api/v1/users/${pick(userIds)}` }) },
+  {
+    method: 'POST',
+    setupRequest: (r) => {
+      const w = pick(wallets);
+      return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 500, linkedAccountId: w.accountId, idempotencyKey: randomUUID() } } }) };
+    },
+  },
+  {
+    method: 'POST',
+    setupRequest: (r, ctx: Ctx) => {
+      ctx.walletId = pick(wallets).walletId;
+      return { ...r, path: '/api/v1/payment-intents', body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: ctx.walletId } } }) };
+    },
+    onResponse: (_s, body, ctx: Ctx) => {
+      ctx.intentId = JSON.parse(body).data?.id;
+    },
+  },
+  {
+    method: 'POST',
+    setupRequest: (r, ctx: Ctx) => ({
+      ...r,
+      path: `/api/v1/payment-intents/${ctx.intentId}/authorize`,
+      body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: randomUUID() } } }),
+    }),
+    onResponse: (_s, body, ctx: Ctx) => {
+      ctx.paymentId = JSON.parse(body).included?.[0]?.id;
+    },
+  },
+  {
+    method: 'POST',
+    setupRequest: (r, ctx: Ctx) => ({ ...r, path: `/api/v1/payments/${ctx.paymentId}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
+  },
+];
+
+interface Window {
+  minute: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  rssMb: number;
+}
+const windows: Window[] = [];
+const pid = coffer.proc.pid!;
+const startRss = rssMb(pid);
+process.stdout.write(`soak: ${minutes} min on ${values.db}, ${machine()}; RSS at start ${startRss} MB\n`);
+for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
+  const result = await autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests });
+  const w: Window = {
+    minute: Math.round(((elapsed + windowS) / 60) * 10) / 10,
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    rssMb: rssMb(pid),
+  };
+  windows.push(w);
+  process.stdout.write(`${JSON.stringify(w)}\n`);
+}
+
+// Drain: every event delivered, the ledger sound.
+const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page[limit]=1`, { headers: auth })).meta.total as number;
+let total = await events();
+for (let i = 0; i < 600 && delivered < total; i++) {
+  await new Promise((r) => setTimeout(r, 500));
+  total = await events();
+}
+const ledger = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+const summary = {
+  at: new Date().toISOString(),
+  machine: machine(),
+  db: values.db,
+  minutes,
+  startRssMb: startRss,
+  maxRssMb: Math.max(...windows.map((w) => w.rssMb)),
+  endRssMb: windows.at(-1)?.rssMb,
+  errors: windows.reduce((s, w) => s + w.errors + w.non2xx, 0),
+  events: total,
+  delivered,
+  ledgerSound: ledger.data.attributes.sound as boolean,
+  windows,
+};
+await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+await writeFile(new URL(`./results/soak-${summary.at.replace(/[:.]/g, '').slice(0, 15)}.json`, import.meta.url), `${JSON.stringify(summary, null, 2)}\n`);
+process.stdout.write(`${JSON.stringify({ ...summary, windows: undefined })}\n`);
+await coffer.stop();
+receiver.close();
+process.exit(summary.errors === 0 && summary.ledgerSound && delivered >= total ? 0 : 1);

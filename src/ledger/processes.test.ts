@@ -1,0 +1,160 @@
+// Two server processes on one PostgreSQL, behind nothing but different ports: deposits,
+// authorizes and captures sent to both at once (with retries of the same request crossing
+// between them) charge once, every event is delivered once to a real receiver, and the ledger
+// is sound. PGlite is one process by design, so this runs on PostgreSQL only.
+import assert from 'node:assert/strict';
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { dbKind, freshDatabaseUrl } from '../test/harness.ts';
+import { startServer, type ServerProcess } from '../test/process.ts';
+
+const ADMIN_TOKEN = 'procs-admin-token-0123456789abcdef0123456789a';
+const JSONAPI = 'application/vnd.api+json';
+
+describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false }, () => {
+  const servers: ServerProcess[] = [];
+  const dirs: string[] = [];
+  let receiver: http.Server;
+  const deliveries: { id: string; body: string; signatureOk: boolean }[] = [];
+  let headers: Record<string, string>;
+  let secret = '';
+
+  before(async () => {
+    receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+        const signatureOk = createHmac('sha256', key).update(body).digest('hex') === req.headers['x-service-signature'];
+        deliveries.push({ id: String(req.headers['webhook-id']), body, signatureOk });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const databaseUrl = await freshDatabaseUrl();
+    for (let i = 0; i < 2; i++) {
+      const dir = await mkdtemp(path.join(tmpdir(), 'coffer-procs-'));
+      dirs.push(dir);
+      const s = await startServer({
+        DATA_DIR: dir,
+        DATABASE_URL: databaseUrl,
+        COFFER_ENV: 'sandbox',
+        ADMIN_TOKEN,
+        CARD_ENCRYPTION_KEY: Buffer.alloc(32, 8).toString('base64'),
+        WIDGET_SIGNING_KEY: Buffer.alloc(32, 9).toString('base64'),
+        WEBHOOK_POLL_MS: '50',
+        LOG_LEVEL: 'warn',
+      });
+      await s.waitFor(/Stop with Ctrl-C/);
+      servers.push(s);
+    }
+    const created = await fetch(`http://127.0.0.1:${servers[0]!.ports.admin}/admin/v1/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': JSONAPI },
+      body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Two processes' } } }),
+    }).then((r) => r.json() as Promise<{ data: { id: string; attributes: { secret: string } } }>);
+    headers = { 'client-id': created.data.id, authorization: `Bearer ${created.data.attributes.secret}`, 'content-type': JSONAPI };
+  });
+  after(async () => {
+    for (const s of servers) s.kill('SIGTERM');
+    await Promise.all(servers.map((s) => s.exited));
+    receiver?.close();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  /** Calls process `i` (0 or 1). */
+  async function call(i: number, method: string, p: string, body?: unknown) {
+    const res = await fetch(`http://127.0.0.1:${servers[i]!.ports.api}/api/v1${p}`, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  }
+
+  async function approvedWallet(i: number) {
+    const phone = `+1646${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
+    const user = (await call(i, 'POST', '/users', { data: { type: 'User', attributes: { phoneNumber: phone } } })).body.data;
+    await call(i, 'POST', `/users/${user.id}/disclosures/kyc`);
+    await call(i, 'POST', `/users/${user.id}/kyc/application`, {
+      data: {
+        type: 'KycApplication',
+        attributes: { firstName: 'T', lastName: 'Wo', dateOfBirth: '1980-01-01', email: 'two@example.com', address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
+      },
+    });
+    for (let n = 0; n < 50; n++) {
+      if ((await call(1 - i, 'GET', `/users/${user.id}/kyc`)).body.data.attributes.status === 'Approved') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const account = (await call(1 - i, 'POST', `/simulation/users/${user.id}/linked-accounts`)).body.data;
+    const wallet = (await call(i, 'POST', '/wallets', { data: { type: 'Wallet', attributes: { userId: user.id } } })).body.data;
+    return { wallet, account };
+  }
+
+  test('deposits, authorizes and captures across both: each charged once, every event delivered once, the ledger sound', async () => {
+    const hook = await call(0, 'POST', '/webhooks', { data: { type: 'Webhook', attributes: { name: 'All', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, topics: ['*'] } } });
+    assert.equal(hook.status, 201);
+    secret = hook.body.data.attributes.secret;
+    const wallets = await Promise.all([approvedWallet(0), approvedWallet(1)]);
+
+    // 20 deposits per wallet; each is sent to both processes at once with the same key.
+    const deposits = await Promise.all(
+      wallets.flatMap(({ wallet, account }) =>
+        Array.from({ length: 20 }, async () => {
+          const body = { data: { type: 'OneTimeDeposit', attributes: { amount: 1_000, linkedAccountId: account.id, idempotencyKey: randomUUID() } } };
+          const [x, y] = await Promise.all([call(0, 'POST', `/wallets/${wallet.id}/transactions`, body), call(1, 'POST', `/wallets/${wallet.id}/transactions`, body)]);
+          // One wins; the other replays it or is told it is in flight.
+          const ok = [x, y].filter((r) => r.status === 201);
+          assert.ok(ok.length >= 1 && [x, y].every((r) => r.status === 201 || (r.status === 409 && r.body.errors[0].code === 'IdempotencyKeyInUse')), JSON.stringify([x.status, y.status]));
+          if (ok.length === 2) assert.equal(ok[0]!.body.data.id, ok[1]!.body.data.id);
+          return ok[0]!.body.data.id as string;
+        }),
+      ),
+    );
+    assert.equal(new Set(deposits).size, 40);
+    for (const [i, { wallet }] of wallets.entries()) {
+      const list = await call(i, 'GET', `/wallets/${wallet.id}/transactions?page[limit]=50`);
+      assert.equal(list.body.meta.total, 20, 'one transaction per key');
+      assert.equal((await call(1 - i, 'POST', `/simulation/wallets/${wallet.id}/clear-pending/bank`)).status, 204);
+    }
+
+    // 10 intents per wallet, each authorized on both processes at once (same key), then captured on the other.
+    for (const [w, { wallet }] of wallets.entries()) {
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, n) => {
+          const intent = (await call(n % 2, 'POST', '/payment-intents', { data: { type: 'CreatePaymentIntent', attributes: { amount: 700, walletId: wallet.id } } })).body.data;
+          const body = { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 700, idempotencyKey: `k-${intent.id}` } } };
+          const both = await Promise.all([call(0, 'POST', `/payment-intents/${intent.id}/authorize`, body), call(1, 'POST', `/payment-intents/${intent.id}/authorize`, body)]);
+          let winner = both.find((r) => r.status === 201);
+          for (let retry = 0; !winner && retry < 20; retry++) {
+            await new Promise((r) => setTimeout(r, 50));
+            const again = await call(retry % 2, 'POST', `/payment-intents/${intent.id}/authorize`, body);
+            if (again.status === 201) winner = again;
+          }
+          assert.ok(winner, `intent ${intent.id} was authorized (${both.map((r) => r.status)})`);
+          const paymentId = winner.body.included[0].id;
+          const captured = await call((w + n + 1) % 2, 'POST', `/payments/${paymentId}/capture`, { data: { type: 'CapturePayment', attributes: { amount: 700 } } });
+          assert.equal(captured.status, 200, JSON.stringify(captured.body));
+          const payments = await call(0, 'GET', `/payments?filter[paymentIntentId]=${intent.id}`);
+          assert.equal(payments.body.meta.total, 1, 'one payment per intent');
+        }),
+      );
+      const balance = await call(w, 'GET', `/wallets/${wallet.id}/balance`);
+      assert.equal(balance.body.data.attributes.balance.available.deposit, 20 * 1_000 - 10 * 700);
+    }
+
+    const ledger = await fetch(`http://127.0.0.1:${servers[1]!.ports.admin}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
+    assert.equal(ledger.data.attributes.sound, true, JSON.stringify(ledger.data.attributes.violations));
+
+    // Every event reaches the receiver once, signed, whichever process's worker sent it.
+    const total = (await call(0, 'GET', '/webhook-events?page[limit]=1')).body.meta.total as number;
+    assert.ok(total >= 40 + 2 * 20 + 4, `${total} events`);
+    for (let n = 0; n < 200 && new Set(deliveries.map((d) => d.id)).size < total; n++) await new Promise((r) => setTimeout(r, 100));
+    const ids = deliveries.map((d) => d.id);
+    assert.equal(new Set(ids).size, total, 'every event delivered');
+    assert.equal(ids.length, total, 'none delivered twice');
+    assert.ok(deliveries.every((d) => d.signatureOk));
+  });
+});
