@@ -11,17 +11,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dbKind, freshDatabaseUrl } from '../test/harness.ts';
-import { startServer, type ServerProcess } from '../test/process.ts';
+import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
+import { remoteApprovedWallet, remoteLedger, remoteMerchant, type RemoteCall } from '../test/remote.ts';
 
 const ADMIN_TOKEN = 'procs-admin-token-0123456789abcdef0123456789a';
-const JSONAPI = 'application/vnd.api+json';
 
 describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false }, () => {
   const servers: ServerProcess[] = [];
   const dirs: string[] = [];
   let receiver: http.Server;
   const deliveries: { id: string; body: string; signatureOk: boolean }[] = [];
-  let headers: Record<string, string>;
+  let remote: RemoteCall;
   let secret = '';
 
   before(async () => {
@@ -40,25 +40,11 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
     for (let i = 0; i < 2; i++) {
       const dir = await mkdtemp(path.join(tmpdir(), 'coffer-procs-'));
       dirs.push(dir);
-      const s = await startServer({
-        DATA_DIR: dir,
-        DATABASE_URL: databaseUrl,
-        COFFER_ENV: 'sandbox',
-        ADMIN_TOKEN,
-        CARD_ENCRYPTION_KEY: Buffer.alloc(32, 8).toString('base64'),
-        WIDGET_SIGNING_KEY: Buffer.alloc(32, 9).toString('base64'),
-        WEBHOOK_POLL_MS: '50',
-        LOG_LEVEL: 'warn',
-      });
+      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50' }));
       await s.waitFor(/Stop with Ctrl-C/);
       servers.push(s);
     }
-    const created = await fetch(`http://127.0.0.1:${servers[0]!.ports.admin}/admin/v1/clients`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': JSONAPI },
-      body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Two processes' } } }),
-    }).then((r) => r.json() as Promise<{ data: { id: string; attributes: { secret: string } } }>);
-    headers = { 'client-id': created.data.id, authorization: `Bearer ${created.data.attributes.secret}`, 'content-type': JSONAPI };
+    remote = (await remoteMerchant(servers[0]!, ADMIN_TOKEN)).call;
   });
   after(async () => {
     for (const s of servers) s.kill('SIGTERM');
@@ -68,30 +54,13 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
   });
 
   /** Calls process `i` (0 or 1). */
-  async function call(i: number, method: string, p: string, body?: unknown) {
-    const res = await fetch(`http://127.0.0.1:${servers[i]!.ports.api}/api/v1${p}`, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  }
+  const call = (i: number, method: string, p: string, body?: unknown) => remote(servers[i]!.ports.api, method, p, body);
 
-  async function approvedWallet(i: number) {
-    const phone = `+1646${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
-    const user = (await call(i, 'POST', '/users', { data: { type: 'User', attributes: { phoneNumber: phone } } })).body.data;
-    await call(i, 'POST', `/users/${user.id}/disclosures/kyc`);
-    await call(i, 'POST', `/users/${user.id}/kyc/application`, {
-      data: {
-        type: 'KycApplication',
-        attributes: { firstName: 'T', lastName: 'Wo', dateOfBirth: '1980-01-01', email: 'two@example.com', address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
-      },
-    });
-    for (let n = 0; n < 50; n++) {
-      if ((await call(1 - i, 'GET', `/users/${user.id}/kyc`)).body.data.attributes.status === 'Approved') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const account = (await call(1 - i, 'POST', `/simulation/users/${user.id}/linked-accounts`)).body.data;
-    const wallet = (await call(i, 'POST', '/wallets', { data: { type: 'Wallet', attributes: { userId: user.id } } })).body.data;
-    return { wallet, account };
-  }
+  /** A wallet set up on process `i`. */
+  const approvedWallet = async (i: number) => {
+    const w = await remoteApprovedWallet(remote, servers[i]!.ports.api);
+    return { wallet: { id: w.walletId }, account: { id: w.accountId } };
+  };
 
   test('deposits, authorizes and captures across both: each charged once, every event delivered once, the ledger sound', async () => {
     const hook = await call(0, 'POST', '/webhooks', { data: { type: 'Webhook', attributes: { name: 'All', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, topics: ['*'] } } });
@@ -145,8 +114,7 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
       assert.equal(balance.body.data.attributes.balance.available.deposit, 20 * 1_000 - 10 * 700);
     }
 
-    const ledger = await fetch(`http://127.0.0.1:${servers[1]!.ports.admin}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
-    assert.equal(ledger.data.attributes.sound, true, JSON.stringify(ledger.data.attributes.violations));
+    assert.deepEqual(await remoteLedger(servers[1]!, ADMIN_TOKEN), { sound: true, violations: [] });
 
     // Every event reaches the receiver once, signed, whichever process's worker sent it.
     const total = (await call(0, 'GET', '/webhook-events?page[limit]=1')).body.meta.total as number;

@@ -27,6 +27,20 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
+/** The environment of a sandbox server process for tests: its data folder or database, fixed secrets. */
+export function serverEnv(dir: string, databaseUrl: string | undefined, adminToken: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
+  return {
+    DATA_DIR: dir,
+    DATABASE_URL: databaseUrl,
+    COFFER_ENV: 'sandbox',
+    ADMIN_TOKEN: adminToken,
+    CARD_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
+    WIDGET_SIGNING_KEY: Buffer.alloc(32, 6).toString('base64'),
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
 /** Spawns `node --import tsx src/main.ts` with free ports and the given environment. */
 export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
   const ports = { api: await freePort(), card: await freePort(), pay: await freePort(), admin: await freePort() };

@@ -7,22 +7,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { dbKind, freshDatabaseUrl } from '../../test/harness.ts';
-import { startServer, type ServerProcess } from '../../test/process.ts';
+import { serverEnv, startServer, type ServerProcess } from '../../test/process.ts';
 
 const ADMIN_TOKEN = 'crash-admin-token-0123456789abcdef0123456789';
 
-function env(dir: string, databaseUrl: string | undefined) {
-  return {
-    DATA_DIR: dir,
-    DATABASE_URL: databaseUrl,
-    COFFER_ENV: 'sandbox',
-    ADMIN_TOKEN,
-    CARD_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
-    WIDGET_SIGNING_KEY: Buffer.alloc(32, 6).toString('base64'),
-    AUTHORIZATION_LEASE_MARGIN_MS: '1000',
-    LOG_LEVEL: 'warn',
-  };
-}
+const env = (dir: string, databaseUrl: string | undefined) => serverEnv(dir, databaseUrl, ADMIN_TOKEN, { AUTHORIZATION_LEASE_MARGIN_MS: '1000' });
 
 /** A merchant with a slow card processor, an approved user with 10,000 cents, and an intent. */
 async function checkout(server: ServerProcess, latencyMs: number, amount: number) {
