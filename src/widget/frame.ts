@@ -4,19 +4,8 @@
 // draws the widget. The inline wallet flow runs through the page's callbacks: user data, then
 // the merchant's backend starts (and authorizes) the intent, then the frame follows the intent
 // and reports each change to the page.
+import type { WidgetSettings as Settings } from '../modules/clients/settings.ts';
 import { MSG, isMessage, type Flow, type Message, type PageState, type PaymentIntentStart, type UserData } from './protocol.ts';
-
-interface Settings {
-  iconUrl: string | null;
-  textStyle: string;
-  successTitle: string;
-  successDescription: string;
-  buttonText: string;
-  togglePosition: 'left' | 'right';
-  toggleStyle: 'checkbox' | 'switch';
-  showToggleLabel: boolean;
-  buttonType: 'button' | 'link';
-}
 
 interface WidgetData {
   walletId: string;

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { kycApplication } from '../../../src/test/fixtures.ts';
 import { freshDatabaseUrl } from '../../../src/test/harness.ts';
 import { startServer, type ServerProcess } from '../../../src/test/process.ts';
 import { CofferError, createCoffer, unwrap, verifyWebhook, WebhookVerificationError, type Coffer } from '../src/index.ts';
@@ -71,18 +72,7 @@ describe('@coffer/client against a running server', () => {
     await unwrap(
       c.api.POST('/api/v1/users/{userId}/kyc/application', {
         params: { path: { userId: user.id } },
-        body: {
-          data: {
-            type: 'KycApplication',
-            attributes: {
-              firstName: 'Ada',
-              lastName: 'Lovelace',
-              dateOfBirth: '1990-12-10',
-              email: 'ada@example.com',
-              address: { street: '1 Main St', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' },
-            },
-          },
-        },
+        body: kycApplication('ada@example.com') as never,
       }),
     );
     for (let i = 0; i < 50; i++) {

@@ -283,10 +283,14 @@ interface Decision {
 
 type Decided = { outcome: StoredOutcome; payment: payments.PaymentRow };
 
-/** Approved: a Created payment (captured at once when the merchant captures automatically). */
-async function approve(tx: Tx, d: Decision): Promise<Decided> {
-  const { intent, request, now, batch } = d;
-  let payment: payments.PaymentRow = {
+
+/** The payment an authorization decision creates; what differs between outcomes is given. */
+function newPaymentRow(
+  d: Decision,
+  outcome: Pick<payments.PaymentRow, 'status' | 'sourcing' | 'processor' | 'failureReason' | 'expiresAt'>,
+): payments.PaymentRow {
+  const { intent, request, now } = d;
+  return {
     id: uuidv7(),
     clientId: intent.clientId,
     intentId: intent.id,
@@ -294,28 +298,36 @@ async function approve(tx: Tx, d: Decision): Promise<Decided> {
     giftId: intent.giftId,
     userId: intent.userId,
     rail: request.rail,
-    status: 'Created',
     amount: request.amount,
     capturedAmount: 0,
     refundedAmount: 0,
     channel: request.channel,
     reference: request.reference,
     linkedAccountId: request.linkedAccountId,
-    sourcing: d.sourcing,
     captured: null,
     externalPayments: [],
     disbursement: [],
-    processor: d.answer ? { request: request.processorMeta, response: d.answer.data } : request.processorMeta ? { request: request.processorMeta } : null,
     networkAuthorized: 0,
-    failureReason: null,
-    expiresAt: new Date(now.getTime() + AUTHORIZATION_LIFETIME_MS),
     settleAfter: null,
     createdAt: now,
     updatedAt: now,
     capturedAt: null,
     settledAt: null,
     canceledAt: null,
+    ...outcome,
   };
+}
+
+/** Approved: a Created payment (captured at once when the merchant captures automatically). */
+async function approve(tx: Tx, d: Decision): Promise<Decided> {
+  const { intent, request, now, batch } = d;
+  let payment = newPaymentRow(d, {
+    status: 'Created',
+    sourcing: d.sourcing,
+    processor: d.answer ? { request: request.processorMeta, response: d.answer.data } : request.processorMeta ? { request: request.processorMeta } : null,
+    failureReason: null,
+    expiresAt: new Date(now.getTime() + AUTHORIZATION_LIFETIME_MS),
+  });
   batch.add(payments.insertPaymentPart(payment));
   if (request.rail === 'card') {
     const card = d.card!;
@@ -354,36 +366,13 @@ async function decline(tx: Tx, d: Decision): Promise<Decided> {
   if (intent.walletId) {
     await releaseWallet(tx, { clientId: intent.clientId, refType: 'attempt', refId: d.attemptId, now, walletId: intent.walletId, sourcing: d.sourcing, batch });
   }
-  const payment: payments.PaymentRow = {
-    id: uuidv7(),
-    clientId: intent.clientId,
-    intentId: intent.id,
-    walletId: intent.walletId,
-    giftId: intent.giftId,
-    userId: intent.userId,
-    rail: request.rail,
+  const payment = newPaymentRow(d, {
     status: 'Failed',
-    amount: request.amount,
-    capturedAmount: 0,
-    refundedAmount: 0,
-    channel: request.channel,
-    reference: request.reference,
-    linkedAccountId: request.linkedAccountId,
     sourcing: NO_SOURCING,
-    captured: null,
-    externalPayments: [],
-    disbursement: [],
     processor: { request: request.processorMeta, response: d.answer!.data },
-    networkAuthorized: 0,
     failureReason: `The card processor declined: ${d.answer!.code}.`,
     expiresAt: now,
-    settleAfter: null,
-    createdAt: now,
-    updatedAt: now,
-    capturedAt: null,
-    settledAt: null,
-    canceledAt: null,
-  };
+  });
   batch.add(payments.insertPaymentPart(payment));
   await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now, batch);
   const body = renderErrorDocument(
