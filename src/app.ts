@@ -60,6 +60,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       retryDelaysS: config.webhooks.retryDelaysS,
       publicOnly: config.environment === 'live',
       concurrency: config.webhooks.concurrency,
+      pollMs: config.webhooks.pollMs,
       lookup: opts.webhookLookup,
     }),
   };

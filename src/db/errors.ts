@@ -27,3 +27,19 @@ export function checkViolation(err: unknown): string | undefined {
 export function sqlState(err: unknown): string | undefined {
   return pgFields(err)?.code;
 }
+
+/** Postgres SQLSTATE classes and driver errors that mean "try again", not "bad request". */
+const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-3]|40001|40P01)/;
+const RETRYABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+
+export function isRetryableDatabaseError(err: unknown): boolean {
+  let e: unknown = err;
+  // Drizzle wraps driver errors; look through the cause chain.
+  for (let depth = 0; e && depth < 5; depth++) {
+    const x = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof x.code === 'string' && (RETRYABLE_SQLSTATE.test(x.code) || RETRYABLE_ERRNO.has(x.code))) return true;
+    if (typeof x.message === 'string' && /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|pool.*ended/i.test(x.message)) return true;
+    e = x.cause;
+  }
+  return false;
+}

@@ -69,9 +69,13 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   // so a pool-level parser would not reach raw `db.execute` results.
   pg.types.setTypeParser(INT8, parseInt8);
   const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
-  // An idle client losing its connection (server restart) must not crash the process; the
-  // pool drops it and the next query opens a new one.
+  // A connection lost to a server restart must not crash the process. An idle client's error
+  // reaches the pool, which drops it. A checked-out client (inside a transaction, between two
+  // statements) emits the error on itself with no listener of the pool's, which Node would
+  // throw; this listener keeps it quiet, the next statement on it fails as retryable (a 503),
+  // and the pool discards it on release because it is no longer queryable.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const client = await pool.connect(); // fail fast on a bad URL
   client.release();
   const db = drizzle({ client: pool, schema }) as unknown as Db;

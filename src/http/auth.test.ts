@@ -1,6 +1,7 @@
 // Merchant authentication: Client-ID + Bearer secret, 401/403, hashed secrets, rotation.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import crypto, { createHash } from 'node:crypto';
+import { syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../db/open.ts';
@@ -109,5 +110,64 @@ describe('client authentication', () => {
     assert.equal((await get({ 'client-id': m.clientId, authorization: 'Bearer test-admin-token-0123456789abcdef0123456789' })).status, 401);
     const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${m.secret}` } });
     assert.equal(res.statusCode, 401);
+  });
+});
+
+/**
+ * The byte lengths of both inputs of every crypto.timingSafeEqual call made while `fn` runs
+ * (the ESM binding the server imported is updated through syncBuiltinESMExports).
+ */
+async function comparisons(fn: () => Promise<unknown>): Promise<string[]> {
+  const original = crypto.timingSafeEqual;
+  const calls: string[] = [];
+  crypto.timingSafeEqual = ((a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
+    calls.push(`${a.byteLength}=${b.byteLength}`);
+    return original(a, b);
+  }) as typeof original;
+  syncBuiltinESMExports();
+  try {
+    await fn();
+  } finally {
+    crypto.timingSafeEqual = original;
+    syncBuiltinESMExports();
+  }
+  return calls;
+}
+
+describe('credentials are compared in constant time', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  test('a merchant secret is checked against every stored hash, equal lengths, whichever is right or wrong', async () => {
+    const r = await t.createMerchant();
+    const second = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes.secret as string;
+    const third = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes.secret as string;
+    const as = (secret: string) => () => t.request('GET', '/api/v1/users', { headers: { 'client-id': r.clientId, authorization: `Bearer ${secret}` } });
+    const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
+    const cases = {
+      'the oldest secret': r.secret,
+      'the newest secret': third,
+      'a middle secret': second,
+      'wrong in its first character': flip(r.secret, 0),
+      'wrong in its last character': flip(r.secret, r.secret.length - 1),
+      'one character': 'x',
+      '500 characters': 'y'.repeat(500),
+    };
+    for (const [name, secret] of Object.entries(cases)) {
+      assert.deepEqual(await comparisons(as(secret)), ['32=32', '32=32', '32=32'], name);
+    }
+    // An unknown client still costs a comparison, against a dummy hash.
+    const unknown = await comparisons(() => t.request('GET', '/api/v1/users', { headers: { 'client-id': crypto.randomUUID(), authorization: `Bearer ${r.secret}` } }));
+    assert.deepEqual(unknown, ['32=32']);
+  });
+
+  test('the admin token: one comparison of equal-length digests, right or wrong', async () => {
+    const admin = (token: string) => () => t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${token}` } });
+    for (const token of ['test-admin-token-0123456789abcdef0123456789', 'test-admin-token-0123456789abcdef012345678X', 'x', 'z'.repeat(1000)]) {
+      assert.deepEqual(await comparisons(admin(token)), ['32=32'], token);
+    }
   });
 });

@@ -2,7 +2,7 @@
 // withdraw, reward, refund). Scope: (client, operation, key). Everything happens inside the
 // operation's own transaction:
 //   1. one query takes a transaction-level advisory lock on the key's hash (without waiting)
-//      and reads the stored outcome, if any;
+//      and then reads the stored outcome, if any, with a snapshot taken after the lock;
 //   2. lock not taken: another request with this key is running → 409 IdempotencyKeyInUse;
 //      a stored outcome with another fingerprint → 409 IdempotencyKeyReused; with the same
 //      fingerprint → its status and body, byte for byte (Idempotent-Replayed: true);
@@ -66,9 +66,10 @@ export function sendOutcome(reply: FastifyReply, o: StoredOutcome): FastifyReply
   return reply.code(o.status).type(JSONAPI).send(o.body);
 }
 
-const CHECK_KEY_SQL = `select l.locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
-   from (select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked) l
-   left join idempotency_keys k on k.client_id = $2 and k.operation = $3 and k.key = $4`;
+// The lock and the read are one database function (migration 0007): the read must use a
+// snapshot taken after the lock, which a single statement cannot give.
+const CHECK_KEY_SQL = `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at
+   from idempotency_check($1, $2, $3, $4) c`;
 
 /**
  * A read the operation needs first, run in the same statement as the key check (one round trip
@@ -91,9 +92,9 @@ function checkStatement(preflight?: Preflight) {
   if (!preflight) return statement('idempotency_check', CHECK_KEY_SQL);
   // A gated preflight gets the time as $5 (a key past its retention counts as absent).
   const text = preflight.text.includes(GATE)
-    ? shiftParams(preflight.text, 5).replaceAll(GATE, '(l.locked and (k.key is null or k.expires_at <= $5::timestamptz))')
+    ? shiftParams(preflight.text, 5).replaceAll(GATE, '(c.locked and (c.fingerprint is null or c.expires_at <= $5::timestamptz))')
     : shiftParams(preflight.text, 4);
-  return statement(`idempotency_check_${preflight.name}`, CHECK_KEY_SQL.replace('select l.locked', 'select p.*, l.locked') + ` left join lateral (${text}) p on true`);
+  return statement(`idempotency_check_${preflight.name}`, CHECK_KEY_SQL.replace('select c.locked', 'select p.*, c.locked') + ` left join lateral (${text}) p on true`);
 }
 
 /** Runs a preflight on its own (the operation was called without a key). */

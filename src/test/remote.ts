@@ -7,7 +7,7 @@ import type { ServerProcess } from './process.ts';
 const JSONAPI = 'application/vnd.api+json';
 
 export interface RemoteCall {
-  (port: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  (port: number, method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
 /** A merchant created on `server`'s admin listener, and a caller authenticated as it. */
@@ -22,7 +22,7 @@ export async function remoteMerchant(server: ServerProcess, adminToken: string, 
   const call: RemoteCall = async (port, method, path, body) => {
     const r = await fetch(`http://127.0.0.1:${port}/api/v1${path}`, { method, headers, ...(body ? { body: JSON.stringify(body) } : {}) });
     const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : undefined };
+    return { status: r.status, body: text ? JSON.parse(text) : undefined, headers: r.headers };
   };
   return { clientId: created.data.id, call };
 }

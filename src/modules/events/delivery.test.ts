@@ -215,6 +215,39 @@ describe('webhook delivery', () => {
     }
   });
 
+  test('a receiver that hangs holds at most half the slots, then one: other merchants\' events arrive meanwhile', async () => {
+    const timeoutMs = 1_500;
+    const quick = await createTestApp({ env: { WEBHOOK_TIMEOUT_MS: String(timeoutMs), WEBHOOK_CONCURRENCY: '4' } });
+    const hanging = await startReceiver(() => 'hang');
+    const healthy = await startReceiver();
+    try {
+      const slow = await quick.createMerchant();
+      const fine = await quick.createMerchant();
+      const a = await register(quick, slow, { url: hanging.url, topics: ['PaymentCreated'] });
+      const b = await register(quick, fine, { url: healthy.url, topics: ['PaymentCreated'] });
+      // The hanging receiver's events are the oldest: a batch-at-a-time worker would fill every
+      // slot with them and make the others wait for the timeout.
+      for (let i = 0; i < 4; i++) assert.equal((await quick.request('POST', `/api/v1/webhooks/${a.id}/test`, { as: slow })).status, 201);
+      for (let i = 0; i < 20; i++) assert.equal((await quick.request('POST', `/api/v1/webhooks/${b.id}/test`, { as: fine })).status, 201);
+      const start = Date.now();
+      const run = deliver(quick);
+      await healthy.waitFor(20, timeoutMs);
+      assert.ok(Date.now() - start < timeoutMs, 'every healthy delivery arrived before the first hanging attempt timed out');
+      assert.equal(hanging.received.length, 2, 'one webhook takes at most half of the 4 slots');
+      assert.equal(await run, 24);
+      // After its first failures the hanging receiver gets one attempt at a time.
+      const at = hanging.received.map((r) => r.at);
+      assert.equal(at.length, 4);
+      assert.ok(at[2]! - at[0]! >= timeoutMs - 100, 'the third attempt waited for the first two to time out');
+      assert.ok(at[3]! - at[2]! >= timeoutMs - 100, 'then one at a time');
+      const failed = await quick.request('GET', '/api/v1/webhook-events?filter[deliveryState]=pending', { as: slow });
+      assert.equal(failed.body.meta.total, 4, 'each hanging attempt was recorded and will be retried');
+    } finally {
+      await quick.close();
+      await Promise.all([hanging.close(), healthy.close()]);
+    }
+  });
+
   test('a deleted webhook\'s pending deliveries are canceled', async () => {
     const fm = await t.createMerchant();
     const w = await register(t, fm, { url: 'http://127.0.0.1:9/closed', topics: ['*'] });

@@ -1,9 +1,10 @@
-// The webhook delivery worker. Each round claims due deliveries (SKIP LOCKED + lease, so any
+// The webhook delivery worker. It claims due deliveries as slots free up (SKIP LOCKED + lease, so any
 // number of workers and processes share the work without sending one attempt twice), sends
 // them outside any database transaction, and records every attempt. 2xx within the timeout is
 // success; anything else is retried on the schedule of decisions §10 with up to 10% jitter,
 // then the delivery is marked failed. Redirects are not followed.
 import { createHmac, randomInt } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
@@ -13,7 +14,11 @@ import type { Clock } from '../../clock.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';
 import { isPublicAddress, publicOnlyLookup, type LookupFn } from '../webhooks/url-policy.ts';
-import { claimDueDeliveries, recordAttempt, type ClaimedDelivery } from './sql.ts';
+import { isRetryableDatabaseError } from '../../db/errors.ts';
+import { claimDueDeliveries, recordAttempt, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
+
+/** How long a lease outlasts the attempt's timeout: time to record the attempt. */
+const LEASE_MARGIN_MS = 5_000;
 
 export interface DispatcherOptions {
   db: Db;
@@ -25,7 +30,8 @@ export interface DispatcherOptions {
   /** Refuse non-public receivers at connect time (live). */
   publicOnly: boolean;
   concurrency: number;
-  batchSize?: number;
+  /** How long to wait before looking for newly due deliveries while attempts are in flight. */
+  pollMs: number;
   /** Replaces DNS resolution (tests). */
   lookup?: LookupFn;
 }
@@ -52,6 +58,10 @@ export function retryDelayMs(delaysS: number[], failedAttempts: number): number 
 export class WebhookDispatcher {
   readonly #o: DispatcherOptions;
   readonly #agent: Agent;
+  /** Attempts in flight in this process, by webhook id. */
+  readonly #inFlight = new Map<string, number>();
+  /** Webhooks whose last attempt from this process failed. */
+  readonly #failing = new Set<string>();
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
@@ -65,21 +75,70 @@ export class WebhookDispatcher {
     });
   }
 
-  /** Delivers everything due now, batch after batch; returns how many attempts were made. */
+  /**
+   * Delivers everything due, keeping up to `concurrency` attempts in flight and claiming more
+   * as slots free up: a receiver that hangs holds only its own slots until the timeout, never a
+   * whole batch. One webhook gets at most half the slots; one whose last attempt here failed
+   * (down, hanging, erroring) gets one attempt at a time until one succeeds, so its backlog
+   * cannot fill the slots.
+   * Returns the number of attempts made, once nothing is in flight and nothing more is due.
+   */
   async runOnce(): Promise<number> {
-    const batch = this.#o.batchSize ?? 100;
+    const { concurrency, pollMs } = this.#o;
+    // Claim when a quarter of the slots are free (one statement per several deliveries).
+    const refill = Math.max(1, Math.floor(concurrency / 4));
+    const running = new Set<Promise<void>>();
     let total = 0;
-    for (let round = 0; round < 100; round++) {
-      const now = this.#o.clock.now();
-      // The lease outlives the attempt's timeout by a margin; a worker that dies mid-attempt
-      // delays that delivery's retry by at most this much.
-      const claimed = await claimDueDeliveries(this.#o.db, now, new Date(now.getTime() + this.#o.timeoutMs + 5_000), batch);
-      if (claimed.length === 0) break;
-      await mapLimit(claimed, this.#o.concurrency, (d) => this.#deliver(d));
-      total += claimed.length;
-      if (claimed.length < batch) break;
+    let lookAgain = true;
+    for (;;) {
+      const free = concurrency - running.size;
+      let claimed = 0;
+      if (free > 0 && (lookAgain || free >= refill || running.size === 0)) {
+        const now = this.#o.clock.now();
+        // The lease outlives the attempt's timeout by a margin for recording it; a worker that
+        // dies mid-attempt delays that delivery's retry by at most this much.
+        const deliveries = await claimDueDeliveries(this.#o.db, {
+          now,
+          leaseUntil: new Date(now.getTime() + this.#o.timeoutMs + LEASE_MARGIN_MS),
+          limit: free,
+          room: this.#room(),
+          share: this.#share,
+        });
+        for (const d of deliveries) {
+          this.#inFlight.set(d.webhookId, (this.#inFlight.get(d.webhookId) ?? 0) + 1);
+          const attempt: Promise<void> = this.#deliver(d).finally(() => {
+            running.delete(attempt);
+            const left = (this.#inFlight.get(d.webhookId) ?? 1) - 1;
+            if (left > 0) this.#inFlight.set(d.webhookId, left);
+            else this.#inFlight.delete(d.webhookId);
+          });
+          running.add(attempt);
+        }
+        claimed = deliveries.length;
+        total += claimed;
+      }
+      if (running.size === 0) break;
+      // Wait for a slot; when nothing more was due, also look again after a poll interval so
+      // new events do not wait for a slow attempt to end.
+      const idle = claimed < free;
+      lookAgain = false;
+      const poll = idle ? delay(pollMs, undefined, { ref: false }).then(() => void (lookAgain = true)) : undefined;
+      await Promise.race(poll ? [...running, poll] : running);
     }
     return total;
+  }
+
+  /** The most attempts one healthy webhook may have in flight here: half the slots. */
+  get #share(): number {
+    return Math.max(1, Math.ceil(this.#o.concurrency / 2));
+  }
+
+  /** Room for further attempts of the webhooks with attempts in flight or failing here. */
+  #room(): Record<string, number> {
+    const room: Record<string, number> = {};
+    for (const [id, n] of this.#inFlight) room[id] = Math.max(0, this.#share - n);
+    for (const id of this.#failing) room[id] = this.#inFlight.has(id) ? 0 : 1;
+    return room;
   }
 
   async close(): Promise<void> {
@@ -120,33 +179,41 @@ export class WebhookDispatcher {
       }
     }
     const ok = error === null;
+    if (ok) this.#failing.delete(d.webhookId);
+    else if (d.webhookActive) this.#failing.add(d.webhookId);
     const now = this.#o.clock.now();
-    const delay = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
-    const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delay === null ? 'failed' : 'pending';
-    try {
-      await this.#o.db.transaction((tx) =>
-        recordAttempt(
-          tx,
-          {
-            deliveryId: d.id,
-            eventId: d.eventId,
-            clientId: d.clientId,
-            attempt: d.attempt,
-            startedAt,
-            durationMs: Math.round(performance.now() - started),
-            statusCode,
-            error,
-            responseExcerpt: excerpt,
-            state,
-            nextAttemptAt: delay === null ? null : new Date(now.getTime() + delay),
-            now,
-          },
-          uuidv7(),
-        ),
-      );
-    } catch (err) {
-      // The lease runs out and the attempt is made again: at-least-once, never lost.
-      this.#o.log.error({ err, deliveryId: d.id }, 'could not record a webhook attempt');
+    const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
+    const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';
+    const outcome: AttemptOutcome = {
+      deliveryId: d.id,
+      eventId: d.eventId,
+      clientId: d.clientId,
+      attempt: d.attempt,
+      startedAt,
+      durationMs: Math.round(performance.now() - started),
+      statusCode,
+      error,
+      responseExcerpt: excerpt,
+      state,
+      nextAttemptAt: delayMs === null ? null : new Date(now.getTime() + delayMs),
+      now,
+    };
+    // The database may be away for a moment (a restart, a failover): keep trying while the
+    // lease holds, so a delivery that reached its receiver is not sent again. Past the lease,
+    // another worker may take it, and the attempt is made again: at-least-once, never lost.
+    const attemptId = uuidv7();
+    const recordBy = started + this.#o.timeoutMs + LEASE_MARGIN_MS - 1_000;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
+      try {
+        await this.#o.db.transaction((tx) => recordAttempt(tx, outcome, attemptId));
+        return;
+      } catch (err) {
+        if (!isRetryableDatabaseError(err) || performance.now() + wait > recordBy) {
+          this.#o.log.error({ err, deliveryId: d.id }, 'could not record a webhook attempt');
+          return;
+        }
+        await delay(wait);
+      }
     }
   }
 }
@@ -169,12 +236,4 @@ function describe(err: unknown, timeoutMs: number): string {
   const code = e.cause?.code ?? e.code;
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;
-}
-
-async function mapLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  });
-  await Promise.all(workers);
 }

@@ -117,29 +117,58 @@ export interface ClaimedDelivery {
   webhookActive: boolean;
 }
 
+export interface ClaimOptions {
+  now: Date;
+  leaseUntil: Date;
+  limit: number;
+  /**
+   * Webhooks this worker holds to a number of further attempts (webhook id → room, 0 for
+   * none): receivers that are failing here get one attempt at a time.
+   */
+  room: Record<string, number>;
+  /** Room of any other webhook within one claim. */
+  share: number;
+}
+
 /**
  * Claims up to `limit` due deliveries for one attempt each: due and not leased by a live
  * worker, locked with SKIP LOCKED so concurrent workers take different rows, then leased and
  * their attempt number taken in the same statement. A worker that dies keeps its lease until
- * it runs out; then the delivery is due again.
+ * it runs out; then the delivery is due again. Each webhook gets at most its room; webhooks
+ * with none are skipped before the limit applies, so one receiver's backlog never crowds out
+ * the others.
  */
-export async function claimDueDeliveries(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const due = sql`d.state = 'pending' and d.next_attempt_at <= ${o.now} and (d.lease_until is null or d.lease_until <= ${o.now})`;
   const res = await db.execute(sql`
-    with due as (
-      select id from event_deliveries
-      where state = 'pending' and next_attempt_at <= ${now} and (lease_until is null or lease_until <= ${now})
+    with room as (
+      select key::uuid as webhook_id, value::int as room from jsonb_each_text(${JSON.stringify(o.room)}::jsonb)
+    ), candidates as (
+      select id, webhook_id, next_attempt_at from event_deliveries d
+      where ${due} and not exists (select 1 from room r where r.webhook_id = d.webhook_id and r.room <= 0)
       order by next_attempt_at
-      limit ${limit}
-      for update skip locked
+      limit ${o.limit * 4}
+    ), ranked as (
+      select c.id, c.next_attempt_at
+      from (select *, row_number() over (partition by webhook_id order by next_attempt_at) as n from candidates) c
+      left join room r on r.webhook_id = c.webhook_id
+      where c.n <= coalesce(r.room, ${o.share})
+      order by c.next_attempt_at
+      limit ${o.limit}
+    ), locked as (
+      select d.id from event_deliveries d join ranked on ranked.id = d.id
+      where ${due}
+      for update of d skip locked
     ), claimed as (
       update event_deliveries d
-      set lease_until = ${leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${now}
-      from due where d.id = due.id
-      returning d.id, d.event_id, d.webhook_id, d.client_id, d.attempt_count
+      set lease_until = ${o.leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${o.now}
+      from locked where d.id = locked.id
+      returning d.id, d.event_id, d.webhook_id, d.client_id, d.attempt_count, d.next_attempt_at
     )
     select c.id, c.event_id, c.webhook_id, c.client_id, c.attempt_count, e.body, w.url, w.secret_sealed,
            (w.enabled and w.deleted_at is null) as webhook_active
-    from claimed c join events e on e.id = c.event_id join webhooks w on w.id = c.webhook_id`);
+    from claimed c join events e on e.id = c.event_id join webhooks w on w.id = c.webhook_id
+    order by c.next_attempt_at`);
   return rowsOf<Record<string, unknown>>(res).map((r) => ({
     id: String(r.id),
     eventId: String(r.event_id),
