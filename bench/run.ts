@@ -4,6 +4,7 @@
 // database and writes the raw figures to bench/results/. PostgreSQL runs use the server in
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with a fresh database.
 import { mkdir, writeFile } from 'node:fs/promises';
+import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
@@ -37,6 +38,7 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
     try {
       const auth = await merchant(coffer);
       let userId = '';
+      const userIds: string[] = [];
       for (let i = 0; i < 200; i++) {
         const u = await json(`${coffer.url}/api/v1/users`, {
           method: 'POST',
@@ -44,9 +46,11 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
           body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`, firstName: 'Bench' } } }),
         });
         userId = u.data.id;
+        userIds.push(userId);
       }
       const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
-      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, durationS }));
+      // Each request asks for the next of the 200 users.
+      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
       results.push(await load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, durationS }));
       floorQuery = {
         text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
@@ -102,7 +106,14 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     let k = 0;
     results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
     results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[0]!) as never }));
-    results.push(await load('GET wallet balance', { url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`, headers: auth, durationS }));
+    results.push(
+      await load('GET wallet balance (50 wallets)', {
+        url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`,
+        headers: auth,
+        durationS,
+        requests: rotate(wallets.map((w) => `/api/v1/wallets/${w.walletId}/balance`)),
+      }),
+    );
   } finally {
     await coffer.stop();
   }
@@ -289,3 +300,9 @@ for (const db of dbs) {
 process.stdout.write(`\nMachine: ${machine()}\n`);
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL(`./results/${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.json`, import.meta.url), JSON.stringify({ machine: machine(), durationS, report }, null, 2));
+
+/** autocannon requests that walk through `paths` in turn, one per request. */
+function rotate(paths: string[]): autocannon.Request[] {
+  let i = 0;
+  return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[i++ % paths.length]! }) }];
+}

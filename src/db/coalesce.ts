@@ -10,28 +10,27 @@ import { run, statement, type Statement } from './statements.ts';
 
 type Pending<R> = { clientId: string; id: string; resolve: (row: R | undefined) => void; reject: (err: unknown) => void };
 
-export class CoalescedRead<R extends { id: string }> {
+export class CoalescedRead<R extends { id: string; clientId: string }> {
   readonly #db: Executor;
   readonly #statement: Statement;
-  readonly #clientIdOf: (row: R) => string;
   readonly #max: number;
   #pending: Pending<R>[] = [];
   #scheduled = false;
 
   /**
-   * `sql` selects the rows for `$1::uuid[]` (client ids) and `$2::uuid[]` (ids), pairwise,
-   * with `clientId` among its columns, e.g. `... from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join ...`.
+   * `sql` selects the rows for `$1::uuid[]` (client ids) and `$2::uuid[]` (ids), pairwise, as
+   * `id` and `clientId` among other columns: `... from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join ...`.
+   * The ids must already be valid UUIDs (path validation): one bad id would fail the batch.
    */
-  constructor(db: Executor, name: string, sql: string, opts: { clientIdOf: (row: R) => string; max?: number }) {
+  constructor(db: Executor, name: string, sql: string, max = 100) {
     this.#db = db;
     this.#statement = statement(name, sql);
-    this.#clientIdOf = opts.clientIdOf;
-    this.#max = opts.max ?? 100;
+    this.#max = max;
   }
 
   get(clientId: string, id: string): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ clientId, id, resolve, reject });
+      this.#pending.push({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject });
       if (this.#pending.length >= this.#max) this.#flush();
       else if (!this.#scheduled) {
         this.#scheduled = true;
@@ -45,9 +44,13 @@ export class CoalescedRead<R extends { id: string }> {
     const batch = this.#pending;
     if (batch.length === 0) return;
     this.#pending = [];
-    run<R>(this.#db, this.#statement, [batch.map((p) => p.clientId), batch.map((p) => p.id)]).then(
+    // Each key once: a query that aggregates per key would count a repeated key twice.
+    const keys = [...new Set(batch.map((p) => `${p.clientId}/${p.id}`))];
+    const clientIds = keys.map((k) => k.slice(0, 36));
+    const ids = keys.map((k) => k.slice(37));
+    run<R>(this.#db, this.#statement, [clientIds, ids]).then(
       (rows) => {
-        const found = new Map(rows.map((r) => [`${this.#clientIdOf(r)}/${r.id}`, r]));
+        const found = new Map(rows.map((r) => [`${r.clientId}/${r.id}`, r]));
         for (const p of batch) p.resolve(found.get(`${p.clientId}/${p.id}`));
       },
       (err: unknown) => {

@@ -85,16 +85,20 @@ export class WebhookDispatcher {
    */
   async runOnce(): Promise<number> {
     const { concurrency, pollMs } = this.#o;
-    // Claim when a quarter of the slots are free (one statement per several deliveries).
-    const refill = Math.max(1, Math.floor(concurrency / 4));
-    const running = new Set<Promise<void>>();
+    // Claim when half of the slots are free (one statement per many deliveries).
+    const refill = Math.max(1, Math.floor(concurrency / 2));
+    let running = 0;
     let total = 0;
     let lookAgain = true;
+    let drained = false; // the last claim found fewer than it could take
+    let settled = 0; // attempts finished so far
+    let settledAtClaim = -1; // how many had finished when the last claim was made
+    let wake: (() => void) | undefined;
     for (;;) {
-      const free = concurrency - running.size;
-      let claimed = 0;
-      if (free > 0 && (lookAgain || free >= refill || running.size === 0)) {
+      const free = concurrency - running;
+      if (free > 0 && (lookAgain || free >= refill || running === 0)) {
         const now = this.#o.clock.now();
+        settledAtClaim = settled;
         // The lease outlives the attempt's timeout by a margin for recording it; a worker that
         // dies mid-attempt delays that delivery's retry by at most this much.
         const deliveries = await claimDueDeliveries(this.#o.db, {
@@ -105,25 +109,41 @@ export class WebhookDispatcher {
           share: this.#share,
         });
         for (const d of deliveries) {
+          running++;
           this.#inFlight.set(d.webhookId, (this.#inFlight.get(d.webhookId) ?? 0) + 1);
-          const attempt: Promise<void> = this.#deliver(d).finally(() => {
-            running.delete(attempt);
+          const settle = () => {
+            running--;
+            settled++;
             const left = (this.#inFlight.get(d.webhookId) ?? 1) - 1;
             if (left > 0) this.#inFlight.set(d.webhookId, left);
             else this.#inFlight.delete(d.webhookId);
+            wake?.();
+          };
+          this.#deliver(d).then(settle, (err: unknown) => {
+            this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
+            settle();
           });
-          running.add(attempt);
         }
-        claimed = deliveries.length;
-        total += claimed;
+        total += deliveries.length;
+        drained = deliveries.length < free;
+        lookAgain = false;
       }
-      if (running.size === 0) break;
+      // Done when nothing is in flight and nothing was due at a claim made after the last
+      // attempt finished (an attempt finishing during a claim may have made room for more).
+      if (running === 0) {
+        if (drained && settled === settledAtClaim) break;
+        continue;
+      }
       // Wait for a slot; when nothing more was due, also look again after a poll interval so
       // new events do not wait for a slow attempt to end.
-      const idle = claimed < free;
-      lookAgain = false;
-      const poll = idle ? delay(pollMs, undefined, { ref: false }).then(() => void (lookAgain = true)) : undefined;
-      await Promise.race(poll ? [...running, poll] : running);
+      await new Promise<void>((resolve) => {
+        const timer = drained ? setTimeout(() => ((lookAgain = true), resolve()), pollMs) : undefined;
+        wake = () => {
+          wake = undefined;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
     return total;
   }
@@ -179,8 +199,8 @@ export class WebhookDispatcher {
       }
     }
     const ok = error === null;
-    if (ok) this.#failing.delete(d.webhookId);
-    else if (d.webhookActive) this.#failing.add(d.webhookId);
+    if (ok || !d.webhookActive) this.#failing.delete(d.webhookId);
+    else this.#failing.add(d.webhookId);
     const now = this.#o.clock.now();
     const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
     const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';

@@ -156,9 +156,9 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
       order by c.next_attempt_at
       limit ${o.limit}
     ), locked as (
-      select d.id from event_deliveries d join ranked on ranked.id = d.id
-      where ${due}
-      for update of d skip locked
+      select d.id from event_deliveries d
+      where d.id = any(array(select id from ranked)) and ${due}
+      for update skip locked
     ), claimed as (
       update event_deliveries d
       set lease_until = ${o.leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${o.now}

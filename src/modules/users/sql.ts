@@ -1,7 +1,7 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { run, statement } from '../../db/statements.ts';
+import { CoalescedRead } from '../../db/coalesce.ts';
 import { users } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
@@ -20,20 +20,27 @@ export async function findUser(db: Executor, clientId: string, id: string, opts:
 
 export type UserSummaryRow = Pick<UserRow, 'id' | 'disabled' | 'firstName' | 'lastName' | 'email' | 'phoneNumber' | 'createdAt' | 'updatedAt'>;
 
-const USER_SUMMARY = statement(
-  'users_summary',
-  `select id, disabled, first_name as "firstName", last_name as "lastName", email, phone_number as "phoneNumber",
-     created_at as "createdAt", updated_at as "updatedAt"
-   from users where client_id = $1 and id = $2`,
-);
+const SUMMARY_COLUMNS = `u.id, u.client_id as "clientId", u.disabled, u.first_name as "firstName", u.last_name as "lastName", u.email,
+     u.phone_number as "phoneNumber", u.created_at as "createdAt", u.updated_at as "updatedAt"`;
+
+const summaries = new WeakMap<Executor, CoalescedRead<UserSummaryRow & { clientId: string }>>();
 
 /**
- * The hottest read: a prepared statement selecting only the shown columns (decoding a full
- * 20-column row cost a sixth of the request).
+ * The hottest read: the shown columns only (decoding a full 20-column row cost a sixth of the
+ * request), with the reads that arrive together sent as one prepared statement.
  */
 export async function findUserSummary(db: Executor, clientId: string, id: string): Promise<UserSummaryRow | undefined> {
-  const [row] = await run<UserSummaryRow>(db, USER_SUMMARY, [clientId, id]);
-  return row;
+  let reads = summaries.get(db);
+  if (!reads) {
+    reads = new CoalescedRead(
+      db,
+      'users_summaries',
+      `select ${SUMMARY_COLUMNS}
+       from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join users u on u.client_id = k.client_id and u.id = k.id`,
+    );
+    summaries.set(db, reads);
+  }
+  return reads.get(clientId, id);
 }
 
 /** Users whose referenceId or stableReferenceId is `ref` (more than one means ambiguous). */

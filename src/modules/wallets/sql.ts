@@ -1,7 +1,7 @@
 // Every query on wallets and barcodes, scoped by client_id.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { run, statement } from '../../db/statements.ts';
+import { CoalescedRead } from '../../db/coalesce.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
 import { WALLET_CODES } from '../../ledger/accounts.ts';
 import type { Page } from '../../http/paging.ts';
@@ -26,22 +26,31 @@ export async function findWalletOfUser(db: Executor, clientId: string, userId: s
   return row;
 }
 
-const WALLET_WITH_BUCKETS = statement(
-  'wallet_with_buckets',
-  `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, w.closed_at as "closedAt",
-     w.created_at as "createdAt", w.updated_at as "updatedAt",
-     ${WALLET_CODES.map((c) => `sum(a.balance) filter (where a.code = '${c}')::bigint as "${c}"`).join(',\n     ')}
-   from wallets w join ledger_accounts a on a.owner_id = w.id and a.owner_type = 'wallet'
-   where w.client_id = $1 and w.id = $2
-   group by w.id`,
-);
+type WalletWithBucketsRow = WalletRow & Buckets;
+
+const balanceReads = new WeakMap<Executor, CoalescedRead<WalletWithBucketsRow>>();
 
 /**
  * The balance read, the hottest money read: the wallet and its nine bucket balances as one
- * row, from one prepared statement.
+ * row, with the reads that arrive together sent as one prepared statement.
  */
 export async function findWalletWithBuckets(db: Executor, clientId: string, id: string): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
-  const [row] = await run<WalletRow & Buckets>(db, WALLET_WITH_BUCKETS, [clientId, id]);
+  let reads = balanceReads.get(db);
+  if (!reads) {
+    reads = new CoalescedRead(
+      db,
+      'wallets_with_buckets',
+      `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, w.closed_at as "closedAt",
+         w.created_at as "createdAt", w.updated_at as "updatedAt",
+         ${WALLET_CODES.map((c) => `sum(a.balance) filter (where a.code = '${c}')::bigint as "${c}"`).join(',\n         ')}
+       from unnest($1::uuid[], $2::uuid[]) k(client_id, id)
+       join wallets w on w.client_id = k.client_id and w.id = k.id
+       join ledger_accounts a on a.owner_id = w.id and a.owner_type = 'wallet'
+       group by w.id`,
+    );
+    balanceReads.set(db, reads);
+  }
+  const row = await reads.get(clientId, id);
   if (!row) return undefined;
   const { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt, ...buckets } = row;
   return { wallet: { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt }, buckets: buckets as Buckets };
