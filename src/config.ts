@@ -190,7 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
-      concurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 1024),
+      concurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1024),
     },
   };
 
