@@ -220,3 +220,30 @@ export async function fundWallets(coffer: CofferServer, auth: Auth, wallets: { w
     await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
   }
 }
+
+const created: { serverUrl: string; name: string }[] = [];
+
+/** A new database on the server for a run, so runs never see each other's rows; see dropDatabases. */
+export async function freshDatabase(serverUrl: string, prefix: string): Promise<string> {
+  const { default: pg } = await import('pg');
+  const name = `${prefix}_${Date.now()}`;
+  const c = new pg.Client({ connectionString: serverUrl });
+  await c.connect();
+  await c.query(`create database ${name}`);
+  await c.end();
+  created.push({ serverUrl, name });
+  const u = new URL(serverUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** Drops the databases freshDatabase made (call once the servers using them have stopped). */
+export async function dropDatabases(): Promise<void> {
+  const { default: pg } = await import('pg');
+  for (const { serverUrl, name } of created.splice(0)) {
+    const c = new pg.Client({ connectionString: serverUrl });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`).catch(() => {});
+    await c.end();
+  }
+}

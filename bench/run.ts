@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { approvedWallets, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -31,7 +31,7 @@ async function bare(): Promise<LoadResult> {
 
 async function usersScenario(db: string): Promise<LoadResult[]> {
   const results: LoadResult[] = [await bare()];
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
   let floorQuery: { text: string; values: string[] } | undefined;
   for (const logLevel of ['info', 'warn']) {
     const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: logLevel } });
@@ -83,7 +83,7 @@ async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
  * raw pg transfer transaction on 8 connections.
  */
 async function moneyScenario(db: string): Promise<LoadResult[]> {
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
   const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
   const coffer = await startCoffer({ databaseUrl });
   try {
@@ -126,7 +126,7 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
  * so that authorize's latency is its own. No card processor: bank rails, manual capture.
  */
 async function checkoutScenario(db: string): Promise<LoadResult[]> {
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
   const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
   const coffer = await startCoffer({ databaseUrl });
   try {
@@ -220,7 +220,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
  */
 async function webhooksScenario(db: string): Promise<LoadResult[]> {
   const n = 5000;
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer) : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
   let received = 0;
   let first = 0;
   let last = 0;
@@ -272,19 +272,6 @@ async function webhooksScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
-/** A new database on the server for each run, so runs never see each other's rows. */
-async function freshDatabase(serverUrl: string): Promise<string> {
-  const { default: pg } = await import('pg');
-  const name = `coffer_bench_${Date.now()}`;
-  const c = new pg.Client({ connectionString: serverUrl });
-  await c.connect();
-  await c.query(`create database ${name}`);
-  await c.end();
-  const u = new URL(serverUrl);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
 const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
@@ -298,6 +285,7 @@ for (const db of dbs) {
   }
 }
 process.stdout.write(`\nMachine: ${machine()}\n`);
+await dropDatabases();
 await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL(`./results/${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.json`, import.meta.url), JSON.stringify({ machine: machine(), durationS, report }, null, 2));
 

@@ -10,24 +10,12 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { approvedWallets, fundWallets, json, machine, merchant, post, startCoffer } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, startCoffer } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
 const minutes = Number(values.minutes);
 const windowS = Number(values.window);
 const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function freshDatabase(): Promise<string> {
-  const name = `coffer_soak_${Date.now()}`;
-  const c = new pg.Client({ connectionString: pgServer });
-  await c.connect();
-  await c.query(`create database ${name}`);
-  await c.end();
-  const url = new URL(pgServer);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 const rssMb = (pid: number) => Math.round(Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) / 1024);
 
@@ -41,7 +29,7 @@ const receiver = createServer((req, res) => {
 });
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 
-const databaseUrl = values.db === 'postgres' ? await freshDatabase() : undefined;
+const databaseUrl = values.db === 'postgres' ? await freshDatabase(pgServer, 'coffer_soak') : undefined;
 const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: 'warn' } });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
 await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Soak', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, topics: ['*'] } } });
@@ -146,5 +134,6 @@ await mkdir(new URL('./results/', import.meta.url), { recursive: true });
 await writeFile(new URL(`./results/soak-${summary.at.replace(/[:.]/g, '').slice(0, 15)}.json`, import.meta.url), `${JSON.stringify(summary, null, 2)}\n`);
 process.stdout.write(`${JSON.stringify({ ...summary, windows: undefined })}\n`);
 await coffer.stop();
+await dropDatabases();
 receiver.close();
 process.exit(summary.errors === 0 && summary.ledgerSound && delivered >= total ? 0 : 1);

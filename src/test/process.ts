@@ -1,18 +1,36 @@
 // Starting real Coffer processes for tests that need them (start-up, shutdown, crashes).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 
+/**
+ * A port for a test server to bind, below the kernel's ephemeral range: a port taken from that
+ * range and released for a child process to bind could meanwhile become the source port of an
+ * outgoing connection (a database client, a fetch) and the child would fail with EADDRINUSE.
+ * Ports handed out once are not handed out again in this process.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  const low = Math.max(1024, ephemeralStart - 12_000);
+  for (;;) {
+    const port = low + randomInt(ephemeralStart - low);
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    if (await bindable(port)) return port;
+  }
+}
+
+const handedOut = new Set<number>();
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 
