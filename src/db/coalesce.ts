@@ -10,25 +10,47 @@ import { run, statement, type Statement } from './statements.ts';
 
 type Pending<R> = { clientId: string; id: string; resolve: (row: R | undefined) => void; reject: (err: unknown) => void };
 
+/**
+ * A point read declared once per module: `sql` selects the rows for `$1::uuid[]` (client ids)
+ * and `$2::uuid[]` (ids), pairwise, as `id` and `clientId` among other columns:
+ * `... from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join ...`. The ids must already be
+ * valid UUIDs (path validation): one bad id would fail the batch.
+ */
 export class CoalescedRead<R extends { id: string; clientId: string }> {
+  readonly #statement: Statement;
+  readonly #max: number;
+  /** One batch in the making per executor (the pool, or PGlite). */
+  readonly #batches = new WeakMap<Executor, Batch<R>>();
+
+  constructor(name: string, sql: string, max = 100) {
+    this.#statement = statement(name, sql);
+    this.#max = max;
+  }
+
+  get(db: Executor, clientId: string, id: string): Promise<R | undefined> {
+    let batch = this.#batches.get(db);
+    if (!batch) {
+      batch = new Batch<R>(db, this.#statement, this.#max);
+      this.#batches.set(db, batch);
+    }
+    return batch.add(clientId, id);
+  }
+}
+
+class Batch<R extends { id: string; clientId: string }> {
   readonly #db: Executor;
   readonly #statement: Statement;
   readonly #max: number;
   #pending: Pending<R>[] = [];
   #scheduled = false;
 
-  /**
-   * `sql` selects the rows for `$1::uuid[]` (client ids) and `$2::uuid[]` (ids), pairwise, as
-   * `id` and `clientId` among other columns: `... from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join ...`.
-   * The ids must already be valid UUIDs (path validation): one bad id would fail the batch.
-   */
-  constructor(db: Executor, name: string, sql: string, max = 100) {
+  constructor(db: Executor, st: Statement, max: number) {
     this.#db = db;
-    this.#statement = statement(name, sql);
+    this.#statement = st;
     this.#max = max;
   }
 
-  get(clientId: string, id: string): Promise<R | undefined> {
+  add(clientId: string, id: string): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
       this.#pending.push({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject });
       if (this.#pending.length >= this.#max) this.#flush();

@@ -20,27 +20,19 @@ export async function findUser(db: Executor, clientId: string, id: string, opts:
 
 export type UserSummaryRow = Pick<UserRow, 'id' | 'disabled' | 'firstName' | 'lastName' | 'email' | 'phoneNumber' | 'createdAt' | 'updatedAt'>;
 
-const SUMMARY_COLUMNS = `u.id, u.client_id as "clientId", u.disabled, u.first_name as "firstName", u.last_name as "lastName", u.email,
-     u.phone_number as "phoneNumber", u.created_at as "createdAt", u.updated_at as "updatedAt"`;
-
-const summaries = new WeakMap<Executor, CoalescedRead<UserSummaryRow & { clientId: string }>>();
+const summaries = new CoalescedRead<UserSummaryRow & { clientId: string }>(
+  'users_summaries',
+  `select u.id, u.client_id as "clientId", u.disabled, u.first_name as "firstName", u.last_name as "lastName", u.email,
+     u.phone_number as "phoneNumber", u.created_at as "createdAt", u.updated_at as "updatedAt"
+   from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join users u on u.client_id = k.client_id and u.id = k.id`,
+);
 
 /**
  * The hottest read: the shown columns only (decoding a full 20-column row cost a sixth of the
  * request), with the reads that arrive together sent as one prepared statement.
  */
-export async function findUserSummary(db: Executor, clientId: string, id: string): Promise<UserSummaryRow | undefined> {
-  let reads = summaries.get(db);
-  if (!reads) {
-    reads = new CoalescedRead(
-      db,
-      'users_summaries',
-      `select ${SUMMARY_COLUMNS}
-       from unnest($1::uuid[], $2::uuid[]) k(client_id, id) join users u on u.client_id = k.client_id and u.id = k.id`,
-    );
-    summaries.set(db, reads);
-  }
-  return reads.get(clientId, id);
+export function findUserSummary(db: Executor, clientId: string, id: string): Promise<UserSummaryRow | undefined> {
+  return summaries.get(db, clientId, id);
 }
 
 /** Users whose referenceId or stableReferenceId is `ref` (more than one means ambiguous). */

@@ -28,29 +28,23 @@ export async function findWalletOfUser(db: Executor, clientId: string, userId: s
 
 type WalletWithBucketsRow = WalletRow & Buckets;
 
-const balanceReads = new WeakMap<Executor, CoalescedRead<WalletWithBucketsRow>>();
+const balanceReads = new CoalescedRead<WalletWithBucketsRow>(
+  'wallets_with_buckets',
+  `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, w.closed_at as "closedAt",
+     w.created_at as "createdAt", w.updated_at as "updatedAt",
+     ${WALLET_CODES.map((c) => `sum(a.balance) filter (where a.code = '${c}')::bigint as "${c}"`).join(',\n     ')}
+   from unnest($1::uuid[], $2::uuid[]) k(client_id, id)
+   join wallets w on w.client_id = k.client_id and w.id = k.id
+   join ledger_accounts a on a.owner_id = w.id and a.owner_type = 'wallet'
+   group by w.id`,
+);
 
 /**
  * The balance read, the hottest money read: the wallet and its nine bucket balances as one
  * row, with the reads that arrive together sent as one prepared statement.
  */
 export async function findWalletWithBuckets(db: Executor, clientId: string, id: string): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
-  let reads = balanceReads.get(db);
-  if (!reads) {
-    reads = new CoalescedRead(
-      db,
-      'wallets_with_buckets',
-      `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, w.closed_at as "closedAt",
-         w.created_at as "createdAt", w.updated_at as "updatedAt",
-         ${WALLET_CODES.map((c) => `sum(a.balance) filter (where a.code = '${c}')::bigint as "${c}"`).join(',\n         ')}
-       from unnest($1::uuid[], $2::uuid[]) k(client_id, id)
-       join wallets w on w.client_id = k.client_id and w.id = k.id
-       join ledger_accounts a on a.owner_id = w.id and a.owner_type = 'wallet'
-       group by w.id`,
-    );
-    balanceReads.set(db, reads);
-  }
-  const row = await reads.get(clientId, id);
+  const row = await balanceReads.get(db, clientId, id);
   if (!row) return undefined;
   const { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt, ...buckets } = row;
   return { wallet: { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt }, buckets: buckets as Buckets };
