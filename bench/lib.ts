@@ -1,7 +1,7 @@
 // Shared pieces of the benchmarks: start servers as separate processes, drive load with
 // autocannon from this process, report requests per second and latency percentiles.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +17,8 @@ export interface LoadResult {
   requests: number;
   non2xx: number;
   errors: number;
+  /** CPU time per request, in ms, of the server process and of all PostgreSQL processes. */
+  cpu?: { server: number; postgres: number };
 }
 
 export interface Server {
@@ -106,6 +108,12 @@ export async function startCoffer(opts: {
   return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };
 }
 
+/**
+ * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests
+ * (`warmupS`, default 2 s, not counted): the figures are those of a running server, not of one
+ * compiling its first requests. With `serverPid` on Linux, also the CPU time per request of the
+ * server and of every process named postgres (the local PostgreSQL server).
+ */
 export async function load(
   name: string,
   opts: {
@@ -115,26 +123,34 @@ export async function load(
     body?: string;
     connections?: number;
     durationS?: number;
+    warmupS?: number;
     /** A fixed number of requests instead of a duration. */
     amount?: number;
     requests?: autocannon.Request[];
+    serverPid?: number;
   },
 ): Promise<LoadResult> {
-  let instance!: autocannon.Instance;
-  const done = new Promise<autocannon.Result>((resolve, reject) => {
-    instance = autocannon(
-      {
-        url: opts.url,
-        method: opts.method ?? 'GET',
-        body: opts.body,
-        connections: opts.connections ?? 50,
-        ...(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 }),
-        headers: { 'content-type': 'application/vnd.api+json', ...opts.headers },
-        ...(opts.requests ? { requests: opts.requests } : {}),
-      },
-      (err, result) => (err ? reject(err) : resolve(result)),
-    );
-  });
+  const run = (limit: { duration: number } | { amount: number }) => {
+    let instance!: autocannon.Instance;
+    const done = new Promise<autocannon.Result>((resolve, reject) => {
+      instance = autocannon(
+        {
+          url: opts.url,
+          method: opts.method ?? 'GET',
+          body: opts.body,
+          connections: opts.connections ?? 50,
+          ...limit,
+          headers: { 'content-type': 'application/vnd.api+json', ...opts.headers },
+          ...(opts.requests ? { requests: opts.requests } : {}),
+        },
+        (err, result) => (err ? reject(err) : resolve(result)),
+      );
+    });
+    return { instance, done };
+  };
+  if (!opts.amount && (opts.warmupS ?? 2) > 0) await run({ duration: opts.warmupS ?? 2 }).done;
+  const cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+  const { instance, done } = run(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 });
   // autocannon reports on a one-second tick, so a fixed-amount run's own figures are rounded to
   // whole seconds: the rate is measured here, from the first request to the last response.
   const started = performance.now();
@@ -145,6 +161,8 @@ export async function load(
     lastAt = performance.now();
   });
   const result = await done;
+  const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+  const perRequest = (ticks: number) => Math.round(((ticks * 1000) / TICKS_PER_S / Math.max(1, responses)) * 100) / 100;
   return {
     name,
     rps: Math.round(responses / ((lastAt - started) / 1000)),
@@ -153,7 +171,31 @@ export async function load(
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
+    ...(cpuBefore && cpuAfter ? { cpu: { server: perRequest(cpuAfter.server - cpuBefore.server), postgres: perRequest(cpuAfter.postgres - cpuBefore.postgres) } } : {}),
   };
+}
+
+/** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
+const TICKS_PER_S = 100;
+
+/** CPU time (user + system, in ticks) of one process and of every process named postgres. */
+function cpuTicks(serverPid: number): { server: number; postgres: number } | undefined {
+  const ticksOf = (pid: string) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return { comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), ticks: Number(fields[11]) + Number(fields[12]) };
+    } catch {
+      return undefined; // gone, or not Linux
+    }
+  };
+  const server = ticksOf(String(serverPid));
+  if (!server) return undefined;
+  let postgres = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    const p = ticksOf(pid);
+    if (p?.comm === 'postgres') postgres += p.ticks;
+  }
+  return { server: server.ticks, postgres };
 }
 
 export async function json(url: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<any> {
@@ -179,11 +221,14 @@ export function machine(): string {
 }
 
 export function table(results: LoadResult[], reference?: LoadResult): string {
+  const withCpu = results.some((r) => r.cpu);
+  const cpu = (r: LoadResult) => (!withCpu ? '' : r.cpu ? ` ${r.cpu.server.toFixed(2)} + ${r.cpu.postgres.toFixed(2)} |` : ' |');
   const rows = results.map(
     (r) =>
-      `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${reference && r !== reference ? `${((100 * r.rps) / reference.rps).toFixed(1)}%` : ''} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |`,
+      `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${reference && r !== reference ? `${((100 * r.rps) / reference.rps).toFixed(1)}%` : ''} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
-  return ['| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |', '|---|---:|---:|---:|---:|---:|', ...rows].join('\n');
+  const head = `| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL |' : ''}`;
+  return [head, `|---|---:|---:|---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows].join('\n');
 }
 
 export type Auth = Awaited<ReturnType<typeof merchant>>;

@@ -1,7 +1,7 @@
 // Profiling one checkout step (a developer's tool, not a benchmark):
-//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture> [seconds]
-// Needs a PostgreSQL server with pg_stat_statements preloaded, in PROFILE_PG (default
-// postgres://postgres@127.0.0.1:55433/postgres). Sets up wallets and the steps before the one
+//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit> [seconds]
+// Needs a PostgreSQL server in PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres);
+// with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
 import pg from 'pg';
@@ -9,7 +9,7 @@ import { approvedWallets, fundWallets, load, merchant, startCoffer } from './lib
 
 const step = process.argv[2] ?? 'intent';
 const seconds = Number(process.argv[3] ?? 10);
-const server = process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:55433/postgres';
+const server = process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const name = `coffer_prof_${Date.now()}`;
 const admin = new pg.Client({ connectionString: server });
 await admin.connect();
@@ -27,6 +27,13 @@ const intentReq = {
   method: 'POST',
   path: '/api/v1/payment-intents',
   setupRequest: (r: Record<string, unknown>) => ({ ...r, body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId } } }) }),
+};
+const depositReq = {
+  method: 'POST',
+  setupRequest: (r: Record<string, unknown>) => {
+    const w = wallets[k++ % wallets.length]!;
+    return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `p-${k}-${Date.now()}` } } }) };
+  },
 };
 const n = 400 * seconds;
 const intents: string[] = [];
@@ -55,16 +62,20 @@ if (step === 'capture') {
 const dataDir = coffer.dataDir;
 await coffer.stop();
 coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ') ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
-await admin.query('select pg_stat_statements_reset()');
-const requests = step === 'intent' ? [intentReq] : step === 'authorize' ? [authReq] : [capReq];
-const r = await load(step, { url: coffer.url, headers: auth, ...(step === 'intent' ? { durationS: seconds } : { amount: n }), requests: requests as never });
+const statements = await admin.query('select pg_stat_statements_reset()').then(
+  () => true,
+  () => false,
+);
+const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
+const timed = step === 'intent' || step === 'deposit';
+const r = await load(step, { url: coffer.url, headers: auth, ...(timed ? { durationS: seconds } : { amount: n }), requests: requests as never });
 console.log(r);
-const stats = await admin.query(
+const stats = !statements ? { rows: [] } : await admin.query(
   `select calls, round(total_exec_time::numeric, 1) as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) as q
    from pg_stat_statements s join pg_database d on d.oid = s.dbid where d.datname = $1 order by calls desc, total_exec_time desc limit 40`,
   [name],
 );
-console.log('per request | total ms | statement');
+if (statements) console.log('per request | total ms | statement');
 for (const s of stats.rows) console.log(String((s.calls / r.requests).toFixed(2)).padStart(6), String(s.ms).padStart(9), s.q);
 await coffer.stop();
 await admin.end();

@@ -50,8 +50,8 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
       }
       const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
       // Each request asks for the next of the 200 users.
-      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
-      results.push(await load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, durationS }));
+      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
+      results.push(await load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, serverPid: coffer.proc.pid, durationS }));
       floorQuery = {
         text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
         values: [auth['client-id'], userId],
@@ -104,12 +104,13 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
       },
     ];
     let k = 0;
-    results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
-    results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, durationS, requests: depositRequest(() => wallets[0]!) as never }));
+    results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
+    results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never }));
     results.push(
       await load('GET wallet balance (50 wallets)', {
         url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`,
         headers: auth,
+        serverPid: coffer.proc.pid,
         durationS,
         requests: rotate(wallets.map((w) => `/api/v1/wallets/${w.walletId}/balance`)),
       }),
@@ -167,7 +168,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       { ...authorize((ctx) => ctx.intentId!), onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id) },
       capture((ctx) => ctx.paymentId!),
     ];
-    const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, durationS, requests: flow as never });
+    const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never });
     results.push(whole, { ...whole, name: '  = whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0 });
 
     // Each step alone: a batch of intents, then authorize each (half at 50 connections, half
@@ -184,6 +185,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       await load(`POST /payment-intents (${2 * n})`, {
         url: coffer.url,
         headers: auth,
+        serverPid: coffer.proc.pid,
         amount: 2 * n,
         requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
       }),
@@ -193,6 +195,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       load(`POST /payment-intents/{id}/authorize (${n}, ${connections} connections)`, {
         url: coffer.url,
         headers: auth,
+        serverPid: coffer.proc.pid,
         amount: n,
         connections,
         requests: [
@@ -204,7 +207,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       });
     results.push(await authorizeEach(50, true), await authorizeEach(10, false));
     let j = 0;
-    results.push(await load(`POST /payments/{id}/capture (${n})`, { url: coffer.url, headers: auth, amount: payments.length, requests: [capture(() => payments[j++]!)] as never }));
+    results.push(await load(`POST /payments/{id}/capture (${n})`, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, amount: payments.length, requests: [capture(() => payments[j++]!)] as never }));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
     if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {

@@ -3,6 +3,7 @@
 // (only charset=utf-8). Anything else is 415. Responses are always application/vnd.api+json.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { apiError } from './errors.ts';
+import { refuseNulInBody } from './nul.ts';
 
 interface MediaType {
   essence: string;
@@ -73,7 +74,15 @@ export function registerJsonParsers(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   const parser = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
     if (body === '' || (Buffer.isBuffer(body) && body.length === 0)) return done(null, undefined);
-    parseJson(req, body as string, done);
+    parseJson(req, body as string, (err, parsed) => {
+      if (err) return done(err);
+      try {
+        refuseNulInBody(body as string, parsed);
+      } catch (nul) {
+        return done(nul as Error);
+      }
+      done(null, parsed);
+    });
   };
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parser);

@@ -108,7 +108,7 @@ const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, 
    on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
      status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
 
-interface KeyCheck {
+export interface KeyCheck {
   locked: boolean;
   fingerprint: string | null;
   status_code: number | null;
@@ -124,20 +124,24 @@ export type KeyState = { kind: 'new' } | { kind: 'replay'; outcome: StoredOutcom
  * fingerprint differs). With a preflight, also returns its row.
  */
 export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, preflight?: Preflight): Promise<{ state: KeyState; preflight?: Record<string, unknown> }> {
-  const lockKey = `${scope.clientId}:${scope.operation}:${scope.key}`;
   const [check] = await runStatement<KeyCheck & Record<string, unknown>>(tx, checkStatement(preflight), [
-    lockKey,
+    lockKeyOf(scope),
     scope.clientId,
     scope.operation,
     scope.key,
     ...(preflight?.text.includes(GATE) ? [now] : []),
     ...(preflight?.params ?? []),
   ]);
-  if (!check?.locked) {
-    throw apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', {
-      headers: { 'retry-after': '1' },
-    });
-  }
+  return { ...interpretKeyCheck(check, scope, now), preflight: preflight ? check : undefined };
+}
+
+/**
+ * What a key's check row means for this request: 409 IdempotencyKeyInUse when another request
+ * holds the key, 409 IdempotencyKeyReused for other attributes, a replay of the stored outcome,
+ * or new (nothing stored, or stored past its retention).
+ */
+export function interpretKeyCheck(check: KeyCheck | undefined, scope: IdempotencyScope, now: Date): { state: KeyState } {
+  if (!check?.locked) throw keyInUse();
   const live = check.fingerprint !== null && new Date(check.expires_at!) > now;
   if (live) {
     if (check.fingerprint !== scope.fingerprint) {
@@ -147,8 +151,15 @@ export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, prefl
     }
     return { state: { kind: 'replay', outcome: { status: check.status_code!, body: check.response_body!, replayed: true } } };
   }
-  return { state: { kind: 'new' }, preflight: preflight ? check : undefined };
+  return { state: { kind: 'new' } };
 }
+
+/** 409: another request with this key is in flight. */
+export const keyInUse = () =>
+  apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', { headers: { 'retry-after': '1' } });
+
+/** The advisory lock key of an idempotency key (the same string on every path). */
+export const lockKeyOf = (scope: IdempotencyScope) => `${scope.clientId}:${scope.operation}:${scope.key}`;
 
 /** The write that stores an outcome under its key (a part of the caller's batch). */
 export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date) {
@@ -156,6 +167,30 @@ export function storeOutcomePart(scope: IdempotencyScope, status: number, body: 
     name: 'idempotency_store',
     text: STORE_KEY_SQL,
     params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, status, body, now, expiresAt],
+  };
+}
+
+const STORE_KEYS_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
+   select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
+     status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
+
+/** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
+export function storeOutcomesPart(outcomes: { scope: IdempotencyScope; status: number; body: string; now: Date }[]) {
+  const iso = (d: Date) => d.toISOString();
+  return {
+    name: 'idempotency_store_many',
+    text: STORE_KEYS_SQL,
+    params: [
+      outcomes.map((o) => o.scope.clientId),
+      outcomes.map((o) => o.scope.operation),
+      outcomes.map((o) => o.scope.key),
+      outcomes.map((o) => o.scope.fingerprint),
+      outcomes.map((o) => o.status),
+      outcomes.map((o) => o.body),
+      outcomes.map((o) => iso(o.now)),
+      outcomes.map((o) => iso(new Date(o.now.getTime() + RETENTION_MS))),
+    ],
   };
 }
 

@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import { apiError } from './errors.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
+import { refuseNulInUrl } from './nul.ts';
 import { makeErrorHandler } from './error-handler.ts';
 import { JSONAPI, responses, sharedSchemas } from './schemas.ts';
 import { validatorCompiler } from './validation.ts';
@@ -71,6 +72,11 @@ export function createServer(opts: ServerOptions): App {
   // Hooks on every request are callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    try {
+      refuseNulInUrl(req.url);
+    } catch (err) {
+      return done(err as Error);
+    }
     if (opts.plainContent) return done();
     reply.type(JSONAPI);
     try {

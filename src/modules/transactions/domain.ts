@@ -6,12 +6,11 @@
 //   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
 //   fail      everything back to external.bank; the fee returned to whoever paid it
 import { uuidv7 } from 'uuidv7';
-import type { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
 import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
-import { postEntry, type Posting } from '../../ledger/post.ts';
+import { postEntry, type EntryInput, type Posting } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
@@ -36,10 +35,10 @@ export interface DepositInput {
 const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
 
 /**
- * Creates a Pending deposit and its ledger entry: the checks read now, the writes go into the
- * caller's batch (flushed in its transaction, with the stored idempotent response).
+ * A Pending deposit and its ledger entry, checked against what the group check read (see
+ * deposit-groups.ts, which writes them): throws the deposit's error, or returns its rows.
  */
-export async function createDeposit(tx: Executor, i: DepositInput, batch: WriteBatch, context: Partial<q.DepositContext> | undefined): Promise<q.TransactionRow> {
+export async function planDeposit(tx: Executor, i: DepositInput, context: Partial<q.DepositContext> | undefined): Promise<{ txn: q.TransactionRow; entry: EntryInput }> {
   const s = i.settings;
   if (i.amount > s.maxOneTimeDeposit) {
     throw apiError('ExceedsMaxOneTimeDepositAmount', `The most a one-time deposit can be is ${s.maxOneTimeDeposit} cents.`, ptr('amount'));
@@ -50,7 +49,7 @@ export async function createDeposit(tx: Executor, i: DepositInput, batch: WriteB
   const disbursed = disbursement.reduce((sum, d) => sum + d.amount, 0);
   if (disbursed > i.amount) throw apiError('ValidationError', '`disbursement` adds up to more than `amount`.', ptr('disbursement'));
 
-  // Read with the idempotency check (see depositContextPreflight): no wallet, no columns.
+  // Read with the idempotency check (see checkDepositGroup): no wallet, no columns.
   if (!context?.walletId) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
   const c = context as q.DepositContext;
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
@@ -92,7 +91,6 @@ export async function createDeposit(tx: Executor, i: DepositInput, batch: WriteB
     failedAt: null,
     updatedAt: i.now,
   };
-  batch.add(q.depositInsertPart(txn));
 
   const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: c.walletId });
   const postings: Posting[] = [
@@ -111,9 +109,8 @@ export async function createDeposit(tx: Executor, i: DepositInput, batch: WriteB
       postings.push({ accountId: cp['counterparty.available'], amount: -fee });
     }
   }
-  // Only credits here (the fee counterparty may go negative): safe to batch.
-  await postEntry(tx, { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now }, batch);
-  return txn;
+  // Only credits here (the fee counterparty may go negative): safe to write in a group.
+  return { txn, entry: { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now } };
 }
 
 /**

@@ -1,12 +1,12 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
+import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
-import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
+import { COMMON_ERRORS, defaultBody, document, idParams, JSONAPI, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
-import { clearPendingDeposits, createDeposit, failDeposit, getTransaction, listTransactions } from './domain.ts';
-import { depositContextPreflight } from './sql.ts';
+import { clearPendingDeposits, failDeposit, getTransaction, listTransactions } from './domain.ts';
+import { submitDeposit } from './deposit-groups.ts';
 import { depositResource, transactionResource } from './render.ts';
 import { DepositBody, FailTransactionBody, ListTransactionsQuery, OneTimeDeposit, Transaction } from './schemas.ts';
 
@@ -37,23 +37,12 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
-      const outcome = await idempotent(
-        reply,
-        { clientId: req.client.id, operation: 'deposit', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, attributes]) },
-        { db: ctx.db, clock: ctx.clock },
-        async (tx, batch, context) => {
-          const created = await createDeposit(tx, {
-            clientId: req.client.id,
-            settings: req.client.settings,
-            walletId: req.params.walletId,
-            ...attributes,
-            clientAccounts,
-            now: ctx.clock.now(),
-          }, batch, context);
-          return { status: 201, body: { data: depositResource(created, base) } };
-        },
-        depositContextPreflight(req.client.id, req.params.walletId, attributes.linkedAccountId),
-      );
+      const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
+      const outcome = await submitDeposit(ctx.db, {
+        scope: { clientId: req.client.id, operation: 'deposit', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, attributes]) },
+        input: { clientId: req.client.id, settings: req.client.settings, walletId: req.params.walletId, ...attributes, clientAccounts, now: ctx.clock.now() },
+        render: (created) => serialize({ data: depositResource(created, base) }),
+      });
       // The bank pull is started by the bank-pulls job, outside any transaction.
       return sendOutcome(reply, outcome);
     },

@@ -2,38 +2,46 @@
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import type { WritePart } from '../../db/batch.ts';
-import type { Preflight } from '../../http/idempotency.ts';
+import type { KeyCheck } from '../../http/idempotency.ts';
+import { run, statement } from '../../db/statements.ts';
 import { transactions } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
 export type TransactionRow = typeof transactions.$inferSelect;
 
-/** A new Pending deposit, as a part of the request's write batch (the hot path). */
-export function depositInsertPart(r: TransactionRow): WritePart {
+const DEPOSIT_COLUMNS = `id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
+  fee_type, fee_deducted, fee_counterparty_id, disbursement, reward_amount, risk, created_at, updated_at`;
+
+/** New Pending deposits, as one part of a write batch: one statement over arrays, however many. */
+export function depositsInsertPart(rows: TransactionRow[]): WritePart {
+  const col = <T>(f: (r: TransactionRow) => T) => rows.map(f);
   return {
-    name: 'transactions_insert',
-    text: `insert into transactions (id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
-        fee_type, fee_deducted, fee_counterparty_id, disbursement, reward_amount, risk, created_at, updated_at)
-      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16::jsonb, $17, $18)`,
+    name: 'transactions_insert_many',
+    text: `insert into transactions (${DEPOSIT_COLUMNS})
+      select id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
+        fee_type, fee_deducted, fee_counterparty_id, disbursement::jsonb, reward_amount, risk::jsonb, created_at, updated_at
+      from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[],
+        $11::text[], $12::bigint[], $13::uuid[], $14::text[], $15::bigint[], $16::text[], $17::timestamptz[], $18::timestamptz[])
+        as r(${DEPOSIT_COLUMNS})`,
     params: [
-      r.id,
-      r.clientId,
-      r.walletId,
-      r.userId,
-      r.linkedAccountId,
-      r.type,
-      r.status,
-      r.amount,
-      r.walletAmount,
-      r.feeAmount,
-      r.feeType,
-      r.feeDeducted,
-      r.feeCounterpartyId,
-      JSON.stringify(r.disbursement),
-      r.rewardAmount,
-      r.risk === null ? null : JSON.stringify(r.risk),
-      r.createdAt,
-      r.updatedAt,
+      col((r) => r.id),
+      col((r) => r.clientId),
+      col((r) => r.walletId),
+      col((r) => r.userId),
+      col((r) => r.linkedAccountId),
+      col((r) => r.type),
+      col((r) => r.status),
+      col((r) => r.amount),
+      col((r) => r.walletAmount),
+      col((r) => r.feeAmount),
+      col((r) => r.feeType),
+      col((r) => r.feeDeducted),
+      col((r) => r.feeCounterpartyId),
+      col((r) => JSON.stringify(r.disbursement)),
+      col((r) => r.rewardAmount),
+      col((r) => (r.risk === null ? null : JSON.stringify(r.risk))),
+      col((r) => r.createdAt.toISOString()),
+      col((r) => r.updatedAt.toISOString()),
     ],
   };
 }
@@ -85,20 +93,37 @@ export interface DepositContext {
   linkedStatus: string | null;
 }
 
+export type DepositCheck = KeyCheck & Partial<DepositContext>;
+
 /**
- * Everything a deposit checks, in one read: the wallet, its user's KYC, the linked account.
- * Run together with the idempotency check (a preflight), so no row also means no wallet.
+ * For a group of deposits, in one statement and in order: each one's idempotency check (its
+ * key's lock, then its stored outcome: idempotency_check, migration 0007) and everything it
+ * checks (the wallet, its user's KYC, the linked account). No context also means no wallet.
  */
-export function depositContextPreflight(clientId: string, walletId: string, linkedAccountId: string): Preflight {
-  return {
-    name: 'deposit_context',
-    text: `select w.id as "walletId", w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus", la.status as "linkedStatus"
+const GROUP_CHECK = statement(
+  'deposit_group_check',
+  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at,
+      p."walletId", p."walletStatus", p."userId", p."kycStatus", p."linkedStatus"
+    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[], $5::uuid[]) with ordinality as m(lock_key, client_id, key, wallet_id, linked_id, i)
+    cross join lateral idempotency_check(m.lock_key, m.client_id, 'deposit', m.key) c
+    left join lateral (
+      select w.id as "walletId", w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus", la.status as "linkedStatus"
       from wallets w
       join users u on u.id = w.user_id
-      left join linked_accounts la on la.id = $3 and la.client_id = $1 and la.user_id = w.user_id
-      where w.client_id = $1 and w.id = $2`,
-    params: [clientId, walletId, linkedAccountId],
-  };
+      left join linked_accounts la on la.id = m.linked_id and la.client_id = m.client_id and la.user_id = w.user_id
+      where w.client_id = m.client_id and w.id = m.wallet_id
+    ) p on true
+    order by m.i`,
+);
+
+export async function checkDepositGroup(tx: Executor, keys: { lockKey: string; clientId: string; key: string; walletId: string; linkedAccountId: string }[]): Promise<DepositCheck[]> {
+  return run<DepositCheck>(tx, GROUP_CHECK, [
+    keys.map((k) => k.lockKey),
+    keys.map((k) => k.clientId),
+    keys.map((k) => k.key),
+    keys.map((k) => k.walletId),
+    keys.map((k) => k.linkedAccountId),
+  ]);
 }
 
 /** Pending deposits whose pull the provider has not acknowledged yet, with the account to pull from. */
