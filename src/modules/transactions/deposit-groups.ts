@@ -73,10 +73,15 @@ function startGroups(db: Db, g: Groups): void {
   while (g.running < MAX_RUNNING && g.filling.length > 0) {
     const members = g.filling.splice(0, MAX_GROUP);
     g.running++;
-    void runGroup(db, members).finally(() => {
-      g.running--;
-      startGroups(db, g);
-    });
+    runGroup(db, members)
+      // runGroup settles every member itself; this only guards against a bug leaving one hanging.
+      .catch((err: unknown) => {
+        for (const m of members) m.reject(err);
+      })
+      .finally(() => {
+        g.running--;
+        startGroups(db, g);
+      });
   }
 }
 
