@@ -78,4 +78,5 @@ const stats = !statements ? { rows: [] } : await admin.query(
 if (statements) console.log('per request | total ms | statement');
 for (const s of stats.rows) console.log(String((s.calls / r.requests).toFixed(2)).padStart(6), String(s.ms).padStart(9), s.q);
 await coffer.stop();
+await admin.query(`drop database ${name} with (force)`);
 await admin.end();

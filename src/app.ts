@@ -19,8 +19,8 @@ import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
 import { expireAuthorizations, settleDuePayments } from './modules/payments/domain.ts';
-import { sendPendingPulls } from './modules/transactions/domain.ts';
-import { sendPendingPushes } from './modules/withdrawals/domain.ts';
+import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
+import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
 
 export interface ContextOptions {
@@ -90,8 +90,8 @@ function registerJobs(ctx: AppContext): void {
       }),
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
-  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
-  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
   const rc = renderContext(ctx);
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });

@@ -20,7 +20,7 @@ interface Operation {
   bodyTypes: string[];
 }
 
-const odd = fc.constantFrom('', ' ', '0', '-1', '1e309', 'null', 'true', '[]', '{}', '%00', '..', '../..', '🦄', 'ñ', '\u202e', 'a'.repeat(300), '9'.repeat(40), "' or 1=1 --");
+const odd = fc.constantFrom('', ' ', '0', '-1', '1e309', 'null', 'true', '[]', '{}', '%00', '\u0000', 'key\u0000', '..', '../..', '🦄', 'ñ', '\u202e', 'a'.repeat(300), '9'.repeat(40), "' or 1=1 --");
 const pathValue = fc.oneof(fc.uuid(), odd, fc.string({ maxLength: 80 }), fc.integer().map(String));
 const scalar = fc.oneof(
   odd,

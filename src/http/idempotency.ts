@@ -170,28 +170,27 @@ export function storeOutcomePart(scope: IdempotencyScope, status: number, body: 
   };
 }
 
+// The rows travel as one JSON document: JSON.stringify escapes the response bodies natively,
+// where an array parameter's elements are escaped one by one in JavaScript by the driver.
 const STORE_KEYS_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
-   select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], $8::timestamptz[])
+   select * from json_to_recordset($1::json) as r(client_id uuid, operation text, key text, fingerprint text, status_code int,
+     response_body text, created_at timestamptz, expires_at timestamptz)
    on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
      status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
 
 /** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
 export function storeOutcomesPart(outcomes: { scope: IdempotencyScope; status: number; body: string; now: Date }[]) {
-  const iso = (d: Date) => d.toISOString();
-  return {
-    name: 'idempotency_store_many',
-    text: STORE_KEYS_SQL,
-    params: [
-      outcomes.map((o) => o.scope.clientId),
-      outcomes.map((o) => o.scope.operation),
-      outcomes.map((o) => o.scope.key),
-      outcomes.map((o) => o.scope.fingerprint),
-      outcomes.map((o) => o.status),
-      outcomes.map((o) => o.body),
-      outcomes.map((o) => iso(o.now)),
-      outcomes.map((o) => iso(new Date(o.now.getTime() + RETENTION_MS))),
-    ],
-  };
+  const rows = outcomes.map((o) => ({
+    client_id: o.scope.clientId,
+    operation: o.scope.operation,
+    key: o.scope.key,
+    fingerprint: o.scope.fingerprint,
+    status_code: o.status,
+    response_body: o.body,
+    created_at: o.now,
+    expires_at: new Date(o.now.getTime() + RETENTION_MS),
+  }));
+  return { name: 'idempotency_store_many', text: STORE_KEYS_SQL, params: [JSON.stringify(rows)] };
 }
 
 /**

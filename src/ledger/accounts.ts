@@ -59,9 +59,11 @@ const SPEC: Record<OwnerType, AccountSpec> = {
 
 const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, counterparty: COUNTERPARTY_CODES, gift: GIFT_CODES, client: CLIENT_CODES };
 
-/** Account ids never change once created: cached per process, filled only from committed rows. */
-const idCache = new Map<string, string>();
-const cacheKey = (ownerType: OwnerType, ownerId: string, code: string) => `${ownerType}:${ownerId}:${code}`;
+/**
+ * Account ids never change once created: each owner's ids by code are cached per process, filled
+ * only from committed rows (a frozen record, shared by every caller).
+ */
+const idCache = new Map<string, Readonly<Record<string, string>>>();
 /** Whether each account id seen through accountIds() keeps a cached balance. */
 const trackedById = new Map<string, boolean>();
 
@@ -95,20 +97,20 @@ export async function openAccounts(tx: Executor, opts: { clientId: string; owner
  * earlier one) the answer is cached.
  */
 export async function accountIds<C extends string>(db: Executor, opts: { ownerType: OwnerType; ownerId: string }): Promise<Record<C, string>> {
-  const codes = CODES[opts.ownerType];
-  const cached = codes.map((c) => idCache.get(cacheKey(opts.ownerType, opts.ownerId, c)));
+  const key = `${opts.ownerType}:${opts.ownerId}`;
   // Cached ids were read from committed rows, so their tracking is known too.
-  if (cached.every((id) => id !== undefined)) return Object.fromEntries(codes.map((c, i) => [c, cached[i]!])) as Record<C, string>;
+  const cached = idCache.get(key);
+  if (cached) return cached as Record<C, string>;
+  const codes = CODES[opts.ownerType];
   const rows = await db
     .select({ id: ledgerAccounts.id, code: ledgerAccounts.code })
     .from(ledgerAccounts)
     .where(and(eq(ledgerAccounts.ownerType, opts.ownerType), eq(ledgerAccounts.ownerId, opts.ownerId)));
   if (rows.length !== codes.length) throw new Error(`${opts.ownerType} ${opts.ownerId} has ${rows.length} of ${codes.length} ledger accounts`);
-  for (const r of rows) {
-    idCache.set(cacheKey(opts.ownerType, opts.ownerId, r.code), r.id);
-    trackedById.set(r.id, SPEC[opts.ownerType].tracked);
-  }
-  return Object.fromEntries(rows.map((r) => [r.code, r.id])) as Record<C, string>;
+  for (const r of rows) trackedById.set(r.id, SPEC[opts.ownerType].tracked);
+  const ids = Object.freeze(Object.fromEntries(rows.map((r) => [r.code, r.id])));
+  idCache.set(key, ids);
+  return ids as Record<C, string>;
 }
 
 const ensuredClients = new Set<string>();

@@ -131,10 +131,12 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   return entryId;
 }
 
+// The entries and postings travel as JSON documents (serialized natively; the driver escapes
+// array parameters element by element in JavaScript).
 const ENTRIES_MANY = `insert into ledger_entries (id, client_id, kind, ref_type, ref_id, created_at)
-  select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])`;
+  select * from json_to_recordset($1::json) as r(id uuid, client_id uuid, kind text, ref_type text, ref_id text, created_at timestamptz)`;
 const POSTINGS_MANY = `insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at)
-  select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::timestamptz[])`;
+  select * from json_to_recordset($1::json) as r(id uuid, client_id uuid, entry_id uuid, account_id uuid, amount bigint, created_at timestamptz)`;
 const BALANCES_MANY = `update ledger_accounts a set balance = a.balance + d.delta
   from unnest($1::uuid[], $2::bigint[]) as d(id, delta) where a.id = d.id`;
 const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update');
@@ -142,7 +144,7 @@ const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts 
 /**
  * Many entries at once (a group of deposits): one insert of the entries, one of their postings
  * and one update of each tracked balance by its summed change, as parts of the caller's batch,
- * each a single statement over arrays whatever the number of entries. The tracked rows are
+ * each a single statement whatever the number of entries. The tracked rows are
  * locked first, in id order, as postEntry does. Like a batched postEntry, only for movements
  * that cannot fail the no-negative check (credits to what users hold).
  */
@@ -163,18 +165,15 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
   for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
   const ordered = [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
   if (ordered.length > 1) await run(tx, LOCK_MANY, [ordered.map(([id]) => id)]);
-  const at = (e: { input: EntryInput }) => e.input.now.toISOString();
   batch.add({
     name: 'ledger_entries_many',
     text: ENTRIES_MANY,
-    params: [entries.map((e) => e.id), entries.map((e) => e.input.clientId), entries.map((e) => e.input.kind), entries.map((e) => e.input.refType), entries.map((e) => e.input.refId), entries.map(at)],
+    params: [JSON.stringify(entries.map((e) => ({ id: e.id, client_id: e.input.clientId, kind: e.input.kind, ref_type: e.input.refType, ref_id: e.input.refId, created_at: e.input.now })))],
   });
-  const rows = entries.flatMap((e) => e.postings.map((p) => ({ e, p })));
-  batch.add({
-    name: 'ledger_postings_many',
-    text: POSTINGS_MANY,
-    params: [rows.map(() => uuidv7()), rows.map((r) => r.e.input.clientId), rows.map((r) => r.e.id), rows.map((r) => r.p.accountId), rows.map((r) => r.p.amount), rows.map((r) => at(r.e))],
-  });
+  const postingRows = entries.flatMap((e) =>
+    e.postings.map((p) => ({ id: uuidv7(), client_id: e.input.clientId, entry_id: e.id, account_id: p.accountId, amount: p.amount, created_at: e.input.now })),
+  );
+  batch.add({ name: 'ledger_postings_many', text: POSTINGS_MANY, params: [JSON.stringify(postingRows)] });
   if (ordered.length > 0) {
     batch.add({
       name: 'ledger_balances_many',

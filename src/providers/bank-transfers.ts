@@ -18,16 +18,32 @@ export interface BankTransferProvider {
 }
 
 export class SandboxBankTransfers implements BankTransferProvider {
-  /** Every transfer accepted, by reference (a repeated reference is the same transfer). */
+  /**
+   * The transfers accepted most recently, by reference, for tests to inspect; the oldest are
+   * forgotten past `keep` so that a long-running sandbox does not grow. The provider's answer
+   * is derived from the reference alone, so a repeated reference is the same transfer whether
+   * or not it is still remembered.
+   */
   readonly transfers = new Map<string, TransferRequest & { direction: 'pull' | 'push' }>();
+  readonly #keep: number;
+
+  constructor(opts: { keep?: number } = {}) {
+    this.#keep = opts.keep ?? 10_000;
+  }
 
   async initiatePull(r: TransferRequest) {
-    this.transfers.set(r.reference, { ...r, direction: 'pull' });
+    this.#remember(r, 'pull');
     return { providerRef: `ach_pull_${r.reference}` };
   }
 
   async initiatePush(r: TransferRequest) {
-    this.transfers.set(r.reference, { ...r, direction: 'push' });
+    this.#remember(r, 'push');
     return { providerRef: `ach_push_${r.reference}` };
+  }
+
+  #remember(r: TransferRequest, direction: 'pull' | 'push'): void {
+    this.transfers.delete(r.reference);
+    this.transfers.set(r.reference, { ...r, direction });
+    while (this.transfers.size > this.#keep) this.transfers.delete(this.transfers.keys().next().value!);
   }
 }

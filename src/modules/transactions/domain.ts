@@ -113,6 +113,9 @@ export async function planDeposit(tx: Executor, i: DepositInput, context: Partia
   return { txn, entry: { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now } };
 }
 
+/** The most pulls one run of the bank-pulls job sends. */
+export const PULL_BATCH = 200;
+
 /**
  * Job: asks the ACH provider to pull the money for deposits it has not acknowledged yet,
  * outside any transaction, and records its references. Runs every few hundred milliseconds,
@@ -121,7 +124,7 @@ export async function planDeposit(tx: Executor, i: DepositInput, context: Partia
  * one transfer.
  */
 export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
-  const due = await q.unsentPulls(db, 200);
+  const due = await q.unsentPulls(db, PULL_BATCH);
   const refs: { id: string; providerRef: string }[] = [];
   await Promise.all(
     due.map(async (p) => {

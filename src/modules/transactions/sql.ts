@@ -1,6 +1,6 @@
 // Every query on deposit transactions, scoped by client_id.
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import { rowsOf, type Executor } from '../../db/open.ts';
+import type { Executor } from '../../db/open.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { run, statement } from '../../db/statements.ts';
@@ -12,37 +12,39 @@ export type TransactionRow = typeof transactions.$inferSelect;
 const DEPOSIT_COLUMNS = `id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
   fee_type, fee_deducted, fee_counterparty_id, disbursement, reward_amount, risk, created_at, updated_at`;
 
-/** New Pending deposits, as one part of a write batch: one statement over arrays, however many. */
+/**
+ * New Pending deposits, as one part of a write batch: one statement whatever their number, the
+ * rows as one JSON document (serialized natively; array parameters are escaped element by
+ * element in JavaScript).
+ */
 export function depositsInsertPart(rows: TransactionRow[]): WritePart {
-  const col = <T>(f: (r: TransactionRow) => T) => rows.map(f);
+  const json = rows.map((r) => ({
+    id: r.id,
+    client_id: r.clientId,
+    wallet_id: r.walletId,
+    user_id: r.userId,
+    linked_account_id: r.linkedAccountId,
+    type: r.type,
+    status: r.status,
+    amount: r.amount,
+    wallet_amount: r.walletAmount,
+    fee_amount: r.feeAmount,
+    fee_type: r.feeType,
+    fee_deducted: r.feeDeducted,
+    fee_counterparty_id: r.feeCounterpartyId,
+    disbursement: r.disbursement,
+    reward_amount: r.rewardAmount,
+    risk: r.risk,
+    created_at: r.createdAt,
+    updated_at: r.updatedAt,
+  }));
   return {
     name: 'transactions_insert_many',
     text: `insert into transactions (${DEPOSIT_COLUMNS})
-      select id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
-        fee_type, fee_deducted, fee_counterparty_id, disbursement::jsonb, reward_amount, risk::jsonb, created_at, updated_at
-      from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[],
-        $11::text[], $12::bigint[], $13::uuid[], $14::text[], $15::bigint[], $16::text[], $17::timestamptz[], $18::timestamptz[])
-        as r(${DEPOSIT_COLUMNS})`,
-    params: [
-      col((r) => r.id),
-      col((r) => r.clientId),
-      col((r) => r.walletId),
-      col((r) => r.userId),
-      col((r) => r.linkedAccountId),
-      col((r) => r.type),
-      col((r) => r.status),
-      col((r) => r.amount),
-      col((r) => r.walletAmount),
-      col((r) => r.feeAmount),
-      col((r) => r.feeType),
-      col((r) => r.feeDeducted),
-      col((r) => r.feeCounterpartyId),
-      col((r) => JSON.stringify(r.disbursement)),
-      col((r) => r.rewardAmount),
-      col((r) => (r.risk === null ? null : JSON.stringify(r.risk))),
-      col((r) => r.createdAt.toISOString()),
-      col((r) => r.updatedAt.toISOString()),
-    ],
+      select ${DEPOSIT_COLUMNS} from json_to_recordset($1::json) as r(id uuid, client_id uuid, wallet_id uuid, user_id uuid,
+        linked_account_id uuid, type text, status text, amount bigint, wallet_amount bigint, fee_amount bigint, fee_type text,
+        fee_deducted bigint, fee_counterparty_id uuid, disbursement jsonb, reward_amount bigint, risk jsonb, created_at timestamptz, updated_at timestamptz)`,
+    params: [JSON.stringify(json)],
   };
 }
 
@@ -126,23 +128,27 @@ export async function checkDepositGroup(tx: Executor, keys: { lockKey: string; c
   ]);
 }
 
+const UNSENT_PULLS = statement(
+  'unsent_pulls',
+  `select t.id, t.amount, la.external_id
+    from transactions t join linked_accounts la on la.id = t.linked_account_id
+    where t.status = 'Pending' and t.provider_ref is null
+    order by t.created_at limit $1`,
+);
+
 /** Pending deposits whose pull the provider has not acknowledged yet, with the account to pull from. */
 export async function unsentPulls(db: Executor, limit: number): Promise<{ id: string; amount: number; externalId: string }[]> {
-  return rowsOf<{ id: string; amount: number; external_id: string }>(
-    await db.execute(sql`
-      select t.id, t.amount, la.external_id
-      from transactions t join linked_accounts la on la.id = t.linked_account_id
-      where t.status = 'Pending' and t.provider_ref is null
-      order by t.created_at limit ${limit}`),
-  ).map((r) => ({ id: r.id, amount: Number(r.amount), externalId: r.external_id }));
+  const rows = await run<{ id: string; amount: number | string; external_id: string }>(db, UNSENT_PULLS, [limit]);
+  return rows.map((r) => ({ id: r.id, amount: Number(r.amount), externalId: r.external_id }));
 }
+
+const RECORD_PROVIDER_REFS = statement(
+  'record_provider_refs',
+  'update transactions t set provider_ref = v.ref from unnest($1::uuid[], $2::text[]) as v(id, ref) where t.id = v.id and t.provider_ref is null',
+);
 
 /** Records the provider's references, many at once. */
 export async function recordProviderRefs(db: Executor, refs: { id: string; providerRef: string }[]): Promise<void> {
   if (refs.length === 0) return;
-  const values = sql.join(
-    refs.map((r) => sql`(${r.id}::uuid, ${r.providerRef})`),
-    sql`, `,
-  );
-  await db.execute(sql`update transactions t set provider_ref = v.ref from (values ${values}) as v(id, ref) where t.id = v.id and t.provider_ref is null`);
+  await run(db, RECORD_PROVIDER_REFS, [refs.map((r) => r.id), refs.map((r) => r.providerRef)]);
 }

@@ -60,8 +60,11 @@ export async function createWithdrawal(
  * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
  * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
  */
+/** The most withdrawals one run of the bank-pushes job sends. */
+export const PUSH_BATCH = 100;
+
 export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
-  const due = await q.unsentWithdrawals(db, 100);
+  const due = await q.unsentWithdrawals(db, PUSH_BATCH);
   if (due.length === 0) return 0;
   const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
