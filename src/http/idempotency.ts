@@ -103,10 +103,13 @@ export async function runPreflight(tx: Tx, preflight: Preflight): Promise<Record
   return row;
 }
 
+// A key past its retention is overwritten (a live one is never reached: the check replays it).
+const ON_KEY_CONFLICT = `on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
+     status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
+
 const STORE_KEY_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
    values ($1, $2, $3, $4, $5, $6, $7, $8)
-   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
-     status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
+   ${ON_KEY_CONFLICT}`;
 
 export interface KeyCheck {
   locked: boolean;
@@ -175,8 +178,7 @@ export function storeOutcomePart(scope: IdempotencyScope, status: number, body: 
 const STORE_KEYS_SQL = `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
    select * from json_to_recordset($1::json) as r(client_id uuid, operation text, key text, fingerprint text, status_code int,
      response_body text, created_at timestamptz, expires_at timestamptz)
-   on conflict (client_id, operation, key) do update set fingerprint = excluded.fingerprint,
-     status_code = excluded.status_code, response_body = excluded.response_body, created_at = excluded.created_at, expires_at = excluded.expires_at`;
+   ${ON_KEY_CONFLICT}`;
 
 /** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
 export function storeOutcomesPart(outcomes: { scope: IdempotencyScope; status: number; body: string; now: Date }[]) {
