@@ -19,7 +19,7 @@ const env = { LOG_LEVEL: 'warn', ...(process.env.PROFILE_ENV ? (JSON.parse(proce
 
 let coffer = await startCoffer({ databaseUrl, env });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
-const wallets = await approvedWallets(coffer, auth, 20);
+const wallets = await approvedWallets(coffer, auth, 50); // as the benchmark
 await fundWallets(coffer, auth, wallets, 50_000_000);
 
 let k = 0;

@@ -19,6 +19,17 @@ export interface WritePart {
   params: unknown[];
   /** The rows this part writes, as `table:id`. */
   rows?: string[];
+  /**
+   * How parts of this shape from many writers (a group commit) become one part: parts with the
+   * same key are combined from their items, in order. Without it, the part is sent as it is.
+   */
+  merge?: Merge;
+}
+
+export interface Merge {
+  key: string;
+  item: unknown;
+  combine(items: unknown[]): WritePart;
 }
 
 const composed = new Map<string, Statement>();
@@ -44,6 +55,39 @@ export class WriteBatch {
   /** Whether a part already writes this row (`table:id`). */
   writes(row: string): boolean {
     return this.#rows.has(row);
+  }
+
+  /**
+   * One batch of the writes of many (a group commit): parts that can merge become one part per
+   * shape, whatever the number of writers, so the statement and its prepared plan stay the same;
+   * the others are kept as they are. Rows written by two writers are refused as by add().
+   */
+  static merged(batches: WriteBatch[]): WriteBatch {
+    const out = new WriteBatch();
+    const groups = new Map<string, { combine: Merge['combine']; items: unknown[] }>();
+    const order: (WritePart | string)[] = [];
+    for (const b of batches) {
+      for (const p of b.#parts) {
+        if (!p.merge) {
+          order.push(p);
+          continue;
+        }
+        const g = groups.get(p.merge.key);
+        if (g) g.items.push(p.merge.item);
+        else {
+          groups.set(p.merge.key, { combine: p.merge.combine, items: [p.merge.item] });
+          order.push(p.merge.key);
+        }
+      }
+    }
+    for (const o of order) {
+      if (typeof o !== 'string') out.add(o);
+      else {
+        const g = groups.get(o)!;
+        out.add(g.combine(g.items));
+      }
+    }
+    return out;
   }
 
   get size(): number {

@@ -15,7 +15,7 @@ import type { FastifyReply } from 'fastify';
 import type { Clock } from '../clock.ts';
 import type { Db, Tx } from '../db/open.ts';
 import { idempotencyKeys } from '../db/schema.ts';
-import { WriteBatch } from '../db/batch.ts';
+import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { run as runStatement, shiftParams, statement } from '../db/statements.ts';
 import { apiError } from './errors.ts';
 import { JSONAPI } from './schemas.ts';
@@ -165,11 +165,12 @@ export const keyInUse = () =>
 export const lockKeyOf = (scope: IdempotencyScope) => `${scope.clientId}:${scope.operation}:${scope.key}`;
 
 /** The write that stores an outcome under its key (a part of the caller's batch). */
-export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date) {
+export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date): WritePart {
   return {
     name: 'idempotency_store',
     text: STORE_KEY_SQL,
     params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, status, body, now, expiresAt],
+    merge: { key: 'idempotency_store', item: keyRow({ scope, status, body, now, expiresAt }), combine: (rows) => storeRowsPart(rows as KeyRow[]) },
   };
 }
 
@@ -180,20 +181,32 @@ const STORE_KEYS_SQL = `insert into idempotency_keys (client_id, operation, key,
      response_body text, created_at timestamptz, expires_at timestamptz)
    ${ON_KEY_CONFLICT}`;
 
-/** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
-export function storeOutcomesPart(outcomes: { scope: IdempotencyScope; status: number; body: string; now: Date }[]) {
-  const rows = outcomes.map((o) => ({
-    client_id: o.scope.clientId,
-    operation: o.scope.operation,
-    key: o.scope.key,
-    fingerprint: o.scope.fingerprint,
-    status_code: o.status,
-    response_body: o.body,
-    created_at: o.now,
-    expires_at: new Date(o.now.getTime() + RETENTION_MS),
-  }));
-  return { name: 'idempotency_store_many', text: STORE_KEYS_SQL, params: [JSON.stringify(rows)] };
+interface StoredKey {
+  scope: IdempotencyScope;
+  status: number;
+  body: string;
+  now: Date;
+  /** Default: the retention from now. */
+  expiresAt?: Date;
 }
+
+type KeyRow = ReturnType<typeof keyRow>;
+
+const keyRow = (o: StoredKey) => ({
+  client_id: o.scope.clientId,
+  operation: o.scope.operation,
+  key: o.scope.key,
+  fingerprint: o.scope.fingerprint,
+  status_code: o.status,
+  response_body: o.body,
+  created_at: o.now,
+  expires_at: o.expiresAt ?? new Date(o.now.getTime() + RETENTION_MS),
+});
+
+const storeRowsPart = (rows: KeyRow[]): WritePart => ({ name: 'idempotency_store_many', text: STORE_KEYS_SQL, params: [JSON.stringify(rows)] });
+
+/** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
+export const storeOutcomesPart = (outcomes: StoredKey[]): WritePart => storeRowsPart(outcomes.map(keyRow));
 
 /**
  * Runs `run` at most once per key and returns its outcome, or the stored outcome of the

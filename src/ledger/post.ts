@@ -42,13 +42,16 @@ export class UnbalancedEntryError extends Error {
   }
 }
 
-/** The three writes of a movement, as parts of a write batch. */
+/** The three writes of a movement, as parts of a write batch (each can merge with other movements'). */
 function entryParts(entryId: string, input: EntryInput, postings: Posting[], ordered: [string, number][]): WritePart[] {
+  const entry: EntryRow = { id: entryId, client_id: input.clientId, kind: input.kind, ref_type: input.refType, ref_id: input.refId, created_at: input.now };
+  const postingRows: PostingRow[] = postings.map((p) => ({ id: uuidv7(), client_id: input.clientId, entry_id: entryId, account_id: p.accountId, amount: p.amount, created_at: input.now }));
   const parts: WritePart[] = [
     {
       name: 'ledger_entry',
       text: 'insert into ledger_entries (id, client_id, kind, ref_type, ref_id, created_at) values ($1, $2, $3, $4, $5, $6)',
       params: [entryId, input.clientId, input.kind, input.refType, input.refId, input.now],
+      merge: { key: 'ledger_entries', item: [entry], combine: (items) => entriesPart((items as EntryRow[][]).flat()) },
     },
   ];
   let n = 3;
@@ -57,7 +60,8 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
     text:
       'insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ' +
       postings.map(() => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`).join(', '),
-    params: [input.clientId, entryId, input.now, ...postings.flatMap((p) => [uuidv7(), p.accountId, p.amount])],
+    params: [input.clientId, entryId, input.now, ...postingRows.flatMap((p) => [p.id, p.account_id, p.amount])],
+    merge: { key: 'ledger_postings', item: postingRows, combine: (items) => postingsPart((items as PostingRow[][]).flat()) },
   });
   if (ordered.length > 0) {
     let m = 0;
@@ -69,6 +73,7 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
         ') as d(id, delta) where a.id = d.id',
       params: ordered.flatMap(([id, d]) => [id, d]),
       rows: ordered.map(([id]) => `ledger_accounts:${id}`),
+      merge: { key: 'ledger_balances', item: ordered, combine: (items) => balancesPart(summed((items as [string, number][][]).flat())) },
     });
   }
   return parts;
@@ -97,10 +102,7 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
     if (isTracked(p.accountId) === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
   }
   if (postings.length === 0) return undefined;
-  const deltas = new Map<string, number>();
-  for (const p of postings) if (isTracked(p.accountId)) deltas.set(p.accountId, (deltas.get(p.accountId) ?? 0) + p.amount);
-  for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
-  const ordered = [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
+  const ordered = summed(postings.filter((p) => isTracked(p.accountId)).map((p): [string, number] => [p.accountId, p.amount]));
   // Tracked rows are locked first, in id order, so two movements touching the same accounts
   // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
   // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
@@ -131,8 +133,27 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   return entryId;
 }
 
-// The entries and postings travel as JSON documents (serialized natively; the driver escapes
-// array parameters element by element in JavaScript).
+// Many movements at once (group commits): the entries and postings travel as JSON documents
+// (serialized natively; the driver escapes array parameters element by element in JavaScript),
+// each kind of row in one statement whatever their number, so the prepared plan stays the same.
+interface EntryRow {
+  id: string;
+  client_id: string;
+  kind: string;
+  ref_type: string;
+  ref_id: string;
+  created_at: Date;
+}
+
+interface PostingRow {
+  id: string;
+  client_id: string;
+  entry_id: string;
+  account_id: string;
+  amount: number;
+  created_at: Date;
+}
+
 const ENTRIES_MANY = `insert into ledger_entries (id, client_id, kind, ref_type, ref_id, created_at)
   select * from json_to_recordset($1::json) as r(id uuid, client_id uuid, kind text, ref_type text, ref_id text, created_at timestamptz)`;
 const POSTINGS_MANY = `insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at)
@@ -145,45 +166,49 @@ const BALANCES_MANY = `update ledger_accounts a set balance = a.balance + ($2::b
   where a.id = any($1::uuid[])`;
 const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update');
 
+const entriesPart = (rows: EntryRow[]): WritePart => ({ name: 'ledger_entries_many', text: ENTRIES_MANY, params: [JSON.stringify(rows)] });
+const postingsPart = (rows: PostingRow[]): WritePart => ({ name: 'ledger_postings_many', text: POSTINGS_MANY, params: [JSON.stringify(rows)] });
+const balancesPart = (ordered: [string, number][]): WritePart => ({
+  name: 'ledger_balances_many',
+  text: BALANCES_MANY,
+  params: [ordered.map(([id]) => id), ordered.map(([, d]) => d)],
+  rows: ordered.map(([id]) => `ledger_accounts:${id}`),
+});
+
+/** Changes to tracked balances summed per account, without the zeros, in id order (the lock order). */
+function summed(changes: Iterable<[string, number]>): [string, number][] {
+  const deltas = new Map<string, number>();
+  for (const [id, d] of changes) deltas.set(id, (deltas.get(id) ?? 0) + d);
+  for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
+  return [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
 /**
  * Many entries at once (a group of deposits): one insert of the entries, one of their postings
- * and one update of each tracked balance by its summed change, as parts of the caller's batch,
- * each a single statement whatever the number of entries. The tracked rows are
- * locked first, in id order, as postEntry does. Like a batched postEntry, only for movements
- * that cannot fail the no-negative check (credits to what users hold).
+ * and one update of each tracked balance by its summed change, as parts of the caller's batch.
+ * The tracked rows are locked first, in id order, as postEntry does. Like a batched postEntry,
+ * only for movements that cannot fail the no-negative check (credits to what users hold).
  */
 export async function postEntries(tx: Executor, inputs: EntryInput[], batch: WriteBatch): Promise<void> {
-  const entries: { id: string; input: EntryInput; postings: Posting[] }[] = [];
-  const deltas = new Map<string, number>();
+  const entries: EntryRow[] = [];
+  const postingRows: PostingRow[] = [];
+  const changes: [string, number][] = [];
   for (const input of inputs) {
     const postings = normalise(input.postings);
     if (postings.length === 0) continue;
+    const id = uuidv7();
+    entries.push({ id, client_id: input.clientId, kind: input.kind, ref_type: input.refType, ref_id: input.refId, created_at: input.now });
     for (const p of postings) {
       const tracked = isTracked(p.accountId);
       if (tracked === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
-      if (tracked) deltas.set(p.accountId, (deltas.get(p.accountId) ?? 0) + p.amount);
+      if (tracked) changes.push([p.accountId, p.amount]);
+      postingRows.push({ id: uuidv7(), client_id: input.clientId, entry_id: id, account_id: p.accountId, amount: p.amount, created_at: input.now });
     }
-    entries.push({ id: uuidv7(), input, postings });
   }
   if (entries.length === 0) return;
-  for (const [id, d] of deltas) if (d === 0) deltas.delete(id);
-  const ordered = [...deltas].sort(([a], [b]) => (a < b ? -1 : 1));
+  const ordered = summed(changes);
   if (ordered.length > 1) await run(tx, LOCK_MANY, [ordered.map(([id]) => id)]);
-  batch.add({
-    name: 'ledger_entries_many',
-    text: ENTRIES_MANY,
-    params: [JSON.stringify(entries.map((e) => ({ id: e.id, client_id: e.input.clientId, kind: e.input.kind, ref_type: e.input.refType, ref_id: e.input.refId, created_at: e.input.now })))],
-  });
-  const postingRows = entries.flatMap((e) =>
-    e.postings.map((p) => ({ id: uuidv7(), client_id: e.input.clientId, entry_id: e.id, account_id: p.accountId, amount: p.amount, created_at: e.input.now })),
-  );
-  batch.add({ name: 'ledger_postings_many', text: POSTINGS_MANY, params: [JSON.stringify(postingRows)] });
-  if (ordered.length > 0) {
-    batch.add({
-      name: 'ledger_balances_many',
-      text: BALANCES_MANY,
-      params: [ordered.map(([id]) => id), ordered.map(([, d]) => d)],
-      rows: ordered.map(([id]) => `ledger_accounts:${id}`),
-    });
-  }
+  batch.add(entriesPart(entries));
+  batch.add(postingsPart(postingRows));
+  if (ordered.length > 0) batch.add(balancesPart(ordered));
 }

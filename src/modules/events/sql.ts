@@ -27,6 +27,7 @@ export function eventInsertPart(row: EventRow): WritePart {
  */
 export function deliveriesInsertPart(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart {
   const id = `encode(overlay(uuid_send($5::uuid) placing int2send((row_number() over (order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
+  const base = uuidv7();
   return {
     name: webhookId ? 'event_deliveries_to_one' : 'event_deliveries_fan_out',
     text: `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
@@ -35,9 +36,23 @@ export function deliveriesInsertPart(e: { id: string; clientId: string; topic: s
       where w.client_id = $1::uuid and ${
         webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and (w.topics ? '*' or w.topics ? $3::text)`
       }`,
-    params: [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()],
+    params: [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, base],
+    ...(!webhookId && {
+      merge: {
+        key: 'event_deliveries_fan_out',
+        item: { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base },
+        combine: (items) => ({ name: 'event_deliveries_fan_out_many', text: FAN_OUT_MANY, params: [JSON.stringify(items)] }),
+      },
+    }),
   };
 }
+
+/** The fan-out of many events (a group commit) in one statement. */
+const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
+  select encode(overlay(uuid_send(e.base) placing int2send((row_number() over (partition by e.event_id order by w.id))::int2) from 15 for 2), 'hex')::uuid,
+    w.client_id, e.event_id, w.id, 'event', 'pending', e.created_at, e.created_at, e.created_at
+  from json_to_recordset($1::json) as e(client_id uuid, event_id uuid, topic text, created_at timestamptz, base uuid)
+  join webhooks w on w.client_id = e.client_id and w.enabled and w.deleted_at is null and (w.topics ? '*' or w.topics ? e.topic)`;
 
 export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert)[]): Promise<void> {
   if (rows.length > 0) await db.insert(eventDeliveries).values(rows);

@@ -70,7 +70,7 @@ export interface AuthorizeDeps {
 }
 
 /** What the processor attempt carries between its transactions. */
-interface AttemptRequest {
+export interface AttemptRequest {
   amount: number;
   channel: string | null;
   reference: string | null;
@@ -94,13 +94,29 @@ type Phase1 =
   | { kind: 'done'; outcome: StoredOutcome }
   | { kind: 'call'; attempt: payments.AttemptRow };
 
-/** Runs an authorize request to its response (status and the exact body). */
-export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: AuthorizeInput): Promise<StoredOutcome> {
+/** Serializes a response body with the route's schema for its status. */
+export type Serialize = (status: number, doc: unknown) => string;
+
+export const serializerOf =
+  (reply: FastifyReply): Serialize =>
+  (status, doc) =>
+    (reply.getSerializationFunction(String(status), JSONAPI) ?? JSON.stringify)(doc);
+
+export function scopeOfInput(i: AuthorizeInput): IdempotencyScope | undefined {
+  return i.idempotencyKey ? { clientId: i.clientId, operation: 'authorize', key: i.idempotencyKey, fingerprint: authorizeFingerprint(i) } : undefined;
+}
+
+/** Whether authorizing asks the outside world (the card processor, the card issuer). */
+export const asksOutside = (settings: ClientSettings) => settings.cardProcessor.enabled || settings.rails === 'card';
+
+/**
+ * Runs an authorize request to its response (status and the exact body), in a transaction of
+ * its own. Most authorizes run in groups instead (authorize-groups.ts); this is the path for
+ * those that ask the outside world and for what a group hands back.
+ */
+export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: AuthorizeInput): Promise<StoredOutcome> {
   const ext = await clientAccountIds(deps.db, i.clientId);
-  const scope: IdempotencyScope | undefined = i.idempotencyKey
-    ? { clientId: i.clientId, operation: 'authorize', key: i.idempotencyKey, fingerprint: authorizeFingerprint(i) }
-    : undefined;
-  const serialize = (status: number, doc: unknown) => (reply.getSerializationFunction(String(status), JSONAPI) ?? JSON.stringify)(doc);
+  const scope = scopeOfInput(i);
 
   // With nothing to ask outside this is five round trips: BEGIN; the key check with the intent's
   // lock; the rest of what it decides on (the wallet's accounts locked); one batch of writes; COMMIT.
@@ -109,16 +125,11 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
     const intent = await lockIntent(tx, scope, i, now);
     if (intent.kind === 'replay') return intent;
     const status = effectiveStatus(intent.row, now);
-    const authorizable = status === 'Promotable' || status === 'RequiresAction';
+    const authorizable = isAuthorizable(status);
     const c = await q.authorizeContext(tx, { clientId: i.clientId, intent: intent.row, lockWallet: authorizable && i.applyWalletBalance });
 
-    if (status === 'PromotedToPayment') {
-      // Already authorized: the active payment, without authorizing again (spec rule 1).
-      const payment = payments.paymentFromJson(c.activePayment!);
-      return { kind: 'done', outcome: { status: 200, body: serialize(200, successDocument(intent.row, c.paymentIds, payment, deps.rc, now)), replayed: false } };
-    }
-    if (status === 'Expired') throw apiError('PaymentIntentExpired');
-    if (!authorizable) throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`);
+    if (status === 'PromotedToPayment') return { kind: 'done', outcome: alreadyAuthorized(intent.row, c, deps.rc, now, serialize) };
+    refuseUnauthorizable(status);
     if (c.openAttempt) {
       const open = payments.attemptFromJson(c.openAttempt);
       if (open.leaseUntil && open.leaseUntil > now) {
@@ -136,7 +147,7 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       return { kind: 'call', attempt: open };
     }
 
-    if (i.amount > intent.row.amount) throw apiError('Failed', `\`amount\` is more than the intent's ${intent.row.amount} cents.`, { status: 402, pointer: '/data/attributes/amount' });
+    refuseOverAmount(intent.row, i);
     const batch = new WriteBatch();
     const plan = planSourcing(intent.row, c, i);
     if (plan.kind === 'requires-action') {
@@ -151,21 +162,8 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
       });
       return { kind: 'done', outcome: { status: 402, body: doc, replayed: false } };
     }
-    const { sourcing, linkedAccountId } = plan;
-    const attemptId = uuidv7();
-    const locked = new Set((c.walletAccounts ?? []).map(([id]) => id));
-    if (intent.row.walletId) await reserveWallet(tx, { clientId: i.clientId, refType: 'attempt', refId: attemptId, now, walletId: intent.row.walletId, sourcing, batch, locked });
-    const request: AttemptRequest = {
-      amount: i.amount,
-      channel: i.channel ?? null,
-      reference: i.reference ?? intent.row.reference ?? null,
-      processorMeta: i.processorMeta ?? null,
-      linkedAccountId,
-      rail: intent.row.giftId ? 'gift' : i.settings.rails,
-      captureMode: i.settings.captureMode,
-      processor: i.settings.cardProcessor.enabled,
-      latencyMs: i.settings.cardProcessor.enabled ? i.settings.cardProcessor.latencyMs : 0,
-    };
+    const { sourcing } = plan;
+    const { attemptId, request, locked } = await reserve(tx, { i, intent: intent.row, c, plan, now, batch });
     if (!request.processor && request.rail !== 'card') {
       const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
       await flushMoney(tx, batch);
@@ -195,6 +193,23 @@ export async function authorize(deps: AuthorizeDeps, reply: FastifyReply, i: Aut
   return finishAttempt(deps, phase1.attempt, scope, serialize, ext);
 }
 
+/** 409: another authorize of the intent holds its lock. */
+export const alreadyRunning = () => apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', { headers: { 'retry-after': '1' } });
+
+/** Already authorized: the active payment, without authorizing again (spec rule 1). */
+export function alreadyAuthorized(intent: q.IntentRow, c: q.AuthorizeContext, rc: RenderContext, now: Date, serialize: Serialize): StoredOutcome {
+  const payment = payments.paymentFromJson(c.activePayment!);
+  return { status: 200, body: serialize(200, successDocument(intent, c.paymentIds, payment, rc, now)), replayed: false };
+}
+
+/** Only a Promotable or RequiresAction intent can be authorized. */
+export const isAuthorizable = (status: string) => status === 'Promotable' || status === 'RequiresAction';
+
+export function refuseUnauthorizable(status: string): void {
+  if (status === 'Expired') throw apiError('PaymentIntentExpired');
+  if (!isAuthorizable(status)) throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`);
+}
+
 /**
  * The intent, locked without waiting (a concurrent authorize of it holds the lock: 409
  * AlreadyExists), read in the same statement as the idempotency key's check when there is one.
@@ -211,9 +226,7 @@ async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: Author
       raw = await runPreflight(tx, preflight);
     }
   } catch (err) {
-    if (isLockNotAvailable(err)) {
-      throw apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', { headers: { 'retry-after': '1' } });
-    }
+    if (isLockNotAvailable(err)) throw alreadyRunning();
     throw err;
   }
   const row = raw?.intent_row as Record<string, unknown> | null | undefined;
@@ -222,7 +235,7 @@ async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: Author
 }
 
 /** The batch holds debits planned from locked balances; a failed no-negative check there is still a 402, never a 500. */
-async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
+export async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
   try {
     await batch.flush(tx);
   } catch (err) {
@@ -231,10 +244,41 @@ async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
   }
 }
 
-type Plan = { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null } | { kind: 'requires-action'; detail: string };
+/** Over the intent's amount: 402. */
+export function refuseOverAmount(intent: q.IntentRow, i: AuthorizeInput): void {
+  if (i.amount > intent.amount) throw apiError('Failed', `\`amount\` is more than the intent's ${intent.amount} cents.`, { status: 402, pointer: '/data/attributes/amount' });
+}
+
+/**
+ * The wallet money of a plan reserved (into the batch) under a new attempt id, and what the
+ * processor attempt or the approval needs to know. The wallet's accounts are held locked.
+ */
+export async function reserve(
+  tx: Tx,
+  r: { i: AuthorizeInput; intent: q.IntentRow; c: q.AuthorizeContext; plan: Plan & { kind: 'ok' }; now: Date; batch: WriteBatch },
+): Promise<{ attemptId: string; request: AttemptRequest; locked: ReadonlySet<string> }> {
+  const { i, intent, plan } = r;
+  const attemptId = uuidv7();
+  const locked = new Set((r.c.walletAccounts ?? []).map(([id]) => id));
+  if (intent.walletId) await reserveWallet(tx, { clientId: i.clientId, refType: 'attempt', refId: attemptId, now: r.now, walletId: intent.walletId, sourcing: plan.sourcing, batch: r.batch, locked });
+  const request: AttemptRequest = {
+    amount: i.amount,
+    channel: i.channel ?? null,
+    reference: i.reference ?? intent.reference ?? null,
+    processorMeta: i.processorMeta ?? null,
+    linkedAccountId: plan.linkedAccountId,
+    rail: intent.giftId ? 'gift' : i.settings.rails,
+    captureMode: i.settings.captureMode,
+    processor: i.settings.cardProcessor.enabled,
+    latencyMs: i.settings.cardProcessor.enabled ? i.settings.cardProcessor.latencyMs : 0,
+  };
+  return { attemptId, request, locked };
+}
+
+export type Plan = { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null } | { kind: 'requires-action'; detail: string };
 
 /** Where the money comes from, with the limits of decisions §8, from the locked balances. */
-function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeInput): Plan {
+export function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeInput): Plan {
   if (intent.giftId) {
     // Gift intents skip KYC; authorize does not touch the gift (its card is spent later).
     const left = c.giftAvailable ?? 0;
@@ -261,7 +305,7 @@ function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeIn
   return { kind: 'ok', sourcing, linkedAccountId: c.linkedAccountId };
 }
 
-interface Decision {
+export interface Decision {
   intent: q.IntentRow;
   /** The intent's payments so far, oldest first. */
   paymentIds: string[];
@@ -275,7 +319,7 @@ interface Decision {
   deps: AuthorizeDeps;
   ext: Record<ClientCode, string>;
   now: Date;
-  serialize: (status: number, doc: unknown) => string;
+  serialize: Serialize;
   batch: WriteBatch;
   /** Ledger accounts held locked (the wallet's, read with their balances). */
   locked?: ReadonlySet<string>;
@@ -319,7 +363,7 @@ function newPaymentRow(
 }
 
 /** Approved: a Created payment (captured at once when the merchant captures automatically). */
-async function approve(tx: Tx, d: Decision): Promise<Decided> {
+export async function approve(tx: Tx, d: Decision): Promise<Decided> {
   const { intent, request, now, batch } = d;
   let payment = newPaymentRow(d, {
     status: 'Created',
@@ -395,7 +439,7 @@ export async function finishAttempt(
   deps: AuthorizeDeps,
   attempt: payments.AttemptRow,
   scope: IdempotencyScope | undefined,
-  serialize: (status: number, doc: unknown) => string,
+  serialize: Serialize,
   ext?: Record<ClientCode, string>,
 ): Promise<StoredOutcome> {
   const request = attempt.request as unknown as AttemptRequest;
@@ -440,7 +484,7 @@ function scopeOf(attempt: payments.AttemptRow, scope: IdempotencyScope | undefin
   return { clientId: attempt.clientId, operation: 'authorize', key: attempt.idempotencyKey, fingerprint: attempt.fingerprint };
 }
 
-async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: AuthorizeDeps, serialize: (status: number, doc: unknown) => string, now: Date): Promise<StoredOutcome> {
+async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: AuthorizeDeps, serialize: Serialize, now: Date): Promise<StoredOutcome> {
   const intent = (await q.findIntent(tx, attempt.clientId, attempt.intentId))!;
   if (attempt.state === 'succeeded') {
     const payment = (await payments.findPayment(tx, attempt.clientId, attempt.paymentId!))!;

@@ -7,7 +7,8 @@ import type { AuthenticatedClient } from '../clients/authenticate.ts';
 import { paymentResource, type RenderContext } from '../payments/render.ts';
 import { Payment } from '../payments/schemas.ts';
 import { paymentsOfIntents, type PaymentRow } from '../payments/sql.ts';
-import { authorize, type AuthorizeDeps } from './authorize.ts';
+import { serializerOf, type AuthorizeDeps } from './authorize.ts';
+import { submitAuthorize } from './authorize-groups.ts';
 import { cancelIntent, createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
 import { intentResource } from './render.ts';
 import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent } from './schemas.ts';
@@ -172,7 +173,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     },
     async (req, reply) => {
       const a = req.body.data.attributes;
-      const outcome = await authorize(authorizeDeps(ctx), reply, {
+      const outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
         clientId: req.client.id,
         settings: req.client.settings,
         intentId: req.params.paymentIntentId,

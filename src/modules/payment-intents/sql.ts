@@ -5,7 +5,7 @@ import type { Executor } from '../../db/open.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
 import { run, statement } from '../../db/statements.ts';
-import type { Preflight } from '../../http/idempotency.ts';
+import type { KeyCheck, Preflight } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type IntentRow = typeof paymentIntents.$inferSelect;
@@ -93,6 +93,79 @@ const AUTHORIZE_CONTEXT = statement(
 export async function authorizeContext(db: Executor, i: { clientId: string; intent: IntentRow; lockWallet: boolean }): Promise<AuthorizeContext> {
   const [row] = await run<AuthorizeContext>(db, AUTHORIZE_CONTEXT, [i.intent.id, i.clientId, i.intent.walletId, i.lockWallet, i.intent.giftId]);
   return row!;
+}
+
+/** One member's first read in a group of authorizes: its key's check and its intent. */
+export interface GroupCheck extends KeyCheck {
+  intent_row: Record<string, unknown> | null;
+}
+
+/**
+ * For a group of authorizes, in one statement and in order: each one's idempotency check (the
+ * key's lock, then its stored outcome: idempotency_check, migration 0007; a request without a
+ * key counts as holding one with nothing stored) and its intent, locked without waiting when
+ * the authorize will run (the same gate as checkKey's preflight). A lock held elsewhere fails
+ * the statement with 55P03, and the group's members then run alone.
+ */
+const GROUP_CHECK = statement(
+  'authorize_group_check',
+  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at, p.intent_row
+    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[]) with ordinality as m(lock_key, client_id, key, intent_id, n)
+    cross join lateral (
+      select k.locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
+        from idempotency_check(m.lock_key, m.client_id, 'authorize', m.key) k where m.key is not null
+      union all
+      select true, null::text, null::integer, null::text, null::timestamptz where m.key is null
+    ) c
+    left join lateral (
+      select row_to_json(i) as intent_row from payment_intents i
+      where i.client_id = m.client_id and i.id = m.intent_id and c.locked and (c.fingerprint is null or c.expires_at <= $5::timestamptz)
+      for update of i nowait
+    ) p on true
+    order by m.n`,
+);
+
+export async function checkAuthorizeGroup(tx: Executor, members: { lockKey: string | null; clientId: string; key: string | null; intentId: string }[], now: Date): Promise<GroupCheck[]> {
+  return run<GroupCheck>(tx, GROUP_CHECK, [members.map((m) => m.lockKey), members.map((m) => m.clientId), members.map((m) => m.key), members.map((m) => m.intentId), now]);
+}
+
+/**
+ * authorizeContext for a group, in order, read after the intents are locked. The wallets'
+ * ledger accounts are locked first, all of them in id order (two groups locking the same
+ * wallets cannot deadlock), and each member gets its wallet's accounts with their balances.
+ */
+const GROUP_CONTEXT = statement(
+  'authorize_group_context',
+  `with m as (
+      select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as m(intent_id, client_id, wallet_id, gift_id, n)
+    ), acc as materialized (
+      select a.owner_id, a.id, a.code, a.balance from ledger_accounts a
+      where a.owner_type = 'wallet' and a.owner_id = any($5::uuid[]) order by a.id for no key update
+    )
+    select
+      (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = m.intent_id) as "paymentIds",
+      (select row_to_json(p) from payments p where p.intent_id = m.intent_id and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
+      (select row_to_json(a) from authorization_attempts a where a.intent_id = m.intent_id and a.state = 'processing' limit 1) as "openAttempt",
+      w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+      (select la.id from linked_accounts la where la.client_id = m.client_id and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
+      (select json_agg(json_build_array(acc.id, acc.code, acc.balance) order by acc.id) from acc where acc.owner_id = m.wallet_id) as "walletAccounts",
+      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = m.gift_id and a.code = 'gift.available') as "giftAvailable"
+    from m
+    -- Lateral: each wallet and user through its primary key, whatever the tables' statistics
+    -- said when the plan was cached (joined, the plan hashed a scan of the whole table).
+    left join lateral (select w.status, w.user_id from wallets w where w.client_id = m.client_id and w.id = m.wallet_id) w on true
+    left join lateral (select u.id, u.kyc_status from users u where u.id = w.user_id) u on true
+    order by m.n`,
+);
+
+export async function authorizeGroupContext(tx: Executor, members: { clientId: string; intent: IntentRow }[], lockWallets: string[]): Promise<AuthorizeContext[]> {
+  return run<AuthorizeContext>(tx, GROUP_CONTEXT, [
+    members.map((m) => m.intent.id),
+    members.map((m) => m.clientId),
+    members.map((m) => m.intent.walletId),
+    members.map((m) => m.intent.giftId),
+    lockWallets,
+  ]);
 }
 
 export async function findIntent(db: Executor, clientId: string, id: string): Promise<IntentRow | undefined> {

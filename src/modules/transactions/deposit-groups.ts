@@ -13,10 +13,11 @@
 // itself and an outage reaches each caller as it would have alone (503). Every response is sent
 // after the commit.
 //
-// Deposits wait for a running group only while two are running; a quiet server runs each
-// deposit at once, as a group of one.
+// The grouping itself (which deposits share a group, how many groups run at once) is
+// src/db/groups.ts.
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
+import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { ApiError } from '../../http/errors.ts';
 import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { postEntries, type EntryInput } from '../../ledger/post.ts';
@@ -30,60 +31,10 @@ export interface DepositRequest {
   render: (txn: TransactionRow) => string;
 }
 
-interface Member extends DepositRequest {
-  resolve(outcome: StoredOutcome): void;
-  reject(err: unknown): void;
-}
-
-/** Beyond this many, a new group starts (a statement's arrays stay small). */
-const MAX_GROUP = 100;
-/**
- * Groups running at once per database: one in the database while the next is checked. More
- * only split the same deposits into smaller groups that wait on each other's rows (measured
- * with 1, 2, 4 and 100: 2 was best, by less than the run-to-run noise).
- */
-const MAX_RUNNING = 2;
-
-interface Groups {
-  filling: Member[];
-  running: number;
-  scheduled: boolean;
-}
-
-const byDb = new WeakMap<Db, Groups>();
+type Member = GroupMember<DepositRequest, StoredOutcome>;
 
 /** Makes a deposit (or replays its key's outcome) in the next group to run. */
-export function submitDeposit(db: Db, request: DepositRequest): Promise<StoredOutcome> {
-  let groups = byDb.get(db);
-  if (!groups) byDb.set(db, (groups = { filling: [], running: 0, scheduled: false }));
-  const g = groups;
-  return new Promise((resolve, reject) => {
-    g.filling.push({ ...request, resolve, reject });
-    if (!g.scheduled) {
-      g.scheduled = true;
-      setImmediate(() => {
-        g.scheduled = false;
-        startGroups(db, g);
-      });
-    }
-  });
-}
-
-function startGroups(db: Db, g: Groups): void {
-  while (g.running < MAX_RUNNING && g.filling.length > 0) {
-    const members = g.filling.splice(0, MAX_GROUP);
-    g.running++;
-    runGroup(db, members)
-      // runGroup settles every member itself; this only guards against a bug leaving one hanging.
-      .catch((err: unknown) => {
-        for (const m of members) m.reject(err);
-      })
-      .finally(() => {
-        g.running--;
-        startGroups(db, g);
-      });
-  }
-}
+export const submitDeposit = groupCommit<DepositRequest, StoredOutcome>(runGroup);
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
   // The same key twice in one group: the later request is concurrent with the first, which is

@@ -1,0 +1,185 @@
+// Authorizes in groups (group commit, src/db/groups.ts), for merchants whose authorizations ask
+// nothing outside (no card processor, not card rails). Authorizes that arrive together share
+// one transaction of five round trips whatever their number: BEGIN; one statement checks every
+// key and locks every intent without waiting; one reads what each decides on, with every
+// wallet's accounts locked in id order; each is decided on its own in memory (the same
+// functions as an authorize alone, authorize.ts); one statement writes every reservation,
+// payment, intent, event and stored response (WriteBatch.merged: one part per kind of row);
+// COMMIT. Responses are sent after the commit.
+//
+// Each authorize keeps its own outcome. One refused (not found, expired, KYC, over the amount)
+// writes nothing and gets its error; a replay gets its stored response; two authorizes of one
+// wallet are planned one after the other on the balances the first leaves. Two of one key, or of
+// one intent, in the same group are concurrent: the later one gets 409, as when two
+// transactions meet (IdempotencyKeyInUse, AlreadyExists). What a group does not decide itself
+// runs alone after it commits (authorize.ts: an open processor attempt to take over, an intent
+// that now requires action). If the group fails as a whole (an intent locked by another
+// transaction, a lost connection, a balance the database refuses), nothing of it was written
+// and every member runs alone, so each gets exactly the answer it would have had alone.
+import type { Db } from '../../db/open.ts';
+import { WriteBatch } from '../../db/batch.ts';
+import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
+import { apiError, ApiError } from '../../http/errors.ts';
+import { interpretKeyCheck, keyInUse, lockKeyOf, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
+import {
+  alreadyAuthorized,
+  alreadyRunning,
+  approve,
+  asksOutside,
+  authorize,
+  flushMoney,
+  isAuthorizable,
+  planSourcing,
+  refuseOverAmount,
+  refuseUnauthorizable,
+  reserve,
+  scopeOfInput,
+  type AuthorizeDeps,
+  type AuthorizeInput,
+  type Serialize,
+} from './authorize.ts';
+import { effectiveStatus } from './render.ts';
+import * as q from './sql.ts';
+
+interface AuthorizeRequest {
+  deps: AuthorizeDeps;
+  serialize: Serialize;
+  input: AuthorizeInput;
+}
+
+type Member = GroupMember<AuthorizeRequest, StoredOutcome> & { scope?: IdempotencyScope; ext?: Record<ClientCode, string> };
+
+const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => runGroup(members));
+
+/** Authorizes a payment intent: in the next group, or alone when it asks the outside world. */
+export function submitAuthorize(deps: AuthorizeDeps, serialize: Serialize, input: AuthorizeInput): Promise<StoredOutcome> {
+  if (asksOutside(input.settings)) return authorize(deps, serialize, input);
+  return submit(deps.db, { deps, serialize, input });
+}
+
+/** A member runs alone: settled with what authorize.ts answers. */
+const runAlone = (m: Member) => authorize(m.deps, m.serialize, m.input).then(m.resolve, m.reject);
+
+async function runGroup(members: Member[]): Promise<void> {
+  const db: Db = members[0]!.deps.db;
+  // The same key twice in one group: the later request is concurrent with the earlier, which
+  // is in flight (and one statement could not store both outcomes).
+  const keys = new Set<string>();
+  const group: Member[] = [];
+  for (const m of members) {
+    m.scope = scopeOfInput(m.input);
+    const key = m.scope && lockKeyOf(m.scope);
+    if (key && keys.has(key)) m.reject(keyInUse());
+    else {
+      if (key) keys.add(key);
+      group.push(m);
+    }
+  }
+  const settle: (() => void)[] = [];
+  const alone: Member[] = [];
+  try {
+    for (const m of group) m.ext = await clientAccountIds(db, m.input.clientId);
+    await db.transaction(async (tx) => {
+      const now = group[0]!.deps.now();
+      const checks = await q.checkAuthorizeGroup(
+        tx,
+        group.map((m) => ({ lockKey: m.scope ? lockKeyOf(m.scope) : null, clientId: m.input.clientId, key: m.scope?.key ?? null, intentId: m.input.intentId })),
+        now,
+      );
+      const running: { m: Member; intent: q.IntentRow; status: string }[] = [];
+      const intents = new Set<string>();
+      for (const [n, m] of group.entries()) {
+        try {
+          if (m.scope) {
+            const { state } = interpretKeyCheck(checks[n], m.scope, now);
+            if (state.kind === 'replay') {
+              settle.push(() => m.resolve(state.outcome));
+              continue;
+            }
+          }
+          const row = checks[n]!.intent_row;
+          if (!row) throw apiError('PaymentIntentNotFound', `No payment intent ${m.input.intentId}.`);
+          // The same intent twice: the later is concurrent with the earlier, as when two
+          // transactions meet on its lock.
+          if (intents.has(m.input.intentId)) throw alreadyRunning();
+          intents.add(m.input.intentId);
+          const intent = q.intentFromJson(row);
+          running.push({ m, intent, status: effectiveStatus(intent, now) });
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          settle.push(() => m.reject(err));
+        }
+      }
+      if (running.length === 0) return;
+      const spending = running.filter((r) => isAuthorizable(r.status) && r.m.input.applyWalletBalance && r.intent.walletId);
+      const contexts = await q.authorizeGroupContext(
+        tx,
+        running.map((r) => ({ clientId: r.m.input.clientId, intent: r.intent })),
+        [...new Set(spending.map((r) => r.intent.walletId!))],
+      );
+      // Each wallet's balances as the members before have left them.
+      const wallets = new Map<string, [string, string, number][]>();
+      const batches: WriteBatch[] = [];
+      for (const [n, { m, intent, status }] of running.entries()) {
+        try {
+          const c = contexts[n]!;
+          if (status === 'PromotedToPayment') {
+            const outcome = alreadyAuthorized(intent, c, m.deps.rc, now, m.serialize);
+            settle.push(() => m.resolve(outcome));
+            continue;
+          }
+          refuseUnauthorizable(status);
+          refuseOverAmount(intent, m.input);
+          if (intent.walletId && c.walletAccounts) {
+            const earlier = wallets.get(intent.walletId);
+            if (earlier) c.walletAccounts = earlier;
+            else wallets.set(intent.walletId, c.walletAccounts);
+          }
+          const plan = c.openAttempt ? undefined : planSourcing(intent, c, m.input);
+          if (!plan || plan.kind === 'requires-action') {
+            // Taking over a processor attempt, or recording that the intent requires action.
+            alone.push(m);
+            continue;
+          }
+          const batch = new WriteBatch();
+          const { attemptId, request, locked } = await reserve(tx, { i: m.input, intent, c, plan, now, batch });
+          const { outcome } = await approve(tx, {
+            intent,
+            paymentIds: c.paymentIds,
+            attemptId,
+            request,
+            sourcing: plan.sourcing,
+            answer: undefined,
+            scope: m.scope,
+            deps: m.deps,
+            ext: m.ext!,
+            now,
+            serialize: m.serialize,
+            batch,
+            locked,
+          });
+          spend(c.walletAccounts, plan.sourcing);
+          batches.push(batch);
+          settle.push(() => m.resolve(outcome));
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          settle.push(() => m.reject(err));
+        }
+      }
+      await flushMoney(tx, WriteBatch.merged(batches));
+    });
+  } catch {
+    // Nothing of the group was written: each member runs alone and gets its own answer.
+    await Promise.all(group.map(runAlone));
+    return;
+  }
+  for (const s of settle) s();
+  await Promise.all(alone.map(runAlone));
+}
+
+/** What a reservation takes from the wallet's available balances (the shared array, in place). */
+function spend(accounts: [string, string, number][] | null, s: { merchantReward: number; accrueReward: number; deposit: number }): void {
+  const taken: Record<string, number> = { 'reward.merchant.available': s.merchantReward, 'reward.accrue.available': s.accrueReward, 'deposit.available': s.deposit };
+  for (const a of accounts ?? []) if (taken[a[1]]) a[2] -= taken[a[1]]!;
+}
