@@ -4,6 +4,7 @@
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
+// PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data).
 import pg from 'pg';
 import { approvedWallets, fundWallets, load, merchant, startCoffer } from './lib.ts';
 
@@ -78,5 +79,5 @@ const stats = !statements ? { rows: [] } : await admin.query(
 if (statements) console.log('per request | total ms | statement');
 for (const s of stats.rows) console.log(String((s.calls / r.requests).toFixed(2)).padStart(6), String(s.ms).padStart(9), s.q);
 await coffer.stop();
-await admin.query(`drop database ${name} with (force)`);
+if (!process.env.PROFILE_KEEP) await admin.query(`drop database ${name} with (force)`);
 await admin.end();

@@ -30,6 +30,11 @@ export interface Merge {
   key: string;
   item: unknown;
   combine(items: unknown[]): WritePart;
+  /**
+   * Changes that add up (balance deltas): a second part of this key in one batch is combined
+   * with the first instead of refused, even when they write the same rows.
+   */
+  additive?: boolean;
 }
 
 const composed = new Map<string, Statement>();
@@ -39,6 +44,16 @@ export class WriteBatch {
   #rows = new Set<string>();
 
   add(part: WritePart): void {
+    if (part.merge?.additive) {
+      const i = this.#parts.findIndex((p) => p.merge?.key === part.merge!.key);
+      if (i >= 0) {
+        const merge = { ...part.merge, item: [this.#parts[i]!.merge!.item, part.merge.item].flat() };
+        this.#parts[i] = { ...merge.combine([merge.item]), merge };
+        return;
+      }
+      this.#parts.push(part);
+      return;
+    }
     for (const r of part.rows ?? []) {
       if (this.#rows.has(r)) throw new Error(`write batch already writes ${r}; flush it before writing the row again`);
     }
@@ -48,7 +63,7 @@ export class WriteBatch {
 
   /** Adds a part, first flushing what is queued if the part writes a row already written. */
   async put(ex: Executor, part: WritePart): Promise<void> {
-    if ((part.rows ?? []).some((r) => this.#rows.has(r))) await this.flush(ex);
+    if (!part.merge?.additive && (part.rows ?? []).some((r) => this.#rows.has(r))) await this.flush(ex);
     this.add(part);
   }
 

@@ -13,6 +13,8 @@ interface Column {
   key: string;
   name: string;
   sqlType: string;
+  /** json or jsonb: travels in a JSON document as its value. */
+  json: boolean;
   column: PgColumn;
 }
 
@@ -27,7 +29,10 @@ const metas = new WeakMap<PgTable, TableMeta>();
 function meta(table: PgTable): TableMeta {
   let m = metas.get(table);
   if (!m) {
-    const columns = Object.entries(getTableColumns(table)).map(([key, column]) => ({ key, name: column.name, sqlType: column.getSQLType(), column: column as PgColumn }));
+    const columns = Object.entries(getTableColumns(table)).map(([key, column]) => {
+      const sqlType = column.getSQLType();
+      return { key, name: column.name, sqlType, json: sqlType === 'json' || sqlType === 'jsonb', column: column as PgColumn };
+    });
     m = { table: getTableName(table), columns, byKey: new Map(columns.map((c) => [c.key, c])) };
     metas.set(table, m);
   }
@@ -45,14 +50,13 @@ function toDriver(c: Column, value: unknown): unknown {
 
 /**
  * A row as a JSON document for json_populate_recordset (column names as keys; json columns as
- * their value, not as a string). Undefined when a column cannot travel as JSON (bytea).
+ * their value, not as a string; Dates as JSON writes them, which PostgreSQL reads back exactly).
  */
-function jsonRow(cols: Column[], values: Record<string, unknown>): Record<string, unknown> | undefined {
+function jsonRow(cols: Column[], values: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const c of cols) {
     const v = values[c.key];
-    if (c.sqlType === 'bytea') return undefined;
-    out[c.name] = v === null || c.sqlType === 'jsonb' || c.sqlType === 'json' ? v : toDriver(c, v);
+    out[c.name] = v === null || v instanceof Date || c.json ? v : toDriver(c, v);
   }
   return out;
 }
@@ -61,29 +65,62 @@ function jsonRow(cols: Column[], values: Record<string, unknown>): Record<string
 // table's own row type: one statement and one prepared plan whatever the number of rows.
 const populate = (table: string) => `json_populate_recordset(null::${table}, $1::json)`;
 
+/** A statement shape (which columns a write names), built once per table and set of columns. */
+interface Shape {
+  cols: Column[];
+  name: string;
+  text: string;
+  /** The same write of many rows; undefined when a column cannot travel as JSON (bytea). */
+  many?: { name: string; text: string };
+}
+
+const shapes = new Map<string, Shape>();
+
+function shapeOf(kind: 'ins' | 'upd', table: PgTable, values: Record<string, unknown>, build: (m: TableMeta, cols: Column[]) => { text: string; many: string }): Shape {
+  const m = meta(table);
+  let key = `${kind} ${m.table}`;
+  for (const c of m.columns) if (values[c.key] !== undefined) key += ` ${c.name}`;
+  let shape = shapes.get(key);
+  if (!shape) {
+    const cols = m.columns.filter((c) => values[c.key] !== undefined);
+    const built = build(m, cols);
+    const name = shapeName(`${kind}_${m.table}`, built.text);
+    const many = cols.some((c) => c.sqlType === 'bytea') ? undefined : { name: `${name}_many`, text: built.many };
+    shape = { cols, name, text: built.text, many };
+    shapes.set(key, shape);
+  }
+  return shape;
+}
+
 /** `insert into <table>` of one row; the columns are the row's defined keys. */
 export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>): WritePart {
-  const m = meta(table);
-  const values = row as Record<string, unknown>;
-  const cols = m.columns.filter((c) => values[c.key] !== undefined);
-  const names = cols.map((c) => c.name).join(', ');
-  const text = `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`;
-  const name = shapeName(`ins_${m.table}`, text);
-  const item = jsonRow(cols, values);
+  // A copy: the part is written later (alone or merged) with the row as it is now.
+  const values = { ...(row as Record<string, unknown>) };
+  const { cols, name, text, many } = shapeOf('ins', table, values, (m, cols) => {
+    const names = cols.map((c) => c.name).join(', ');
+    return {
+      text: `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`,
+      many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
+    };
+  });
+  const table_ = meta(table).table;
   return {
     name,
     text,
-    params: cols.map((c) => toDriver(c, values[c.key])),
-    rows: [`${m.table}:${String(values.id)}`],
-    ...(item && {
+    // Computed when sent alone: in a group the row travels in the merged document instead.
+    get params() {
+      return cols.map((c) => toDriver(c, values[c.key]));
+    },
+    rows: [`${table_}:${String(values.id)}`],
+    ...(many && {
       merge: {
         key: name,
-        item,
+        item: values,
         combine: (items) => ({
-          name: `${name}_many`,
-          text: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
-          params: [JSON.stringify(items)],
-          rows: items.map((r) => `${m.table}:${String((r as Record<string, unknown>).id)}`),
+          name: many.name,
+          text: many.text,
+          params: [JSON.stringify(items.map((v) => jsonRow(cols, v as Record<string, unknown>)))],
+          rows: items.map((v) => `${table_}:${String((v as Record<string, unknown>).id)}`),
         }),
       },
     }),
@@ -92,32 +129,39 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
 
 /** `update <table> set ... where id = $1` of one row by id. */
 export function updatePart<T extends PgTable>(table: T, id: string, patch: Partial<InferSelectModel<T>>): WritePart {
-  const m = meta(table);
-  const values = patch as Record<string, unknown>;
-  const cols = m.columns.filter((c) => values[c.key] !== undefined);
-  if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
-  const idCol = m.byKey.get('id')!;
-  const text = `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`;
-  const name = shapeName(`upd_${m.table}`, text);
-  const item = jsonRow(cols, values);
+  const values = { ...(patch as Record<string, unknown>) };
+  const idCol = meta(table).byKey.get('id')!;
+  const { cols, name, text, many } = shapeOf('upd', table, values, (m, cols) => {
+    if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
+    return {
+      text: `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`,
+      // The ids again as an array: the rows are found through the primary key. Joined to the
+      // document alone, the generic plan scanned the whole table (auto_explain).
+      many: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
+        where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
+    };
+  });
+  const table_ = meta(table).table;
   return {
     name,
     text,
-    params: [id, ...cols.map((c) => toDriver(c, values[c.key]))],
-    rows: [`${m.table}:${id}`],
-    ...(item && {
+    get params() {
+      return [id, ...cols.map((c) => toDriver(c, values[c.key]))];
+    },
+    rows: [`${table_}:${id}`],
+    ...(many && {
       merge: {
         key: name,
-        item: { ...item, [idCol.name]: id },
-        combine: (items) => ({
-          name: `${name}_many`,
-          // The ids again as an array: the rows are found through the primary key. Joined to
-          // the document alone, the generic plan scanned the whole table (auto_explain).
-          text: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
-            where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
-          params: [JSON.stringify(items), items.map((r) => (r as Record<string, unknown>)[idCol.name])],
-          rows: items.map((r) => `${m.table}:${String((r as Record<string, unknown>)[idCol.name])}`),
-        }),
+        item: { id, values },
+        combine: (items) => {
+          const rows = items as { id: string; values: Record<string, unknown> }[];
+          return {
+            name: many.name,
+            text: many.text,
+            params: [JSON.stringify(rows.map((r) => ({ ...jsonRow(cols, r.values), [idCol.name]: r.id }))), rows.map((r) => r.id)],
+            rows: rows.map((r) => `${table_}:${r.id}`),
+          };
+        },
       },
     }),
   };

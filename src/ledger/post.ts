@@ -73,7 +73,7 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
         ') as d(id, delta) where a.id = d.id',
       params: ordered.flatMap(([id, d]) => [id, d]),
       rows: ordered.map(([id]) => `ledger_accounts:${id}`),
-      merge: { key: 'ledger_balances', item: ordered, combine: (items) => balancesPart(summed((items as [string, number][][]).flat())) },
+      merge: { key: 'ledger_balances', item: ordered, combine: (items) => balancesPart(summed((items as [string, number][][]).flat())), additive: true },
     });
   }
   return parts;
@@ -118,7 +118,8 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   const entryId = uuidv7();
   const parts = entryParts(entryId, input, postings, ordered);
   if (batch) {
-    // The same balance written twice in one batch would apply once: flush the earlier write.
+    // A balance changed twice in one batch adds up (its part is additive); any other row
+    // written twice flushes the earlier write first.
     for (const p of parts) await batch.put(tx, p);
     return entryId;
   }
@@ -166,6 +167,11 @@ const BALANCES_MANY = `update ledger_accounts a set balance = a.balance + ($2::b
   where a.id = any($1::uuid[])`;
 const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update');
 
+/** Locks tracked accounts in id order (the order every movement locks them in). */
+export async function lockAccounts(tx: Executor, ids: string[]): Promise<void> {
+  await run(tx, LOCK_MANY, [ids]);
+}
+
 const entriesPart = (rows: EntryRow[]): WritePart => ({ name: 'ledger_entries_many', text: ENTRIES_MANY, params: [JSON.stringify(rows)] });
 const postingsPart = (rows: PostingRow[]): WritePart => ({ name: 'ledger_postings_many', text: POSTINGS_MANY, params: [JSON.stringify(rows)] });
 const balancesPart = (ordered: [string, number][]): WritePart => ({
@@ -207,7 +213,7 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
   }
   if (entries.length === 0) return;
   const ordered = summed(changes);
-  if (ordered.length > 1) await run(tx, LOCK_MANY, [ordered.map(([id]) => id)]);
+  if (ordered.length > 1) await lockAccounts(tx, ordered.map(([id]) => id));
   batch.add(entriesPart(entries));
   batch.add(postingsPart(postingRows));
   if (ordered.length > 0) batch.add(balancesPart(ordered));

@@ -68,7 +68,7 @@ export interface AuthorizeContext {
   userId: string | null;
   kycStatus: string | null;
   linkedAccountId: string | null;
-  /** The wallet's ledger accounts [id, code, balance], locked in id order when asked. */
+  /** The wallet's available and reserved ledger accounts [id, code, balance], locked in id order when asked (pending money is not spent). */
   walletAccounts: [string, string, number][] | null;
   giftAvailable: number | null;
 }
@@ -83,7 +83,7 @@ const AUTHORIZE_CONTEXT = statement(
      (select la.id from linked_accounts la where la.client_id = $2 and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
      (select json_agg(json_build_array(b.id, b.code, b.balance))
         from (select a.id, a.code, a.balance from ledger_accounts a
-              where a.owner_type = 'wallet' and a.owner_id = $3 and $4::boolean order by a.id for no key update) b) as "walletAccounts",
+              where a.owner_type = 'wallet' and a.owner_id = $3 and a.code not like '%.pending' and $4::boolean order by a.id for no key update) b) as "walletAccounts",
      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = $5 and a.code = 'gift.available') as "giftAvailable"
    from (select 1) one
    left join wallets w on w.client_id = $2 and w.id = $3
@@ -140,7 +140,7 @@ const GROUP_CONTEXT = statement(
       select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) with ordinality as m(intent_id, client_id, wallet_id, gift_id, n)
     ), acc as materialized (
       select a.owner_id, a.id, a.code, a.balance from ledger_accounts a
-      where a.owner_type = 'wallet' and a.owner_id = any($5::uuid[]) order by a.id for no key update
+      where a.owner_type = 'wallet' and a.owner_id = any($5::uuid[]) and a.code not like '%.pending' order by a.id for no key update
     )
     select
       (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = m.intent_id) as "paymentIds",

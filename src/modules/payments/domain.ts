@@ -124,17 +124,32 @@ export async function captureBankPayment(
 }
 
 /**
- * POST /payments/{id}/capture: BEGIN; the payment locked (with its intent); the wallet's
- * accounts locked; one batch of writes; COMMIT.
+ * POST /payments/{id}/capture alone: BEGIN; the payment locked (with its intent); the wallet's
+ * accounts locked; one batch of writes; COMMIT. Most captures run in groups instead
+ * (capture-groups.ts); this is the path for what a group hands back.
  */
-export async function capturePayment(db: Db, opts: Ctx & { paymentId: string; amount: number }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined; paymentIds: string[] }> {
+export type CaptureInput = Ctx & { paymentId: string; amount: number };
+
+/** A captured payment, with its intent and the intent's payments for the response. */
+export interface Captured {
+  payment: q.PaymentRow;
+  intent: IntentRow | undefined;
+  paymentIds: string[];
+}
+
+/** The response's view of a locked payment's intent (lockPaymentWithIntent). */
+export const capturedOf = (payment: q.PaymentRow, intent: Record<string, unknown> | null): Captured => ({
+  payment,
+  intent: intent ? intentFromJson(intent) : undefined,
+  paymentIds: (intent?.payment_ids as string[] | undefined) ?? [],
+});
+
+export async function capturePayment(db: Db, opts: CaptureInput): Promise<Captured> {
   const ext = await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
     const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
     if (!locked) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
-    const captured = await captureBankPayment(tx, locked.payment, opts.amount, { ...opts, ext });
-    const intent = locked.intent ? intentFromJson(locked.intent) : undefined;
-    return { payment: captured, intent, paymentIds: (locked.intent?.payment_ids as string[] | undefined) ?? [] };
+    return capturedOf(await captureBankPayment(tx, locked.payment, opts.amount, { ...opts, ext }), locked.intent);
   });
 }
 

@@ -9,9 +9,9 @@ import { intentResource } from '../payment-intents/render.ts';
 import { renderContext } from '../payment-intents/routes.ts';
 import { PaymentIntent } from '../payment-intents/schemas.ts';
 import { intentsByIds } from '../payment-intents/sql.ts';
+import { submitCapture } from './capture-groups.ts';
 import {
   cancelPayment,
-  capturePayment,
   createDirectPayment,
   failBankPull,
   getPayment,
@@ -147,7 +147,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const { payment, intent, paymentIds } = await capturePayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
+      const { payment, intent, paymentIds } = await submitCapture(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
       return { data: paymentResource(payment, rc), included: intent ? [intentResource(intent, paymentIds, rc.baseUrl, ctx.clock.now())] : [] };
     },
   );

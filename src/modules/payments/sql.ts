@@ -31,6 +31,31 @@ const LOCK_PAYMENT = statement(
 );
 
 /**
+ * lockPaymentWithIntent for a group of captures, in one statement: each payment locked (waiting,
+ * as alone), in the order given (payment id order, so two groups cannot deadlock), with its
+ * intent and the intent's payment ids. A row per member; no payment means not found.
+ */
+const LOCK_PAYMENTS = statement(
+  'payment_lock_group',
+  `select x.payment, x.intent
+   from unnest($1::uuid[], $2::uuid[]) with ordinality as m(client_id, id, n)
+   left join lateral (
+     select row_to_json(p) as payment,
+       case when i.id is null then null else
+         jsonb_set(to_jsonb(i), '{payment_ids}', (select jsonb_agg(y.id order by y.created_at, y.id) from payments y where y.intent_id = i.id)) end as intent
+     from payments p left join payment_intents i on i.id = p.intent_id
+     where p.client_id = m.client_id and p.id = m.id
+     for update of p
+   ) x on true
+   order by m.n`,
+);
+
+export async function lockPaymentsWithIntents(db: Executor, keys: { clientId: string; paymentId: string }[]): Promise<({ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined)[]> {
+  const rows = await run<{ payment: Record<string, unknown> | null; intent: Record<string, unknown> | null }>(db, LOCK_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
+  return rows.map((r) => (r.payment ? { payment: paymentFromJson(r.payment), intent: r.intent } : undefined));
+}
+
+/**
  * A payment locked for a transition, with its intent as it stands (unlocked: only the
  * payment's own transitions are serialised here) and the intent's `payment_ids`.
  */
