@@ -14,6 +14,8 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
+  /** The slowest response (ms): stored in bench/results, not shown in the tables. */
+  max?: number;
   requests: number;
   non2xx: number;
   errors: number;
@@ -168,6 +170,7 @@ export async function load(
     rps: Math.round(responses / ((lastAt - started) / 1000)),
     p50: result.latency.p50,
     p99: result.latency.p99,
+    max: result.latency.max,
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
