@@ -7,7 +7,12 @@
 // data-modifying statements only at the top level of WITH) with their own $1..$n parameters.
 // All parts see the same snapshot: a part must not read what another part writes, and two
 // parts must not write the same row (PostgreSQL would apply only one of them). Parts name the
-// rows they write, and adding a second write of a row is refused: flush first.
+// rows they write, and adding a second write of a row is refused: flush first. Balance changes
+// are the exception: their parts are additive, and a second one adds up with the first.
+//
+// A group commit (db/groups.ts) gives each request its own batch and sends them together:
+// merged() turns the parts of one shape from every batch into one part reading its rows from a
+// JSON document, so the statement, and its prepared plan, is the same whatever the group's size.
 import { createHash } from 'node:crypto';
 import type { Executor } from './open.ts';
 import { run, shiftParams, statement, type Statement } from './statements.ts';

@@ -1,5 +1,6 @@
 // Group commit: requests of one kind that arrive during one turn of the event loop are handed
-// together to a function that serves them in one database transaction (deposits, authorizes).
+// together to a function that serves them in one database transaction (deposits, authorizes,
+// captures).
 // Under load a request's share of round trips, statements and commits falls with the size of
 // the group; on two cores shared with PostgreSQL those, not the rows, were most of a request's
 // cost (docs/benchmarks.md). A quiet server runs each request at once, as a group of one.
@@ -24,7 +25,7 @@ interface Queue<M> {
 
 /**
  * A submit function for requests served by `serve`, which must settle every member it is given
- * (a member it leaves unsettled is rejected with its error, so none can hang).
+ * (if it throws instead, every member is rejected with its error, so none is left waiting).
  */
 export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Promise<void>): (db: Db, request: T) => Promise<R> {
   const queues = new WeakMap<Db, Queue<Member<T, R>>>();

@@ -103,7 +103,7 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
       many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
     };
   });
-  const table_ = meta(table).table;
+  const tableName = meta(table).table;
   return {
     name,
     text,
@@ -111,7 +111,7 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
     get params() {
       return cols.map((c) => toDriver(c, values[c.key]));
     },
-    rows: [`${table_}:${String(values.id)}`],
+    rows: [`${tableName}:${String(values.id)}`],
     ...(many && {
       merge: {
         key: name,
@@ -120,7 +120,7 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
           name: many.name,
           text: many.text,
           params: [JSON.stringify(items.map((v) => jsonRow(cols, v as Record<string, unknown>)))],
-          rows: items.map((v) => `${table_}:${String((v as Record<string, unknown>).id)}`),
+          rows: items.map((v) => `${tableName}:${String((v as Record<string, unknown>).id)}`),
         }),
       },
     }),
@@ -141,14 +141,14 @@ export function updatePart<T extends PgTable>(table: T, id: string, patch: Parti
         where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
     };
   });
-  const table_ = meta(table).table;
+  const tableName = meta(table).table;
   return {
     name,
     text,
     get params() {
       return [id, ...cols.map((c) => toDriver(c, values[c.key]))];
     },
-    rows: [`${table_}:${id}`],
+    rows: [`${tableName}:${id}`],
     ...(many && {
       merge: {
         key: name,
@@ -159,7 +159,7 @@ export function updatePart<T extends PgTable>(table: T, id: string, patch: Parti
             name: many.name,
             text: many.text,
             params: [JSON.stringify(rows.map((r) => ({ ...jsonRow(cols, r.values), [idCol.name]: r.id }))), rows.map((r) => r.id)],
-            rows: rows.map((r) => `${table_}:${r.id}`),
+            rows: rows.map((r) => `${tableName}:${r.id}`),
           };
         },
       },

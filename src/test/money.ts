@@ -1,7 +1,9 @@
-// Helpers for tests that move money: users through KYC, accounts, wallets, deposits, and the
-// ledger's invariant check.
+// Helpers for tests that move money: users through KYC, accounts, wallets, deposits, payment
+// intents, and the ledger's invariant check.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../db/open.ts';
 import { verifyLedger } from '../ledger/invariants.ts';
 import { kycApplication } from './fixtures.ts';
 import { createUser, type Merchant, type TestApp } from './harness.ts';
@@ -70,4 +72,16 @@ export async function balanceOf(t: TestApp, m: Merchant, walletId: string, query
 export async function assertLedgerSound(t: TestApp): Promise<void> {
   const violations = await verifyLedger(t.ctx.db);
   assert.deepEqual(violations, [], violations.map((v) => `${v.rule}: ${v.detail}`).join('\n'));
+}
+
+/** A Promotable payment intent of `amount` cents for the wallet; its id. */
+export async function intentFor(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
+  const res = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } } });
+  assert.equal(res.status, 201, res.raw);
+  return res.body.data.id;
+}
+
+/** The transaction that last wrote each payment (its xmin): rows written by one transaction share it. */
+export async function paymentXmins(t: TestApp, ids: string[]): Promise<{ id: string; xmin: string }[]> {
+  return rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));
 }

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../test/money.ts';
+import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
 
 describe('authorizes in groups', () => {
   let t: TestApp;
@@ -20,15 +20,10 @@ describe('authorizes in groups', () => {
   });
   after(() => t.close());
 
-  async function intentFor(walletId: string, amount: number): Promise<string> {
-    const res = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } } });
-    assert.equal(res.status, 201, res.raw);
-    return res.body.data.id;
-  }
+  const intent = (walletId: string, amount: number) => intentFor(t, m, walletId, amount);
   const authorize = (intentId: string, attributes: Record<string, unknown>) =>
     t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes } } });
   const paymentOf = (r: Response) => r.body.included[0] as { id: string; attributes: { status: string; amount: number } };
-  const xminOf = async (ids: string[]) => rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));
   const reserved = async (paymentId: string) =>
     rowsOf<{ sourcing: { deposit: number; linked: number } }>(await t.ctx.db.execute(sql`select sourcing from payments where id = ${paymentId}`))[0]!.sourcing;
 
@@ -39,16 +34,16 @@ describe('authorizes in groups', () => {
     const b = await fundedWallet(t, m, 5000);
     const noAccount = await createWallet(t, m, (await approvedUser(t, m)).id);
     const [a1, a2, b1, promoted, same, keyed, canceled, over, small, needsAction] = await Promise.all([
-      intentFor(a.wallet.id, 3000),
-      intentFor(a.wallet.id, 2500),
-      intentFor(b.wallet.id, 1000),
-      intentFor(b.wallet.id, 500),
-      intentFor(b.wallet.id, 600),
-      intentFor(b.wallet.id, 700),
-      intentFor(b.wallet.id, 800),
-      intentFor(b.wallet.id, 900),
-      intentFor(b.wallet.id, 400),
-      intentFor(noAccount.id, 100),
+      intent(a.wallet.id, 3000),
+      intent(a.wallet.id, 2500),
+      intent(b.wallet.id, 1000),
+      intent(b.wallet.id, 500),
+      intent(b.wallet.id, 600),
+      intent(b.wallet.id, 700),
+      intent(b.wallet.id, 800),
+      intent(b.wallet.id, 900),
+      intent(b.wallet.id, 400),
+      intent(noAccount.id, 100),
     ]);
     const earlier = await authorize(promoted, { amount: 500, idempotencyKey: 'grp-earlier' });
     assert.equal(earlier.status, 201, earlier.raw);
@@ -90,7 +85,7 @@ describe('authorizes in groups', () => {
     assert.equal((await t.request('GET', `/api/v1/payment-intents/${needsAction}`, { as: m })).body.data.attributes.status, 'RequiresAction');
 
     const written = [ra1, ra2, rb1, sameA, keyTwiceA].map((r) => paymentOf(r!).id);
-    const rows = await xminOf(written);
+    const rows = await paymentXmins(t, written);
     assert.equal(rows.length, 5);
     assert.equal(new Set(rows.map((r) => r.xmin)).size, 1, 'one transaction wrote the group');
     // Two authorizes of one wallet: the second was planned on what the first left (2,000 cents
@@ -116,7 +111,7 @@ describe('authorizes in groups', () => {
 
   test('a group the database fails: each authorize runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
-    const intents = await Promise.all([1000, 6666, 2000].map((amount) => intentFor(w.wallet.id, amount)));
+    const intents = await Promise.all([1000, 6666, 2000].map((amount) => intent(w.wallet.id, amount)));
     // A fault only this amount hits (a serialization failure, which callers see as a 503 to retry).
     await t.ctx.db.execute(sql.raw(`create function refuse_6666() returns trigger language plpgsql as $$
       begin if new.amount = 6666 then raise exception 'refused' using errcode = '40001'; end if; return new; end $$`));
@@ -125,7 +120,7 @@ describe('authorizes in groups', () => {
       const results = await Promise.all(intents.map((id, n) => authorize(id, { amount: [1000, 6666, 2000][n]!, idempotencyKey: `fault-${n}` })));
       assert.deepEqual(results.map((r) => r.status), [201, 503, 201]);
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
-      const rows = await xminOf([paymentOf(results[0]!).id, paymentOf(results[2]!).id]);
+      const rows = await paymentXmins(t, [paymentOf(results[0]!).id, paymentOf(results[2]!).id]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
       assert.equal((await balanceOf(t, m, w.wallet.id)).reserved.total, 3000);
     } finally {

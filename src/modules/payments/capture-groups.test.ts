@@ -6,9 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { rowsOf } from '../../db/open.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
+import { assertLedgerSound, balanceOf, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
 
 describe('captures in groups', () => {
   let t: TestApp;
@@ -21,15 +20,13 @@ describe('captures in groups', () => {
 
   /** An authorized (Created) payment of `amount` from the wallet. */
   async function authorized(walletId: string, amount: number): Promise<string> {
-    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } } });
-    assert.equal(intent.status, 201, intent.raw);
-    const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
+    const intentId = await intentFor(t, m, walletId, amount);
+    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
     assert.equal(res.status, 201, res.raw);
     return res.body.included[0].id;
   }
   const capture = (paymentId: string, amount: number) =>
     t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
-  const xminOf = async (ids: string[]) => rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));
 
   test('captures sent together share one transaction, and each gets its own outcome', async () => {
     const a = await fundedWallet(t, m, 5000);
@@ -53,7 +50,7 @@ describe('captures in groups', () => {
     assert.equal(errorsOf(missing!)[0]!.code, 'PaymentNotFound');
     assert.equal(errorsOf(tooMuch!)[0]!.code, 'ValidationError');
 
-    const rows = await xminOf([a1, a2, b1, twice]);
+    const rows = await paymentXmins(t, [a1, a2, b1, twice]);
     assert.equal(new Set(rows.map((r) => r.xmin)).size, 1, 'one transaction wrote the group');
     // Two captures of one wallet: 3,000 captured, the uncaptured 500 of a2 back to available.
     const ba = await balanceOf(t, m, a.wallet.id);
@@ -76,7 +73,7 @@ describe('captures in groups', () => {
       const results = await Promise.all(payments.map((id, n) => capture(id, [1000, 4444, 2000][n]!)));
       assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
-      const rows = await xminOf([payments[0]!, payments[2]!]);
+      const rows = await paymentXmins(t, [payments[0]!, payments[2]!]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
       assert.equal((await balanceOf(t, m, w.wallet.id)).reserved.total, 4444);
     } finally {
