@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
+import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
 
@@ -112,21 +113,15 @@ describe('authorizes in groups', () => {
   test('a group the database fails: each authorize runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
     const intents = await Promise.all([1000, 6666, 2000].map((amount) => intent(w.wallet.id, amount)));
-    // A fault only this amount hits (a serialization failure, which callers see as a 503 to retry).
-    await t.ctx.db.execute(sql.raw(`create function refuse_6666() returns trigger language plpgsql as $$
-      begin if new.amount = 6666 then raise exception 'refused' using errcode = '40001'; end if; return new; end $$`));
-    await t.ctx.db.execute(sql.raw('create trigger refuse_6666 before insert on payments for each row execute function refuse_6666()'));
-    try {
+    // A fault only this amount hits.
+    await withRefusal(t, { table: 'payments', on: 'insert', when: 'new.amount = 6666' }, async () => {
       const results = await Promise.all(intents.map((id, n) => authorize(id, { amount: [1000, 6666, 2000][n]!, idempotencyKey: `fault-${n}` })));
       assert.deepEqual(results.map((r) => r.status), [201, 503, 201]);
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await paymentXmins(t, [paymentOf(results[0]!).id, paymentOf(results[2]!).id]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
       assert.equal((await balanceOf(t, m, w.wallet.id)).reserved.total, 3000);
-    } finally {
-      await t.ctx.db.execute(sql.raw('drop trigger refuse_6666 on payments'));
-      await t.ctx.db.execute(sql.raw('drop function refuse_6666()'));
-    }
+    });
     await assertLedgerSound(t);
   });
 });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
+import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
 
@@ -65,21 +65,15 @@ describe('captures in groups', () => {
   test('a group the database fails: each capture runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
     const payments = [await authorized(w.wallet.id, 1000), await authorized(w.wallet.id, 4444), await authorized(w.wallet.id, 2000)];
-    // A fault only this amount hits (a serialization failure, which callers see as a 503 to retry).
-    await t.ctx.db.execute(sql.raw(`create function refuse_4444() returns trigger language plpgsql as $$
-      begin if new.captured_amount = 4444 then raise exception 'refused' using errcode = '40001'; end if; return new; end $$`));
-    await t.ctx.db.execute(sql.raw('create trigger refuse_4444 before update on payments for each row execute function refuse_4444()'));
-    try {
+    // A fault only this amount hits.
+    await withRefusal(t, { table: 'payments', on: 'update', when: 'new.captured_amount = 4444' }, async () => {
       const results = await Promise.all(payments.map((id, n) => capture(id, [1000, 4444, 2000][n]!)));
       assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await paymentXmins(t, [payments[0]!, payments[2]!]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
       assert.equal((await balanceOf(t, m, w.wallet.id)).reserved.total, 4444);
-    } finally {
-      await t.ctx.db.execute(sql.raw('drop trigger refuse_4444 on payments'));
-      await t.ctx.db.execute(sql.raw('drop function refuse_4444()'));
-    }
+    });
     await assertLedgerSound(t);
   });
 });

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
+import { withRefusal } from '../../test/faults.ts';
 import { createUser, errorsOf, type Merchant, type TestApp, createTestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, linkAccount } from '../../test/money.ts';
 
@@ -70,21 +71,15 @@ describe('deposits in groups', () => {
 
   test('a group the database fails: each deposit runs again alone, and only the failing one fails', async () => {
     const w = await wallet();
-    // A fault only this amount hits (a serialization failure, which callers see as a 503 to retry).
-    await t.ctx.db.execute(sql.raw(`create function refuse_66666() returns trigger language plpgsql as $$
-      begin if new.amount = 66666 then raise exception 'refused' using errcode = '40001'; end if; return new; end $$`));
-    await t.ctx.db.execute(sql.raw('create trigger refuse_66666 before insert on transactions for each row execute function refuse_66666()'));
-    try {
+    // A fault only this amount hits.
+    await withRefusal(t, { table: 'transactions', on: 'insert', when: 'new.amount = 66666' }, async () => {
       const results = await Promise.all([1000, 66_666, 2000, 3000].map((amount) => deposit(t, m, w.walletId, amount, w.accountId)));
       assert.deepEqual(results.map((r) => r.status), [201, 503, 201, 201]);
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await xminOf([results[0]!, results[2]!, results[3]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 3, 'one transaction each after the group failed');
       assert.equal((await balanceOf(t, m, w.walletId)).pending.deposit, 6000);
-    } finally {
-      await t.ctx.db.execute(sql.raw('drop trigger refuse_66666 on transactions'));
-      await t.ctx.db.execute(sql.raw('drop function refuse_66666()'));
-    }
+    });
     await assertLedgerSound(t);
   });
 });
