@@ -47,6 +47,7 @@ const composed = new Map<string, Statement>();
 export class WriteBatch {
   #parts: WritePart[] = [];
   #rows = new Set<string>();
+  #flushed = false;
 
   add(part: WritePart): void {
     if (part.merge?.additive) {
@@ -110,6 +111,11 @@ export class WriteBatch {
     return out;
   }
 
+  /** Whether this batch has sent anything yet (its writes are then in the transaction). */
+  get flushed(): boolean {
+    return this.#flushed;
+  }
+
   get size(): number {
     return this.#parts.length;
   }
@@ -120,6 +126,7 @@ export class WriteBatch {
     this.#parts = [];
     this.#rows.clear();
     if (parts.length === 0) return;
+    this.#flushed = true;
     if (parts.length === 1) {
       await run(ex, statement(parts[0]!.name, parts[0]!.text), parts[0]!.params);
       return;

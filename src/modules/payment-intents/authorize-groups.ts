@@ -122,6 +122,7 @@ async function runGroup(members: Member[]): Promise<void> {
       const wallets = new Map<string, [string, string, number][]>();
       const batches: WriteBatch[] = [];
       for (const [n, { m, intent, status }] of running.entries()) {
+        const batch = new WriteBatch();
         try {
           const c = contexts[n]!;
           if (status === 'PromotedToPayment') {
@@ -142,7 +143,6 @@ async function runGroup(members: Member[]): Promise<void> {
             alone.push(m);
             continue;
           }
-          const batch = new WriteBatch();
           const { attemptId, request, locked } = await reserve(tx, { i: m.input, intent, c, plan, now, batch });
           const { outcome } = await approve(tx, {
             intent,
@@ -163,7 +163,9 @@ async function runGroup(members: Member[]): Promise<void> {
           batches.push(batch);
           settle.push(() => m.resolve(outcome));
         } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
+          // A refusal after some of its writes went out (a batch flushed early) cannot be left
+          // out of the group: the group fails and every member runs alone.
+          if (!(err instanceof ApiError) || batch.flushed) throw err;
           settle.push(() => m.reject(err));
         }
       }

@@ -57,16 +57,17 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       const heldSet = new Set(held);
       const batches: WriteBatch[] = [];
       for (const [n, m] of group.entries()) {
+        const batch = new WriteBatch();
         try {
           const l = locked[n];
           if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-          const batch = new WriteBatch();
           const payment = await captureBankPayment(tx, l.payment, m.amount, { clientId: m.clientId, rc: m.rc, now: m.now, ext: ext.get(m.clientId)!, batch, locked: heldSet });
           batches.push(batch);
           const captured = capturedOf(payment, l.intent);
           settle.push(() => m.resolve(captured));
         } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
+          // A refusal after some of its writes went out cannot be left out: the group fails.
+          if (!(err instanceof ApiError) || batch.flushed) throw err;
           settle.push(() => m.reject(err));
         }
       }
