@@ -127,6 +127,14 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
   };
 }
 
+/** `insert into <table>` of many rows of one shape as one part: the merged form of insertPart. */
+export function insertManyPart<T extends PgTable>(table: T, rows: InferInsertModel<T>[]): WritePart {
+  const merges = rows.map((r) => insertPart(table, r).merge);
+  const first = merges[0];
+  if (!first || merges.some((m) => m?.key !== first.key)) throw new Error(`insertManyPart needs rows of one shape that can travel as JSON (${getTableName(table)})`);
+  return first.combine(merges.map((m) => m!.item));
+}
+
 /** `update <table> set ... where id = $1` of one row by id. */
 export function updatePart<T extends PgTable>(table: T, id: string, patch: Partial<InferSelectModel<T>>): WritePart {
   const values = { ...(patch as Record<string, unknown>) };

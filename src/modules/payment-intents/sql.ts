@@ -73,25 +73,9 @@ export interface AuthorizeContext {
   giftAvailable: number | null;
 }
 
-const AUTHORIZE_CONTEXT = statement(
-  'authorize_context',
-  `select
-     (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = $1) as "paymentIds",
-     (select row_to_json(p) from payments p where p.intent_id = $1 and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
-     (select row_to_json(a) from authorization_attempts a where a.intent_id = $1 and a.state = 'processing' limit 1) as "openAttempt",
-     w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
-     (select la.id from linked_accounts la where la.client_id = $2 and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
-     (select json_agg(json_build_array(b.id, b.code, b.balance))
-        from (select a.id, a.code, a.balance from ledger_accounts a
-              where a.owner_type = 'wallet' and a.owner_id = $3 and a.code not like '%.pending' and $4::boolean order by a.id for no key update) b) as "walletAccounts",
-     (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = $5 and a.code = 'gift.available') as "giftAvailable"
-   from (select 1) one
-   left join wallets w on w.client_id = $2 and w.id = $3
-   left join users u on u.id = w.user_id`,
-);
-
+/** The context of one authorize (authorizeGroupContext); the wallet's accounts locked when asked. */
 export async function authorizeContext(db: Executor, i: { clientId: string; intent: IntentRow; lockWallet: boolean }): Promise<AuthorizeContext> {
-  const [row] = await run<AuthorizeContext>(db, AUTHORIZE_CONTEXT, [i.intent.id, i.clientId, i.intent.walletId, i.lockWallet, i.intent.giftId]);
+  const [row] = await authorizeGroupContext(db, [i], i.lockWallet && i.intent.walletId ? [i.intent.walletId] : []);
   return row!;
 }
 
@@ -130,7 +114,7 @@ export async function checkAuthorizeGroup(tx: Executor, members: { lockKey: stri
 }
 
 /**
- * authorizeContext for a group, in order, read after the intents are locked. The wallets'
+ * Authorize's second read for a group, in order, read after the intents are locked. The wallets'
  * ledger accounts are locked first, all of them in id order (two groups locking the same
  * wallets cannot deadlock), and each member gets its wallet's accounts with their balances.
  */

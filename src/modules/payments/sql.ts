@@ -20,20 +20,11 @@ export const updateAttemptPart = (id: string, patch: Partial<AttemptRow>): Write
 export const paymentFromJson = (raw: Record<string, unknown>): PaymentRow => rowFrom(payments, raw);
 export const attemptFromJson = (raw: Record<string, unknown>): AttemptRow => rowFrom(authorizationAttempts, raw);
 
-const LOCK_PAYMENT = statement(
-  'payment_lock_with_intent',
-  `select row_to_json(p) as payment,
-     case when i.id is null then null else
-       jsonb_set(to_jsonb(i), '{payment_ids}', (select jsonb_agg(x.id order by x.created_at, x.id) from payments x where x.intent_id = i.id)) end as intent
-   from payments p left join payment_intents i on i.id = p.intent_id
-   where p.client_id = $1 and p.id = $2
-   for update of p`,
-);
-
 /**
- * lockPaymentWithIntent for a group of captures, in one statement: each payment locked (waiting,
- * as alone), in the order given (payment id order, so two groups cannot deadlock), with its
- * intent and the intent's payment ids. A row per member; no payment means not found.
+ * Payments locked for a transition (waiting, in the order given: payment id order, so two
+ * groups cannot deadlock), each with its intent as it stands (unlocked: only the payment's own
+ * transitions are serialised here) and the intent's `payment_ids`. A row per key; no payment
+ * means not found.
  */
 const LOCK_PAYMENTS = statement(
   'payment_lock_group',
@@ -55,13 +46,9 @@ export async function lockPaymentsWithIntents(db: Executor, keys: { clientId: st
   return rows.map((r) => (r.payment ? { payment: paymentFromJson(r.payment), intent: r.intent } : undefined));
 }
 
-/**
- * A payment locked for a transition, with its intent as it stands (unlocked: only the
- * payment's own transitions are serialised here) and the intent's `payment_ids`.
- */
+/** One payment locked for a transition, with its intent (lockPaymentsWithIntents). */
 export async function lockPaymentWithIntent(db: Executor, clientId: string, id: string): Promise<{ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined> {
-  const [row] = await run<{ payment: Record<string, unknown>; intent: Record<string, unknown> | null }>(db, LOCK_PAYMENT, [clientId, id]);
-  return row ? { payment: paymentFromJson(row.payment), intent: row.intent } : undefined;
+  return (await lockPaymentsWithIntents(db, [{ clientId, paymentId: id }]))[0];
 }
 
 const PAYMENT_IDS_OF_INTENT = statement('payment_ids_of_intent', 'select id from payments where intent_id = $1 order by created_at, id');

@@ -3,50 +3,15 @@ import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
+import { insertManyPart } from '../../db/rows.ts';
 import { run, statement } from '../../db/statements.ts';
 import { transactions } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
 export type TransactionRow = typeof transactions.$inferSelect;
 
-const DEPOSIT_COLUMNS = `id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount,
-  fee_type, fee_deducted, fee_counterparty_id, disbursement, reward_amount, risk, created_at, updated_at`;
-
-/**
- * New Pending deposits, as one part of a write batch: one statement whatever their number, the
- * rows as one JSON document (serialized natively; array parameters are escaped element by
- * element in JavaScript).
- */
-export function depositsInsertPart(rows: TransactionRow[]): WritePart {
-  const json = rows.map((r) => ({
-    id: r.id,
-    client_id: r.clientId,
-    wallet_id: r.walletId,
-    user_id: r.userId,
-    linked_account_id: r.linkedAccountId,
-    type: r.type,
-    status: r.status,
-    amount: r.amount,
-    wallet_amount: r.walletAmount,
-    fee_amount: r.feeAmount,
-    fee_type: r.feeType,
-    fee_deducted: r.feeDeducted,
-    fee_counterparty_id: r.feeCounterpartyId,
-    disbursement: r.disbursement,
-    reward_amount: r.rewardAmount,
-    risk: r.risk,
-    created_at: r.createdAt,
-    updated_at: r.updatedAt,
-  }));
-  return {
-    name: 'transactions_insert_many',
-    text: `insert into transactions (${DEPOSIT_COLUMNS})
-      select ${DEPOSIT_COLUMNS} from json_to_recordset($1::json) as r(id uuid, client_id uuid, wallet_id uuid, user_id uuid,
-        linked_account_id uuid, type text, status text, amount bigint, wallet_amount bigint, fee_amount bigint, fee_type text,
-        fee_deducted bigint, fee_counterparty_id uuid, disbursement jsonb, reward_amount bigint, risk jsonb, created_at timestamptz, updated_at timestamptz)`,
-    params: [JSON.stringify(json)],
-  };
-}
+/** New Pending deposits, as one part of a write batch: one statement whatever their number. */
+export const depositsInsertPart = (rows: TransactionRow[]): WritePart => insertManyPart(transactions, rows);
 
 export async function findTransaction(db: Executor, clientId: string, walletId: string, id: string, opts: { forUpdate?: boolean } = {}) {
   const q = db
