@@ -4,7 +4,11 @@
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
-// PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data).
+// PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data). Authorize and capture
+// first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; the figures include
+// the CPU time per request of the server and of PostgreSQL. PROFILE_CONNECTIONS (50) sets the load;
+// PROFILE_PERF=<file> records `perf record -a -g` of the whole machine during the measured step.
+import { spawn } from 'node:child_process';
 import pg from 'pg';
 import { approvedWallets, fundWallets, load, merchant, startCoffer } from './lib.ts';
 
@@ -36,7 +40,8 @@ const depositReq = {
     return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `p-${k}-${Date.now()}` } } }) };
   },
 };
-const n = 400 * seconds;
+const warm = step === 'authorize' || step === 'capture' ? Number(process.env.PROFILE_WARM ?? 2000) : 0;
+const n = 400 * seconds + warm;
 const intents: string[] = [];
 const payments: string[] = [];
 let i = 0;
@@ -63,13 +68,19 @@ if (step === 'capture') {
 const dataDir = coffer.dataDir;
 await coffer.stop();
 coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ') ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
+const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
+if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 const statements = await admin.query('select pg_stat_statements_reset()').then(
   () => true,
   () => false,
 );
-const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
 const timed = step === 'intent' || step === 'deposit';
-const r = await load(step, { url: coffer.url, headers: auth, ...(timed ? { durationS: seconds } : { amount: n }), requests: requests as never });
+const perf = process.env.PROFILE_PERF ? spawn('perf', ['record', '-a', '-g', '-F', '999', '-o', process.env.PROFILE_PERF], { stdio: 'ignore' }) : undefined;
+const r = await load(step, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, connections: Number(process.env.PROFILE_CONNECTIONS ?? 50), ...(timed ? { durationS: seconds } : { amount: n - warm }), requests: requests as never });
+if (perf) {
+  perf.kill('SIGINT');
+  await new Promise((done) => perf.on('exit', done));
+}
 console.log(r);
 const stats = !statements ? { rows: [] } : await admin.query(
   `select calls, round(total_exec_time::numeric, 1) as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) as q

@@ -18,7 +18,7 @@ import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
-import { expireAuthorizations, settleDuePayments } from './modules/payments/domain.ts';
+import { expireAuthorizations, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
@@ -98,7 +98,7 @@ function registerJobs(ctx: AppContext): void {
   ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
   // The sandbox bank settles captured payments; a live deployment's bank provider reports settlement.
   if (ctx.config.environment === 'sandbox') {
-    ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, run: () => settleDuePayments(ctx.db, { rc, now }) });
+    ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now }) });
   }
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount } from '../../test/money.ts';
+import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
 const DAY = 86_400_000;
@@ -814,6 +814,42 @@ describe('payments: direct payments (POST /payments)', () => {
     assert.equal((await money(t, m)).settlement - before.settlement, 6000 - 1500, 'the merchant keeps the rest');
     await settle(t);
     assert.deepEqual(await cpBalance(t, m, a), { pending: 0, available: 1000 }, 'disbursed once');
+    await assertLedgerSound(t);
+  });
+
+  test('one settlement run settles every due payment in one merged write: disbursements to one counterparty add up; each payment gets its PaymentUpdated', async () => {
+    const { wallet, account } = await fundedWallet(t, m, 5000);
+    const a = await counterparty(t, m, 'A');
+    const b = await counterparty(t, m, 'B');
+    const before = await money(t, m);
+    const plans: [number, number, number][] = [
+      [1000, 100, 50],
+      [2000, 200, 0],
+      [1500, 0, 70],
+    ];
+    const ids: string[] = [];
+    for (const [amount, toA, toB] of plans) {
+      const disbursement = [
+        ...(toA ? [{ counterpartyId: a, amount: toA }] : []),
+        ...(toB ? [{ counterpartyId: b, amount: toB }] : []),
+      ];
+      const res = await createPayment(t, m, { walletId: wallet.id, amount, linkedAccountId: account.id, disbursement });
+      assert.equal(res.status, 201, res.raw);
+      ids.push(res.body.data.id);
+    }
+    await settle(t);
+    for (const id of ids) assert.equal(await statusOf(t, m, id), 'Sent');
+    const xmins = await paymentXmins(t, ids);
+    assert.equal(new Set(xmins.map((x) => x.xmin)).size, 1, 'settled by one transaction');
+    assert.deepEqual(await cpBalance(t, m, a), { pending: 0, available: 300 });
+    assert.deepEqual(await cpBalance(t, m, b), { pending: 0, available: 120 });
+    assert.equal((await money(t, m)).settlement - before.settlement, 4500 - 420, 'the merchant keeps the rest');
+    for (const id of ids) {
+      const evs = await delivered(t, rx, id);
+      assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentUpdated']);
+      assert.equal(evs[1]!.included[0]!.attributes.status, 'Sent');
+      assert.equal(evs[1]!.included[0]!.attributes.updatedAt, t.clock.now().toISOString());
+    }
     await assertLedgerSound(t);
   });
 
