@@ -285,6 +285,25 @@ export async function freshDatabase(serverUrl: string, prefix: string): Promise<
   return u.toString();
 }
 
+/**
+ * ANALYZE of a benchmark database. A server that has run for a while has its tables' statistics
+ * from autovacuum, which ANALYZEs a table again once a tenth of it changed; a database made a
+ * minute ago has none yet (autovacuum visits each database about once a minute), so the plans
+ * PostgreSQL caches for prepared statements are made for tables it takes to be nearly empty, and
+ * kept as they grow (a group's intent update scanned the whole table, its check walked the
+ * merchant's index: docs/benchmarks.md). Rows that measure a step on grown tables run after one.
+ */
+export async function analyzeDatabase(databaseUrl: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    await c.query('analyze');
+  } finally {
+    await c.end();
+  }
+}
+
 /** Drops the databases freshDatabase made (call once the servers using them have stopped). */
 export async function dropDatabases(): Promise<void> {
   const { default: pg } = await import('pg');

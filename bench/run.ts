@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -215,8 +215,11 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     };
     const warmPayments: string[] = [];
     const payments: string[] = [];
+    // The tables' statistics as a running server's autovacuum keeps them (analyzeDatabase).
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
     await authorizeEach(warm, 50, warmPayments);
     results.push(await authorizeEach(n, 50, payments), await authorizeEach(n, 10));
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
     await captureEach(warmPayments);
     results.push(await captureEach(payments));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
