@@ -227,7 +227,7 @@ async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<Clie
   return updated;
 }
 
-/** The most payments one settlement run settles (a fuller run means more wait: the next starts at once). */
+/** The most payments one settlement run settles; a run that settles this many starts the next at once (JobRunner's batch). */
 export const SETTLE_BATCH = 500;
 
 /**
