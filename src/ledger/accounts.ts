@@ -5,6 +5,7 @@
 // world (banks, card networks) and the platform's and merchant's funding accounts go negative
 // as money flows in from them.
 import { and, eq, inArray } from 'drizzle-orm';
+import { LRUCache } from 'lru-cache';
 import { uuidv7 } from 'uuidv7';
 import type { Executor } from '../db/open.ts';
 import { ledgerAccounts } from '../db/schema.ts';
@@ -61,15 +62,43 @@ const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, coun
 
 /**
  * Account ids never change once created: each owner's ids by code are cached per process, filled
- * only from committed rows (a frozen record, shared by every caller).
+ * only from committed rows (a frozen record, shared by every caller). Both caches are bounded:
+ * a server that touches millions of wallets keeps the most recent (about 1.5 KB per owner
+ * cached), and a miss is one indexed read.
  */
-const idCache = new Map<string, Readonly<Record<string, string>>>();
-/** Whether each account id seen through accountIds() keeps a cached balance. */
-const trackedById = new Map<string, boolean>();
+export const CACHED_OWNERS = 100_000;
+const idCache = new LRUCache<string, Readonly<Record<string, string>>>({ max: CACHED_OWNERS });
+/** Whether each account id seen keeps a cached balance (room for every account of as many owners). */
+const trackedById = new LRUCache<string, boolean>({ max: CACHED_OWNERS * Math.max(...Object.values(CODES).map((c) => c.length)) });
 
-/** True/false for a known account; undefined for an id that never came from accountIds(). */
-export function isTracked(accountId: string): boolean | undefined {
-  return trackedById.get(accountId);
+/** Tests: forgets every cached owner and account, as if a busy server had evicted them all. */
+export function forgetCachedAccounts(): void {
+  idCache.clear();
+  trackedById.clear();
+}
+
+/**
+ * Whether each account keeps a cached balance (ids from accountIds(), or any ledger account's:
+ * one an evicted cache entry forgot is read again). An id that is no ledger account is a bug.
+ */
+export async function trackingOf(db: Executor, accountIds: Iterable<string>): Promise<ReadonlyMap<string, boolean>> {
+  const out = new Map<string, boolean>();
+  const missing: string[] = [];
+  for (const id of accountIds) {
+    const t = trackedById.get(id);
+    if (t === undefined) missing.push(id);
+    else out.set(id, t);
+  }
+  if (missing.length > 0) {
+    const rows = await db.select({ id: ledgerAccounts.id, tracked: ledgerAccounts.tracked }).from(ledgerAccounts).where(inArray(ledgerAccounts.id, [...new Set(missing)]));
+    for (const r of rows) {
+      trackedById.set(r.id, r.tracked);
+      out.set(r.id, r.tracked);
+    }
+    const unknown = missing.find((id) => !out.has(id));
+    if (unknown !== undefined) throw new Error(`${unknown} is not a ledger account`);
+  }
+  return out;
 }
 
 /** Creates every account of a new owner (in the owner's creating transaction). */

@@ -10,7 +10,7 @@ import { checkViolation } from '../db/errors.ts';
 import type { Executor } from '../db/open.ts';
 import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { run, statement } from '../db/statements.ts';
-import { isTracked } from './accounts.ts';
+import { trackingOf } from './accounts.ts';
 
 export interface Posting {
   accountId: string;
@@ -93,16 +93,15 @@ function normalise(postings: Posting[]): Posting[] {
 }
 
 /**
- * Writes one entry. Returns its id, or undefined when every amount was zero. Account ids must
- * come from accountIds()/clientAccountIds(), which know whether each keeps a cached balance.
+ * Writes one entry. Returns its id, or undefined when every amount was zero. Account ids come
+ * from accountIds()/clientAccountIds(); whether each keeps a cached balance is known from there
+ * (trackingOf reads it again for one a bounded cache forgot, and refuses an id that is none).
  */
 export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBatch, opts: { locked?: ReadonlySet<string> } = {}): Promise<string | undefined> {
   const postings = normalise(input.postings);
-  for (const p of postings) {
-    if (isTracked(p.accountId) === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
-  }
   if (postings.length === 0) return undefined;
-  const ordered = summed(postings.filter((p) => isTracked(p.accountId)).map((p): [string, number] => [p.accountId, p.amount]));
+  const tracking = await trackingOf(tx, postings.map((p) => p.accountId));
+  const ordered = summed(postings.filter((p) => tracking.get(p.accountId)).map((p): [string, number] => [p.accountId, p.amount]));
   // Tracked rows are locked first, in id order, so two movements touching the same accounts
   // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
   // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
@@ -199,15 +198,14 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
   const entries: EntryRow[] = [];
   const postingRows: PostingRow[] = [];
   const changes: [string, number][] = [];
+  const tracking = await trackingOf(tx, inputs.flatMap((i) => i.postings.map((p) => p.accountId)));
   for (const input of inputs) {
     const postings = normalise(input.postings);
     if (postings.length === 0) continue;
     const id = uuidv7();
     entries.push({ id, client_id: input.clientId, kind: input.kind, ref_type: input.refType, ref_id: input.refId, created_at: input.now });
     for (const p of postings) {
-      const tracked = isTracked(p.accountId);
-      if (tracked === undefined) throw new Error(`ledger account ${p.accountId} was not obtained through accountIds()`);
-      if (tracked) changes.push([p.accountId, p.amount]);
+      if (tracking.get(p.accountId)) changes.push([p.accountId, p.amount]);
       postingRows.push({ id: uuidv7(), client_id: input.clientId, entry_id: id, account_id: p.accountId, amount: p.amount, created_at: input.now });
     }
   }
