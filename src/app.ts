@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { Sealer } from './crypto/sealer.ts';
+import { maintainTables } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
@@ -100,6 +101,8 @@ function registerJobs(ctx: AppContext): void {
   if (ctx.config.environment === 'sandbox') {
     ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now }) });
   }
+  // PGlite has no autovacuum (db/maintenance.ts); the same thresholds, checked every minute.
+  if (ctx.database.kind === 'pglite') ctx.jobs.register({ name: 'pglite-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({
     name: 'linked-account-deactivations',

@@ -1,0 +1,50 @@
+// PGlite has no autovacuum; its sandbox runs maintainTables as a job (db/maintenance.ts).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
+import { maintainTables } from './maintenance.ts';
+import { rowsOf } from './open.ts';
+
+interface TableStats {
+  live: number;
+  changed: number;
+  analyzed: Date | null;
+}
+
+async function usersStats(t: TestApp): Promise<TableStats> {
+  const [row] = rowsOf<{ live: string | number; changed: string | number; analyzed: string | Date | null }>(
+    await t.ctx.db.execute(sql`select n_live_tup as live, n_mod_since_analyze as changed, greatest(last_analyze, last_autoanalyze) as analyzed from pg_stat_user_tables where relname = 'users'`),
+  );
+  return { live: Number(row!.live), changed: Number(row!.changed), analyzed: row!.analyzed === null ? null : new Date(row!.analyzed) };
+}
+
+describe('table maintenance (PGlite has no autovacuum)', () => {
+  let t: TestApp;
+  let m: Merchant;
+  before(async () => {
+    t = await createTestApp();
+    m = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  test('a table changed past autovacuum\'s threshold (50 + 10% of its rows) is analyzed; the job runs on PGlite only', async () => {
+    const [{ n }] = rowsOf<{ n: string | number }>(await t.ctx.db.execute(sql`select count(*) as n from users`)) as [{ n: string | number }];
+    for (let i = 0; i < 60 + Math.ceil(Number(n) / 10); i++) await createUser(t, m);
+    // The counters reach pg_stat_user_tables a moment after the transactions that made them.
+    let stats = await usersStats(t);
+    for (let tries = 0; stats.changed <= 50 + 0.1 * stats.live && tries < 100; tries++) {
+      await new Promise((done) => setTimeout(done, 100));
+      stats = await usersStats(t);
+    }
+    assert.ok(stats.changed > 50 + 0.1 * stats.live, `users changed ${stats.changed} of ${stats.live}`);
+    // On PostgreSQL autovacuum may have come first (then nothing is due): the count is PGlite's.
+    const pglite = t.ctx.database.kind === 'pglite';
+    const done = pglite ? await t.ctx.jobs.runOnce('pglite-maintenance') : await maintainTables(t.ctx.db);
+    if (pglite) assert.ok(done >= 1);
+    const after = await usersStats(t);
+    assert.ok(after.analyzed && (!stats.analyzed || after.analyzed > stats.analyzed), 'users analyzed');
+    assert.ok(after.changed < stats.changed, 'its change count starts again');
+    if (!pglite) await assert.rejects(t.ctx.jobs.runOnce('pglite-maintenance'), /no job/);
+  });
+});
