@@ -29,8 +29,8 @@ describe('table maintenance (PGlite has no autovacuum)', () => {
   after(() => t.close());
 
   test('a table changed past autovacuum\'s threshold (50 + 10% of its rows) is analyzed; the job runs on PGlite only', async () => {
-    const [{ n }] = rowsOf<{ n: string | number }>(await t.ctx.db.execute(sql`select count(*) as n from users`)) as [{ n: string | number }];
-    for (let i = 0; i < 60 + Math.ceil(Number(n) / 10); i++) await createUser(t, m);
+    const [users] = rowsOf<{ n: string | number }>(await t.ctx.db.execute(sql`select count(*) as n from users`));
+    for (let i = 0; i < 60 + Math.ceil(Number(users!.n) / 10); i++) await createUser(t, m);
     // The counters reach pg_stat_user_tables a moment after the transactions that made them.
     let stats = await usersStats(t);
     for (let tries = 0; stats.changed <= 50 + 0.1 * stats.live && tries < 100; tries++) {

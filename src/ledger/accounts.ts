@@ -66,7 +66,7 @@ const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, coun
  * a server that touches millions of wallets keeps the most recent (about 1.5 KB per owner
  * cached), and a miss is one indexed read.
  */
-export const CACHED_OWNERS = 100_000;
+const CACHED_OWNERS = 100_000;
 const idCache = new LRUCache<string, Readonly<Record<string, string>>>({ max: CACHED_OWNERS });
 /** Whether each account id seen keeps a cached balance (room for every account of as many owners). */
 const trackedById = new LRUCache<string, boolean>({ max: CACHED_OWNERS * Math.max(...Object.values(CODES).map((c) => c.length)) });
