@@ -129,8 +129,13 @@ export function createServer(opts: ServerOptions): App {
   });
 
   // One line per request, after it completes. Headers are never logged (they carry secrets).
+  // The line's fields are these five, none of them a secret, so it is written by a logger
+  // without the redaction paths (src/log.ts): their wildcards ran on every field of every line,
+  // 4 µs and 15 KB of garbage per request, more than half of what the line cost (pino 10).
+  // Every other line, req.log's included, is still redacted.
+  const requestLog = opts.logger.child({}, { redact: { paths: [] } });
   app.addHook('onResponse', (req, reply, done) => {
-    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    requestLog.info({ reqId: req.id, method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     done();
   });
 

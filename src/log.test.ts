@@ -1,0 +1,49 @@
+// The log: one line per request with its fields, and redaction still on for every other line
+// (the request line is written by a logger without the redaction paths: src/http/server.ts).
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type Merchant, type TestApp } from './test/harness.ts';
+
+describe('log', () => {
+  let t: TestApp;
+  let m: Merchant;
+  const lines: string[] = [];
+  before(async () => {
+    const logStream = new Writable({
+      write(chunk, _enc, cb) {
+        lines.push(...String(chunk).split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    t = await createTestApp({ logStream });
+    m = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  const parsed = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  test('each request is one line with its request id, method, URL, status and time', async () => {
+    const res = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m, headers: { 'x-request-id': 'log-test-1' } });
+    assert.equal(res.status, 200);
+    const mine = parsed().filter((l) => l.reqId === 'log-test-1');
+    assert.equal(mine.length, 1, JSON.stringify(mine));
+    const line = mine[0]!;
+    assert.equal(line.msg, 'request');
+    assert.equal(line.method, 'GET');
+    assert.equal(line.url, '/api/v1/users?page[limit]=1');
+    assert.equal(line.status, 200);
+    assert.equal(typeof line.ms, 'number');
+    assert.ok(!JSON.stringify(mine).includes(m.secret), 'no secret in the request line');
+  });
+
+  test("other lines are still redacted, the server's and each request's, top level and one level down", async () => {
+    const before = lines.length;
+    t.api.log.warn({ secret: 'top-level-secret', details: { token: 'nested-token', cvc: '123' } }, 'server line');
+    // A request's own logger (req.log) is a child of the same logger.
+    t.api.log.child({ reqId: 'log-test-2' }).warn({ authorization: 'Bearer abc', card: { number: '4242424242424242' } }, 'request line');
+    const text = lines.slice(before).join('\n');
+    for (const leaked of ['top-level-secret', 'nested-token', '"123"', 'Bearer abc', '4242424242424242']) assert.ok(!text.includes(leaked), `${leaked} was logged: ${text}`);
+    assert.equal((text.match(/\[redacted\]/g) ?? []).length, 5, text);
+  });
+});
