@@ -5,7 +5,7 @@ import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { Sealer } from './crypto/sealer.ts';
-import { maintainTables } from './db/maintenance.ts';
+import { maintainTables, needsTableMaintenance } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
@@ -65,7 +65,11 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       lookup: opts.webhookLookup,
     }),
   };
-  registerJobs(ctx);
+  const maintenance = await needsTableMaintenance(database);
+  if (maintenance && database.kind === 'postgres') {
+    opts.log.warn('PostgreSQL autovacuum is off: Coffer vacuums and analyzes its own tables every minute instead (docs/operations.md). Turn autovacuum on.');
+  }
+  registerJobs(ctx, { maintenance });
   return ctx;
 }
 
@@ -75,7 +79,7 @@ const KYC_TOPICS: Record<string, Topic> = {
   Declined: 'ApplicationDeclined',
 };
 
-function registerJobs(ctx: AppContext): void {
+function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   const now = () => ctx.clock.now();
   const base = ctx.config.listeners.api.publicUrl;
   ctx.jobs.register({
@@ -101,8 +105,9 @@ function registerJobs(ctx: AppContext): void {
   if (ctx.config.environment === 'sandbox') {
     ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now }) });
   }
-  // PGlite has no autovacuum (db/maintenance.ts); the same thresholds, checked every minute.
-  if (ctx.database.kind === 'pglite') ctx.jobs.register({ name: 'pglite-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
+  // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
+  // same thresholds, checked every minute.
+  if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
   ctx.jobs.register({
     name: 'linked-account-deactivations',
