@@ -78,6 +78,10 @@ export interface CofferServer extends Server {
 }
 
 /** Starts Coffer with its API and admin listeners, request logging as configured by default. */
+/** The Node flags of `npm start` (package.json): the benchmark runs the server as `npm start` does. */
+const START_SCRIPT = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
+
 export async function startCoffer(opts: {
   databaseUrl?: string;
   env?: Record<string, string>;
@@ -104,7 +108,7 @@ export async function startCoffer(opts: {
   // The server logs to a file, as a deployment would; the load generator never reads it.
   const logFile = path.join(dataDir, `coffer-${Date.now()}.log`);
   const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))], { env, stdio: ['ignore', fd, fd] });
+  const proc = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(opts.nodeArgs ?? []), '--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))], { env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   await waitForFile(logFile, /Stop with Ctrl-C/, proc);
   return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };

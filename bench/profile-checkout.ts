@@ -2,7 +2,8 @@
 //   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit> [seconds]
 // Needs a PostgreSQL server in PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres);
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
-// measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that), runs the
+// measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that; both come after
+// the flags of `npm start`, and a V8 flag given twice takes the later value), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
 // PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data). Authorize and capture
 // first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; the figures include
