@@ -185,12 +185,15 @@ export async function load(
 /** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
 const TICKS_PER_S = 100;
 
-/** CPU time (user + system, in ticks) of one process and of every process named postgres. */
+/** CPU time (user + system, in ticks) of one process and of every process named postgres, with their reaped children's. */
 function cpuTicks(serverPid: number): { server: number; postgres: number } | undefined {
   const ticksOf = (pid: string) => {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return { comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), ticks: Number(fields[11]) + Number(fields[12]) };
+      // Its own time, and that of its children that exited and were reaped (cutime, cstime): a
+      // PostgreSQL backend that closes during a row (the pool's idle timeout) leaves its time to
+      // the postmaster instead of taking it out of the sum (which once made a row's figure negative).
+      return { comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) };
     } catch {
       return undefined; // gone, or not Linux
     }
