@@ -77,11 +77,11 @@ export interface CofferServer extends Server {
   adminToken: string;
 }
 
-/** Starts Coffer with its API and admin listeners, request logging as configured by default. */
 /** The Node flags of `npm start` (package.json): the benchmark runs the server as `npm start` does. */
 const START_SCRIPT = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
 const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
 
+/** Starts Coffer with its API and admin listeners, request logging as configured by default. */
 export async function startCoffer(opts: {
   databaseUrl?: string;
   env?: Record<string, string>;
