@@ -1,22 +1,15 @@
 // The log: one line per request with its fields, and redaction still on for every other line
 // (the request line is written by a logger without the redaction paths: src/http/server.ts).
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, type Merchant, type TestApp } from './test/harness.ts';
+import { createTestApp, logCapture, type Merchant, type TestApp } from './test/harness.ts';
 
 describe('log', () => {
   let t: TestApp;
   let m: Merchant;
-  const lines: string[] = [];
+  const { stream, lines } = logCapture();
   before(async () => {
-    const logStream = new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(...String(chunk).split('\n').filter(Boolean));
-        cb();
-      },
-    });
-    t = await createTestApp({ logStream });
+    t = await createTestApp({ logStream: stream });
     m = await t.createMerchant();
   });
   after(() => t.close());

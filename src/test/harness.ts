@@ -3,6 +3,7 @@
 // file); isolation comes from each test creating its own merchant, since every row is scoped
 // by merchant. With DATABASE_URL set, a fresh database is created on that server for the run
 // and dropped at the end.
+import { Writable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
@@ -129,6 +130,18 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Send the body as-is (a string) instead of JSON-encoding it. */
   rawBody?: string;
+}
+
+/** A log destination for createTestApp that keeps every line written, in order (for tests of the log). */
+export function logCapture(): { stream: NodeJS.WritableStream; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return { stream, lines };
 }
 
 export interface TestApp {

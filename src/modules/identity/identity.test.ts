@@ -2,12 +2,11 @@
 // to 4; decisions §9): every row of the challenge state table, every error code, the token,
 // the verified profile change, with time moved by the test clock.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { users } from '../../db/schema.ts';
-import { createTestApp, createUser, errorsOf, phone, uniqueEmail, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, errorsOf, logCapture, phone, uniqueEmail, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, clearPending, createWallet, deposit, linkAccount } from '../../test/money.ts';
 import { amountLabel, dateLabel, generateChallenge } from './questions.ts';
 
@@ -34,14 +33,8 @@ describe('identity verification', () => {
   let t: TestApp;
   let m: Merchant;
   let other: Merchant;
-  const logs: string[] = [];
+  const { stream: logStream, lines: logs } = logCapture();
   before(async () => {
-    const logStream = new Writable({
-      write(chunk, _enc, cb) {
-        logs.push(String(chunk));
-        cb();
-      },
-    });
     t = await createTestApp({ logStream });
     m = await t.createMerchant();
     other = await t.createMerchant();
@@ -476,7 +469,7 @@ describe('identity verification', () => {
     const res = await submit(user.id, c.id, answers);
     const token = res.body.data.attributes.verificationToken as string;
     await update(user.id, { verificationToken: token, email: uniqueEmail() });
-    const text = logs.join('');
+    const text = logs.join('\n');
     assert.ok(text.length > 0, 'requests were logged');
     assert.ok(!text.includes(token.slice(4)), 'token in logs');
     for (const a of answers) assert.ok(!text.includes(a.optionId), 'answer in logs');
