@@ -280,12 +280,8 @@ const created: { serverUrl: string; name: string }[] = [];
 
 /** A new database on the server for a run, so runs never see each other's rows; see dropDatabases. */
 export async function freshDatabase(serverUrl: string, prefix: string): Promise<string> {
-  const { default: pg } = await import('pg');
   const name = `${prefix}_${Date.now()}`;
-  const c = new pg.Client({ connectionString: serverUrl });
-  await c.connect();
-  await c.query(`create database ${name}`);
-  await c.end();
+  await runOn(serverUrl, `create database ${name}`);
   created.push({ serverUrl, name });
   const u = new URL(serverUrl);
   u.pathname = `/${name}`;
@@ -295,17 +291,23 @@ export async function freshDatabase(serverUrl: string, prefix: string): Promise<
 /**
  * ANALYZE of a benchmark database. A server that has run for a while has its tables' statistics
  * from autovacuum, which ANALYZEs a table again once a tenth of it changed; a database made a
- * minute ago has none yet (autovacuum visits each database about once a minute), so the plans
- * PostgreSQL caches for prepared statements are made for tables it takes to be nearly empty, and
- * kept as they grow (a group's intent update scanned the whole table, its check walked the
- * merchant's index: docs/benchmarks.md). Rows that measure a step on grown tables run after one.
+ * minute ago has none yet (autovacuum visits each database about once a minute, and this
+ * project's benchmark machine runs PostgreSQL with it off), so the plans PostgreSQL caches for
+ * prepared statements are made for tables it takes to be nearly empty, and kept as they grow (a
+ * group's intent update scanned the whole table, its check walked the merchant's index:
+ * docs/benchmarks.md). Rows that measure a step on grown tables run after one.
  */
 export async function analyzeDatabase(databaseUrl: string): Promise<void> {
+  await runOn(databaseUrl, 'analyze');
+}
+
+/** One statement on a connection of its own. */
+async function runOn(url: string, text: string): Promise<void> {
   const { default: pg } = await import('pg');
-  const c = new pg.Client({ connectionString: databaseUrl });
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query('analyze');
+    await c.query(text);
   } finally {
     await c.end();
   }

@@ -68,7 +68,7 @@ if (step === 'capture') {
 // The measured step runs on a fresh server process, so its profile holds only the step.
 const dataDir = coffer.dataDir;
 await coffer.stop();
-coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ') ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
+coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
 const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
 if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 // The tables' statistics current, as the benchmark has them (analyzeDatabase): PostgreSQL's

@@ -177,7 +177,8 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     // authorizes and captures first run a warm-up batch of their own, not counted, like the
     // timed rows' 2 s of the same load. 1,000 per second of the duration: at about 2,000 per
     // second a row runs for 5 s. (It was 400, about 2 s: its p99 was then its 40 slowest
-    // responses, one group caught by one garbage collection, and moved by 20 ms between runs.)
+    // responses, one group caught by one garbage collection, and ran from 46 to 108 ms over five
+    // runs of the same code.)
     let reported = false;
     const firstError = (status: number, body: string) => {
       if (!reported) process.stderr.write(`first failed request: ${status} ${body}\n`);
