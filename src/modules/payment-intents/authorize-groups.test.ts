@@ -11,6 +11,7 @@ import { webhookBody } from '../../test/fixtures.ts';
 import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
+import { walletOfIntent } from './wallet-hints.ts';
 
 describe('authorizes in groups', () => {
   let t: TestApp;
@@ -108,6 +109,14 @@ describe('authorizes in groups', () => {
     assert.equal(replayed.headers['idempotent-replayed'], 'true');
     assert.equal(replayed.raw, ra1!.raw);
     await assertLedgerSound(t);
+  });
+
+  test('the wallet of each intent created here is remembered, so a group never waits on another group for it', async () => {
+    // The scheduling itself is tested in db/groups.test.ts; this is what feeds it.
+    const w = await fundedWallet(t, m, 1000);
+    const id = await intent(w.wallet.id, 100);
+    assert.equal(walletOfIntent(id), w.wallet.id);
+    assert.equal(walletOfIntent(randomUUID()), undefined);
   });
 
   test('a group the database fails: each authorize runs again alone, and only the failing one fails', async () => {

@@ -5,7 +5,9 @@
 // wallet's accounts locked in id order; each is decided on its own in memory (the same
 // functions as an authorize alone, authorize.ts); one statement writes every reservation,
 // payment, intent, event and stored response (WriteBatch.merged: one part per kind of row);
-// COMMIT. Responses are sent after the commit.
+// COMMIT. Responses are sent after the commit. An authorize of a wallet that a running group is
+// charging waits for the next group (rowOf, db/groups.ts) rather than holding up this one on the
+// wallet's lock.
 //
 // Each authorize keeps its own outcome. One refused (not found, expired, KYC, over the amount)
 // writes nothing and gets its error; a replay gets its stored response; two authorizes of one
@@ -41,6 +43,7 @@ import {
 } from './authorize.ts';
 import { effectiveStatus } from './render.ts';
 import * as q from './sql.ts';
+import { walletOfIntent } from './wallet-hints.ts';
 
 interface AuthorizeRequest {
   deps: AuthorizeDeps;
@@ -50,7 +53,10 @@ interface AuthorizeRequest {
 
 type Member = GroupMember<AuthorizeRequest, StoredOutcome> & { scope?: IdempotencyScope; ext?: Record<ClientCode, string> };
 
-const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => runGroup(members));
+const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => runGroup(members), {
+  // The wallet whose accounts the group's read locks (only when the wallet's balance is applied).
+  rowOf: (r) => (r.input.applyWalletBalance ? walletOfIntent(r.input.intentId) : undefined),
+});
 
 /** Authorizes a payment intent: in the next group, or alone when it asks the outside world. */
 export function submitAuthorize(deps: AuthorizeDeps, serialize: Serialize, input: AuthorizeInput): Promise<StoredOutcome> {

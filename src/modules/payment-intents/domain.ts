@@ -16,6 +16,7 @@ import { checkBarcode } from '../wallets/domain.ts';
 import { findBarcode, incrementBarcodeUse } from '../wallets/sql.ts';
 import { effectiveStatus } from './render.ts';
 import * as q from './sql.ts';
+import { rememberIntentWallet } from './wallet-hints.ts';
 
 export interface CreateIntentInput {
   client: AuthenticatedClient;
@@ -62,9 +63,10 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
     const batch = new WriteBatch();
     const intent = await writeIntent(db, batch, i, { wallet });
     await batch.flush(db);
+    rememberIntentWallet(intent.id, intent.walletId);
     return intent;
   }
-  return db.transaction(async (tx) => {
+  const intent = await db.transaction(async (tx) => {
     const batch = new WriteBatch();
     const barcode = await findBarcode(tx, i.client.id, i.lookUpId!, { forUpdate: true });
     let intent: q.IntentRow;
@@ -85,6 +87,8 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
     await batch.flush(tx);
     return intent;
   });
+  rememberIntentWallet(intent.id, intent.walletId);
+  return intent;
 }
 
 /** The new intent and its PaymentIntentCreated event, into the batch. */
