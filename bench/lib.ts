@@ -20,7 +20,7 @@ export interface LoadResult {
   non2xx: number;
   errors: number;
   /** CPU time per request, in ms, of the server process and of all PostgreSQL processes. */
-  cpu?: { server: number; postgres: number };
+  cpu?: { server: number; postgres: number; generator?: number };
 }
 
 export interface Server {
@@ -118,7 +118,8 @@ export async function startCoffer(opts: {
  * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests
  * (`warmupS`, default 2 s, not counted): the figures are those of a running server, not of one
  * compiling its first requests. With `serverPid` on Linux, also the CPU time per request of the
- * server and of every process named postgres (the local PostgreSQL server).
+ * server, of every process named postgres (the local PostgreSQL server) and of this process,
+ * the load generator, which shares the machine's cores with both.
  */
 export async function load(
   name: string,
@@ -156,6 +157,7 @@ export async function load(
   };
   if (!opts.amount && (opts.warmupS ?? 2) > 0) await run({ duration: opts.warmupS ?? 2 }).done;
   const cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+  const generatorBefore = process.cpuUsage();
   const { instance, done } = run(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 });
   // autocannon reports on a one-second tick, so a fixed-amount run's own figures are rounded to
   // whole seconds: the rate is measured here, from the first request to the last response.
@@ -168,6 +170,8 @@ export async function load(
   });
   const result = await done;
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+  // The load generator's own CPU (autocannon in this process): it runs on the same cores.
+  const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ticks: number) => Math.round(((ticks * 1000) / TICKS_PER_S / Math.max(1, responses)) * 100) / 100;
   return {
     name,
@@ -178,7 +182,7 @@ export async function load(
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
-    ...(cpuBefore && cpuAfter ? { cpu: { server: perRequest(cpuAfter.server - cpuBefore.server), postgres: perRequest(cpuAfter.postgres - cpuBefore.postgres) } } : {}),
+    ...(cpuBefore && cpuAfter ? { cpu: { server: perRequest(cpuAfter.server - cpuBefore.server), postgres: perRequest(cpuAfter.postgres - cpuBefore.postgres), generator: Math.round(((generator.user + generator.system) / 1000 / Math.max(1, responses)) * 100) / 100 } } : {}),
   };
 }
 
@@ -232,12 +236,12 @@ export function machine(): string {
 
 export function table(results: LoadResult[], reference?: LoadResult): string {
   const withCpu = results.some((r) => r.cpu);
-  const cpu = (r: LoadResult) => (!withCpu ? '' : r.cpu ? ` ${r.cpu.server.toFixed(2)} + ${r.cpu.postgres.toFixed(2)} |` : ' |');
+  const cpu = (r: LoadResult) => (!withCpu ? '' : r.cpu ? ` ${r.cpu.server.toFixed(2)} + ${r.cpu.postgres.toFixed(2)} + ${(r.cpu.generator ?? 0).toFixed(2)} |` : ' |');
   const rows = results.map(
     (r) =>
       `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${reference && r !== reference ? `${((100 * r.rps) / reference.rps).toFixed(1)}%` : ''} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
-  const head = `| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL |' : ''}`;
+  const head = `| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
   return [head, `|---|---:|---:|---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows].join('\n');
 }
 

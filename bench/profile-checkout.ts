@@ -9,6 +9,10 @@
 // first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; the figures include
 // the CPU time per request of the server and of PostgreSQL. PROFILE_CONNECTIONS (50) sets the load;
 // PROFILE_PERF=<file> records `perf record -a -g` of the whole machine during the measured step.
+// PROFILE_NO_RESTART=1 measures on the server that set up the step (what it remembers, such as
+// which wallet each intent spends from, stays; its CPU profile then covers the set-up too), and
+// PROFILE_SQL runs statements on the database just before the measured step (to try a schema
+// change: one run with it, one without).
 import { spawn } from 'node:child_process';
 import pg from 'pg';
 import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, startCoffer } from './lib.ts';
@@ -67,14 +71,22 @@ if (step === 'capture') {
 
 // The measured step runs on a fresh server process, so its profile holds only the step.
 const dataDir = coffer.dataDir;
-await coffer.stop();
-coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
+if (!process.env.PROFILE_NO_RESTART) {
+  await coffer.stop();
+  coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
+}
 const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
 if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 // The tables' statistics current, as the benchmark has them (analyzeDatabase): PostgreSQL's
 // autovacuum may be off (it is on this project's benchmark machine), and plans made for the
 // near-empty tables of the set-up (a sequential scan of idempotency_keys) would be kept.
 await analyzeDatabase(databaseUrl);
+if (process.env.PROFILE_SQL) {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  await c.query(process.env.PROFILE_SQL);
+  await c.end();
+}
 const statements = await admin.query('select pg_stat_statements_reset()').then(
   () => true,
   () => false,
