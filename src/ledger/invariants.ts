@@ -51,5 +51,14 @@ export async function verifyLedger(db: Executor): Promise<Violation[]> {
         and a.balance <> coalesce((select sum(t.wallet_amount) from transactions t where t.wallet_id = a.owner_id and t.status = 'Pending'), 0)`)) {
     out.push({ rule: 'pending deposits match', detail: `wallet ${r.wallet_id}: deposit.pending ${r.balance}, pending transactions ${r.s}` });
   }
+
+  // 6. Each posting belongs to an entry and an account that exist. The ledger's tables carry no
+  // foreign keys (schema.ts, HOT_PATH_REFERENCES): this is where a dangling reference shows.
+  for (const r of await q<{ id: string; entry: boolean; account: boolean }>(sql`
+      select p.id, e.id is not null as entry, a.id is not null as account from ledger_postings p
+      left join ledger_entries e on e.id = p.entry_id left join ledger_accounts a on a.id = p.account_id
+      where e.id is null or a.id is null`)) {
+    out.push({ rule: 'postings reference entries and accounts', detail: `posting ${r.id}: ${[!r.entry && 'no entry', !r.account && 'no account'].filter(Boolean).join(', ')}` });
+  }
   return out;
 }
