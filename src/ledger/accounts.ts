@@ -6,7 +6,7 @@
 // as money flows in from them.
 import { and, eq, inArray } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../ids.ts';
 import type { Executor } from '../db/open.ts';
 import { ledgerAccounts } from '../db/schema.ts';
 

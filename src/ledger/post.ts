@@ -5,7 +5,7 @@
 // (there is no read-then-write window). A deferred trigger re-checks that each entry sums to
 // zero when the transaction commits.
 import { sql } from 'drizzle-orm';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../ids.ts';
 import { checkViolation } from '../db/errors.ts';
 import type { Executor } from '../db/open.ts';
 import { WriteBatch, type WritePart } from '../db/batch.ts';

@@ -1,6 +1,6 @@
 // Merchants (clients) and their API secrets.
 import { createHash, randomBytes } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Environment } from '../../config.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';

@@ -1,5 +1,5 @@
 // Counterparties: the merchant's payees for disbursements, and the payer of processing fees.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Clock } from '../../clock.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';

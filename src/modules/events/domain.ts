@@ -1,5 +1,5 @@
 // The events API: what happened, what was delivered, and replays.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';

@@ -1,7 +1,7 @@
 // Writing events to the outbox. Called inside the transaction that makes the change, so an
 // event exists exactly when its change does; the delivery rows for every enabled webhook
 // subscribed to the topic are written in the same transaction.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import type { AnyTopic } from './topics.ts';

@@ -1,6 +1,6 @@
 // Every query on events, deliveries and attempts.
 import { and, asc, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { insertPart } from '../../db/rows.ts';

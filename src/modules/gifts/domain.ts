@@ -2,7 +2,7 @@
 // of its virtual card. A gift's id is its 19-digit public reference and never a wallet id
 // (wallet barcodes have 16 digits).
 import { randomInt } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';

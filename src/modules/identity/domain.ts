@@ -2,7 +2,7 @@
 // three questions, submissions with at most three attempts, a one-time verification token,
 // and the verified phone / e-mail change the token pays for.
 import { createHash, randomBytes } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import { apiError, ApiError, errorItem, type ErrorItem } from '../../http/errors.ts';

@@ -1,5 +1,5 @@
 // KYC: disclosures, the application, the provider's decision (decisions §5).
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { KycDecision, KycProvider } from '../../providers/kyc.ts';

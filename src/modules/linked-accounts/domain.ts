@@ -1,5 +1,5 @@
 // Linked bank accounts: listing, removal (irreversible, idempotent), sandbox linking.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';

@@ -19,7 +19,7 @@
 // asks again with the same reference: the processor answers with its first answer and the
 // issuer returns the same card, so nothing is ever charged twice and the reservation is never
 // lost.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Tx } from '../../db/open.ts';

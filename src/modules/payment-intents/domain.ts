@@ -1,6 +1,6 @@
 // Payment intents (spec "Payment intents", decisions §8): what a checkout will charge and to
 // what: a wallet (by id, or by a scanned barcode) or a gift. Authorization is in authorize.ts.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';

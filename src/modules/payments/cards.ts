@@ -2,7 +2,7 @@
 // rest, readable only while its payment is Created (after that it has been used or is void),
 // every read recorded (who, when, from where), and never logged or cached.
 import { Type } from 'typebox';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { AppContext } from '../../context.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';

@@ -6,7 +6,7 @@
 //   (authorize, declined) → Failed          (POST /payments) → Processing
 //
 // Anything else is 400 IllegalOperation.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';

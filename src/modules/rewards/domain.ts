@@ -1,6 +1,6 @@
 // Merchant-funded rewards (decisions §6): a reward credits the wallet's merchant reward bucket
 // at once, from the merchant's reward funding account.
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';

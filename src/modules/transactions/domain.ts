@@ -5,7 +5,7 @@
 //             fee: fee counterparty available −fee (or deducted from the credit) │ platform.fees +fee
 //   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
 //   fail      everything back to external.bank; the fee returned to whoever paid it
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';

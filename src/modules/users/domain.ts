@@ -1,6 +1,6 @@
 // Users: creation, lookup by id or merchant reference, the merchant's attached profile.
 import { randomBytes } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import { apiError, type ErrorCode } from '../../http/errors.ts';

@@ -1,6 +1,6 @@
 // Wallets: one per user per merchant, their balances, and scan-and-pay barcodes.
 import { randomInt } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import { apiError } from '../../http/errors.ts';

@@ -1,6 +1,6 @@
 // Webhook registration: receivers, their topics and their signing secrets.
 import { randomBytes } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';

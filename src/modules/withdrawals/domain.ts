@@ -2,7 +2,7 @@
 // linked accounts, split in proportion to what each deposited. Never more than the
 // withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
 // ledger's CHECK fails the transaction when it would go negative, however many race).
-import { uuidv7 } from 'uuidv7';
+import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
