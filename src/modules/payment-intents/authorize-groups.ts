@@ -1,8 +1,8 @@
 // Authorizes in groups (group commit, src/db/groups.ts), for merchants whose authorizations ask
 // nothing outside (no card processor, not card rails). Authorizes that arrive together share
-// one transaction of five round trips whatever their number: BEGIN; one statement checks every
-// key and locks every intent without waiting; one reads what each decides on, with every
-// wallet's accounts locked in id order; each is decided on its own in memory (the same
+// one transaction of four round trips whatever their number: BEGIN; one statement checks every
+// key, locks every intent without waiting, locks the accounts of every wallet spent from in id
+// order and reads what each decides on; each is decided on its own in memory (the same
 // functions as an authorize alone, authorize.ts); one statement writes every reservation,
 // payment, intent, event and stored response (WriteBatch.merged: one part per kind of row);
 // COMMIT. Responses are sent after the commit. An authorize of a wallet that a running group is
@@ -31,7 +31,6 @@ import {
   asksOutside,
   authorize,
   flushMoney,
-  isAuthorizable,
   planSourcing,
   refuseOverAmount,
   refuseUnauthorizable,
@@ -88,49 +87,48 @@ async function runGroup(members: Member[]): Promise<void> {
     for (const m of group) m.ext = await clientAccountIds(db, m.input.clientId);
     await db.transaction(async (tx) => {
       const now = group[0]!.deps.now();
-      const checks = await q.checkAuthorizeGroup(
+      const reads = await q.readAuthorizeGroup(
         tx,
-        group.map((m) => ({ lockKey: m.scope ? lockKeyOf(m.scope) : null, clientId: m.input.clientId, key: m.scope?.key ?? null, intentId: m.input.intentId })),
+        group.map((m) => ({
+          lockKey: m.scope ? lockKeyOf(m.scope) : null,
+          clientId: m.input.clientId,
+          key: m.scope?.key ?? null,
+          intentId: m.input.intentId,
+          spend: m.input.applyWalletBalance,
+        })),
         now,
       );
-      const running: { m: Member; intent: q.IntentRow; status: string }[] = [];
+      const running: { m: Member; intent: q.IntentRow; status: string; c: q.AuthorizeContext }[] = [];
       const intents = new Set<string>();
       for (const [n, m] of group.entries()) {
         try {
           if (m.scope) {
-            const { state } = interpretKeyCheck(checks[n], m.scope, now);
+            const { state } = interpretKeyCheck(reads[n], m.scope, now);
             if (state.kind === 'replay') {
               settle.push(() => m.resolve(state.outcome));
               continue;
             }
           }
-          const row = checks[n]!.intent_row;
+          const row = reads[n]!.intent_row;
           if (!row) throw apiError('PaymentIntentNotFound', `No payment intent ${m.input.intentId}.`);
           // The same intent twice: the later is concurrent with the earlier, as when two
           // transactions meet on its lock.
           if (intents.has(m.input.intentId)) throw alreadyRunning();
           intents.add(m.input.intentId);
           const intent = q.intentFromJson(row);
-          running.push({ m, intent, status: effectiveStatus(intent, now) });
+          running.push({ m, intent, status: effectiveStatus(intent, now), c: reads[n]! });
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
           settle.push(() => m.reject(err));
         }
       }
       if (running.length === 0) return;
-      const spending = running.filter((r) => isAuthorizable(r.status) && r.m.input.applyWalletBalance && r.intent.walletId);
-      const contexts = await q.authorizeGroupContext(
-        tx,
-        running.map((r) => ({ clientId: r.m.input.clientId, intent: r.intent })),
-        [...new Set(spending.map((r) => r.intent.walletId!))],
-      );
       // Each wallet's balances as the members before have left them.
       const wallets = new Map<string, [string, string, number][]>();
       const batches: WriteBatch[] = [];
-      for (const [n, { m, intent, status }] of running.entries()) {
+      for (const { m, intent, status, c } of running) {
         const batch = new WriteBatch();
         try {
-          const c = contexts[n]!;
           if (status === 'PromotedToPayment') {
             const outcome = alreadyAuthorized(intent, c, m.deps.rc, now, m.serialize);
             settle.push(() => m.resolve(outcome));

@@ -84,33 +84,74 @@ export interface GroupCheck extends KeyCheck {
   intent_row: Record<string, unknown> | null;
 }
 
+/** One member's read in a group of authorizes: its key's check, its intent and its context. */
+export interface GroupRead extends GroupCheck, AuthorizeContext {}
+
 /**
- * For a group of authorizes, in one statement and in order: each one's idempotency check (the
- * key's lock, then its stored outcome: idempotency_check, migration 0007; a request without a
- * key counts as holding one with nothing stored) and its intent, locked without waiting when
- * the authorize will run (the same gate as checkKey's preflight). A lock held elsewhere fails
- * the statement with 55P03, and the group's members then run alone.
+ * A group of authorizes' one read, in one statement and in order. First each one's idempotency
+ * check (the key's lock, then its stored outcome: idempotency_check, migration 0007; a request
+ * without a key counts as holding one with nothing stored) and its intent, locked without
+ * waiting when the authorize will run (the same gate as checkKey's preflight): a lock held
+ * elsewhere fails the statement with 55P03, and the group's members then run alone. Then the
+ * ledger accounts of every wallet an authorize will spend from (its intent authorizable, `spend`:
+ * applyWalletBalance), locked in id order, and each locked intent's context as GROUP_CONTEXT
+ * reads it. One round trip where there were two; the intents' locks never wait, so taking them
+ * in the statement that waits for the wallets' cannot deadlock.
  */
-const GROUP_CHECK = statement(
-  'authorize_group_check',
-  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at, p.intent_row
-    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[]) with ordinality as m(lock_key, client_id, key, intent_id, n)
-    cross join lateral (
-      select k.locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
-        from idempotency_check(m.lock_key, m.client_id, 'authorize', m.key) k where m.key is not null
-      union all
-      select true, null::text, null::integer, null::text, null::timestamptz where m.key is null
-    ) c
-    left join lateral (
-      select row_to_json(i) as intent_row from payment_intents i
-      where i.client_id = m.client_id and i.id = m.intent_id and c.locked and (c.fingerprint is null or c.expires_at <= $5::timestamptz)
-      for update of i nowait
-    ) p on true
-    order by m.n`,
+const GROUP_READ = statement(
+  'authorize_group_read',
+  `with m as (
+      select * from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[], $5::boolean[]) with ordinality as m(lock_key, client_id, key, intent_id, spend, n)
+    ), chk as materialized (
+      select m.n, m.client_id, m.spend, c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at, p.i
+      from m
+      cross join lateral (
+        select k.locked, k.fingerprint, k.status_code, k.response_body, k.expires_at
+          from idempotency_check(m.lock_key, m.client_id, 'authorize', m.key) k where m.key is not null
+        union all
+        select true, null::text, null::integer, null::text, null::timestamptz where m.key is null
+      ) c
+      left join lateral (
+        select i from payment_intents i
+        where i.client_id = m.client_id and i.id = m.intent_id and c.locked and (c.fingerprint is null or c.expires_at <= $6::timestamptz)
+        for update of i nowait
+      ) p on true
+    ), acc as materialized (
+      select a.owner_id, a.id, a.code, a.balance from ledger_accounts a
+      where a.owner_type = 'wallet' and a.code not like '%.pending' and a.owner_id in (
+        select (chk.i).wallet_id from chk
+        where chk.spend and (chk.i).status in ('Promotable', 'RequiresAction') and (chk.i).expires_at > $6::timestamptz)
+      order by a.id for no key update
+    )
+    select chk.locked, chk.fingerprint, chk.status_code, chk.response_body, chk.expires_at,
+      case when (chk.i).id is not null then row_to_json(chk.i) end as intent_row,
+      (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = (chk.i).id) as "paymentIds",
+      (select row_to_json(p) from payments p where p.intent_id = (chk.i).id and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
+      (select row_to_json(a) from authorization_attempts a where a.intent_id = (chk.i).id and a.state = 'processing' limit 1) as "openAttempt",
+      w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+      (select la.id from linked_accounts la where la.client_id = chk.client_id and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
+      (select json_agg(json_build_array(acc.id, acc.code, acc.balance) order by acc.id) from acc where acc.owner_id = (chk.i).wallet_id) as "walletAccounts",
+      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = (chk.i).gift_id and a.code = 'gift.available') as "giftAvailable"
+    from chk
+    -- Lateral: each wallet and user through its primary key (as GROUP_CONTEXT).
+    left join lateral (select w.status, w.user_id from wallets w where w.client_id = chk.client_id and w.id = (chk.i).wallet_id) w on true
+    left join lateral (select u.id, u.kyc_status from users u where u.id = w.user_id) u on true
+    order by chk.n`,
 );
 
-export async function checkAuthorizeGroup(tx: Executor, members: { lockKey: string | null; clientId: string; key: string | null; intentId: string }[], now: Date): Promise<GroupCheck[]> {
-  return run<GroupCheck>(tx, GROUP_CHECK, [members.map((m) => m.lockKey), members.map((m) => m.clientId), members.map((m) => m.key), members.map((m) => m.intentId), now]);
+export async function readAuthorizeGroup(
+  tx: Executor,
+  members: { lockKey: string | null; clientId: string; key: string | null; intentId: string; spend: boolean }[],
+  now: Date,
+): Promise<GroupRead[]> {
+  return run<GroupRead>(tx, GROUP_READ, [
+    members.map((m) => m.lockKey),
+    members.map((m) => m.clientId),
+    members.map((m) => m.key),
+    members.map((m) => m.intentId),
+    members.map((m) => m.spend),
+    now,
+  ]);
 }
 
 /**
