@@ -475,4 +475,35 @@ describe('one-time deposits', () => {
     await t.ctx.db.execute(sql`update ledger_accounts set balance = balance - 1 where id = ${acc!.id}`);
     await assertLedgerSound(t);
   });
+
+  // The ledger's tables carry no foreign keys (db/schema.ts, HOT_PATH_REFERENCES): the invariant
+  // check is what reports a posting whose entry or account does not exist.
+  test('the invariant check reports a posting whose entry or account is missing, each with what it lacks', async () => {
+    const { wallet } = await fundedWallet(t, m, 1000);
+    const [account] = rowsOf<{ id: string }>(await t.ctx.db.execute(sql`select id from ledger_accounts where owner_id = ${wallet.id} and code = 'deposit.available'`));
+    const entry = randomUUID();
+    const [ghostAccount, ghostEntry] = [randomUUID(), randomUUID()];
+    const noAccount = [randomUUID(), randomUUID()];
+    const noEntry = [randomUUID(), randomUUID()];
+    // Balanced pairs, so that only the references are wrong: an entry of two postings to an
+    // account that does not exist, and two postings of an entry that does not exist that cancel
+    // out on a real account (its balance still equals its postings).
+    await t.ctx.db.transaction(async (tx) => {
+      await tx.execute(sql`insert into ledger_entries (id, client_id, kind, ref_type, ref_id) values (${entry}, ${m.clientId}, 'test', 'test', 'dangling')`);
+      await tx.execute(sql`insert into ledger_postings (id, client_id, entry_id, account_id, amount) values
+        (${noAccount[0]}, ${m.clientId}, ${entry}, ${ghostAccount}, 5), (${noAccount[1]}, ${m.clientId}, ${entry}, ${ghostAccount}, -5),
+        (${noEntry[0]}, ${m.clientId}, ${ghostEntry}, ${account!.id}, 5), (${noEntry[1]}, ${m.clientId}, ${ghostEntry}, ${account!.id}, -5)`);
+    });
+    try {
+      const violations = await (await import('../../ledger/invariants.ts')).verifyLedger(t.ctx.db);
+      assert.deepEqual(
+        violations.map((v) => `${v.rule}: ${v.detail}`).sort(),
+        [...noAccount.map((id) => `posting ${id}: no account`), ...noEntry.map((id) => `posting ${id}: no entry`)].map((d) => `postings reference entries and accounts: ${d}`).sort(),
+      );
+    } finally {
+      await t.ctx.db.execute(sql`delete from ledger_postings where id in ${[...noAccount, ...noEntry]}`);
+      await t.ctx.db.execute(sql`delete from ledger_entries where id = ${entry}`);
+    }
+    await assertLedgerSound(t);
+  });
 });
