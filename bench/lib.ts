@@ -172,7 +172,8 @@ export async function load(
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
-  const perRequest = (ticks: number) => Math.round(((ticks * 1000) / TICKS_PER_S / Math.max(1, responses)) * 100) / 100;
+  const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;
+  const ticksPerRequest = (ticks: number) => perRequest((ticks * 1000) / TICKS_PER_S);
   return {
     name,
     rps: Math.round(responses / ((lastAt - started) / 1000)),
@@ -182,7 +183,15 @@ export async function load(
     requests: result.requests.total,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
-    ...(cpuBefore && cpuAfter ? { cpu: { server: perRequest(cpuAfter.server - cpuBefore.server), postgres: perRequest(cpuAfter.postgres - cpuBefore.postgres), generator: Math.round(((generator.user + generator.system) / 1000 / Math.max(1, responses)) * 100) / 100 } } : {}),
+    ...(cpuBefore && cpuAfter
+      ? {
+          cpu: {
+            server: ticksPerRequest(cpuAfter.server - cpuBefore.server),
+            postgres: ticksPerRequest(cpuAfter.postgres - cpuBefore.postgres),
+            generator: perRequest((generator.user + generator.system) / 1000),
+          },
+        }
+      : {}),
   };
 }
 
@@ -306,7 +315,7 @@ export async function analyzeDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** One statement on a connection of its own. */
-async function runOn(url: string, text: string): Promise<void> {
+export async function runOn(url: string, text: string): Promise<void> {
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: url });
   await c.connect();

@@ -15,7 +15,7 @@
 // change: one run with it, one without).
 import { spawn } from 'node:child_process';
 import pg from 'pg';
-import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, startCoffer } from './lib.ts';
+import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, runOn, startCoffer } from './lib.ts';
 
 const step = process.argv[2] ?? 'intent';
 const seconds = Number(process.argv[3] ?? 10);
@@ -81,12 +81,7 @@ if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amou
 // autovacuum may be off (it is on this project's benchmark machine), and plans made for the
 // near-empty tables of the set-up (a sequential scan of idempotency_keys) would be kept.
 await analyzeDatabase(databaseUrl);
-if (process.env.PROFILE_SQL) {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  await c.query(process.env.PROFILE_SQL);
-  await c.end();
-}
+if (process.env.PROFILE_SQL) await runOn(databaseUrl, process.env.PROFILE_SQL);
 const statements = await admin.query('select pg_stat_statements_reset()').then(
   () => true,
   () => false,

@@ -88,6 +88,30 @@ export interface GroupCheck extends KeyCheck {
 export interface GroupRead extends GroupCheck, AuthorizeContext {}
 
 /**
+ * An authorize's context (AuthorizeContext) as select-list columns and the joins they need, over
+ * a row source that names the intent's id, merchant, wallet and gift with these expressions and
+ * has the locked wallets' accounts in a CTE `acc`: the same read for an authorize alone
+ * (GROUP_CONTEXT) and for a group (GROUP_READ).
+ */
+function contextSelect(e: { intentId: string; clientId: string; walletId: string; giftId: string }): { columns: string; joins: string } {
+  return {
+    columns: `(select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = ${e.intentId}) as "paymentIds",
+      (select row_to_json(p) from payments p where p.intent_id = ${e.intentId} and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
+      (select row_to_json(a) from authorization_attempts a where a.intent_id = ${e.intentId} and a.state = 'processing' limit 1) as "openAttempt",
+      w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+      (select la.id from linked_accounts la where la.client_id = ${e.clientId} and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
+      (select json_agg(json_build_array(acc.id, acc.code, acc.balance) order by acc.id) from acc where acc.owner_id = ${e.walletId}) as "walletAccounts",
+      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = ${e.giftId} and a.code = 'gift.available') as "giftAvailable"`,
+    // Lateral: each wallet and user through its primary key, whatever the tables' statistics
+    // said when the plan was cached (joined, the plan hashed a scan of the whole table).
+    joins: `left join lateral (select w.status, w.user_id from wallets w where w.client_id = ${e.clientId} and w.id = ${e.walletId}) w on true
+    left join lateral (select u.id, u.kyc_status from users u where u.id = w.user_id) u on true`,
+  };
+}
+
+const GROUP_READ_CONTEXT = contextSelect({ intentId: '(chk.i).id', clientId: 'chk.client_id', walletId: '(chk.i).wallet_id', giftId: '(chk.i).gift_id' });
+
+/**
  * A group of authorizes' one read, in one statement and in order. First each one's idempotency
  * check (the key's lock, then its stored outcome: idempotency_check, migration 0007; a request
  * without a key counts as holding one with nothing stored) and its intent, locked without
@@ -125,17 +149,9 @@ const GROUP_READ = statement(
     )
     select chk.locked, chk.fingerprint, chk.status_code, chk.response_body, chk.expires_at,
       case when (chk.i).id is not null then row_to_json(chk.i) end as intent_row,
-      (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = (chk.i).id) as "paymentIds",
-      (select row_to_json(p) from payments p where p.intent_id = (chk.i).id and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
-      (select row_to_json(a) from authorization_attempts a where a.intent_id = (chk.i).id and a.state = 'processing' limit 1) as "openAttempt",
-      w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
-      (select la.id from linked_accounts la where la.client_id = chk.client_id and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
-      (select json_agg(json_build_array(acc.id, acc.code, acc.balance) order by acc.id) from acc where acc.owner_id = (chk.i).wallet_id) as "walletAccounts",
-      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = (chk.i).gift_id and a.code = 'gift.available') as "giftAvailable"
+      ${GROUP_READ_CONTEXT.columns}
     from chk
-    -- Lateral: each wallet and user through its primary key (as GROUP_CONTEXT).
-    left join lateral (select w.status, w.user_id from wallets w where w.client_id = chk.client_id and w.id = (chk.i).wallet_id) w on true
-    left join lateral (select u.id, u.kyc_status from users u where u.id = w.user_id) u on true
+    ${GROUP_READ_CONTEXT.joins}
     order by chk.n`,
 );
 
@@ -159,6 +175,8 @@ export async function readAuthorizeGroup(
  * ledger accounts are locked first, all of them in id order (two groups locking the same
  * wallets cannot deadlock), and each member gets its wallet's accounts with their balances.
  */
+const GROUP_CONTEXT_SELECT = contextSelect({ intentId: 'm.intent_id', clientId: 'm.client_id', walletId: 'm.wallet_id', giftId: 'm.gift_id' });
+
 const GROUP_CONTEXT = statement(
   'authorize_group_context',
   `with m as (
@@ -167,19 +185,9 @@ const GROUP_CONTEXT = statement(
       select a.owner_id, a.id, a.code, a.balance from ledger_accounts a
       where a.owner_type = 'wallet' and a.owner_id = any($5::uuid[]) and a.code not like '%.pending' order by a.id for no key update
     )
-    select
-      (select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = m.intent_id) as "paymentIds",
-      (select row_to_json(p) from payments p where p.intent_id = m.intent_id and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
-      (select row_to_json(a) from authorization_attempts a where a.intent_id = m.intent_id and a.state = 'processing' limit 1) as "openAttempt",
-      w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
-      (select la.id from linked_accounts la where la.client_id = m.client_id and la.user_id = u.id and la.status = 'Connected' order by la.created_at, la.id limit 1) as "linkedAccountId",
-      (select json_agg(json_build_array(acc.id, acc.code, acc.balance) order by acc.id) from acc where acc.owner_id = m.wallet_id) as "walletAccounts",
-      (select a.balance from ledger_accounts a where a.owner_type = 'gift' and a.owner_id = m.gift_id and a.code = 'gift.available') as "giftAvailable"
+    select ${GROUP_CONTEXT_SELECT.columns}
     from m
-    -- Lateral: each wallet and user through its primary key, whatever the tables' statistics
-    -- said when the plan was cached (joined, the plan hashed a scan of the whole table).
-    left join lateral (select w.status, w.user_id from wallets w where w.client_id = m.client_id and w.id = m.wallet_id) w on true
-    left join lateral (select u.id, u.kyc_status from users u where u.id = w.user_id) u on true
+    ${GROUP_CONTEXT_SELECT.joins}
     order by m.n`,
 );
 
