@@ -2,7 +2,7 @@
 // autocannon from this process, report requests per second and latency percentiles.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,7 @@ export interface LoadResult {
   rps: number;
   p50: number;
   p99: number;
-  /** The slowest response (ms): stored in bench/results, not shown in the tables. */
+  /** The slowest response (ms): in the raw results file (writeResults), not in the tables. */
   max?: number;
   requests: number;
   non2xx: number;
@@ -238,6 +238,19 @@ export async function merchant(server: CofferServer, settings?: Record<string, u
   return { 'client-id': created.data.id as string, authorization: `Bearer ${created.data.attributes.secret as string}` };
 }
 
+/**
+ * Writes a run's raw figures to bench/results/<name>.json (outputs, ignored by git) and prints
+ * where they went.
+ */
+export async function writeResults(name: string, data: unknown): Promise<string> {
+  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `${name}.json`);
+  await writeFile(file, `${JSON.stringify(data, null, 2)}\n`);
+  process.stdout.write(`Raw results: ${path.relative(process.cwd(), file)}\n`);
+  return file;
+}
+
 export function machine(): string {
   const cpus = os.cpus();
   return `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
@@ -307,8 +320,8 @@ export async function freshDatabase(serverUrl: string, prefix: string): Promise<
  * minute ago has none yet (autovacuum visits each database about once a minute, and this
  * project's benchmark machine runs PostgreSQL with it off), so the plans PostgreSQL caches for
  * prepared statements are made for tables it takes to be nearly empty, and kept as they grow (a
- * group's intent update scanned the whole table, its check walked the merchant's index:
- * docs/benchmarks.md). Rows that measure a step on grown tables run after one.
+ * group's intent update scanned the whole table, its check walked the merchant's index; see
+ * docs/operations.md). Rows that measure a step on grown tables run after one.
  */
 export async function analyzeDatabase(databaseUrl: string): Promise<void> {
   await runOn(databaseUrl, 'analyze');

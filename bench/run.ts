@@ -1,14 +1,14 @@
 // Benchmarks: npm run bench -- [users|money|webhooks|checkout ...] [--db pglite|postgres|both] [--duration S]
 // Each server runs as its own process and is driven by autocannon (50 connections) from this
 // process; server, database and load generator share the machine. Prints a markdown table per
-// database and writes the raw figures to bench/results/. PostgreSQL runs use the server in
+// database, writes the raw figures to bench/results/<time>.json and prints that path.
+// PostgreSQL runs use the server in
 // DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with a fresh database.
-import { mkdir, writeFile } from 'node:fs/promises';
 import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, writeResults, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -306,8 +306,7 @@ for (const db of dbs) {
 }
 process.stdout.write(`\nMachine: ${machine()}\n`);
 await dropDatabases();
-await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-await writeFile(new URL(`./results/${new Date().toISOString().slice(0, 19).replace(/:/g, '')}.json`, import.meta.url), JSON.stringify({ machine: machine(), durationS, report }, null, 2));
+await writeResults(new Date().toISOString().slice(0, 19).replace(/:/g, ''), { machine: machine(), durationS, report });
 
 /** autocannon requests that walk through `paths` in turn, one per request. */
 function rotate(paths: string[]): autocannon.Request[] {

@@ -2,15 +2,15 @@
 // reads, deposits, checkouts of create intent → authorize → capture, webhooks delivered to a
 // local receiver) against one Coffer process for the given time, 50 connections, recorded in
 // 30-second windows: throughput, p99, errors and the server's RSS. At the end the ledger is
-// verified and every event must have been delivered. Results go to bench/results/soak-*.json.
+// verified and every event must have been delivered. The raw figures go to
+// bench/results/soak-<time>.json; the path is printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, startCoffer } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, startCoffer, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
 const minutes = Number(values.minutes);
@@ -130,8 +130,7 @@ const summary = {
   ledgerSound: ledger.data.attributes.sound as boolean,
   windows,
 };
-await mkdir(new URL('./results/', import.meta.url), { recursive: true });
-await writeFile(new URL(`./results/soak-${summary.at.replace(/[:.]/g, '').slice(0, 15)}.json`, import.meta.url), `${JSON.stringify(summary, null, 2)}\n`);
+await writeResults(`soak-${summary.at.replace(/[:.]/g, '').slice(0, 15)}`, summary);
 process.stdout.write(`${JSON.stringify({ ...summary, windows: undefined })}\n`);
 await coffer.stop();
 await dropDatabases();
