@@ -256,15 +256,31 @@ export function machine(): string {
   return `${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${os.type()} ${os.release()}`;
 }
 
+/** The name of the raw transfer yardstick's row (raw-transfer.ts), measured beside money movements. */
+export const RAW_TRANSFER = 'raw pg transfer transaction (8 connections)';
+
+/**
+ * A scenario's rows as a markdown table, each beside a yardstick of the same run: reads beside
+ * the bare route (`reference`), and, when the run measured the raw transfer, everything else
+ * beside that.
+ */
 export function table(results: LoadResult[], reference?: LoadResult): string {
+  const raw = results.find((r) => r.name === RAW_TRANSFER);
+  const write = (r: LoadResult) => raw !== undefined && !r.name.startsWith('GET ');
   const withCpu = results.some((r) => r.cpu);
-  const cpu = (r: LoadResult) => (!withCpu ? '' : r.cpu ? ` ${r.cpu.server.toFixed(2)} + ${r.cpu.postgres.toFixed(2)} + ${(r.cpu.generator ?? 0).toFixed(2)} |` : ' |');
+  const share = (r: LoadResult, of: LoadResult | undefined) => (of && r !== reference && r !== raw ? `${((100 * r.rps) / of.rps).toFixed(1)}%` : '');
+  // Rows without latencies (the raw transfer, the flows count) leave those cells empty.
+  const latency = (r: LoadResult) => (r.p50 === 0 && r.p99 === 0 ? ' | ' : `${r.p50} | ${r.p99}`);
+  const cpu = (r: LoadResult) => {
+    if (!withCpu) return '';
+    const parts = r.cpu ? [r.cpu.server, r.cpu.postgres, r.cpu.generator].filter((v) => v !== undefined) : [];
+    return ` ${parts.map((v) => v.toFixed(2)).join(' + ')} |`;
+  };
   const rows = results.map(
-    (r) =>
-      `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${reference && r !== reference ? `${((100 * r.rps) / reference.rps).toFixed(1)}%` : ''} | ${r.p50} | ${r.p99} | ${r.non2xx + r.errors} |${cpu(r)}`,
+    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
-  const head = `| scenario | req/s | of bare | p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
-  return [head, `|---|---:|---:|---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows].join('\n');
+  const head = `| scenario | req/s | of bare |${raw ? ' of raw transfer |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
+  return [head, `|---|---:|---:|${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows].join('\n');
 }
 
 export type Auth = Awaited<ReturnType<typeof merchant>>;

@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, startBare, startCoffer, table, writeResults, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, writeResults, type LoadResult } from './lib.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -74,7 +74,7 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
 /** The yardstick for money movements on PostgreSQL (see raw-transfer.ts). */
 async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
   const rate = await rawTransferRate(databaseUrl, { durationS });
-  return { name: 'raw pg transfer transaction (8 connections)', rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 };
+  return { name: RAW_TRANSFER, rps: rate, p50: 0, p99: 0, requests: rate * durationS, non2xx: 0, errors: 0 };
 }
 
 /**
@@ -169,7 +169,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       capture((ctx) => ctx.paymentId!),
     ];
     const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never });
-    results.push(whole, { ...whole, name: '  = whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0 });
+    results.push(whole, { ...whole, name: '= whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0, cpu: undefined });
 
     // Each step alone: a batch of intents, then authorize each (at 50 connections, then at 10,
     // where the server is not saturated), then capture what was authorized at 50. Each step's

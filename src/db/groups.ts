@@ -2,8 +2,8 @@
 // together to a function that serves them in one database transaction (deposits, authorizes,
 // captures).
 // Under load a request's share of round trips, statements and commits falls with the size of
-// the group; on two cores shared with PostgreSQL those, not the rows, were most of a request's
-// cost (docs/benchmarks.md). A quiet server runs each request at once, as a group of one.
+// the group; on two cores shared with PostgreSQL those, not the rows, are most of a request's
+// cost (docs/architecture.md). A quiet server runs each request at once, as a group of one.
 import type { Db } from './open.ts';
 
 export type Member<T, R> = T & { resolve(result: R): void; reject(err: unknown): void };

@@ -517,7 +517,7 @@ export const idempotencyKeys = pgTable(
  * ledger_entries, ledger_postings, events) carry no foreign keys, since migration 0010. Each
  * inserted row's keys cost PostgreSQL a trigger and a lookup that locks the parent row (every
  * row of a merchant locked its one `clients` row), ten per authorize: dropping them took
- * PostgreSQL's CPU per authorize from about 0.34 to 0.27 ms (docs/benchmarks.md). What they
+ * PostgreSQL's CPU per authorize from about 0.34 to 0.27 ms (docs/architecture.md). What they
  * guarded holds without them: no parent is ever deleted (clients, wallets, gifts, intents and
  * ledger rows have no delete path), each id written comes from a row the same transaction read
  * or created (the authenticated client, the locked intent and wallet, the entry written in the

@@ -4,7 +4,7 @@
 // statement writes all the transactions, ledger entries, postings, summed balance changes and
 // stored responses; one commit makes them durable together. Under load a deposit's share of
 // round trips, statements and commits falls with the size of the group: on two cores shared
-// with PostgreSQL those, not the rows, were most of a deposit's cost (docs/benchmarks.md).
+// with PostgreSQL those, not the rows, are most of a deposit's cost (docs/architecture.md).
 //
 // Each deposit keeps its own outcome: one refused (no wallet, KYC, a reused key...) is left out
 // of the writes and answered with its error; the others are written. If the group fails as a

@@ -1,0 +1,292 @@
+// The documentation keeps working. Every shell step of README.md and docs/getting-started.md runs,
+// in order, in one bash session against a sandbox started for the purpose, and must end as its
+// `# → NNN …` comment says (or with 2xx answers where it shows none); every relative link in
+// README.md and docs/*.md resolves, #anchors included; no doc tells the project's history.
+//
+// The docs are written to be pasted: ids are captured into shell variables by the steps that
+// make them, so the test only replaces the default ports and the data folder with the sandbox's.
+// A block the test cannot run is preceded by `<!-- docs-test: skip: <why> -->`.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { freshDatabaseUrl } from './harness.ts';
+import { startServer, type ServerProcess } from './process.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const RUN = ['README.md', 'docs/getting-started.md'];
+const LINKED = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const SKIP = /^<!--\s*docs-test:\s*skip:\s*(\S.*?)\s*-->$/;
+
+export interface Block {
+  line: number;
+  code: string;
+  /** Why the test does not run it (from the skip comment before it). */
+  skip?: string;
+}
+
+/** The fenced sh/bash blocks of a markdown document. */
+export function shellBlocks(markdown: string): Block[] {
+  const lines = markdown.split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = lines[i]!.match(/^```\s*(sh|bash|shell)\b/);
+    if (!open) {
+      if (lines[i]!.startsWith('```')) while (++i < lines.length && !lines[i]!.startsWith('```'));
+      continue;
+    }
+    let before = i - 1;
+    while (before >= 0 && lines[before]!.trim() === '') before--;
+    const skip = before >= 0 ? lines[before]!.trim().match(SKIP)?.[1] : undefined;
+    const start = i + 1;
+    while (++i < lines.length && !lines[i]!.startsWith('```'));
+    blocks.push({ line: start + 1, code: lines.slice(start, i).join('\n'), ...(skip ? { skip } : {}) });
+  }
+  return blocks;
+}
+
+export interface Step {
+  /** 1-based line of the step's first line in its document. */
+  line: number;
+  command: string;
+  /** Whether a `# →` comment says what the step gives. */
+  expected: boolean;
+  /** The HTTP status of the step's last curl call (`# → NNN`). */
+  status?: number;
+  /** `"member":value` pairs the comment shows, each of which the step's output must contain. */
+  members: string[];
+  /** A single word the comment shows, which must be the step's whole output. */
+  word?: string;
+}
+
+const isComplete = (text: string) => !/\\$/.test(text) && spawnSync('bash', ['-n'], { input: text }).status === 0;
+
+/** A block's commands (each as bash parses it: continued lines, multi-line quotes), each with what its `# →` comment expects. */
+export function steps(block: Block): Step[] {
+  const out: Step[] = [];
+  let pending: { line: number; lines: string[] } | undefined;
+  const expect = (step: Step | undefined, comment: string) => {
+    const m = comment.match(/#\s*→\s*(?:(\d{3})\b)?(.*)$/);
+    if (!step || !m || step.expected) return;
+    step.expected = true;
+    if (m[1]) step.status = Number(m[1]);
+    const rest = m[2]!.trim();
+    step.members = rest.match(/"[A-Za-z_]\w*":(?:"[^"…]*"|-?\d+(?:\.\d+)?|true|false|null)/g) ?? [];
+    if (/^[A-Za-z]+$/.test(rest)) step.word = rest;
+  };
+  block.code.split('\n').forEach((text, i) => {
+    if (!pending) {
+      if (/^\s*(#|$)/.test(text)) {
+        expect(out.at(-1), text);
+        return;
+      }
+      pending = { line: block.line + i, lines: [] };
+    }
+    pending.lines.push(text);
+    const command = pending.lines.join('\n');
+    if (!isComplete(command)) return;
+    const step: Step = { line: pending.line, command, expected: false, members: [] };
+    out.push(step);
+    for (const l of pending.lines) expect(step, l);
+    pending = undefined;
+  });
+  if (pending) out.push({ line: pending.line, command: pending.lines.join('\n'), expected: false, members: [] });
+  return out;
+}
+
+/** GitHub's anchors for a document's headings. */
+export function anchors(markdown: string): Set<string> {
+  const seen = new Map<string, number>();
+  const result = new Set<string>();
+  for (const heading of withoutFences(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*$/gm)) {
+    const base = heading[1]!
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    result.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return result;
+}
+
+const withoutFences = (markdown: string) => markdown.replace(/^```[\s\S]*?^```/gm, '');
+
+/** The markdown without fenced blocks and inline code (which show links, not make them). */
+const withoutCode = (markdown: string) => withoutFences(markdown).replace(/`[^`\n]*`/g, '');
+
+describe('the docs', () => {
+  test('every relative link in README.md and docs/*.md resolves, #anchors included', async () => {
+    const broken: string[] = [];
+    for (const doc of LINKED) {
+      const markdown = await readFile(path.join(ROOT, doc), 'utf8');
+      for (const [, target] of withoutCode(markdown).matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target!)) continue; // http:, https:, mailto:
+        const [file, anchor] = target!.split('#') as [string, string | undefined];
+        const resolved = file ? path.resolve(path.dirname(path.join(ROOT, doc)), file) : path.join(ROOT, doc);
+        if (!existsSync(resolved)) broken.push(`${doc}: ${target} (no such file)`);
+        else if (anchor && resolved.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor)) broken.push(`${doc}: ${target} (no such heading)`);
+      }
+    }
+    assert.deepEqual(broken, []);
+  });
+
+  test('no doc tells the project’s history', async () => {
+    const history = /\b(earlier|later|previous|this|first|second) session\b|in a slower hour|tried and not kept|\b(previous|earlier|old) code\b|\bthis stop\b/gi;
+    const found: string[] = [];
+    for (const doc of LINKED) {
+      (await readFile(path.join(ROOT, doc), 'utf8')).split('\n').forEach((l, i) => {
+        for (const m of l.matchAll(history)) found.push(`${doc}:${i + 1}: ${m[0]}`);
+      });
+    }
+    assert.deepEqual(found, []);
+  });
+
+  test('the step parser reads continued lines, multi-line quotes and expectations', () => {
+    const parsed = steps({
+      line: 10,
+      code: [
+        'AUTH=(-H "a: b"',
+        '      -H "c: d")',
+        'curl -s $API/x "${AUTH[@]}" \\',
+        `  -d '{"data":{`,
+        `  "type":"X"}}'`,
+        '# → 201 {"data":{"id":"01a1…","type":"X","n":5,"ok":true}}',
+        "curl -s -X POST $API/y -w '%{http_code}\\n'   # → 204",
+        'curl -s $API/z | jq -r .status',
+        '# → 200 Approved',
+        'npx coffer clients list | jq -r .clients[0].name',
+        '# → Acme',
+        '# → 404 a second comment is prose',
+      ].join('\n'),
+    });
+    assert.deepEqual(
+      parsed.map((s) => [s.line, s.command.split('\n').length, s.status, s.members, s.word]),
+      [
+        [10, 2, undefined, [], undefined],
+        [12, 3, 201, ['"type":"X"', '"n":5', '"ok":true'], undefined],
+        [16, 1, 204, [], undefined],
+        [17, 1, 200, [], 'Approved'],
+        [19, 1, undefined, [], 'Acme'],
+      ],
+    );
+  });
+
+  test('the walk-throughs have steps to run, and every skipped block says why', async () => {
+    for (const doc of RUN) {
+      const markdown = await readFile(path.join(ROOT, doc), 'utf8');
+      assert.ok(shellBlocks(markdown).some((b) => !b.skip), `${doc} has no shell block to run`);
+      for (const l of markdown.split('\n').filter((l) => l.includes('docs-test'))) assert.match(l.trim(), SKIP, `${doc}: a skip marker is <!-- docs-test: skip: <why> -->`);
+    }
+  });
+});
+
+describe('the walk-throughs, against a sandbox', () => {
+  let dir: string;
+  let server: ServerProcess;
+
+  before(async () => {
+    for (const tool of ['jq', 'curl']) {
+      const found = spawnSync(tool, ['--version']).status === 0;
+      assert.ok(found, `the docs' walk-throughs use ${tool}: install it (Debian: apt-get install ${tool}; macOS: brew install ${tool})`);
+    }
+    dir = await mkdtemp(path.join(tmpdir(), 'coffer-docs-'));
+    // A sandbox as `npm start` makes it: generated secrets and a demo merchant in its data folder.
+    server = await startServer({
+      DATA_DIR: path.join(dir, 'data'),
+      DATABASE_URL: await freshDatabaseUrl(),
+      COFFER_ENV: 'sandbox',
+      ADMIN_TOKEN: undefined,
+      CARD_ENCRYPTION_KEY: undefined,
+      WIDGET_SIGNING_KEY: undefined,
+      LOG_LEVEL: 'warn',
+    });
+    await server.waitFor(/Stop with Ctrl-C/, 60_000);
+  });
+  after(async () => {
+    server?.kill('SIGTERM');
+    await server?.exited;
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  for (const doc of RUN) {
+    test(`${doc}: every step does what its comment says`, { timeout: 300_000 }, async () => {
+      await runDoc(doc, server, dir);
+    });
+  }
+});
+
+/** The default addresses in the docs, and what they are for this sandbox. */
+function substitutions(server: ServerProcess, dataDir: string): [string, string][] {
+  const { api, card, pay, admin } = server.ports;
+  return [
+    ['localhost:3000', `localhost:${api}`],
+    ['localhost:3001', `localhost:${card}`],
+    ['localhost:3002', `localhost:${pay}`],
+    ['localhost:3003', `localhost:${admin}`],
+    ['.coffer/data', dataDir],
+  ];
+}
+
+async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<void> {
+  const dataDir = path.join(dir, 'data');
+  const subs = substitutions(server, dataDir);
+  const all = shellBlocks(await readFile(path.join(ROOT, doc), 'utf8'))
+    .filter((b) => !b.skip)
+    .flatMap((b) => steps({ ...b, code: subs.reduce((code, [from, to]) => code.split(from).join(to), b.code) }));
+  const out = await mkdtemp(path.join(dir, 'steps-'));
+  // Each curl call records its response's status; each step its output and exit code. The
+  // session stops at the first step that fails.
+  const script = [
+    'set -o pipefail',
+    'curl() {',
+    '  local headers; headers=$(mktemp)',
+    '  command curl -D "$headers" "$@"; local rc=$?',
+    `  echo "$DOCS_STEP $(awk '/^HTTP\\//{s=$2} END{print s}' "$headers")" >> "$DOCS_OUT/statuses"`,
+    '  rm -f "$headers"; return $rc',
+    '}',
+    ...all.flatMap((s, i) => [
+      `DOCS_STEP=${i}`,
+      '{',
+      s.command,
+      `} > "$DOCS_OUT/${i}.out" 2> "$DOCS_OUT/${i}.err"`,
+      `echo $? > "$DOCS_OUT/${i}.rc"; [ "$(cat "$DOCS_OUT/${i}.rc")" = 0 ] || exit 1`,
+    ]),
+  ].join('\n');
+  await writeFile(path.join(out, 'script.sh'), script);
+  const { ports } = server;
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !['DATABASE_URL', 'ADMIN_TOKEN', 'COFFER_ADMIN_URL'].includes(k)) env[k] = v;
+  // The reader's shell next to `npm start`: the sandbox's data folder and ports (the CLI reads both).
+  Object.assign(env, { DOCS_OUT: out, DATA_DIR: dataDir, PORT: String(ports.api), CARD_PORT: String(ports.card), PAY_PORT: String(ports.pay), ADMIN_PORT: String(ports.admin) });
+  const bash = spawn('bash', [path.join(out, 'script.sh')], { cwd: ROOT, env, stdio: 'ignore', detached: true });
+  const timer = setTimeout(() => process.kill(-bash.pid!, 'SIGKILL'), 240_000); // the session and whatever it started
+  await new Promise((resolve) => bash.once('exit', resolve));
+  clearTimeout(timer);
+
+  const statuses = existsSync(path.join(out, 'statuses')) ? readFileSync(path.join(out, 'statuses'), 'utf8').trim().split('\n') : [];
+  all.forEach((s, i) => {
+    const file = (ext: string) => (existsSync(path.join(out, `${i}.${ext}`)) ? readFileSync(path.join(out, `${i}.${ext}`), 'utf8') : undefined);
+    const rc = file('rc');
+    const output = file('out') ?? '';
+    const got = statuses.filter((l) => l.startsWith(`${i} `)).map((l) => Number(l.split(' ')[1]));
+    const where = `${doc}:${s.line}\n${s.command}\n--- output:\n${output.slice(0, 2000)}\n--- stderr:\n${(file('err') ?? '').slice(0, 2000)}\n--- HTTP statuses: ${got.join(', ') || 'none'}`;
+    assert.ok(rc !== undefined, `${doc}: the session stopped before this step:\n${where}`);
+    assert.equal(rc.trim(), '0', `the step failed (exit code ${rc.trim()}):\n${where}`);
+    const last = got.at(-1);
+    if (s.status !== undefined) assert.equal(last, s.status, `the step's comment says ${s.status}:\n${where}`);
+    for (const [k, status] of got.entries()) {
+      if (s.status !== undefined && k === got.length - 1) continue;
+      assert.ok(status >= 200 && status < 300, `an HTTP call of the step answered ${status} (its comment shows no other status):\n${where}`);
+    }
+    for (const member of s.members) {
+      const found = member.endsWith('"') ? output.includes(member) : new RegExp(`${member.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w.])`).test(output);
+      assert.ok(found, `the step's output lacks ${member}, which its comment shows:\n${where}`);
+    }
+    if (s.word !== undefined) assert.equal(output.trim(), s.word, `the step's comment shows ${s.word}:\n${where}`);
+  });
+}
