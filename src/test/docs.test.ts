@@ -22,7 +22,7 @@ const RUN = ['README.md', 'docs/getting-started.md'];
 const LINKED = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
 const SKIP = /^<!--\s*docs-test:\s*skip:\s*(\S.*?)\s*-->$/;
 
-export interface Block {
+interface Block {
   line: number;
   code: string;
   /** Why the test does not run it (from the skip comment before it). */
@@ -30,7 +30,7 @@ export interface Block {
 }
 
 /** The fenced sh/bash blocks of a markdown document. */
-export function shellBlocks(markdown: string): Block[] {
+function shellBlocks(markdown: string): Block[] {
   const lines = markdown.split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -49,7 +49,7 @@ export function shellBlocks(markdown: string): Block[] {
   return blocks;
 }
 
-export interface Step {
+interface Step {
   /** 1-based line of the step's first line in its document. */
   line: number;
   command: string;
@@ -66,7 +66,7 @@ export interface Step {
 const isComplete = (text: string) => !/\\$/.test(text) && spawnSync('bash', ['-n'], { input: text }).status === 0;
 
 /** A block's commands (each as bash parses it: continued lines, multi-line quotes), each with what its `# →` comment expects. */
-export function steps(block: Block): Step[] {
+function steps(block: Block): Step[] {
   const out: Step[] = [];
   let pending: { line: number; lines: string[] } | undefined;
   const expect = (step: Step | undefined, comment: string) => {
@@ -99,7 +99,7 @@ export function steps(block: Block): Step[] {
 }
 
 /** GitHub's anchors for a document's headings. */
-export function anchors(markdown: string): Set<string> {
+function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const result = new Set<string>();
   for (const heading of withoutFences(markdown).matchAll(/^#{1,6}\s+(.+?)\s*#*$/gm)) {
