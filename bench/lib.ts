@@ -242,13 +242,12 @@ export async function merchant(server: CofferServer, settings?: Record<string, u
  * Writes a run's raw figures to bench/results/<name>.json (outputs, ignored by git) and prints
  * where they went.
  */
-export async function writeResults(name: string, data: unknown): Promise<string> {
+export async function writeResults(name: string, data: unknown): Promise<void> {
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `${name}.json`);
   await writeFile(file, `${JSON.stringify(data, null, 2)}\n`);
   process.stdout.write(`Raw results: ${path.relative(process.cwd(), file)}\n`);
-  return file;
 }
 
 export function machine(): string {

@@ -1,9 +1,9 @@
 // Benchmarks: npm run bench -- [users|money|webhooks|checkout ...] [--db pglite|postgres|both] [--duration S]
 // Each server runs as its own process and is driven by autocannon (50 connections) from this
 // process; server, database and load generator share the machine. Prints a markdown table per
-// database, writes the raw figures to bench/results/<time>.json and prints that path.
-// PostgreSQL runs use the server in
-// DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with a fresh database.
+// database, writes the raw figures to bench/results/<time>.json and prints that path. PostgreSQL
+// runs use the server in DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with
+// a fresh database.
 import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
