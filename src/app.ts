@@ -98,8 +98,8 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
   const bank = ctx.providers.bankTransfers;
-  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: bank, now }) });
-  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: bank, now }) });
+  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
+  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }) });
   const rc = renderContext(ctx);
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
@@ -110,7 +110,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   const reported = bank.reportsStatus;
   ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now, withoutBankPart: reported }) });
   if (reported) {
-    ctx.jobs.register({ name: 'payment-pulls', intervalMs: 250, batch: PAYMENT_PULL_BATCH, run: () => sendPaymentPulls(ctx.db, { provider: bank, now }) });
+    ctx.jobs.register({ name: 'payment-pulls', intervalMs: 250, batch: PAYMENT_PULL_BATCH, run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
     ctx.jobs.register({ name: 'bank-transfer-status', intervalMs: 250, batch: STATUS_BATCH, run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }) });
   }
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the

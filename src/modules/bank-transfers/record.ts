@@ -2,6 +2,7 @@
 // payment pulls) call this once the provider has answered; with a bank that reports status,
 // each transfer is also kept for the status job to ask about, in the same transaction as the
 // subject's own record, so a transfer is never accepted and then forgotten.
+import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Executor } from '../../db/open.ts';
 import { MIN_CHECK_DELAY_MS } from '../../jobs/backoff.ts';
 import * as q from './sql.ts';
@@ -31,4 +32,9 @@ export async function recordSentTransfers(db: Db, o: { track: boolean; transfers
     await q.insertTransfers(tx, o.transfers, o.now, new Date(o.now.getTime() + MIN_CHECK_DELAY_MS));
     await o.record(tx);
   });
+}
+
+/** One line per round for the transfers the bank did not take (each is sent again next round). */
+export function logUnsent(log: FastifyBaseLogger | undefined, what: string, failed: unknown[]): void {
+  if (failed.length > 0) log?.warn({ err: failed[0], failed: failed.length }, `the bank did not take ${failed.length} ${what}; they are sent again next round`);
 }

@@ -14,8 +14,9 @@ import { apiError } from '../../http/errors.ts';
 import { balancesOf, clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
+import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
@@ -297,16 +298,22 @@ export const PAYMENT_PULL_BATCH = 100;
  * instead of settling at a time of its own. A pull the bank did not take is sent again when its
  * lease runs out.
  */
-export async function sendPaymentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+export async function sendPaymentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const now = opts.now();
   const due = await q.claimDueBankPulls(db, now, new Date(now.getTime() + PULL_LEASE_MS), PAYMENT_PULL_BATCH);
   const sent: TrackedTransfer[] = [];
+  const failed: unknown[] = [];
   await Promise.all(
     due.map(async (p) => {
-      const pulled = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId }).catch(() => undefined);
-      if (pulled) sent.push({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef: pulled.providerRef });
+      try {
+        const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId });
+        sent.push({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef });
+      } catch (err) {
+        failed.push(err);
+      }
     }),
   );
+  logUnsent(opts.log, 'payment pulls', failed);
   await recordSentTransfers(db, { track: true, transfers: sent, now, record: (tx) => q.awaitBankReport(tx, sent.map((t) => t.reference)) });
   return sent.length;
 }

@@ -11,8 +11,9 @@ import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
 import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
 import { postEntry, type EntryInput, type Posting } from '../../ledger/post.ts';
+import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { resolveSettings, type ClientSettings } from '../clients/settings.ts';
 import { findClient } from '../clients/sql.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
@@ -125,15 +126,21 @@ export const PULL_BATCH = 200;
  * so a pull sent twice (two processes, or a crash before the reference was recorded) is still
  * one transfer.
  */
-export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPulls(db, PULL_BATCH);
   const sent: TrackedTransfer[] = [];
+  const failed: unknown[] = [];
   await Promise.all(
     due.map(async (p) => {
-      const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId }).catch(() => ({ providerRef: '' }));
-      if (providerRef) sent.push({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef });
+      try {
+        const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId });
+        sent.push({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef });
+      } catch (err) {
+        failed.push(err);
+      }
     }),
   );
+  logUnsent(opts.log, 'deposit pulls', failed);
   await recordSentTransfers(db, {
     track: opts.provider.reportsStatus,
     transfers: sent,

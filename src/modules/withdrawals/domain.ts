@@ -7,8 +7,9 @@ import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
+import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { connectedAccounts } from '../linked-accounts/sql.ts';
 import { findUser } from '../users/sql.ts';
 import { getWallet } from '../wallets/domain.ts';
@@ -64,12 +65,13 @@ export const PUSH_BATCH = 100;
  * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
  * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
  */
-export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentWithdrawals(db, PUSH_BATCH);
   if (due.length === 0) return 0;
   const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
   let sent = 0;
+  const failed: unknown[] = [];
   for (const w of due) {
     try {
       const pushes: TrackedTransfer[] = [];
@@ -81,10 +83,12 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
       const providerRef = pushes.map((p) => p.providerRef).join(',');
       await recordSentTransfers(db, { track: opts.provider.reportsStatus, transfers: pushes, now: opts.now(), record: (ex) => q.recordProviderRef(ex, w.id, providerRef) });
       sent++;
-    } catch {
+    } catch (err) {
       // The provider is unreachable: the next round tries again with the same references.
+      failed.push(err);
     }
   }
+  logUnsent(opts.log, 'withdrawals\' pushes', failed);
   return sent;
 }
 
