@@ -82,6 +82,17 @@ describe("live on the operator's provider adapters", () => {
     assert.throws(() => createProviders(t.ctx.config, t.ctx.db, { kyc: new SandboxKyc() }), /live never runs a sandbox provider: kyc has no adapter \(KYC_PROVIDER_URL\)/);
   });
 
+  test('a sandbox uses an adapter for each port that has a URL and its own providers for the rest', async () => {
+    const sandbox = await createTestApp({ env: { CARD_PROCESSOR_PROVIDER_URL: url, PROVIDER_SIGNING_SECRET } });
+    try {
+      assert.ok(sandbox.ctx.providers.cardProcessor instanceof HttpPort);
+      assert.ok(sandbox.ctx.providers.kyc instanceof SandboxKyc);
+      assert.equal(sandbox.ctx.providers.bankTransfers.reportsStatus, false, "the sandbox's bank: settlement simulated, as without adapters");
+    } finally {
+      await sandbox.close();
+    }
+  });
+
   test('KYC is decided by the adapter: a "Fake Person" born 1900-01-01 stays Pending while it has not decided, then is what it says', async () => {
     adapter.kycDecisionMs = 3_600_000;
     const u = await createUser(t, m);

@@ -54,8 +54,3 @@ export async function finishTransfer(db: Executor, reference: string, o: { statu
   await db.update(bankTransfers).set({ status: o.status, failureReason: o.failureReason, finishedAt: o.now, updatedAt: o.now }).where(eq(bankTransfers.reference, reference));
 }
 
-/** The transfers kept for these subjects (tests, operators). */
-export async function transfersOf(db: Executor, subjectIds: string[]): Promise<BankTransferRow[]> {
-  if (subjectIds.length === 0) return [];
-  return db.select().from(bankTransfers).where(inArray(bankTransfers.subjectId, subjectIds)).orderBy(bankTransfers.reference);
-}

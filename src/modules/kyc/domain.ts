@@ -85,7 +85,7 @@ const DECISION_LEASE_MS = 60_000;
 /**
  * One round of the provider's answers. Due applications are claimed with a lease; each is sent to
  * the provider (once: its id is the provider's idempotency key) or, once sent, its answer asked
- * for, outside any transaction. A decision is recorded (user status and application together)
+ * for, all at once and outside any transaction. A decision is recorded (user status and application together)
  * in its own transaction; an application still pending is asked about again later, less often
  * the longer it waits; one the provider did not answer for stays leased and is tried again when
  * the lease runs out.
@@ -97,28 +97,29 @@ export async function decideDueKycApplications(
   const now = opts.now();
   const claimed = await q.claimDueApplications(db, now, new Date(now.getTime() + DECISION_LEASE_MS), 50);
   let decided = 0;
-  for (const app of claimed) {
-    let answer;
-    try {
-      answer = app.sentAt ? await opts.provider.status(submissionOf(app)) : await opts.provider.submit(submissionOf(app));
-    } catch (err) {
-      opts.log?.warn({ err, applicationId: app.id }, 'the KYC provider did not answer; the application is tried again later');
-      continue;
-    }
-    const at = opts.now();
-    if (answer === 'Pending') {
-      const sentAt = app.sentAt ?? at;
-      await q.awaitDecision(db, app.id, sentAt, nextCheckAt(at, sentAt));
-      continue;
-    }
-    await db.transaction(async (tx) => {
-      const row = await q.decideApplication(tx, app.id, answer, at);
-      if (!row) return;
-      const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: answer, updatedAt: at });
-      await opts.onDecision?.(tx, { user, application: row, decision: answer, now: at });
-      decided++;
-    });
-  }
+  await Promise.all(
+    claimed.map(async (app) => {
+      let answer;
+      try {
+        answer = app.sentAt ? await opts.provider.status(submissionOf(app)) : await opts.provider.submit(submissionOf(app));
+      } catch (err) {
+        opts.log?.warn({ err, applicationId: app.id }, 'the KYC provider did not answer; the application is tried again later');
+        return;
+      }
+      const at = opts.now();
+      if (answer === 'Pending') {
+        const sentAt = app.sentAt ?? at;
+        return q.awaitDecision(db, app.id, sentAt, nextCheckAt(at, sentAt));
+      }
+      await db.transaction(async (tx) => {
+        const row = await q.decideApplication(tx, app.id, answer, at);
+        if (!row) return;
+        const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: answer, updatedAt: at });
+        await opts.onDecision?.(tx, { user, application: row, decision: answer, now: at });
+        decided++;
+      });
+    }),
+  );
   return decided;
 }
 

@@ -62,11 +62,12 @@ export class AdapterClient {
     const path = op.path.replace(':reference', encodeURIComponent(input.reference));
     const payload = op.request === null ? '' : JSON.stringify(input);
     const id = `msg_${randomUUID()}`;
+    const now = new Date();
     const headers: Record<string, string> = {
       accept: 'application/json',
       'webhook-id': id,
-      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
-      'webhook-signature': this.#signer.sign(id, new Date(), payload),
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': this.#signer.sign(id, now, payload),
     };
     if (op.method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': input.reference });
 
