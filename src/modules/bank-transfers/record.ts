@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Executor } from '../../db/open.ts';
 import { MIN_CHECK_DELAY_MS } from '../../jobs/backoff.ts';
+import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import * as q from './sql.ts';
 
 export type TransferPurpose = 'deposit' | 'withdrawal' | 'payment';
@@ -32,6 +33,31 @@ export async function recordSentTransfers(db: Db, o: { track: boolean; transfers
     await q.insertTransfers(tx, o.transfers, o.now, new Date(o.now.getTime() + MIN_CHECK_DELAY_MS));
     await o.record(tx);
   });
+}
+
+/**
+ * Starts a pull for each item at once, outside any transaction; returns those the bank took. The
+ * others are sent again by a later round, with the same references.
+ */
+export async function startPulls(
+  provider: BankTransferProvider,
+  items: (Omit<TrackedTransfer, 'direction' | 'providerRef'> & { externalId: string })[],
+  o: { log?: FastifyBaseLogger; what: string },
+): Promise<TrackedTransfer[]> {
+  const sent: TrackedTransfer[] = [];
+  const failed: unknown[] = [];
+  await Promise.all(
+    items.map(async ({ externalId, ...t }) => {
+      try {
+        const { providerRef } = await provider.initiatePull({ reference: t.reference, amount: t.amount, linkedAccountExternalId: externalId });
+        sent.push({ ...t, direction: 'pull', providerRef });
+      } catch (err) {
+        failed.push(err);
+      }
+    }),
+  );
+  logUnsent(o.log, o.what, failed);
+  return sent;
 }
 
 /** One line per round for the transfers the bank did not take (each is sent again next round). */

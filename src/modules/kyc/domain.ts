@@ -1,8 +1,8 @@
 // KYC: disclosures, the application, the provider's decision (decisions §5).
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import type { FastifyBaseLogger } from 'fastify';
 import { nextCheckAt } from '../../jobs/backoff.ts';
 import type { KycDecision, KycProvider, KycSubmission } from '../../providers/kyc.ts';
 import { getUser } from '../users/domain.ts';
@@ -85,10 +85,10 @@ const DECISION_LEASE_MS = 60_000;
 /**
  * One round of the provider's answers. Due applications are claimed with a lease; each is sent to
  * the provider (once: its id is the provider's idempotency key) or, once sent, its answer asked
- * for, all at once and outside any transaction. A decision is recorded (user status and application together)
- * in its own transaction; an application still pending is asked about again later, less often
- * the longer it waits; one the provider did not answer for stays leased and is tried again when
- * the lease runs out.
+ * for, all at once and outside any transaction. A decision is recorded (user status and
+ * application together) in its own transaction; an application still pending is asked about
+ * again later, less often the longer it waits; one the provider did not answer for stays leased
+ * and is tried again when the lease runs out.
  */
 export async function decideDueKycApplications(
   db: Db,

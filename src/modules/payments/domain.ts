@@ -6,6 +6,7 @@
 //   (authorize, declined) → Failed          (POST /payments) → Processing
 //
 // Anything else is 400 IllegalOperation.
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
@@ -14,9 +15,8 @@ import { apiError } from '../../http/errors.ts';
 import { balancesOf, clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
-import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
@@ -301,19 +301,11 @@ export const PAYMENT_PULL_BATCH = 100;
 export async function sendPaymentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const now = opts.now();
   const due = await q.claimDueBankPulls(db, now, new Date(now.getTime() + PULL_LEASE_MS), PAYMENT_PULL_BATCH);
-  const sent: TrackedTransfer[] = [];
-  const failed: unknown[] = [];
-  await Promise.all(
-    due.map(async (p) => {
-      try {
-        const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId });
-        sent.push({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef });
-      } catch (err) {
-        failed.push(err);
-      }
-    }),
+  const sent = await startPulls(
+    opts.provider,
+    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    { log: opts.log, what: 'payment pulls' },
   );
-  logUnsent(opts.log, 'payment pulls', failed);
   await recordSentTransfers(db, { track: true, transfers: sent, now, record: (tx) => q.awaitBankReport(tx, sent.map((t) => t.reference)) });
   return sent.length;
 }

@@ -5,15 +5,15 @@
 //             fee: fee counterparty available −fee (or deducted from the credit) │ platform.fees +fee
 //   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
 //   fail      everything back to external.bank; the fee returned to whoever paid it
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
 import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
 import { postEntry, type EntryInput, type Posting } from '../../ledger/post.ts';
-import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
 import { resolveSettings, type ClientSettings } from '../clients/settings.ts';
 import { findClient } from '../clients/sql.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
@@ -128,19 +128,11 @@ export const PULL_BATCH = 200;
  */
 export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPulls(db, PULL_BATCH);
-  const sent: TrackedTransfer[] = [];
-  const failed: unknown[] = [];
-  await Promise.all(
-    due.map(async (p) => {
-      try {
-        const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId });
-        sent.push({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, direction: 'pull', amount: p.amount, providerRef });
-      } catch (err) {
-        failed.push(err);
-      }
-    }),
+  const sent = await startPulls(
+    opts.provider,
+    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    { log: opts.log, what: 'deposit pulls' },
   );
-  logUnsent(opts.log, 'deposit pulls', failed);
   await recordSentTransfers(db, {
     track: opts.provider.reportsStatus,
     transfers: sent,

@@ -2,12 +2,12 @@
 // linked accounts, split in proportion to what each deposited. Never more than the
 // withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
 // ledger's CHECK fails the transaction when it would go negative, however many race).
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
-import type { FastifyBaseLogger } from 'fastify';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { connectedAccounts } from '../linked-accounts/sql.ts';
