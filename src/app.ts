@@ -12,6 +12,7 @@ import { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import { WebhookDispatcher } from './modules/events/dispatcher.ts';
 import { recordEvent } from './modules/events/record.ts';
 import type { Topic } from './modules/events/topics.ts';
+import { checkDueTransfers, STATUS_BATCH } from './modules/bank-transfers/domain.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { userResource } from './modules/users/render.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
@@ -19,15 +20,15 @@ import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
-import { expireAuthorizations, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
+import { expireAuthorizations, PAYMENT_PULL_BATCH, sendPaymentPulls, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
-import { sandboxProviders, type Providers } from './providers/index.ts';
+import { createProviders, type Providers } from './providers/index.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
   clock?: Clock;
-  /** Replaces some of the sandbox providers (tests). */
+  /** Replaces some of the providers (tests; sandbox only). */
   providers?: Partial<Providers>;
   /** An already open database (tests share one across apps). */
   database?: Database;
@@ -50,7 +51,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     log: opts.log,
     auth: new ClientAuthenticator(database.db, config.authCacheTtlMs),
     jobs: new JobRunner(opts.log),
-    providers: { ...sandboxProviders(database.db, config.cardEncryptionKey), ...opts.providers },
+    providers: createProviders(config, database.db, opts.providers),
     sealer,
     webhooks: new WebhookDispatcher({
       db: database.db,
@@ -89,21 +90,28 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
       decideDueKycApplications(ctx.db, {
         provider: ctx.providers.kyc,
         now,
+        log: ctx.log,
         // The decision's event is written in the decision's transaction (spec: included[0] is the user).
         onDecision: (tx, e) =>
           recordEvent(tx, { clientId: e.user.clientId, topic: KYC_TOPICS[e.decision]!, userId: e.user.id, resource: userResource(e.user, base), now: e.now }).then(() => {}),
       }),
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
-  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
-  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  const bank = ctx.providers.bankTransfers;
+  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
+  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }) });
   const rc = renderContext(ctx);
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
-  // The sandbox bank settles captured payments; a live deployment's bank provider reports settlement.
-  if (ctx.config.environment === 'sandbox') {
-    ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now }) });
+  // Captured payments settle at their settlement time, except (with a bank that reports status,
+  // as every live one does) those with a bank part: that is pulled, and they settle or fail when
+  // the bank reports, as deposits and withdrawals' pushes end (modules/bank-transfers).
+  const reported = bank.reportsStatus;
+  ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now, withoutBankPart: reported }) });
+  if (reported) {
+    ctx.jobs.register({ name: 'payment-pulls', intervalMs: 250, batch: PAYMENT_PULL_BATCH, run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
+    ctx.jobs.register({ name: 'bank-transfer-status', intervalMs: 250, batch: STATUS_BATCH, run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }) });
   }
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
   // same thresholds, checked every minute.

@@ -1,7 +1,8 @@
 // Configuration rules (decisions §1). The process-level refusals are in main.test.ts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, PROVIDER_URL_VARIABLES } from './config.ts';
+import { PROVIDER_SIGNING_SECRET, providerEnv } from './test/harness.ts';
 
 describe('configuration', () => {
   test('defaults: sandbox, 127.0.0.1, ports 3000-3003, links on localhost, PGlite in ./.coffer/data', () => {
@@ -37,16 +38,56 @@ describe('configuration', () => {
     }
   });
 
-  test('live needs DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY and WIDGET_SIGNING_KEY', () => {
-    assert.throws(() => loadConfig({ COFFER_ENV: 'live' }), (err: ConfigError) => err.problems.length === 4);
-    const ok = loadConfig({
-      COFFER_ENV: 'live',
-      DATABASE_URL: 'postgres://db/coffer',
-      ADMIN_TOKEN: 'a'.repeat(40),
-      CARD_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
-      WIDGET_SIGNING_KEY: Buffer.alloc(32).toString('base64'),
-    });
+  test('live needs DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY, WIDGET_SIGNING_KEY, an adapter for every provider and the signing secret', () => {
+    assert.throws(
+      () => loadConfig({ COFFER_ENV: 'live' }),
+      (err: ConfigError) => {
+        assert.equal(err.problems.length, 10, err.problems.join('\n'));
+        for (const name of [...Object.values(PROVIDER_URL_VARIABLES), 'PROVIDER_SIGNING_SECRET']) assert.ok(err.problems.some((p) => p.startsWith(`live requires ${name}`)), name);
+        return true;
+      },
+    );
+    const ok = loadConfig({ ...LIVE, ...providerEnv('https://adapter.internal') });
     assert.equal(ok.environment, 'live');
     assert.equal(ok.cardEncryptionKey?.length, 32);
+    assert.equal(ok.providers.urls.cardProcessor, 'https://adapter.internal');
+    assert.equal(ok.providers.timeoutMs, 10_000);
+  });
+
+  test('provider adapters: https in live (plain http to localhost only), a signing secret with any URL, a well-formed secret', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return [];
+      } catch (err) {
+        return (err as ConfigError).problems;
+      }
+    };
+    assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
+    assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }), [
+      'BANK_LINKING_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+      'BANK_TRANSFERS_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+      'CARD_ISSUER_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+      'CARD_PROCESSOR_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+    ]);
+    // The sandbox may use an adapter for some ports (its own providers for the rest), never unsigned.
+    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'http://adapter.internal' }), ['PROVIDER_SIGNING_SECRET is required when a provider URL is set']);
+    const sandbox = loadConfig({ KYC_PROVIDER_URL: 'http://adapter.internal/', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET, PROVIDER_TIMEOUT_MS: '500' });
+    assert.deepEqual(sandbox.providers.urls, { kyc: 'http://adapter.internal' });
+    assert.equal(sandbox.providers.timeoutMs, 500);
+    for (const secret of ['secret', `whsec_${Buffer.alloc(16).toString('base64')}`]) {
+      assert.deepEqual(problems({ ...LIVE, ...providerEnv('https://a.internal'), PROVIDER_SIGNING_SECRET: secret }), [
+        'PROVIDER_SIGNING_SECRET must be whsec_ followed by at least 32 random bytes in base64',
+      ]);
+    }
+    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), ['KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")']);
   });
 });
+
+const LIVE = {
+  COFFER_ENV: 'live',
+  DATABASE_URL: 'postgres://db/coffer',
+  ADMIN_TOKEN: 'a'.repeat(40),
+  CARD_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
+  WIDGET_SIGNING_KEY: Buffer.alloc(32).toString('base64'),
+};

@@ -55,6 +55,8 @@ export interface Config {
     /** Deliveries in flight at once per process. */
     concurrency: number;
   };
+  /** The outside providers' adapters (docs/providers.md); see loadProviderConfig. */
+  providers: ProviderConfig;
 }
 
 /** Retry delays after each failed attempt (decisions §10): about three days in all. */
@@ -192,6 +194,7 @@ export function loadConfig(env: Env = process.env): Config {
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
       concurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1024),
     },
+    providers: loadProviderConfig({ read, int, environment, problems }),
   };
 
   // Live handles real money: no embedded database and no generated secrets.
@@ -206,6 +209,116 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+// ----- provider adapters (docs/providers.md) ------------------------------------------------
+
+/** Each provider port and the variable naming its adapter's base URL. */
+export const PROVIDER_URL_VARIABLES = {
+  kyc: 'KYC_PROVIDER_URL',
+  bankLinking: 'BANK_LINKING_PROVIDER_URL',
+  bankTransfers: 'BANK_TRANSFERS_PROVIDER_URL',
+  cardIssuer: 'CARD_ISSUER_PROVIDER_URL',
+  cardProcessor: 'CARD_PROCESSOR_PROVIDER_URL',
+} as const;
+export type ProviderPort = keyof typeof PROVIDER_URL_VARIABLES;
+const PROVIDER_LABELS: Record<ProviderPort, string> = {
+  kyc: 'KYC',
+  bankLinking: 'bank-linking',
+  bankTransfers: 'bank-transfers',
+  cardIssuer: 'card-issuer',
+  cardProcessor: 'card-processor',
+};
+export const PROVIDER_PORTS = Object.keys(PROVIDER_URL_VARIABLES) as ProviderPort[];
+
+export interface ProviderConfig {
+  /** The operator's adapter for each port; a port without one uses the sandbox's own (sandbox only). */
+  urls: Partial<Record<ProviderPort, string>>;
+  /** Standard Webhooks secret (`whsec_` + base64) signing requests to the adapters and their answers. */
+  signingSecret: string | undefined;
+  /** A call to an adapter that has not answered in full by then has failed (and is retried later). */
+  timeoutMs: number;
+}
+
+/** The smallest signing secret accepted, in bytes (Standard Webhooks secrets are 24 to 64). */
+const MIN_SIGNING_SECRET_BYTES = 32;
+
+/**
+ * The provider adapters: live refuses to start unless every port has one and the signing secret
+ * is set, so a live deployment can never fall back to a sandbox provider.
+ */
+function loadProviderConfig(c: {
+  read: (name: string) => string | undefined;
+  int: (name: string, fallback: number, min: number, max: number) => number;
+  environment: Environment;
+  problems: string[];
+}): ProviderConfig {
+  const { read, problems } = c;
+  const live = c.environment === 'live';
+  const urls: Partial<Record<ProviderPort, string>> = {};
+  for (const port of PROVIDER_PORTS) {
+    const name = PROVIDER_URL_VARIABLES[port];
+    const raw = read(name);
+    if (raw === undefined) {
+      if (live) problems.push(`live requires ${name} (the ${PROVIDER_LABELS[port]} adapter; docs/providers.md)`);
+      continue;
+    }
+    let u: URL;
+    try {
+      u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      problems.push(`${name} must be an http(s) URL (got "${raw}")`);
+      continue;
+    }
+    // Card numbers and applicants' data travel on these calls: outside this machine, only over TLS.
+    if (live && u.protocol !== 'https:' && !['localhost', '127.0.0.1', '[::1]'].includes(u.hostname)) {
+      problems.push(`${name} must be an https:// URL in live (plain http only to localhost)`);
+      continue;
+    }
+    urls[port] = raw.replace(/\/+$/, '');
+  }
+  const signingSecret = read('PROVIDER_SIGNING_SECRET');
+  if (signingSecret === undefined) {
+    if (live) problems.push('live requires PROVIDER_SIGNING_SECRET (signs every call to the provider adapters)');
+    else if (Object.keys(urls).length > 0) problems.push('PROVIDER_SIGNING_SECRET is required when a provider URL is set');
+  } else if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(signingSecret) || Buffer.from(signingSecret.slice(6), 'base64').length < MIN_SIGNING_SECRET_BYTES) {
+    problems.push(`PROVIDER_SIGNING_SECRET must be whsec_ followed by at least ${MIN_SIGNING_SECRET_BYTES} random bytes in base64`);
+  }
+  return { urls, signingSecret, timeoutMs: c.int('PROVIDER_TIMEOUT_MS', 10_000, 100, 60_000) };
+}
+
+export interface ReferenceAdapterConfig {
+  host: string;
+  port: number;
+  signingSecret: string;
+  /** How long after acceptance a bank transfer settles (or fails). */
+  settleMs: number;
+  /** How long after submission a KYC application is decided. */
+  kycDecisionMs: number;
+}
+
+/** What `npm run provider-adapter` (src/providers/http/reference-adapter.ts) needs. */
+export function loadReferenceAdapterConfig(env: Env = process.env): ReferenceAdapterConfig {
+  const problems: string[] = [];
+  const read = (name: string) => env[name]?.trim() || undefined;
+  const int = (name: string, fallback: number, max: number) => {
+    const raw = read(name);
+    const n = raw === undefined ? fallback : Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > max) problems.push(`${name} must be an integer between 0 and ${max} (got "${raw}")`);
+    return n;
+  };
+  const signingSecret = read('PROVIDER_SIGNING_SECRET');
+  if (signingSecret === undefined) problems.push('PROVIDER_SIGNING_SECRET is required (the same secret as Coffer\'s)');
+  const config = {
+    host: read('ADAPTER_HOST') ?? '127.0.0.1',
+    port: int('ADAPTER_PORT', 4100, 65535),
+    signingSecret: signingSecret ?? '',
+    settleMs: int('ADAPTER_SETTLE_MS', 1_000, 86_400_000),
+    kycDecisionMs: int('ADAPTER_KYC_DECISION_MS', 500, 86_400_000),
+  };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dbKind, testDatabase } from './test/harness.ts';
+import { dbKind, providerEnv, testDatabase } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
 
 const PGLITE = { DATABASE_URL: undefined, COFFER_ENV: 'sandbox', ADMIN_TOKEN: undefined, CARD_ENCRYPTION_KEY: undefined, WIDGET_SIGNING_KEY: undefined };
@@ -125,6 +125,8 @@ describe('live', () => {
       ADMIN_TOKEN: 'live-admin-token-0123456789abcdef0123456789',
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+      // Live needs an adapter for every provider (src/providers/live-process.test.ts); none is called here.
+      ...providerEnv('http://127.0.0.1:9'),
     });
     try {
       await p.waitFor(/Stop with Ctrl-C/);

@@ -5,6 +5,7 @@ import { ensureDemoMerchant, resolveSandboxSecrets, type DemoMerchant } from './
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { buildListeners, closeListeners, listen } from './listeners/index.ts';
 import { createLogger } from './log.ts';
+import { closeProviders } from './providers/index.ts';
 
 async function main(): Promise<void> {
   let config: Config;
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
     await closeListeners(listeners);
     await ctx.jobs.stop();
     await ctx.webhooks.close();
+    await closeProviders(ctx.providers);
     await ctx.database.close();
     log.flush();
   });

@@ -163,8 +163,10 @@ export const kycApplications = pgTable(
     dateOfBirth: date('date_of_birth', { mode: 'string' }).notNull(),
     email: text('email').notNull(),
     address: jsonb('address').$type<Record<string, string>>().notNull(),
-    /** When the sandbox provider decides; the KYC job picks it up then. */
+    /** When the KYC job next sends the application or asks for the provider's answer. */
     decideAfter: ts('decide_after').notNull(),
+    /** When the provider acknowledged the application; null until it has it. */
+    sentAt: ts('sent_at'),
     decidedAt: ts('decided_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
@@ -446,6 +448,38 @@ export const transactions = pgTable(
     index('transactions_pending_idx').on(t.walletId).where(sql`status = 'Pending'`),
     index('transactions_unsent_idx').on(t.createdAt).where(sql`provider_ref is null and status = 'Pending'`),
   ],
+);
+
+/**
+ * Bank transfers that a status-reporting provider accepted (providers/bank-transfers.ts) and
+ * whose end Coffer waits for: a deposit's pull, a withdrawal's push, a captured payment's pull of
+ * its bank part. The bank-transfer-status job asks the provider about each due one (leased with
+ * SKIP LOCKED, with backoff) and applies a final answer to its subject in one transaction.
+ */
+export const bankTransfers = pgTable(
+  'bank_transfers',
+  {
+    /** Coffer's reference: the provider's idempotency key. */
+    reference: text('reference').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    /** deposit | withdrawal | payment: what the outcome settles. */
+    purpose: text('purpose').notNull(),
+    /** The transaction, withdrawal or payment. */
+    subjectId: uuid('subject_id').notNull(),
+    /** pull | push */
+    direction: text('direction').notNull(),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    providerRef: text('provider_ref').notNull(),
+    /** Pending → Settled | Failed */
+    status: text('status').notNull(),
+    failureReason: text('failure_reason'),
+    /** When to ask the provider next: pushed forward while asking (a lease), then by backoff. */
+    checkAfter: ts('check_after').notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    finishedAt: ts('finished_at'),
+  },
+  (t) => [index('bank_transfers_due_idx').on(t.checkAfter).where(sql`status = 'Pending'`), index('bank_transfers_subject_idx').on(t.subjectId)],
 );
 
 export const withdrawals = pgTable(

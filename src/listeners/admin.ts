@@ -3,13 +3,15 @@ import type { AppContext } from '../context.ts';
 import { adminAuthHook } from '../http/auth.ts';
 import { createServer, type App } from '../http/server.ts';
 import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts';
+import { linkedAccountAdminRoutes } from '../modules/linked-accounts/routes.ts';
+import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
 import { registerOpenApi } from './openapi.ts';
 
 export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
-  for (const s of adminSchemas) app.addSchema(s);
+  for (const s of [...adminSchemas, ...linkedAccountSchemas]) app.addSchema(s);
   await registerOpenApi(app, {
     title: 'Coffer admin API',
     description: 'Operator API for merchants (clients). `Authorization: Bearer <ADMIN_TOKEN>`.',
@@ -21,6 +23,7 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
   await app.register(async (admin) => {
     admin.addHook('onRequest', adminAuthHook(token));
     await adminRoutes(admin, ctx);
+    await linkedAccountAdminRoutes(admin, ctx);
   });
   return app;
 }

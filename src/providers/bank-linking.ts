@@ -1,5 +1,6 @@
-// Port to the bank-linking provider (Plaid in production). The sandbox links made-up
-// accounts at once and accepts every deactivation.
+// Port to the bank-linking provider (Plaid in production). Both calls carry Coffer's linked
+// account id as the provider's idempotency key. The sandbox links made-up accounts at once and
+// accepts every deactivation.
 import { randomBytes, randomInt } from 'node:crypto';
 
 export interface LinkedAccountData {
@@ -12,16 +13,27 @@ export interface LinkedAccountData {
   institutionId: string;
 }
 
+export interface LinkRequest {
+  /** Coffer's id for the new linked account: the provider's idempotency key. */
+  reference: string;
+  userId: string;
+  /** What the user's linking flow with the provider produced (live); the sandbox needs none. */
+  token?: string;
+  institutionName?: string;
+  accountType?: 'checking' | 'savings';
+  accountMask?: string;
+}
+
 export interface BankLinkingProvider {
-  linkAccount(opts: { userId: string; institutionName?: string; accountType?: 'checking' | 'savings'; accountMask?: string }): Promise<LinkedAccountData>;
+  linkAccount(opts: LinkRequest): Promise<LinkedAccountData>;
   /** Deactivates the account with the provider; called after it is disconnected here. */
-  deactivateAccount(opts: { externalId: string }): Promise<void>;
+  deactivateAccount(opts: { reference: string; externalId: string }): Promise<void>;
 }
 
 export class SandboxBankLinking implements BankLinkingProvider {
   readonly deactivated = new Set<string>();
 
-  async linkAccount(opts: { institutionName?: string; accountType?: 'checking' | 'savings'; accountMask?: string }): Promise<LinkedAccountData> {
+  async linkAccount(opts: LinkRequest): Promise<LinkedAccountData> {
     const accountType = opts.accountType ?? 'checking';
     const institutionName = opts.institutionName ?? 'Sandbox Bank';
     return {

@@ -1,7 +1,9 @@
 // Port to the ACH provider that moves money between Coffer and users' bank accounts. Calls
 // carry Coffer's own reference as the provider's idempotency key, so a retried call (after a
-// crash between the call and recording its answer) never moves money twice. The sandbox
-// accepts every transfer at once; clearing and failure are simulated through the API.
+// crash between the call and recording its answer) never moves money twice. A provider that
+// reports status is asked how each transfer ended (modules/bank-transfers). The sandbox accepts
+// every transfer at once and reports nothing: clearing and failure are simulated through the
+// API, and captured payments settle on their own.
 
 export interface TransferRequest {
   /** Coffer's id for the transfer: the provider's idempotency key. */
@@ -10,14 +12,25 @@ export interface TransferRequest {
   linkedAccountExternalId: string;
 }
 
+export interface TransferOutcome {
+  status: 'pending' | 'settled' | 'failed';
+  /** Why a failed transfer failed (an ACH return code and its meaning, say). */
+  failureReason?: string;
+}
+
 export interface BankTransferProvider {
-  /** Starts pulling money from a linked account (a deposit). */
+  /** Whether the provider reports how transfers end (status); the sandbox does not. */
+  readonly reportsStatus: boolean;
+  /** Starts pulling money from a linked account (a deposit, a payment's bank part). */
   initiatePull(r: TransferRequest): Promise<{ providerRef: string }>;
   /** Starts pushing money to a linked account (a withdrawal). */
   initiatePush(r: TransferRequest): Promise<{ providerRef: string }>;
+  /** Where a transfer it accepted stands. */
+  status(reference: string): Promise<TransferOutcome>;
 }
 
 export class SandboxBankTransfers implements BankTransferProvider {
+  readonly reportsStatus = false;
   /**
    * The transfers accepted most recently, by reference, for tests to inspect; the oldest are
    * forgotten past `keep` so that a long-running sandbox does not grow. The provider's answer
@@ -39,6 +52,11 @@ export class SandboxBankTransfers implements BankTransferProvider {
   async initiatePush(r: TransferRequest) {
     this.#remember(r, 'push');
     return { providerRef: `ach_push_${r.reference}` };
+  }
+
+  /** Never asked (reportsStatus is false): the sandbox's transfers end through the simulations. */
+  async status(): Promise<TransferOutcome> {
+    return { status: 'pending' };
   }
 
   #remember(r: TransferRequest, direction: 'pull' | 'push'): void {

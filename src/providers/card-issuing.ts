@@ -12,7 +12,8 @@ export interface IssuedCard {
 }
 
 export interface CardIssuer {
-  issue(opts: { reference: string; now: Date }): Promise<IssuedCard>;
+  /** A card for `amount` cents; a repeated reference is the same card. */
+  issue(opts: { reference: string; amount: number; now: Date }): Promise<IssuedCard>;
 }
 
 /** The Luhn check digit for a number missing it. */
@@ -41,7 +42,7 @@ export class SandboxCardIssuer implements CardIssuer {
     this.#key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'coffer:sandbox-card-issuer', 32));
   }
 
-  async issue(opts: { reference: string; now: Date }): Promise<IssuedCard> {
+  async issue(opts: { reference: string; amount?: number; now: Date }): Promise<IssuedCard> {
     const digest = createHmac('sha256', this.#key).update(opts.reference).digest();
     const digits = (BigInt(`0x${digest.toString('hex')}`) % 10n ** 12n).toString().padStart(12, '0');
     const body = `400000${digits.slice(0, 9)}`;

@@ -9,7 +9,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { createContext, type ContextOptions } from '../app.ts';
 import { TestClock, type Clock } from '../clock.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { loadConfig, PROVIDER_URL_VARIABLES, type Config } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { openDatabase, type Database } from '../db/open.ts';
 import { buildAdminListener } from '../listeners/admin.ts';
@@ -20,6 +20,7 @@ import type { SharedRateLimitStore } from '../http/rate-limit.ts';
 import type { App } from '../http/server.ts';
 import type { ClientSettingsInput } from '../modules/clients/settings.ts';
 import { createLogger } from '../log.ts';
+import { closeProviders } from '../providers/index.ts';
 import { recorded } from './responses.ts';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
@@ -105,9 +106,21 @@ export function testConfig(env: Record<string, string> = {}): Config {
     WORKERS: 'false',
     LOG_LEVEL: 'silent',
     AUTH_CACHE_TTL_MS: '0',
+    // Live needs an adapter for every provider: tests of live that call none get addresses that refuse connections.
+    ...(env.COFFER_ENV === 'live' ? UNREACHABLE_PROVIDERS : {}),
     ...env,
   });
 }
+
+/** A signing secret for tests (Standard Webhooks format, 32 bytes). */
+export const PROVIDER_SIGNING_SECRET = `whsec_${Buffer.alloc(32, 11).toString('base64')}`;
+
+/** Every provider URL set to `url` (one adapter serves every port), with the tests' signing secret. */
+export function providerEnv(url: string): Record<string, string> {
+  return Object.fromEntries([...Object.values(PROVIDER_URL_VARIABLES).map((name) => [name, url]), ['PROVIDER_SIGNING_SECRET', PROVIDER_SIGNING_SECRET]]);
+}
+
+const UNREACHABLE_PROVIDERS = providerEnv('http://127.0.0.1:9');
 
 export interface Merchant {
   clientId: string;
@@ -218,6 +231,7 @@ export async function createTestApp(
       await Promise.all([api.close(), admin.close(), card.close(), pay.close()]);
       await ctx.jobs.stop();
       await ctx.webhooks.close();
+      await closeProviders(ctx.providers);
     },
   };
   return t;

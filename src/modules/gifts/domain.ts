@@ -9,6 +9,7 @@ import type { Db, Executor } from '../../db/open.ts';
 import { accountIds, balancesOf, clientAccountIds, openAccounts, type GiftCode } from '../../ledger/accounts.ts';
 import { postEntry } from '../../ledger/post.ts';
 import type { CardIssuer } from '../../providers/card-issuing.ts';
+import { providerUnavailable } from '../../providers/http/client.ts';
 import { insertCard } from '../payments/sql.ts';
 import * as q from './sql.ts';
 
@@ -22,7 +23,9 @@ export async function createGift(db: Db, opts: { clientId: string; amount: numbe
   // transaction (never call the outside from inside one). A failure below leaves an issued
   // card nothing refers to, which can spend nothing.
   const id = uuidv7();
-  const card = await opts.issuer.issue({ reference: id, now: opts.now });
+  const card = await opts.issuer.issue({ reference: id, amount: opts.amount, now: opts.now }).catch((err: unknown) => {
+    throw providerUnavailable(err, 'The card issuer did not answer; no gift was made. Retry the request.');
+  });
   for (let attempt = 0; ; attempt++) {
     const lookUpId = Array.from({ length: 19 }, (_, i) => randomInt(i === 0 ? 1 : 0, 10)).join('');
     try {

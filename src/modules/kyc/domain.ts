@@ -1,8 +1,10 @@
 // KYC: disclosures, the application, the provider's decision (decisions §5).
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import type { KycDecision, KycProvider } from '../../providers/kyc.ts';
+import { nextCheckAt } from '../../jobs/backoff.ts';
+import type { KycDecision, KycProvider, KycSubmission } from '../../providers/kyc.ts';
 import { getUser } from '../users/domain.ts';
 import { updateUserRow, type UserRow } from '../users/sql.ts';
 import type { KycStatus } from './schemas.ts';
@@ -77,28 +79,58 @@ export async function getKyc(db: Executor, opts: { clientId: string; userId: str
 /** Hook run in the decision's transaction (the webhook outbox subscribes here). */
 export type KycDecisionListener = (tx: Executor, e: { user: UserRow; application: q.KycApplicationRow; decision: KycDecision; now: Date }) => Promise<void>;
 
+/** How long a claimed application belongs to the process asking the provider about it. */
+const DECISION_LEASE_MS = 60_000;
+
 /**
- * One round of the sandbox provider's answers. Applications are claimed with a lease, the
- * provider is asked outside any transaction, and each decision is recorded (user status and
- * application together) in its own transaction.
+ * One round of the provider's answers. Due applications are claimed with a lease; each is sent to
+ * the provider (once: its id is the provider's idempotency key) or, once sent, its answer asked
+ * for, all at once and outside any transaction. A decision is recorded (user status and
+ * application together) in its own transaction; an application still pending is asked about
+ * again later, less often the longer it waits; one the provider did not answer for stays leased
+ * and is tried again when the lease runs out.
  */
 export async function decideDueKycApplications(
   db: Db,
-  opts: { provider: KycProvider; now: () => Date; onDecision?: KycDecisionListener },
+  opts: { provider: KycProvider; now: () => Date; onDecision?: KycDecisionListener; log?: FastifyBaseLogger },
 ): Promise<number> {
   const now = opts.now();
-  const claimed = await q.claimDueApplications(db, now, new Date(now.getTime() + 30_000), 50);
+  const claimed = await q.claimDueApplications(db, now, new Date(now.getTime() + DECISION_LEASE_MS), 50);
   let decided = 0;
-  for (const app of claimed) {
-    const decision = await opts.provider.decide({ email: app.email });
-    const at = opts.now();
-    await db.transaction(async (tx) => {
-      const row = await q.decideApplication(tx, app.id, decision, at);
-      if (!row) return;
-      const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: decision, updatedAt: at });
-      await opts.onDecision?.(tx, { user, application: row, decision, now: at });
-      decided++;
-    });
-  }
+  await Promise.all(
+    claimed.map(async (app) => {
+      let answer;
+      try {
+        answer = app.sentAt ? await opts.provider.status(submissionOf(app)) : await opts.provider.submit(submissionOf(app));
+      } catch (err) {
+        opts.log?.warn({ err, applicationId: app.id }, 'the KYC provider did not answer; the application is tried again later');
+        return;
+      }
+      const at = opts.now();
+      if (answer === 'Pending') {
+        const sentAt = app.sentAt ?? at;
+        return q.awaitDecision(db, app.id, sentAt, nextCheckAt(at, sentAt));
+      }
+      await db.transaction(async (tx) => {
+        const row = await q.decideApplication(tx, app.id, answer, at);
+        if (!row) return;
+        const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: answer, updatedAt: at });
+        await opts.onDecision?.(tx, { user, application: row, decision: answer, now: at });
+        decided++;
+      });
+    }),
+  );
   return decided;
+}
+
+function submissionOf(app: q.KycApplicationRow): KycSubmission {
+  return {
+    reference: app.id,
+    userId: app.userId,
+    firstName: app.firstName,
+    lastName: app.lastName,
+    dateOfBirth: app.dateOfBirth,
+    email: app.email,
+    address: app.address as KycSubmission['address'],
+  };
 }

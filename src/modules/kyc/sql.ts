@@ -1,5 +1,5 @@
 // Every query on KYC applications.
-import { and, desc, eq, inArray, lte } from 'drizzle-orm';
+import { and, desc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { kycApplications } from '../../db/schema.ts';
 
@@ -43,11 +43,19 @@ export async function claimDueApplications(db: Executor, now: Date, leaseUntil: 
   });
 }
 
+/** The provider has the application and has not decided yet: ask again at `decideAfter`. */
+export async function awaitDecision(db: Executor, id: string, sentAt: Date, decideAfter: Date): Promise<void> {
+  await db
+    .update(kycApplications)
+    .set({ sentAt, decideAfter, updatedAt: sentAt })
+    .where(and(eq(kycApplications.id, id), eq(kycApplications.status, 'Pending')));
+}
+
 /** Records a decision if the application is still pending; false when someone else did. */
 export async function decideApplication(db: Executor, id: string, status: string, now: Date): Promise<KycApplicationRow | undefined> {
   const [row] = await db
     .update(kycApplications)
-    .set({ status, decidedAt: now, updatedAt: now })
+    .set({ status, sentAt: sql`coalesce(${kycApplications.sentAt}, ${now.toISOString()}::timestamptz)`, decidedAt: now, updatedAt: now })
     .where(and(eq(kycApplications.id, id), eq(kycApplications.status, 'Pending')))
     .returning();
   return row;

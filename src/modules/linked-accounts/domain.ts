@@ -2,6 +2,7 @@
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
+import { providerUnavailable } from '../../providers/http/client.ts';
 import type { Page } from '../../http/paging.ts';
 import type { BankLinkingProvider } from '../../providers/bank-linking.ts';
 import { getUser } from '../users/domain.ts';
@@ -12,16 +13,26 @@ export async function listLinkedAccounts(db: Executor, opts: { clientId: string;
   return q.listLinkedAccountRows(db, opts.clientId, user.id, opts.page);
 }
 
-/** Links a new account through the provider (sandbox only: real links come from the wallet app). */
+/**
+ * Links a new account through the provider: the user finished the provider's linking flow (in
+ * the operator's wallet app, which hands Coffer the flow's `token`), or the sandbox simulates it.
+ * The new account's id is the provider's idempotency key.
+ */
 export async function linkAccount(
   db: Db,
-  opts: { clientId: string; userId: string; provider: BankLinkingProvider; institutionName?: string; accountType?: 'checking' | 'savings'; accountMask?: string; now: Date },
+  opts: { clientId: string; userId: string; provider: BankLinkingProvider; token?: string; institutionName?: string; accountType?: 'checking' | 'savings'; accountMask?: string; now: Date },
 ): Promise<q.LinkedAccountRow> {
   const user = await getUser(db, opts);
+  const id = uuidv7();
   // The provider is called outside any transaction.
-  const linked = await opts.provider.linkAccount({ userId: user.id, institutionName: opts.institutionName, accountType: opts.accountType, accountMask: opts.accountMask });
+  let linked;
+  try {
+    linked = await opts.provider.linkAccount({ reference: id, userId: user.id, token: opts.token, institutionName: opts.institutionName, accountType: opts.accountType, accountMask: opts.accountMask });
+  } catch (err) {
+    throw providerUnavailable(err, 'The bank-linking provider did not answer; nothing was linked. Retry the request.');
+  }
   return q.insertLinkedAccount(db, {
-    id: uuidv7(),
+    id,
     clientId: opts.clientId,
     userId: user.id,
     provider: linked.provider,
@@ -57,7 +68,7 @@ export async function removeLinkedAccount(
 }
 
 async function confirmDeactivation(db: Executor, account: q.LinkedAccountRow, provider: BankLinkingProvider, now: Date): Promise<void> {
-  await provider.deactivateAccount({ externalId: account.externalId });
+  await provider.deactivateAccount({ reference: account.id, externalId: account.externalId });
   await q.updateLinkedAccountRow(db, account.id, { providerDeactivatedAt: now });
 }
 

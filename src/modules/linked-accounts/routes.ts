@@ -5,7 +5,7 @@ import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, resp
 import type { App } from '../../http/server.ts';
 import { linkAccount, listLinkedAccounts, removeLinkedAccount } from './domain.ts';
 import { linkedAccountResource } from './render.ts';
-import { LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
+import { LinkAccountBody, LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
 
 const TAGS = ['Linked accounts'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -86,6 +86,42 @@ export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): 
         userId: req.params.userId,
         provider: ctx.providers.bankLinking,
         ...attrs,
+        now: ctx.clock.now(),
+      });
+      return reply.code(201).send({ data: linkedAccountResource(account, base) });
+    },
+  );
+}
+
+/**
+ * Admin listener: the operator's wallet app links an account once the user has finished the
+ * bank-linking provider's flow, handing over what the flow produced; the adapter turns it into
+ * the account (docs/providers.md). The merchant's API has no linking of its own (decisions §5).
+ */
+export async function linkedAccountAdminRoutes(app: App, ctx: AppContext): Promise<void> {
+  const base = ctx.config.listeners.api.publicUrl;
+  app.post(
+    '/admin/v1/clients/:clientId/users/:userId/linked-accounts',
+    {
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminLinkAccount',
+        summary: "Link a user's bank account",
+        description:
+          "Calls the bank-linking adapter with the token of the user's linking flow and adds the account it answers, `Connected`. " +
+          'Not idempotent: each call links an account. 503 `ServiceUnavailable` when the adapter did not answer (nothing was linked).',
+        params: idParams('clientId', 'userId'),
+        querystring: NoQuery,
+        body: LinkAccountBody,
+        response: responses({ 201: document(ref(LinkedAccount)) }, [400, 401, 404, 415, 503]),
+      },
+    },
+    async (req, reply) => {
+      const account = await linkAccount(ctx.db, {
+        clientId: req.params.clientId,
+        userId: req.params.userId,
+        provider: ctx.providers.bankLinking,
+        token: req.body.data.attributes.token,
         now: ctx.clock.now(),
       });
       return reply.code(201).send({ data: linkedAccountResource(account, base) });

@@ -33,4 +33,15 @@ export const SimulateLinkedAccountBody = requestBody(
   ),
 );
 
+/** The admin API's link (the operator's wallet app, after the user's linking flow with the provider). */
+export const LinkAccountBody = requestBody(
+  'LinkedAccount',
+  Type.Object(
+    {
+      token: Type.String({ minLength: 1, maxLength: 2000, description: "What the user's linking flow with the bank-linking provider produced (Plaid Link's public_token, say); passed to the adapter" }),
+    },
+    { additionalProperties: false },
+  ),
+);
+
 export const schemas = [LinkedAccount];

@@ -450,7 +450,7 @@ export async function finishAttempt(
       answer = await deps.processor.authorize({ reference: attempt.id, clientId: attempt.clientId, amount: attempt.amount, latencyMs: request.latencyMs, meta: request.processorMeta ?? undefined });
     }
     // The single-use card for exactly the authorized amount; the same card for the same reference.
-    if (request.rail === 'card' && answer?.approved !== false) card = await deps.issuer.issue({ reference: attempt.id, now: deps.now() });
+    if (request.rail === 'card' && answer?.approved !== false) card = await deps.issuer.issue({ reference: attempt.id, amount: attempt.amount, now: deps.now() });
   } catch (err) {
     // Unknown what happened outside: the attempt stays open and is finished on retry or recovery.
     deps.log.warn({ err, attemptId: attempt.id }, 'the card processor or issuer did not answer; the authorization will be retried');

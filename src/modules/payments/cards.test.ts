@@ -174,7 +174,7 @@ describe('card rails: the virtual debit card', () => {
       assert.equal(card.status, 200, card.raw);
       assert.deepEqual(
         { number: card.body.data.attributes.number, cvc: card.body.data.attributes.cvc },
-        await real.issue({ reference: asked[0]!, now: ft.clock.now() }).then((c) => ({ number: c.number, cvc: c.cvc })),
+        await real.issue({ reference: asked[0]!, amount: 1200, now: ft.clock.now() }).then((c) => ({ number: c.number, cvc: c.cvc })),
         'the card the issuer gives for that reference',
       );
       assert.equal((await balanceOf(ft, fm, wallet.id)).reserved.total, 1200);

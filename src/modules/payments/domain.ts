@@ -6,6 +6,7 @@
 //   (authorize, declined) → Failed          (POST /payments) → Processing
 //
 // Anything else is 400 IllegalOperation.
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
@@ -14,6 +15,8 @@ import { apiError } from '../../http/errors.ts';
 import { balancesOf, clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
+import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
@@ -231,15 +234,16 @@ async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<Clie
 export const SETTLE_BATCH = 500;
 
 /**
- * Job (sandbox bank): Processing payments settle once their settlement time comes. One run is
+ * Job: Processing payments settle once their settlement time comes (all of them with the
+ * sandbox bank; with a bank that reports status, those with no bank part). One run is
  * one transaction of three statements whatever its size: the due payments locked, then every
  * payment's disbursement, update and event in one merged write (WriteBatch.merged), so settling
  * a backlog behind busy captures costs the database little per payment.
  */
-export async function settleDuePayments(db: Db, opts: { rc: RenderContext; now: () => Date }): Promise<number> {
+export async function settleDuePayments(db: Db, opts: { rc: RenderContext; now: () => Date; withoutBankPart?: boolean }): Promise<number> {
   return db.transaction(async (tx) => {
     const now = opts.now();
-    const due = await q.lockDueSettlements(tx, now, SETTLE_BATCH);
+    const due = await q.lockDueSettlements(tx, now, SETTLE_BATCH, { withoutBankPart: opts.withoutBankPart });
     const batches: WriteBatch[] = [];
     for (const p of due) {
       const batch = new WriteBatch();
@@ -267,14 +271,52 @@ export async function failBankPull(db: Db, opts: Ctx & { paymentId: string; reas
   return db.transaction(async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
     if (p.status !== 'Processing') illegal(p, 'failed by the bank');
-    // What refunds already returned is not returned again.
-    const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), p.capturedAmount - p.refundedAmount);
-    // Nothing arrived from the bank: its part is simply not owed.
-    await returnCaptured(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: p.walletId, giftId: null, returned, from: 'settlement', ext, kind: 'payment.fail' });
-    const updated = await q.updatePayment(tx, p.id, { status: 'Failed', failureReason: opts.reason ?? 'The bank returned the transfer (R01: insufficient funds).', updatedAt: opts.now });
-    await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
-    return updated;
+    return failProcessing(tx, p, { ...opts, ext });
   });
+}
+
+/** Processing → Failed: the bank pull failed and the captured money goes back. */
+async function failProcessing(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<ClientCode, string>; reason?: string }): Promise<q.PaymentRow> {
+  // What refunds already returned is not returned again.
+  const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), p.capturedAmount - p.refundedAmount);
+  // Nothing arrived from the bank: its part is simply not owed.
+  await returnCaptured(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId, giftId: null, returned, from: 'settlement', ext: c.ext, kind: 'payment.fail' });
+  const updated = await q.updatePayment(tx, p.id, { status: 'Failed', failureReason: c.reason ?? 'The bank returned the transfer (R01: insufficient funds).', updatedAt: c.now });
+  await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
+  return updated;
+}
+
+/** How long a claimed payment's pull belongs to the process sending it. */
+const PULL_LEASE_MS = 60_000;
+/** The most payments' pulls one run sends. */
+export const PAYMENT_PULL_BATCH = 100;
+
+/**
+ * Job (a bank that reports status): when a captured payment's settlement comes due, its bank
+ * part (what the linked account funds) is pulled, outside any transaction, with the payment's id
+ * as the idempotency key; the payment then waits for the bank's report (finishPaymentPull)
+ * instead of settling at a time of its own. A pull the bank did not take is sent again when its
+ * lease runs out.
+ */
+export async function sendPaymentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+  const now = opts.now();
+  const due = await q.claimDueBankPulls(db, now, new Date(now.getTime() + PULL_LEASE_MS), PAYMENT_PULL_BATCH);
+  const sent = await startPulls(
+    opts.provider,
+    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    { log: opts.log, what: 'payment pulls' },
+  );
+  await recordSentTransfers(db, { track: true, transfers: sent, now, record: (tx) => q.awaitBankReport(tx, sent.map((t) => t.reference)) });
+  return sent.length;
+}
+
+/** The bank reported how a payment's pull ended: Processing → Sent (settled) or Failed. A payment no longer Processing is left alone. */
+export async function finishPaymentPull(tx: Executor, o: { paymentId: string; settled: boolean; reason?: string; rc: RenderContext; now: Date }): Promise<void> {
+  const p = await q.lockPaymentById(tx, o.paymentId);
+  if (!p || p.status !== 'Processing') return;
+  const c = { clientId: p.clientId, rc: o.rc, now: o.now, ext: await clientAccountIds(tx, p.clientId) };
+  if (o.settled) await settle(tx, p, c);
+  else await failProcessing(tx, p, { ...c, reason: o.reason });
 }
 
 /** What the payment's refunds have returned so far, by source. */

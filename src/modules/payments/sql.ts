@@ -1,7 +1,7 @@
 // Every query on payments, refunds, authorization attempts and virtual cards; scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
-import type { Executor } from '../../db/open.ts';
+import { rowsOf, type Executor } from '../../db/open.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardReads, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { run, statement } from '../../db/statements.ts';
@@ -142,15 +142,54 @@ export async function lockPaymentSkipLocked(db: Executor, id: string): Promise<P
   return row;
 }
 
-/** Processing payments due to settle, locked (SKIP LOCKED). */
-export async function lockDueSettlements(db: Executor, now: Date, limit: number): Promise<PaymentRow[]> {
+/** What a captured payment pulls from the linked account (its bank part). */
+const BANK_PART = sql`coalesce((${payments.captured}->>'linked')::bigint, 0)`;
+
+/**
+ * Processing payments due to settle, locked (SKIP LOCKED). `withoutBankPart`: only those with
+ * nothing to pull from a bank (a bank that reports status settles the others).
+ */
+export async function lockDueSettlements(db: Executor, now: Date, limit: number, opts: { withoutBankPart?: boolean } = {}): Promise<PaymentRow[]> {
   return db
     .select()
     .from(payments)
-    .where(and(eq(payments.status, 'Processing'), lte(payments.settleAfter, now)))
+    .where(and(eq(payments.status, 'Processing'), lte(payments.settleAfter, now), opts.withoutBankPart ? sql`${BANK_PART} = 0` : undefined))
     .orderBy(asc(payments.settleAfter))
     .limit(limit)
     .for('update', { skipLocked: true });
+}
+
+/**
+ * Processing payments with a bank part whose pull is due, claimed: their settlement time moves
+ * to `leaseUntil` (another process skips them meanwhile; a crashed sender's come due again).
+ * With the amount to pull and the linked account's provider id.
+ */
+export async function claimDueBankPulls(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
+  const rows = rowsOf<{ id: string; client_id: string; amount: string | number; external_id: string }>(
+    await db.execute(sql`
+      with due as (
+        select id from payments
+        where status = 'Processing' and settle_after <= ${now.toISOString()}::timestamptz and ${BANK_PART} > 0
+        order by settle_after limit ${limit} for update skip locked
+      ), claimed as (
+        update payments p set settle_after = ${leaseUntil.toISOString()}::timestamptz from due where p.id = due.id
+        returning p.id, p.client_id, p.captured, p.linked_account_id
+      )
+      select c.id, c.client_id, (c.captured->>'linked')::bigint as amount, la.external_id
+      from claimed c join linked_accounts la on la.id = c.linked_account_id`),
+  );
+  return rows.map((r) => ({ id: r.id, clientId: r.client_id, amount: Number(r.amount), externalId: r.external_id }));
+}
+
+/** The bank has these payments' pulls: they settle when it reports, not at a time of their own. */
+export async function awaitBankReport(db: Executor, ids: string[]): Promise<void> {
+  if (ids.length > 0) await db.update(payments).set({ settleAfter: null }).where(inArray(payments.id, ids));
+}
+
+/** One payment by id (any merchant: jobs), locked. */
+export async function lockPaymentById(db: Executor, id: string): Promise<PaymentRow | undefined> {
+  const [row] = await db.select().from(payments).where(eq(payments.id, id)).for('update');
+  return row;
 }
 
 // ----- refunds

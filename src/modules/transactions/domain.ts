@@ -5,6 +5,7 @@
 //             fee: fee counterparty available −fee (or deducted from the credit) │ platform.fees +fee
 //   clear     pending → available (wallet and counterparties); accrue reward: platform.rewards → wallet
 //   fail      everything back to external.bank; the fee returned to whoever paid it
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
@@ -12,7 +13,9 @@ import type { Page } from '../../http/paging.ts';
 import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
 import { postEntry, type EntryInput, type Posting } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import type { ClientSettings } from '../clients/settings.ts';
+import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
+import { resolveSettings, type ClientSettings } from '../clients/settings.ts';
+import { findClient } from '../clients/sql.ts';
 import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
 import { getWallet } from '../wallets/domain.ts';
@@ -123,17 +126,34 @@ export const PULL_BATCH = 200;
  * so a pull sent twice (two processes, or a crash before the reference was recorded) is still
  * one transfer.
  */
-export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
+export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPulls(db, PULL_BATCH);
-  const refs: { id: string; providerRef: string }[] = [];
-  await Promise.all(
-    due.map(async (p) => {
-      const { providerRef } = await opts.provider.initiatePull({ reference: p.id, amount: p.amount, linkedAccountExternalId: p.externalId }).catch(() => ({ providerRef: '' }));
-      if (providerRef) refs.push({ id: p.id, providerRef });
-    }),
+  const sent = await startPulls(
+    opts.provider,
+    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    { log: opts.log, what: 'deposit pulls' },
   );
-  await q.recordProviderRefs(db, refs);
-  return refs.length;
+  await recordSentTransfers(db, {
+    track: opts.provider.reportsStatus,
+    transfers: sent,
+    now: opts.now(),
+    record: (ex) => q.recordProviderRefs(ex, sent.map((t) => ({ id: t.subjectId, providerRef: t.providerRef }))),
+  });
+  return sent.length;
+}
+
+/**
+ * The bank reported how a deposit's pull ended: the deposit clears or fails, as through the
+ * sandbox's simulations. A deposit no longer Pending (cleared or failed meanwhile) is left alone.
+ */
+export async function finishDepositPull(tx: Executor, o: { transactionId: string; settled: boolean; reason?: string; baseUrl: string; now: Date }): Promise<void> {
+  const t = await q.lockTransactionById(tx, o.transactionId);
+  if (!t || t.status !== 'Pending') return;
+  const client = await findClient(tx, t.clientId);
+  const so: SettleOptions = { clientId: t.clientId, walletId: t.walletId, settings: resolveSettings(client!.settings), baseUrl: o.baseUrl, now: o.now };
+  const ext = await clientAccountIds(tx, t.clientId);
+  if (o.settled) await clear(tx, t, so, ext);
+  else await fail(tx, t, o.reason ?? DEFAULT_FAILURE, so, ext);
 }
 
 export async function listTransactions(db: Executor, opts: { clientId: string; walletId: string; type?: string; page: Page }) {
@@ -200,6 +220,8 @@ async function fail(tx: Executor, t: q.TransactionRow, reason: string, o: Settle
   return failed;
 }
 
+const DEFAULT_FAILURE = 'The bank returned the transfer (R01: insufficient funds).';
+
 /** Sandbox: every pending deposit of the wallet clears. Returns how many did. */
 export async function clearPendingDeposits(db: Db, o: SettleOptions): Promise<number> {
   const ext = await clientAccountIds(db, o.clientId);
@@ -225,6 +247,6 @@ export async function failDeposit(db: Db, o: SettleOptions & { transactionId?: s
       t = (await q.lockPendingTransactions(tx, o.clientId, o.walletId))[0];
       if (!t) throw apiError('IllegalOperation', 'The wallet has no pending transaction.');
     }
-    return fail(tx, t, o.reason ?? 'The bank returned the transfer (R01: insufficient funds).', o, ext);
+    return fail(tx, t, o.reason ?? DEFAULT_FAILURE, o, ext);
   });
 }

@@ -22,6 +22,12 @@ export async function findTransaction(db: Executor, clientId: string, walletId: 
   return row;
 }
 
+/** One deposit by id (any merchant: jobs), locked. */
+export async function lockTransactionById(db: Executor, id: string): Promise<TransactionRow | undefined> {
+  const [row] = await db.select().from(transactions).where(eq(transactions.id, id)).for('update');
+  return row;
+}
+
 /** A wallet's pending deposits, oldest first, locked for clearing or failing. */
 export async function lockPendingTransactions(db: Executor, clientId: string, walletId: string): Promise<TransactionRow[]> {
   return db
@@ -95,16 +101,16 @@ export async function checkDepositGroup(tx: Executor, keys: { lockKey: string; c
 
 const UNSENT_PULLS = statement(
   'unsent_pulls',
-  `select t.id, t.amount, la.external_id
+  `select t.id, t.client_id, t.amount, la.external_id
     from transactions t join linked_accounts la on la.id = t.linked_account_id
     where t.status = 'Pending' and t.provider_ref is null
     order by t.created_at limit $1`,
 );
 
 /** Pending deposits whose pull the provider has not acknowledged yet, with the account to pull from. */
-export async function unsentPulls(db: Executor, limit: number): Promise<{ id: string; amount: number; externalId: string }[]> {
-  const rows = await run<{ id: string; amount: number | string; external_id: string }>(db, UNSENT_PULLS, [limit]);
-  return rows.map((r) => ({ id: r.id, amount: Number(r.amount), externalId: r.external_id }));
+export async function unsentPulls(db: Executor, limit: number): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
+  const rows = await run<{ id: string; client_id: string; amount: number | string; external_id: string }>(db, UNSENT_PULLS, [limit]);
+  return rows.map((r) => ({ id: r.id, clientId: r.client_id, amount: Number(r.amount), externalId: r.external_id }));
 }
 
 const RECORD_PROVIDER_REFS = statement(

@@ -2,12 +2,14 @@
 // linked accounts, split in proportion to what each deposited. Never more than the
 // withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
 // ledger's CHECK fails the transaction when it would go negative, however many race).
+import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { accountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
+import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { connectedAccounts } from '../linked-accounts/sql.ts';
 import { findUser } from '../users/sql.ts';
 import { getWallet } from '../wallets/domain.ts';
@@ -56,31 +58,59 @@ export async function createWithdrawal(
   return q.insertWithdrawal(tx, { id, clientId: i.clientId, walletId: wallet.id, amount: i.amount, split, createdAt: i.now });
 }
 
+/** The most withdrawals one run of the bank-pushes job sends. */
+export const PUSH_BATCH = 100;
+
 /**
  * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
  * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
  */
-/** The most withdrawals one run of the bank-pushes job sends. */
-export const PUSH_BATCH = 100;
-
-export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider }): Promise<number> {
+export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentWithdrawals(db, PUSH_BATCH);
   if (due.length === 0) return 0;
   const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
   let sent = 0;
+  const failed: unknown[] = [];
   for (const w of due) {
     try {
-      const refs: string[] = [];
+      const pushes: TrackedTransfer[] = [];
       for (const s of w.split) {
         const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
-        refs.push((await opts.provider.initiatePush(push)).providerRef);
+        const { providerRef } = await opts.provider.initiatePush(push);
+        pushes.push({ reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef });
       }
-      await q.recordProviderRef(db, w.id, refs.join(','));
+      const providerRef = pushes.map((p) => p.providerRef).join(',');
+      await recordSentTransfers(db, { track: opts.provider.reportsStatus, transfers: pushes, now: opts.now(), record: (ex) => q.recordProviderRef(ex, w.id, providerRef) });
       sent++;
-    } catch {
+    } catch (err) {
       // The provider is unreachable: the next round tries again with the same references.
+      failed.push(err);
     }
   }
+  logUnsent(opts.log, 'withdrawals\' pushes', failed);
   return sent;
+}
+
+/**
+ * The bank reported how one push of a withdrawal ended. A settled push needs nothing more (the
+ * wallet was debited when the withdrawal was made); a failed one returns its amount to the
+ * wallet's withdrawable deposit money, the bank having sent nothing.
+ */
+export async function finishWithdrawalPush(tx: Executor, o: { reference: string; withdrawalId: string; amount: number; settled: boolean; now: Date }): Promise<void> {
+  if (o.settled) return;
+  const w = (await q.findWithdrawalById(tx, o.withdrawalId))!;
+  const wallet = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: w.walletId });
+  const ext = await clientAccountIds(tx, w.clientId);
+  await postEntry(tx, {
+    clientId: w.clientId,
+    kind: 'withdraw.return',
+    refType: 'withdrawal_push',
+    refId: o.reference,
+    postings: [
+      { accountId: ext['external.bank'], amount: -o.amount },
+      { accountId: wallet['deposit.available'], amount: o.amount },
+    ],
+    now: o.now,
+  });
 }

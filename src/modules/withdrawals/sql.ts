@@ -29,6 +29,11 @@ export async function linkedAccountExternalIds(db: Executor, ids: string[]): Pro
   return db.select({ id: linkedAccounts.id, externalId: linkedAccounts.externalId }).from(linkedAccounts).where(inArray(linkedAccounts.id, ids));
 }
 
+export async function findWithdrawalById(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
+  const [row] = await db.select().from(withdrawals).where(eq(withdrawals.id, id));
+  return row;
+}
+
 export async function recordProviderRef(db: Executor, id: string, providerRef: string): Promise<void> {
   await db.update(withdrawals).set({ providerRef }).where(eq(withdrawals.id, id));
 }
