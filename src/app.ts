@@ -22,6 +22,7 @@ import { authorizeDeps, renderContext } from './modules/payment-intents/routes.t
 import { expireAuthorizations, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
+import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
 
 export interface ContextOptions {
@@ -97,6 +98,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
   ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: ctx.providers.bankTransfers }) });
   ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: ctx.providers.bankTransfers }) });
+  ctx.jobs.register({ name: 'counterparty-payouts', intervalMs: 250, batch: PAYOUT_BATCH, run: () => sendPendingPayouts(ctx.db, { provider: ctx.providers.bankTransfers, now }) });
   const rc = renderContext(ctx);
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
