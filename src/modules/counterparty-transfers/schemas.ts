@@ -6,8 +6,9 @@ import { IdempotencyKey } from '../transactions/schemas.ts';
 
 const Status = Type.Enum(['Pending', 'Completed', 'Failed'], { description: 'A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded)' });
 
-const Metadata = Type.Record(Type.String({ minLength: 1, maxLength: 40 }), Type.String({ maxLength: 500 }), {
+const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
   maxProperties: 50,
+  propertyNames: { minLength: 1, maxLength: 40 },
   description: 'Your own string values (up to 50 keys of up to 40 characters, values up to 500); serialize anything else as a string',
 });
 
