@@ -2,8 +2,11 @@
 // updates, soft delete and what it refuses, and money arriving on a counterparty's deposit
 // account (the sandbox simulation).
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/open.ts';
+import { createTestApp, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { counterpartyBalance, createCounterparty, createPayout, eventsOf, fundedCounterparty, ROUTING, simulateDeposit } from '../../test/counterparties.ts';
 import { assertLedgerSound, deposit, fundedWallet } from '../../test/money.ts';
 
@@ -221,6 +224,34 @@ describe('counterparties', () => {
       assert.equal(unsettled.status, 409);
       assert.equal(errorsOf(unsettled)[0]!.code, 'CounterpartyInUse');
       assert.equal((await t.request('GET', `/api/v1/counterparties/${payee}`, { as: lm })).status, 200);
+    });
+
+    test(`a delete racing with money arriving (an incoming payment, a transfer in, a payout out) never leaves money on a deleted counterparty (${dbKind})`, async () => {
+      const lm = await t.createMerchant();
+      const source = await fundedCounterparty(t, lm, 100_000);
+      for (let round = 0; round < 8; round++) {
+        const id = await fundedCounterparty(t, lm, round % 2 ? 0 : 500);
+        const [del, incoming, transfer, payout] = await Promise.all([
+          t.request('DELETE', `/api/v1/counterparties/${id}`, { as: lm }),
+          t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, { as: lm, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } } }),
+          t.request('POST', '/api/v1/counterparty-transfers', {
+            as: lm,
+            body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: source, toCounterpartyId: id, amount: 50, idempotencyKey: randomUUID() } } },
+          }),
+          createPayout(t, lm, id, 500),
+        ]);
+        const all = [del, incoming, transfer, payout];
+        assert.ok(all.every((r) => r.status < 500), all.map((r) => r.raw).join('\n'));
+        if (del.status === 204) {
+          // Whatever came after the delete found the counterparty gone; nothing before it moved money.
+          for (const r of [incoming, transfer]) assert.equal(r.status, 404, r.raw);
+          const held = rowsOf<{ balance: number }>(await t.ctx.db.execute(sql`select balance from ledger_accounts where owner_id = ${id}`));
+          assert.deepEqual(held.map((r) => Number(r.balance)), [0, 0]);
+        } else {
+          assert.equal(del.status, 409, del.raw);
+        }
+      }
+      await assertLedgerSound(t);
     });
 
     test('a deleted counterparty cannot become the fee counterparty', async () => {

@@ -75,7 +75,7 @@ export async function updateCounterparty(db: Executor, opts: { clientId: string;
  */
 export async function deleteCounterparty(db: Db, opts: { clientId: string; counterpartyId: string; now: Date }): Promise<void> {
   await db.transaction(async (tx) => {
-    const cp = await q.findCounterparty(tx, opts.clientId, opts.counterpartyId, { forUpdate: true });
+    const cp = await q.findCounterparty(tx, opts.clientId, opts.counterpartyId, { lock: true });
     if (!cp) throw notFound(opts.counterpartyId);
     const accounts = await q.lockCounterpartyAccounts(tx, opts.clientId, [cp.id]);
     const held = accounts.filter((a) => a.balance !== 0);
@@ -97,6 +97,19 @@ export async function deleteCounterparty(db: Db, opts: { clientId: string; count
     }
     await q.updateCounterpartyRow(tx, opts.clientId, cp.id, { deletedAt: opts.now, updatedAt: opts.now });
   });
+}
+
+/**
+ * Locks the counterparties' available accounts (in id order) and checks, after the lock, that
+ * each is still the merchant's live counterparty: 404 otherwise, including for one a delete
+ * removed while this waited.
+ */
+export async function lockAvailable(tx: Executor, clientId: string, counterpartyIds: string[]): Promise<Map<string, q.LockedAccount>> {
+  const locked = await q.lockCounterpartyAccounts(tx, clientId, counterpartyIds, 'counterparty.available');
+  const live = await q.liveCounterpartyIds(tx, clientId, counterpartyIds);
+  const gone = counterpartyIds.find((id) => !live.has(id));
+  if (gone !== undefined) throw apiError('CounterpartyNotFound', `No counterparty ${gone}.`);
+  return new Map(locked.map((a) => [a.ownerId, a]));
 }
 
 export interface CounterpartyBalance {

@@ -18,7 +18,7 @@ import { accountIds, type ClientCode, type CounterpartyCode } from '../../ledger
 import { postEntry } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordEvent } from '../events/record.ts';
-import { getCounterparty } from './domain.ts';
+import { getCounterparty, lockAvailable } from './domain.ts';
 import { incomingPaymentEventResource, payoutEventResource, type PayoutTopic } from './render.ts';
 import * as q from './sql.ts';
 
@@ -26,19 +26,6 @@ const dateOf = (d: Date) => d.toISOString().slice(0, 10);
 
 function payoutEvent(tx: Executor, p: q.PayoutRow, topic: PayoutTopic, now: Date) {
   return recordEvent(tx, { clientId: p.clientId, topic, resource: payoutEventResource(p, topic), now });
-}
-
-/**
- * Locks the counterparties' available accounts (in id order) and checks, after the lock, that
- * each is still the merchant's live counterparty: 404 otherwise, including for one a delete
- * removed while this waited.
- */
-export async function lockAvailable(tx: Executor, clientId: string, counterpartyIds: string[]): Promise<Map<string, q.LockedAccount>> {
-  const locked = await q.lockCounterpartyAccounts(tx, clientId, counterpartyIds, 'counterparty.available');
-  const live = await q.liveCounterpartyIds(tx, clientId, counterpartyIds);
-  const gone = counterpartyIds.find((id) => !live.has(id));
-  if (gone !== undefined) throw apiError('CounterpartyNotFound', `No counterparty ${gone}.`);
-  return new Map(locked.map((a) => [a.ownerId, a]));
 }
 
 export async function createPayout(

@@ -17,9 +17,14 @@ export async function insertCounterparty(db: Executor, row: typeof counterpartie
   return out!;
 }
 
-export async function findCounterparty(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<CounterpartyRow | undefined> {
+/**
+ * `lock`: FOR NO KEY UPDATE, which waits for another delete but not for the payouts and
+ * transfers that reference the row (their foreign keys take KEY SHARE: FOR UPDATE would
+ * deadlock with one holding the counterparty's ledger account).
+ */
+export async function findCounterparty(db: Executor, clientId: string, id: string, opts: { lock?: boolean } = {}): Promise<CounterpartyRow | undefined> {
   const q = db.select().from(counterparties).where(and(live(clientId), eq(counterparties.id, id)));
-  const [row] = opts.forUpdate ? await q.for('update') : await q;
+  const [row] = opts.lock ? await q.for('no key update') : await q;
   return row;
 }
 
@@ -100,7 +105,7 @@ export async function findPayout(db: Executor, clientId: string, counterpartyId:
     .select()
     .from(counterpartyPayouts)
     .where(and(eq(counterpartyPayouts.clientId, clientId), eq(counterpartyPayouts.counterpartyId, counterpartyId), eq(counterpartyPayouts.id, id)));
-  const [row] = opts.forUpdate ? await q.for('update') : await q;
+  const [row] = opts.forUpdate ? await q.for('no key update') : await q;
   return row;
 }
 

@@ -9,7 +9,7 @@ import type { Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
 import { postEntry } from '../../ledger/post.ts';
-import { lockAvailable } from '../counterparties/payouts.ts';
+import { lockAvailable } from '../counterparties/domain.ts';
 import * as q from './sql.ts';
 
 export async function createTransfer(
