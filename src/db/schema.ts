@@ -408,8 +408,112 @@ export const counterparties = pgTable(
     routingNumber: text('routing_number').notNull(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** Soft delete: a deleted counterparty is gone from the API (404) but its rows and ledger accounts stay. */
+    deletedAt: ts('deleted_at'),
   },
   (t) => [index('counterparties_client_idx').on(t.clientId, t.createdAt, t.id)],
+);
+
+// ----- Counterparty money: payouts, transfers, incoming payments; external transactions -----
+
+/**
+ * Money leaving a counterparty's available balance for its own bank account. The ledger moves
+ * at creation (counterparty.available → external.bank); the bank push is sent by a job after
+ * commit, with the payout's id as the provider's idempotency key.
+ */
+export const counterpartyPayouts = pgTable(
+  'counterparty_payouts',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    counterpartyId: uuid('counterparty_id').notNull().references(() => counterparties.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** Pending (not yet with the bank) | Sent | Completed | Returned */
+    status: text('status').notNull(),
+    description: text('description'),
+    effectiveDate: date('effective_date', { mode: 'string' }).notNull(),
+    /** The bank-transfer provider's reference; null until the push was accepted. */
+    providerRef: text('provider_ref'),
+    returnCode: text('return_code'),
+    returnReason: text('return_reason'),
+    sentAt: ts('sent_at'),
+    completedAt: ts('completed_at'),
+    returnedAt: ts('returned_at'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index('counterparty_payouts_counterparty_idx').on(t.counterpartyId, t.createdAt, t.id),
+    index('counterparty_payouts_unsent_idx').on(t.createdAt).where(sql`status = 'Pending'`),
+  ],
+);
+
+/** Money moved between two counterparties of one merchant (one ledger entry, Completed at once). */
+export const counterpartyTransfers = pgTable(
+  'counterparty_transfers',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    fromCounterpartyId: uuid('from_counterparty_id').notNull().references(() => counterparties.id),
+    toCounterpartyId: uuid('to_counterparty_id').notNull().references(() => counterparties.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** Pending | Completed | Failed */
+    status: text('status').notNull(),
+    idempotencyKey: text('idempotency_key').notNull(),
+    metadata: jsonb('metadata').$type<Record<string, string> | null>(),
+    /** The ledger entry that moved the money. */
+    ledgerEntryId: uuid('ledger_entry_id'),
+    failureReason: text('failure_reason'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('counterparty_transfers_client_idx').on(t.clientId, t.createdAt, t.id)],
+);
+
+/** A payment that arrived on a counterparty's deposit account (external.bank → counterparty.available). */
+export const counterpartyIncomingPayments = pgTable(
+  'counterparty_incoming_payments',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    counterpartyId: uuid('counterparty_id').notNull().references(() => counterparties.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    /** The bank rail: ach, wire, rtp, ... */
+    method: text('method').notNull(),
+    asOfDate: date('as_of_date', { mode: 'string' }).notNull(),
+    /** The bank's id for the payment: recorded once, however often it is reported. */
+    externalId: text('external_id').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('counterparty_incoming_payments_external_uq').on(t.clientId, t.externalId)],
+);
+
+/** Purchases, voids and refunds made outside Coffer, recorded for the merchant (no money moves). */
+export const externalTransactions = pgTable(
+  'external_transactions',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    /** Purchase | Void | Refund */
+    type: text('type').notNull(),
+    /** The Purchase a Void or Refund is about. */
+    linkedExternalTransactionId: uuid('linked_external_transaction_id'),
+    sourceId: text('source_id').notNull(),
+    sourceCreatedAt: ts('source_created_at').notNull(),
+    sourceCustomerId: text('source_customer_id'),
+    /** The merchant's user that source.customerId names (a user id or reference id), if any. */
+    userId: uuid('user_id').references(() => users.id),
+    channel: text('channel'),
+    payments: jsonb('payments').$type<{ amount: number; method: string }[]>().notNull(),
+    payload: jsonb('payload').$type<Record<string, unknown> | null>(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex('external_transactions_source_uq').on(t.clientId, t.type, t.sourceId),
+    index('external_transactions_client_idx').on(t.clientId, t.createdAt, t.id),
+    index('external_transactions_user_idx').on(t.userId),
+  ],
 );
 
 /** One-time deposits: the Transaction resource (type NonRecurring). */

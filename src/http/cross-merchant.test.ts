@@ -74,6 +74,22 @@ describe('cross-merchant access', () => {
     const cp = await t.request('POST', '/api/v1/counterparties', { as: a, body: cpBody });
     assert.equal(cp.status, 201, cp.raw);
     ids.counterpartyId = cp.body.data.id;
+    // A's counterparty money and external transactions.
+    const deposit = { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 1_000 } } };
+    assert.equal((await t.request('POST', `/api/v1/simulation/counterparties/${cp.body.data.id}/deposits`, { as: a, body: deposit })).status, 204);
+    const payout = await t.request('POST', `/api/v1/counterparties/${cp.body.data.id}/payouts`, { as: a, body: { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: randomUUID() } } } });
+    ids.payoutId = payout.body.data.id;
+    const cp2 = await t.request('POST', '/api/v1/counterparties', { as: a, body: cpBody });
+    const transfer = await t.request('POST', '/api/v1/counterparty-transfers', {
+      as: a,
+      body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: cp.body.data.id, toCounterpartyId: cp2.body.data.id, amount: 100, idempotencyKey: randomUUID() } } },
+    });
+    ids.counterpartyTransferId = transfer.body.data.id;
+    const external = await t.request('POST', '/api/v1/external-transactions', {
+      as: a,
+      body: { data: [{ type: 'ExternalTransaction', attributes: { source: { id: 'till-1', createdAt: '2026-05-30T10:00:00.000Z', customerId: user.id }, payments: [{ amount: 500 }] } }] },
+    });
+    ids.externalTransactionId = external.body.data[0].id;
     const intent = await t.request('POST', '/api/v1/payment-intents', { as: a, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 1_000, walletId: wallet.id } } } });
     ids.paymentIntentId = intent.body.data.id;
     const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: a, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_000 } } } });
@@ -113,6 +129,10 @@ describe('cross-merchant access', () => {
     const payment = await t.request('GET', `/api/v1/payments/${ids.paymentId}`, { as: a });
     assert.equal(payment.body.data.attributes.status, 'Created');
     assert.equal((await t.request('GET', `/api/v1/webhooks/${ids.webhookId}`, { as: a })).status, 200);
+    const counterparty = await t.request('GET', `/api/v1/counterparties/${ids.counterpartyId}`, { as: a });
+    assert.deepEqual(counterparty.body.data.attributes.balance, { pending: 0, available: 800 });
+    const payouts = await t.request('GET', `/api/v1/counterparties/${ids.counterpartyId}/payouts`, { as: a });
+    assert.equal(payouts.body.data[0].attributes.status, 'Pending');
     assert.equal(errorsOf(await t.request('GET', `/api/v1/users/${ids.userId}`, { as: b }))[0]!.code, 'UserNotFound');
   });
 });

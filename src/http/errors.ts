@@ -68,6 +68,14 @@ export const ERRORS = {
   UriTooLong: def(414, 'URI too long', 'A path segment is longer than 256 characters.'),
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
   RateLimitExceeded: def(429, 'Rate limit exceeded', 'Too many requests; retry after the time in Retry-After.'),
+  // Counterparties, their payouts and transfers; external transactions (Accrue's codes and titles)
+  InsufficientBalance: def(400, 'CounterpartyInsufficientBalanceException', 'The amount is more than the counterparty\'s available balance.'),
+  ValidationFailed: def(400, 'CounterpartyTransferValidationException', 'The transfer is not possible: the same counterparty on both sides, or not enough available balance.'),
+  TransferNotFound: def(404, 'Not found', 'The counterparty transfer does not exist.'),
+  PayoutNotFound: def(404, 'Not found', 'The counterparty has no such payout.'),
+  ExternalTransactionNotFound: def(404, 'Not found', 'The external transaction does not exist.'),
+  CounterpartyHasBalance: def(409, 'CounterpartyHasBalanceException', 'The counterparty still holds a balance and cannot be deleted; pay it out first.'),
+  CounterpartyInUse: def(409, 'Counterparty in use', 'Money may still reach the counterparty (a payout in flight, an unsettled payment\'s disbursement) or it pays the merchant\'s fees.'),
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
   ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),

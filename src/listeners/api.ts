@@ -31,6 +31,11 @@ import { schemas as userSchemas } from '../modules/users/schemas.ts';
 import { webhookRoutes } from '../modules/webhooks/routes.ts';
 import { schemas as widgetSchemas, widgetRoutes } from '../modules/widgets/routes.ts';
 import { schemas as webhookSchemas } from '../modules/webhooks/schemas.ts';
+import { counterpartySimulationRoutes } from '../modules/counterparties/routes.ts';
+import { counterpartyTransferRoutes } from '../modules/counterparty-transfers/routes.ts';
+import { schemas as counterpartyTransferSchemas } from '../modules/counterparty-transfers/schemas.ts';
+import { externalTransactionRoutes } from '../modules/external-transactions/routes.ts';
+import { schemas as externalTransactionSchemas } from '../modules/external-transactions/schemas.ts';
 import { errorCodesFor } from './error-codes.ts';
 import { registerOpenApi } from './openapi.ts';
 
@@ -61,6 +66,9 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     ...paymentSchemas,
     ...paymentRouteSchemas,
     ...widgetSchemas,
+    // Counterparty transfers and external transactions.
+    ...counterpartyTransferSchemas,
+    ...externalTransactionSchemas,
   ]) {
     app.addSchema(s);
   }
@@ -120,6 +128,9 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await paymentIntentRoutes(api, ctx);
     await paymentRoutes(api, ctx);
     await widgetRoutes(api, ctx);
+    // Counterparty transfers and external transactions.
+    await counterpartyTransferRoutes(api, ctx);
+    await externalTransactionRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);
@@ -127,6 +138,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
       await transactionSimulationRoutes(api, ctx);
       await giftSimulationRoutes(api, ctx);
       await paymentSimulationRoutes(api, ctx);
+      await counterpartySimulationRoutes(api, ctx);
     }
   });
   return { app, rateLimitStore: store };

@@ -458,7 +458,7 @@ export interface paths {
         put?: never;
         /**
          * Create a counterparty
-         * @description A payee for deposit and payment disbursements, or the payer of processing fees (the merchant setting `feeCounterpartyId`). `routingNumber` must pass the ABA checksum; the account number is stored encrypted.
+         * @description A payee for deposit and payment disbursements, or the payer of processing fees (the merchant setting `feeCounterpartyId`). `routingNumber` must pass the ABA checksum; the account number is stored encrypted and shown masked. Type `CreateCounterparty` (Accrue's) or `Counterparty`.
          */
         post: operations["createCounterparty"];
         delete?: never;
@@ -478,6 +478,38 @@ export interface paths {
         get: operations["getCounterparty"];
         put?: never;
         post?: never;
+        /**
+         * Delete a counterparty
+         * @description Soft delete: the counterparty is gone from the API (404), its history stays. Deleting moves no money: while it holds a balance, 409 `CounterpartyHasBalance` (pay it out first); while money may still reach it (a payout not yet `Completed` or `Returned`, a payment not yet settled that disburses to it) or it pays the merchant's fees, 409 `CounterpartyInUse`.
+         */
+        delete: operations["deleteCounterparty"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a counterparty
+         * @description Changes the `label`; the bank account (account and routing number, type) cannot change. Type `UpdateCounterparty` (Accrue's) or `Counterparty`.
+         */
+        patch: operations["updateCounterparty"];
+        trace?: never;
+    };
+    "/api/v1/counterparties/{counterpartyId}/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a counterparty's payouts
+         * @description Newest first; `meta.total` counts the payouts matching the filters. Both bounds of every range are inclusive.
+         */
+        get: operations["listCounterpartyPayouts"];
+        put?: never;
+        /**
+         * Pay a counterparty out to its bank account
+         * @description Moves `amount` from the available balance to the counterparty's bank account (`externalBankAccount`): `Pending` until the bank accepts the push (`Sent`, within a second), then `Completed`, or `Returned` with the money back on the balance. Each step fires its `CounterpartyPayout…` event. More than the available balance: 400 `InsufficientBalance`. `idempotencyKey` is required: the same key and amount replay the first response (`Idempotent-Replayed: true`, no second payout or event); while the first runs, 409 `IdempotencyKeyInUse`; another amount or counterparty, 409 `IdempotencyKeyReused`.
+         */
+        post: operations["createCounterpartyPayout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -787,6 +819,88 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/counterparty-transfers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List counterparty transfers
+         * @description The merchant's transfers, newest first. Both bounds of the time range are inclusive.
+         */
+        get: operations["listCounterpartyTransfers"];
+        put?: never;
+        /**
+         * Move money between two counterparties
+         * @description Moves `amount` from one counterparty's available balance to another's, at once (`Completed`). Both must be the merchant's: another's, or none, is 404 `CounterpartyNotFound`. The same counterparty on both sides, or more than the source's available balance: 400 `ValidationFailed`. `idempotencyKey` is required: the same key and attributes replay the first response (`Idempotent-Replayed: true`); while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`.
+         */
+        post: operations["createCounterpartyTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/counterparty-transfers/{counterpartyTransferId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a counterparty transfer */
+        get: operations["getCounterpartyTransfer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external-transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List external transactions
+         * @description Newest first. `filter[userId]` and `filter[phoneNumber]` find those linked to a user; `filter[sourceId]` those with that source id.
+         */
+        get: operations["listExternalTransactions"];
+        put?: never;
+        /**
+         * Record purchases, voids and refunds made outside Coffer
+         * @description Up to 100 at once, all or nothing (any invalid item: 400 naming every problem, nothing recorded). They move no money. A `Void` or `Refund` names the `Purchase` it is about (`linkedExternalTransactionId`). `source.customerId` links one to the user it names (a user id or reference id). A (type, `source.id`) already recorded is not recorded again: its first record is returned, so a batch can be retried whole. 200 with a reference per item, in order.
+         */
+        post: operations["addExternalTransactions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/external-transactions/{externalTransactionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an external transaction */
+        get: operations["getExternalTransaction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/simulation/users/{userId}/linked-accounts": {
         parameters: {
             query?: never;
@@ -981,6 +1095,66 @@ export interface paths {
          * @description `Processing` → `Failed`: the captured money goes back to the wallet. 200 with the payment.
          */
         post: operations["simulateBankPullFailure"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/counterparties/{counterpartyId}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A payment arrives on a counterparty's deposit account (sandbox)
+         * @description An incoming ACH payment to the counterparty's `internalBankAccount`: `amount` is on its available balance when this answers, and `CounterpartyIncomingPayment` fires.
+         */
+        post: operations["simulateCounterpartyDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank reconciles a payout (sandbox)
+         * @description A `Sent` payout becomes `Completed` and `CounterpartyPayoutCompleted` fires. Any other status: 400 `IllegalOperation`.
+         */
+        post: operations["simulateCounterpartyPayoutCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The receiving bank returns a payout (sandbox)
+         * @description A `Sent` payout becomes `Returned`: its amount is back on the available balance and `CounterpartyPayoutReturned` fires with `returnCode` (default `R01`) and `returnReason`. Any other status: 400 `IllegalOperation`. The body is optional.
+         */
+        post: operations["simulateCounterpartyPayoutReturned"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1401,15 +1575,44 @@ export interface components {
             type: "Counterparty";
             attributes: {
                 label: string;
-                /** @enum {unknown} */
-                accountType: "checking" | "savings";
+                /**
+                 * @deprecated
+                 * @description Deprecated: `externalBankAccount.accountNumber` (masked, `****` and the last four digits)
+                 */
+                accountNumber: string;
                 /** @description The account number is stored encrypted and never shown in full */
                 accountNumberLast4: string;
+                /**
+                 * @deprecated
+                 * @description Deprecated: `externalBankAccount.routingNumber`
+                 */
                 routingNumber: string;
+                /**
+                 * @deprecated
+                 * @description Deprecated: `externalBankAccount.accountType`
+                 * @enum {unknown}
+                 */
+                accountType: "Checking" | "Savings";
+                /** @description The payee's own bank account, where payouts go */
+                externalBankAccount: {
+                    /** @description Masked: `****` and the last four digits */
+                    accountNumber: string;
+                    routingNumber: string;
+                    /** @enum {unknown} */
+                    accountType: "Checking" | "Savings";
+                };
+                /** @description The counterparty's deposit account: money sent here lands on its balance (`CounterpartyIncomingPayment`). Provisioned in the sandbox; absent when none is. */
+                internalBankAccount?: {
+                    /** @description In full: it is an account to pay into */
+                    accountNumber: string;
+                    routingNumber: string;
+                    /** @enum {unknown} */
+                    accountType: "Checking" | "Savings";
+                };
                 balance: {
                     /** @description Disbursed from deposits that have not cleared */
                     pending: number;
-                    /** @description Cleared disbursements less charged fees (may be negative) */
+                    /** @description Cleared disbursements, settled payments, incoming payments and transfers in, less fees, payouts and transfers out (may be negative: fees) */
                     available: number;
                 };
                 /** Format: date-time */
@@ -1419,6 +1622,34 @@ export interface components {
             };
             links: {
                 self: string;
+            };
+        };
+        /** @description A transfer of funds from a counterparty's available balance to its bank account. */
+        CounterpartyPayout: {
+            id: string;
+            /** @enum {string} */
+            type: "CounterpartyPayout";
+            attributes: {
+                /** @description Cents */
+                amount: number;
+                /**
+                 * @description Coffer uses `Pending` (not yet with the bank), `Sent`, `Completed` and `Returned`; the others are Accrue's and never occur here
+                 * @enum {unknown}
+                 */
+                status: "Approved" | "Cancelled" | "Completed" | "Denied" | "Failed" | "NeedsApproval" | "Pending" | "Processing" | "Returned" | "Reversed" | "Sent";
+                description: string | null;
+                /**
+                 * Format: date
+                 * @description The day the payout was made (UTC), YYYY-MM-DD
+                 */
+                effectiveDate: string;
+                counterpartyId: string;
+                returnCode: string | null;
+                returnReason: string | null;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
             };
         };
         Transaction: {
@@ -1720,6 +1951,108 @@ export interface components {
                  * @description 15 minutes after issue
                  */
                 expiresAt: string;
+            };
+        };
+        /** @description A movement of funds between two counterparties of the merchant. */
+        CounterpartyTransfer: {
+            id: string;
+            /** @enum {string} */
+            type: "CounterpartyTransfer";
+            attributes: {
+                fromCounterpartyId: string;
+                toCounterpartyId: string;
+                /** @description Cents */
+                amount: number;
+                /**
+                 * @description A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded)
+                 * @enum {unknown}
+                 */
+                status: "Pending" | "Completed" | "Failed";
+                idempotencyKey: string;
+                externalLedgerTransactionId: string | null;
+                failureReason: string | null;
+                metadata: {
+                    [key: string]: string;
+                } | null;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
+            };
+        };
+        /** @description A purchase, void or refund made outside Coffer, recorded for the merchant; it moves no money. */
+        ExternalTransaction: {
+            id: string;
+            /** @enum {string} */
+            type: "ExternalTransaction";
+            attributes: {
+                /** @enum {unknown} */
+                type: "Purchase" | "Void" | "Refund";
+                linkedExternalTransactionId: string | null;
+                source: {
+                    id: string;
+                    /** Format: date-time */
+                    createdAt: string;
+                    customerId?: string;
+                };
+                channel: string | null;
+                payments: {
+                    amount: number;
+                    /** @enum {unknown} */
+                    method: "Cash" | "DebitCard" | "CreditCard" | "Wire" | "GiftCard" | "Wallet" | "Other" | "Unknown";
+                }[];
+                payload: {
+                    [key: string]: unknown;
+                } | null;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
+            };
+            relationships: {
+                linkedExternalTransaction: {
+                    data: {
+                        id: string;
+                        /** @enum {string} */
+                        type: "ExternalTransaction";
+                    }[];
+                };
+                user: {
+                    data: {
+                        id: string;
+                        /** @enum {string} */
+                        type: "User";
+                    }[];
+                };
+            };
+        };
+        ExternalTransactionReference: {
+            id: string;
+            /** @enum {string} */
+            type: "ExternalTransaction";
+            attributes: {
+                id: string;
+                sourceId: string;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
+            };
+            relationships: {
+                linkedExternalTransaction: {
+                    data: {
+                        id: string;
+                        /** @enum {string} */
+                        type: "ExternalTransaction";
+                    }[];
+                };
+                user: {
+                    data: {
+                        id: string;
+                        /** @enum {string} */
+                        type: "User";
+                    }[];
+                };
             };
         };
     };
@@ -3277,7 +3610,7 @@ export interface operations {
                             name: string;
                             /** @description http or https; in live, public addresses only */
                             url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
                             /** @default true */
                             enabled?: boolean;
                         };
@@ -3291,7 +3624,7 @@ export interface operations {
                             name: string;
                             /** @description http or https; in live, public addresses only */
                             url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
                             /** @default true */
                             enabled?: boolean;
                         };
@@ -3583,7 +3916,7 @@ export interface operations {
                             name?: string;
                             /** @description http or https; in live, public addresses only */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
                             enabled?: boolean;
                         };
                     };
@@ -3596,7 +3929,7 @@ export interface operations {
                             name?: string;
                             /** @description http or https; in live, public addresses only */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
                             enabled?: boolean;
                         };
                     };
@@ -3800,7 +4133,7 @@ export interface operations {
                 /** @description 1 or more; values above 50 are capped */
                 "page[limit]"?: number;
                 "page[offset]"?: number;
-                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "WebhookTest";
+                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "WebhookTest";
                 /** @description Inclusive */
                 "filter[createdAfter]"?: string;
                 /** @description Exclusive */
@@ -4842,27 +5175,33 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
-                        /** @enum {string} */
-                        type: "Counterparty";
+                        type: "CreateCounterparty" | "Counterparty";
                         attributes: {
-                            label: string;
+                            /** @description Default: the account type and its last four digits ("Checking account ending 6789") */
+                            label?: string;
                             accountNumber: string;
                             routingNumber: string;
-                            /** @enum {unknown} */
-                            accountType: "checking" | "savings";
+                            /**
+                             * @description `Checking` or `Savings` (lower case is accepted too)
+                             * @enum {unknown}
+                             */
+                            accountType: "Checking" | "Savings" | "checking" | "savings";
                         };
                     };
                 };
                 "application/json": {
                     data: {
-                        /** @enum {string} */
-                        type: "Counterparty";
+                        type: "CreateCounterparty" | "Counterparty";
                         attributes: {
-                            label: string;
+                            /** @description Default: the account type and its last four digits ("Checking account ending 6789") */
+                            label?: string;
                             accountNumber: string;
                             routingNumber: string;
-                            /** @enum {unknown} */
-                            accountType: "checking" | "savings";
+                            /**
+                             * @description `Checking` or `Savings` (lower case is accepted too)
+                             * @enum {unknown}
+                             */
+                            accountType: "Checking" | "Savings" | "checking" | "savings";
                         };
                     };
                 };
@@ -4996,6 +5335,494 @@ export interface operations {
             };
             /** @description Not found: `CounterpartyNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    deleteCounterparty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `CounterpartyHasBalance`, `CounterpartyInUse` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    updateCounterparty: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        /** @description Only the label can change; the bank account cannot. */
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        type: "UpdateCounterparty" | "Counterparty";
+                        attributes: {
+                            label?: string;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        type: "UpdateCounterparty" | "Counterparty";
+                        attributes: {
+                            label?: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Counterparty"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    listCounterpartyPayouts: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                /** @description Coffer uses `Pending` (not yet with the bank), `Sent`, `Completed` and `Returned`; the others are Accrue's and never occur here */
+                "filter[status]"?: "Approved" | "Cancelled" | "Completed" | "Denied" | "Failed" | "NeedsApproval" | "Pending" | "Processing" | "Returned" | "Reversed" | "Sent";
+                "filter[minAmount]"?: number;
+                "filter[maxAmount]"?: number;
+                /** @description Created at or after */
+                "filter[createdAfter]"?: string;
+                /** @description Created at or before */
+                "filter[createdBefore]"?: string;
+                "filter[effectiveDateFrom]"?: string;
+                "filter[effectiveDateTo]"?: string;
+            };
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["CounterpartyPayout"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    createCounterpartyPayout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CreateCounterpartyPayout";
+                        attributes: {
+                            /** @description Cents, at most the available balance and 2147483647 per payout */
+                            amount: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey: string;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CreateCounterpartyPayout";
+                        attributes: {
+                            /** @description Cents, at most the available balance and 2147483647 per payout */
+                            amount: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["CounterpartyPayout"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `InsufficientBalance`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `IdempotencyKeyReused` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7238,6 +8065,717 @@ export interface operations {
             };
         };
     };
+    listCounterpartyTransfers: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                "filter[fromCounterpartyId]"?: string;
+                "filter[toCounterpartyId]"?: string;
+                /** @description A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded) */
+                "filter[status]"?: "Pending" | "Completed" | "Failed";
+                /** @description Created at or after */
+                "filter[createdAfter]"?: string;
+                /** @description Created at or before */
+                "filter[createdBefore]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["CounterpartyTransfer"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    createCounterpartyTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CounterpartyTransfer";
+                        attributes: {
+                            /** Format: uuid */
+                            fromCounterpartyId: string;
+                            /** Format: uuid */
+                            toCounterpartyId: string;
+                            /** @description Cents, at most the source's available balance */
+                            amount: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey: string;
+                            /** @description Your own string values (up to 50 keys of up to 40 characters, values up to 500); serialize anything else as a string */
+                            metadata?: {
+                                [key: string]: string;
+                            };
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CounterpartyTransfer";
+                        attributes: {
+                            /** Format: uuid */
+                            fromCounterpartyId: string;
+                            /** Format: uuid */
+                            toCounterpartyId: string;
+                            /** @description Cents, at most the source's available balance */
+                            amount: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey: string;
+                            /** @description Your own string values (up to 50 keys of up to 40 characters, values up to 500); serialize anything else as a string */
+                            metadata?: {
+                                [key: string]: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["CounterpartyTransfer"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError`, `ValidationFailed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `IdempotencyKeyReused` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getCounterpartyTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyTransferId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["CounterpartyTransfer"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `TransferNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    listExternalTransactions: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                /** @description The linked user's phone number */
+                "filter[phoneNumber]"?: string;
+                /** @description The linked user */
+                "filter[userId]"?: string;
+                "filter[sourceId]"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["ExternalTransaction"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    addExternalTransactions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "ExternalTransaction";
+                        attributes: {
+                            /**
+                             * @description Default `Purchase`
+                             * @enum {unknown}
+                             */
+                            type?: "Purchase" | "Void" | "Refund";
+                            /**
+                             * Format: uuid
+                             * @description Required for a Void or a Refund: the Purchase it is about
+                             */
+                            linkedExternalTransactionId?: string;
+                            source: {
+                                /** @description The transaction's id in the system it comes from; (type, id) is recorded once */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When it happened there
+                                 */
+                                createdAt: string;
+                                /** @description Your customer: a user id or one of its reference ids links the transaction to that user */
+                                customerId?: string;
+                            };
+                            /** @description Where it happened: a store, an app, a checkout */
+                            channel?: string;
+                            /** @description Every method and the amount charged with it; together the total */
+                            payments: {
+                                /** @description Cents charged with this method */
+                                amount: number;
+                                /**
+                                 * @description Default `Unknown`
+                                 * @enum {unknown}
+                                 */
+                                method?: "Cash" | "DebitCard" | "CreditCard" | "Wire" | "GiftCard" | "Wallet" | "Other" | "Unknown";
+                            }[];
+                            /** @description Anything else you want kept with it (a JSON object) */
+                            payload?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    }[];
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "ExternalTransaction";
+                        attributes: {
+                            /**
+                             * @description Default `Purchase`
+                             * @enum {unknown}
+                             */
+                            type?: "Purchase" | "Void" | "Refund";
+                            /**
+                             * Format: uuid
+                             * @description Required for a Void or a Refund: the Purchase it is about
+                             */
+                            linkedExternalTransactionId?: string;
+                            source: {
+                                /** @description The transaction's id in the system it comes from; (type, id) is recorded once */
+                                id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When it happened there
+                                 */
+                                createdAt: string;
+                                /** @description Your customer: a user id or one of its reference ids links the transaction to that user */
+                                customerId?: string;
+                            };
+                            /** @description Where it happened: a store, an app, a checkout */
+                            channel?: string;
+                            /** @description Every method and the amount charged with it; together the total */
+                            payments: {
+                                /** @description Cents charged with this method */
+                                amount: number;
+                                /**
+                                 * @description Default `Unknown`
+                                 * @enum {unknown}
+                                 */
+                                method?: "Cash" | "DebitCard" | "CreditCard" | "Wire" | "GiftCard" | "Wallet" | "Other" | "Unknown";
+                            }[];
+                            /** @description Anything else you want kept with it (a JSON object) */
+                            payload?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["ExternalTransactionReference"][];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getExternalTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                externalTransactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["ExternalTransaction"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `ExternalTransactionNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
     simulateLinkedAccount: {
         parameters: {
             query?: never;
@@ -8388,6 +9926,348 @@ export interface operations {
                 };
             };
             /** @description Not found: `PaymentNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCounterpartyDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyDeposit";
+                        attributes: {
+                            /** @description Cents */
+                            amount: number;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyDeposit";
+                        attributes: {
+                            /** @description Cents */
+                            amount: number;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound`, `NotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCounterpartyPayoutCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound`, `PayoutNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCounterpartyPayoutReturned: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyPayoutReturn";
+                        attributes: {
+                            returnCode?: string;
+                            returnReason?: string;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyPayoutReturn";
+                        attributes: {
+                            returnCode?: string;
+                            returnReason?: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;

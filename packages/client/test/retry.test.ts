@@ -61,6 +61,14 @@ describe('retry rules', () => {
     const given = scripted([{ status: 201 }]);
     await retryingFetch(opts(given.fetch))(post('http://x/api/v1/payments/p/refund', { amount: 1, idempotencyKey: 'mine' }));
     assert.equal(JSON.parse(given.calls[0]!.body!).data.attributes.idempotencyKey, 'mine');
+    // Counterparty payouts and transfers carry keys too.
+    for (const url of ['http://x/api/v1/counterparties/c/payouts', 'http://x/api/v1/counterparty-transfers']) {
+      const k = scripted([{ status: 503 }, { status: 201 }]);
+      await retryingFetch(opts(k.fetch))(post(url, { amount: 100 }));
+      const sent = k.calls.map((c) => JSON.parse(c.body!).data.attributes.idempotencyKey);
+      assert.equal(sent.length, 2, url);
+      assert.ok(sent[0] && sent[0] === sent[1], url);
+    }
   });
 
   test('a write without a key is not repeated after a 5xx or a lost answer, but is after a 429', async () => {

@@ -17,6 +17,13 @@ export const TOPICS = [
   'PaymentUpdated',
   'PaymentCaptured',
   'RefundCreated',
+  // Counterparties (Accrue's names): money arriving on a counterparty's deposit account, and
+  // each step of a payout to its bank account.
+  'CounterpartyIncomingPayment',
+  'CounterpartyPayoutCreated',
+  'CounterpartyPayoutSent',
+  'CounterpartyPayoutCompleted',
+  'CounterpartyPayoutReturned',
 ] as const;
 
 export type Topic = (typeof TOPICS)[number];

@@ -1,4 +1,4 @@
-// Withdrawals, rewards, gifts and counterparties (decisions §6, §7).
+// Withdrawals, rewards and gifts (decisions §6, §7); counterparties are in modules/counterparties.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -235,75 +235,3 @@ describe('gifts', () => {
   });
 });
 
-describe('counterparties', () => {
-  let t: TestApp;
-  let m: Merchant;
-  let other: Merchant;
-  before(async () => {
-    t = await createTestApp();
-    m = await t.createMerchant();
-    other = await t.createMerchant();
-  });
-  after(() => t.close());
-
-  const create = (as: Merchant, attributes: Record<string, unknown>) =>
-    t.request('POST', '/api/v1/counterparties', {
-      as,
-      body: { data: { type: 'Counterparty', attributes: { label: 'Acme Payroll', accountNumber: '000123456789', routingNumber: '021000021', accountType: 'checking', ...attributes } } },
-    });
-
-  test('create is 201 with a zero balance; the account number is never shown in full', async () => {
-    const res = await create(m, {});
-    assert.equal(res.status, 201);
-    const c = res.body.data;
-    assert.equal(c.type, 'Counterparty');
-    assert.deepEqual({ ...c.attributes, createdAt: undefined, updatedAt: undefined }, {
-      label: 'Acme Payroll',
-      accountType: 'checking',
-      accountNumberLast4: '6789',
-      routingNumber: '021000021',
-      balance: { pending: 0, available: 0 },
-      createdAt: undefined,
-      updatedAt: undefined,
-    });
-    assert.ok(!res.raw.includes('000123456789'));
-    const got = await t.request('GET', `/api/v1/counterparties/${c.id}`, { as: m });
-    assert.ok(!got.raw.includes('000123456789'));
-    assert.equal(got.body.data.id, c.id);
-  });
-
-  test('routing numbers must pass the ABA checksum', async () => {
-    for (const routingNumber of ['021000022', '123456789', '000000001']) {
-      const res = await create(m, { routingNumber });
-      assert.equal(res.status, 400, routingNumber);
-      assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/routingNumber');
-    }
-    for (const routingNumber of ['011000015', '021000021', '026009593', '122105155']) assert.equal((await create(m, { routingNumber })).status, 201, routingNumber);
-  });
-
-  test('bad bodies are 400 with pointers', async () => {
-    for (const [over, pointer] of [
-      [{ label: '' }, '/data/attributes/label'],
-      [{ accountNumber: '12' }, '/data/attributes/accountNumber'],
-      [{ accountNumber: '12345678901234567890' }, '/data/attributes/accountNumber'],
-      [{ routingNumber: '12345' }, '/data/attributes/routingNumber'],
-      [{ accountType: 'brokerage' }, '/data/attributes/accountType'],
-    ] as const) {
-      const res = await create(m, over);
-      assert.equal(res.status, 400, JSON.stringify(over));
-      assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
-    }
-  });
-
-  test('list is the merchant\'s own, newest first; another merchant gets 404', async () => {
-    const lm = await t.createMerchant();
-    const a = (await create(lm, { label: 'A' })).body.data.id;
-    t.clock.advance(1000);
-    const b = (await create(lm, { label: 'B' })).body.data.id;
-    const list = await t.request('GET', '/api/v1/counterparties', { as: lm });
-    assert.deepEqual(list.body.data.map((c: { id: string }) => c.id), [b, a]);
-    assert.equal(list.body.meta.total, 2);
-    assert.equal((await t.request('GET', `/api/v1/counterparties/${a}`, { as: other })).status, 404);
-    assert.equal(errorsOf(await t.request('GET', `/api/v1/counterparties/${a}`, { as: other }))[0]!.code, 'CounterpartyNotFound');
-  });
-});

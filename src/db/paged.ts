@@ -1,0 +1,26 @@
+// One page of a list and the total it pages through. The total rides along with the page
+// (count(*) over (), one round trip); only an empty page (an offset past the end) costs a
+// second query for it.
+import { sql, type SQL } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { Page } from '../http/paging.ts';
+import type { Executor } from './open.ts';
+
+export async function pagedRows<T extends PgTable>(
+  db: Executor,
+  table: T,
+  where: SQL | undefined,
+  orderBy: (PgColumn | SQL)[],
+  page: Page,
+): Promise<{ rows: T['$inferSelect'][]; total: number }> {
+  const rows = (await db
+    .select({ row: table as PgTable, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(table as PgTable)
+    .where(where)
+    .orderBy(...orderBy)
+    .limit(page.limit)
+    .offset(page.offset)) as { row: T['$inferSelect']; total: number }[];
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(table as PgTable).where(where);
+  return { rows: [], total: c?.n ?? 0 };
+}
