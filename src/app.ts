@@ -33,6 +33,8 @@ export interface ContextOptions {
   database?: Database;
   /** Replaces DNS resolution for webhook receivers (tests). */
   webhookLookup?: ConstructorParameters<typeof WebhookDispatcher>[0]['lookup'];
+  /** Replaces the test of a public address for webhook receivers (tests). */
+  webhookIsPublicAddress?: ConstructorParameters<typeof WebhookDispatcher>[0]['isPublicAddress'];
 }
 
 export async function createContext(config: Config, opts: ContextOptions): Promise<AppContext> {
@@ -57,12 +59,9 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       clock,
       log: opts.log,
       sealer,
-      timeoutMs: config.webhooks.timeoutMs,
-      retryDelaysS: config.webhooks.retryDelaysS,
-      publicOnly: config.environment === 'live',
-      concurrency: config.webhooks.concurrency,
-      pollMs: config.webhooks.pollMs,
+      ...config.webhooks,
       lookup: opts.webhookLookup,
+      isPublicAddress: opts.webhookIsPublicAddress,
     }),
   };
   const maintenance = await needsTableMaintenance(database);

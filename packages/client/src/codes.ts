@@ -54,6 +54,7 @@ export const ERROR_CODES = [
   'WalletIdentifierExpired',
   'WalletNotFound',
   'WebhookEventNotFound',
+  'WebhookLimitReached',
   'WebhookNotFound'
 ] as const;
 
