@@ -64,6 +64,9 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       isPublicAddress: opts.webhookIsPublicAddress,
     }),
   };
+  if (config.webhooks.allowPrivate) {
+    opts.log.warn('WEBHOOK_ALLOW_PRIVATE is on: webhooks may reach loopback and private addresses (local development only)');
+  }
   const maintenance = await needsTableMaintenance(database);
   if (maintenance && database.kind === 'postgres') {
     opts.log.warn('PostgreSQL autovacuum is off: Coffer vacuums and analyzes its own tables every minute instead (docs/operations.md). Turn autovacuum on.');
