@@ -35,6 +35,8 @@ export interface ContextOptions {
   database?: Database;
   /** Replaces DNS resolution for webhook receivers (tests). */
   webhookLookup?: ConstructorParameters<typeof WebhookDispatcher>[0]['lookup'];
+  /** Replaces the test of a public address for webhook receivers (tests). */
+  webhookIsPublicAddress?: ConstructorParameters<typeof WebhookDispatcher>[0]['isPublicAddress'];
 }
 
 export async function createContext(config: Config, opts: ContextOptions): Promise<AppContext> {
@@ -59,14 +61,14 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       clock,
       log: opts.log,
       sealer,
-      timeoutMs: config.webhooks.timeoutMs,
-      retryDelaysS: config.webhooks.retryDelaysS,
-      publicOnly: config.environment === 'live',
-      concurrency: config.webhooks.concurrency,
-      pollMs: config.webhooks.pollMs,
+      ...config.webhooks,
       lookup: opts.webhookLookup,
+      isPublicAddress: opts.webhookIsPublicAddress,
     }),
   };
+  if (config.webhooks.allowPrivate) {
+    opts.log.warn('WEBHOOK_ALLOW_PRIVATE is on: webhooks may reach loopback and private addresses (local development only)');
+  }
   const maintenance = await needsTableMaintenance(database);
   if (maintenance && database.kind === 'postgres') {
     opts.log.warn('PostgreSQL autovacuum is off: Coffer vacuums and analyzes its own tables every minute instead (docs/operations.md). Turn autovacuum on.');

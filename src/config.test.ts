@@ -38,6 +38,32 @@ describe('configuration', () => {
     }
   });
 
+  test('webhook receivers: public addresses only, 16 webhooks and 16 attempts in flight per merchant, a 3 s connect timeout', () => {
+    const c = loadConfig({});
+    assert.deepEqual(
+      { ...c.webhooks, retryDelaysS: undefined },
+      {
+        timeoutMs: 15_000,
+        retryDelaysS: undefined,
+        pollMs: 250,
+        concurrency: 128,
+        allowPrivate: false,
+        maxPerMerchant: 16,
+        merchantConcurrency: 16,
+        connectTimeoutMs: 3_000,
+        breakerFailures: 5,
+        breakerCooldownMs: 60_000,
+      },
+    );
+    assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate, true);
+  });
+
+  test('WEBHOOK_ALLOW_PRIVATE is refused in live', () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    assert.throws(() => loadConfig({ ...live, WEBHOOK_ALLOW_PRIVATE: 'true' }), (err: ConfigError) => /WEBHOOK_ALLOW_PRIVATE/.test(err.problems.join()));
+    assert.equal(loadConfig({ ...live, WEBHOOK_ALLOW_PRIVATE: 'false' }).webhooks.allowPrivate, false);
+  });
+
   test('live needs DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY, WIDGET_SIGNING_KEY, an adapter for every provider and the signing secret', () => {
     assert.throws(
       () => loadConfig({ COFFER_ENV: 'live' }),

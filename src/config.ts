@@ -54,9 +54,25 @@ export interface Config {
     pollMs: number;
     /** Deliveries in flight at once per process. */
     concurrency: number;
-  };
+  } & WebhookGuards;
   /** The outside providers' adapters (docs/providers.md); see loadProviderConfig. */
   providers: ProviderConfig;
+}
+
+/** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
+export interface WebhookGuards {
+  /** Receivers on loopback, private and other non-public addresses are allowed (sandbox, local development only). */
+  allowPrivate: boolean;
+  /** Webhooks one merchant may have (deleted ones do not count). */
+  maxPerMerchant: number;
+  /** Attempts of one merchant in flight at once per process. */
+  merchantConcurrency: number;
+  /** How long connecting to a receiver (TCP and TLS) may take, apart from the answer's timeout. */
+  connectTimeoutMs: number;
+  /** Consecutive unreachable attempts (no answer: connect failures, timeouts) that open a host's circuit breaker. */
+  breakerFailures: number;
+  /** How long an open breaker holds the host's deliveries before one probe goes through. */
+  breakerCooldownMs: number;
 }
 
 /** Retry delays after each failed attempt (decisions §10): about three days in all. */
@@ -166,6 +182,19 @@ export function loadConfig(env: Env = process.env): Config {
   const adminToken = read('ADMIN_TOKEN');
   if (adminToken !== undefined && adminToken.length < 32) problems.push('ADMIN_TOKEN must be at least 32 characters');
 
+  // ----- webhook receivers: address policy and per-merchant limits (docs/webhooks.md) -----
+  const webhookGuards: WebhookGuards = {
+    allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
+    maxPerMerchant: int('WEBHOOK_MAX_PER_MERCHANT', 16, 1, 10_000),
+    merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 16, 1, 1024),
+    connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
+    breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
+    breakerCooldownMs: int('WEBHOOK_BREAKER_COOLDOWN_MS', 60_000, 1_000, 86_400_000),
+  };
+  if (environment === 'live' && webhookGuards.allowPrivate) {
+    problems.push('WEBHOOK_ALLOW_PRIVATE is for local development in the sandbox; live delivers only to public addresses');
+  }
+
   const config: Config = {
     environment,
     host,
@@ -193,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
       concurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1024),
+      ...webhookGuards,
     },
     providers: loadProviderConfig({ read, int, environment, problems }),
   };

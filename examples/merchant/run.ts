@@ -11,7 +11,9 @@ import { startMerchant } from './server.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dataDir = mkdtempSync(path.join(tmpdir(), 'coffer-example-'));
-const env = { ...process.env, DATA_DIR: dataDir, PORT: '3000', CARD_PORT: '3001', PAY_PORT: '3002', ADMIN_PORT: '3003', LOG_LEVEL: 'warn' };
+// WEBHOOK_ALLOW_PRIVATE: this sandbox is for local development, so a webhook receiver you run
+// on localhost can be registered with it.
+const env = { ...process.env, DATA_DIR: dataDir, PORT: '3000', CARD_PORT: '3001', PAY_PORT: '3002', ADMIN_PORT: '3003', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true' };
 const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
 
 const banner = await new Promise<string>((resolve, reject) => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { webhookBody } from '../test/fixtures.ts';
-import { dbKind } from '../test/harness.ts';
+import { dbKind, LOCAL_RECEIVERS } from '../test/harness.ts';
 import { postgresBin, startCluster } from '../test/cluster.ts';
 import { serverEnv, startServer } from '../test/process.ts';
 import { startReceiver } from '../test/receiver.ts';
@@ -35,7 +35,7 @@ describe('PostgreSQL restarted under load', { skip }, () => {
     const cluster = await startCluster(bin);
     const dir = await mkdtemp(path.join(tmpdir(), 'coffer-pgrestart-'));
     const rx = await startReceiver();
-    const server = await startServer(serverEnv(dir, cluster.url, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', WEBHOOK_RETRY_DELAYS: Array(12).fill('0.2').join(','), DATABASE_POOL_SIZE: '8' }));
+    const server = await startServer(serverEnv(dir, cluster.url, ADMIN_TOKEN, { ...LOCAL_RECEIVERS, WEBHOOK_POLL_MS: '50', WEBHOOK_RETRY_DELAYS: Array(12).fill('0.2').join(','), DATABASE_POOL_SIZE: '8' }));
     try {
       await server.waitFor(/Stop with Ctrl-C/);
       const api = server.ports.api;

@@ -34,6 +34,8 @@ export const ERRORS = {
   ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
   ChallengeFailed: def(400, 'Challenge failed', 'The challenge is no longer active.'),
   // The spec lists it; decisions §9 report the third failure as a 200 result's failureReason and later submissions as ChallengeFailed.
+  // Accrue's webhook errors are 400 with the title WebhookException.
+  WebhookLimitReached: def(400, 'WebhookException', 'The merchant has as many webhooks as it may have; delete one first.'),
   MaxAttemptsExceeded: def(400, 'Max attempts exceeded', 'Three failed submissions. Reported as the failureReason of the third failed submission (200); not returned as an error.'),
   // 401 / 403
   Unauthorized: def(401, 'Unauthorized', 'Authentication failed.'),

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dbKind, freshDatabaseUrl } from '../test/harness.ts';
+import { dbKind, freshDatabaseUrl, LOCAL_RECEIVERS } from '../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant, type RemoteCall } from '../test/remote.ts';
 
@@ -40,7 +40,7 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
     for (let i = 0; i < 2; i++) {
       const dir = await mkdtemp(path.join(tmpdir(), 'coffer-procs-'));
       dirs.push(dir);
-      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50' }));
+      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', ...LOCAL_RECEIVERS }));
       await s.waitFor(/Stop with Ctrl-C/);
       servers.push(s);
     }

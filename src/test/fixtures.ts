@@ -14,6 +14,7 @@ export const kycApplication = (email: string, over: Record<string, unknown> = {}
   },
 });
 
+/** A webhook registration; the default URL is public, as the default address policy requires. */
 export const webhookBody = (attributes: Record<string, unknown>) => ({
-  data: { type: 'Webhook', attributes: { name: 'Orders', url: 'http://127.0.0.1:9/hooks', topics: ['*'], ...attributes } },
+  data: { type: 'Webhook', attributes: { name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['*'], ...attributes } },
 });

@@ -93,7 +93,10 @@ export async function closeTestDatabase(): Promise<void> {
   await database.close();
 }
 
-/** Configuration for tests: fixed secrets, jobs off (tests run them), quiet logs. */
+/**
+ * Configuration for tests: fixed secrets, jobs off (tests run them), quiet logs, and the default
+ * webhook address policy (tests that deliver to a receiver on loopback pass LOCAL_RECEIVERS).
+ */
 export function testConfig(env: Record<string, string> = {}): Config {
   return loadConfig({
     COFFER_ENV: 'sandbox',
@@ -121,6 +124,9 @@ export function providerEnv(url: string): Record<string, string> {
 }
 
 const UNREACHABLE_PROVIDERS = providerEnv('http://127.0.0.1:9');
+
+/** Environment for tests whose webhook receivers run on loopback (local development's opt-in). */
+export const LOCAL_RECEIVERS = { WEBHOOK_ALLOW_PRIVATE: 'true' } as const;
 
 export interface Merchant {
   clientId: string;
@@ -193,7 +199,14 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
 }
 
 export async function createTestApp(
-  opts: { env?: Record<string, string>; clock?: Clock; providers?: ContextOptions['providers']; logStream?: NodeJS.WritableStream; webhookLookup?: ContextOptions['webhookLookup'] } = {},
+  opts: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    providers?: ContextOptions['providers'];
+    logStream?: NodeJS.WritableStream;
+    webhookLookup?: ContextOptions['webhookLookup'];
+    webhookIsPublicAddress?: ContextOptions['webhookIsPublicAddress'];
+  } = {},
 ): Promise<TestApp> {
   const { database } = await testDatabase();
   const config = testConfig(opts.env);
@@ -201,7 +214,14 @@ export async function createTestApp(
   const clock = (opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'))) as TestClock;
   const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
   // The harness shares one database between apps: closing an app must not close it.
-  const ctx = await createContext(config, { log, clock, providers: opts.providers, webhookLookup: opts.webhookLookup, database: { ...database, close: async () => {} } });
+  const ctx = await createContext(config, {
+    log,
+    clock,
+    providers: opts.providers,
+    webhookLookup: opts.webhookLookup,
+    webhookIsPublicAddress: opts.webhookIsPublicAddress,
+    database: { ...database, close: async () => {} },
+  });
   const { app: api, rateLimitStore } = await buildApiListener(ctx);
   const admin = await buildAdminListener(ctx);
   const card = await buildCardListener(ctx);

@@ -61,6 +61,7 @@ export const ERROR_CODES = [
   'WalletIdentifierExpired',
   'WalletNotFound',
   'WebhookEventNotFound',
+  'WebhookLimitReached',
   'WebhookNotFound'
 ] as const;
 

@@ -234,7 +234,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook
-         * @description Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (shown only here). Only http(s) URLs; in live, loopback and private addresses are refused.
+         * @description Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (shown only here). Only http(s) URLs on public addresses (loopback and private networks are refused unless the operator allows them for local development). A merchant has at most `WEBHOOK_MAX_PER_MERCHANT` webhooks (16 by default).
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -3644,7 +3644,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `ValidationError`, `WebhookLimitReached` */
             400: {
                 headers: {
                     [name: string]: unknown;

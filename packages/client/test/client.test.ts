@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { kycApplication } from '../../../src/test/fixtures.ts';
-import { freshDatabaseUrl } from '../../../src/test/harness.ts';
+import { freshDatabaseUrl, LOCAL_RECEIVERS } from '../../../src/test/harness.ts';
 import { startServer, type ServerProcess } from '../../../src/test/process.ts';
 import { CofferError, createCoffer, unwrap, verifyWebhook, WebhookVerificationError, type Coffer } from '../src/index.ts';
 
@@ -47,6 +47,7 @@ describe('@coffer/client against a running server', () => {
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 4).toString('base64'),
       LOG_LEVEL: 'warn',
+      ...LOCAL_RECEIVERS, // the webhook test's receiver is on loopback
     });
     await server.waitFor(/Stop with Ctrl-C/);
     baseUrl = `http://127.0.0.1:${server.ports.api}`;

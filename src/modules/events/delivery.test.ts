@@ -7,9 +7,10 @@ import { sql } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { rowsOf } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, errorsOf, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 import { decideDueKycApplications } from '../kyc/domain.ts';
+import { isPublicAddress } from '../webhooks/url-policy.ts';
 import { recordEvent } from './record.ts';
 
 /** Registers a webhook; returns its id and secret. */
@@ -38,7 +39,7 @@ describe('webhook delivery', () => {
   let rx: Receiver;
   let hook: { id: string; secret: string };
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     rx = await startReceiver();
     hook = await register(t, m, { url: rx.url, topics: ['*'] });
@@ -157,7 +158,7 @@ describe('webhook delivery', () => {
       assert.equal(d.attemptCount, 4);
       assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 500, 500, 200]);
       assert.deepEqual(d.attempts.map((a: { error: string | null }) => a.error), ['receiver answered 500', 'receiver answered 500', 'receiver answered 500', null]);
-      assert.equal(d.attempts[0].responseExcerpt, 'not yet');
+      assert.equal(d.attempts[0].responseExcerpt, null, 'a receiver on loopback: its answer is not kept');
       t.clock.advance(86_400_000);
       assert.equal(await deliver(t), 0, 'nothing more is sent');
       assert.equal(flaky.received.length, 4);
@@ -191,7 +192,7 @@ describe('webhook delivery', () => {
   });
 
   test('timeouts, refused connections and redirects are failures; redirects are not followed', async () => {
-    const quick = await createTestApp({ env: { WEBHOOK_TIMEOUT_MS: '300' } });
+    const quick = await createTestApp({ env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: '300' } });
     const hanging = await startReceiver(() => 'hang');
     const target = await startReceiver();
     const redirecting = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
@@ -217,7 +218,7 @@ describe('webhook delivery', () => {
 
   test('a receiver that hangs holds at most half the slots, then one: other merchants\' events arrive meanwhile', async () => {
     const timeoutMs = 1_500;
-    const quick = await createTestApp({ env: { WEBHOOK_TIMEOUT_MS: String(timeoutMs), WEBHOOK_CONCURRENCY: '4' } });
+    const quick = await createTestApp({ env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: String(timeoutMs), WEBHOOK_CONCURRENCY: '4' } });
     const hanging = await startReceiver(() => 'hang');
     const healthy = await startReceiver();
     try {
@@ -336,7 +337,7 @@ describe('events API', () => {
   let other: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     other = await t.createMerchant();
     rx = await startReceiver();
@@ -399,29 +400,104 @@ describe('events API', () => {
   });
 });
 
-describe('webhook receivers in live', () => {
-  test('a name that resolves to a private address is refused at connect time', async () => {
+describe('receiver addresses', () => {
+  /**
+   * A DNS stand-in: each name's answers, one list per lookup (the last one repeats), so a name
+   * can answer differently when checked and when connected to.
+   */
+  const dns = (names: Record<string, string[][]>) => {
+    const calls = new Map<string, number>();
+    return ((host: string, opts: { all?: boolean }, cb: (e: Error | null, a: unknown, f?: number) => void) => {
+      const answers = names[host];
+      if (!answers) return cb(Object.assign(new Error(`${host} not found`), { code: 'ENOTFOUND' }), []);
+      const n = calls.get(host) ?? 0;
+      calls.set(host, n + 1);
+      const list = answers[Math.min(n, answers.length - 1)]!.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+      if (opts.all) cb(null, list);
+      else cb(null, list[0]!.address, list[0]!.family);
+    }) as never;
+  };
+  const lookup = dns({
+    'loopback.example.com': [['127.0.0.1']],
+    // NAT64 and 6to4 addresses are judged by the IPv4 address inside them.
+    'nat64.example.com': [['64:ff9b::7f00:1']],
+    'sixtofour.example.com': [['2002:7f00:1::1']],
+    // Public when checked, loopback when connected to.
+    'rebind.example.com': [['93.184.216.34'], ['127.0.0.1']],
+  });
+  /** Registers a webhook on `url`, sends it a test event, delivers; returns the delivery as the API shows it. */
+  async function sendTest(app: TestApp, url: string) {
+    const am = await app.createMerchant();
+    const w = await register(app, am, { url, topics: ['*'] });
+    await app.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: am });
+    await app.ctx.webhooks.runOnce();
+    const [ev] = (await app.request('GET', '/api/v1/webhook-events', { as: am })).body.data;
+    return (await app.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: am })).body.data.attributes.deliveries[0];
+  }
+
+  test('by default (sandbox and live) a name that resolves to a private address is refused at connect time', async () => {
     const rx = await startReceiver();
-    // hooks.example.test "resolves" to the loopback receiver.
-    const lookup = (_h: string, opts: { all?: boolean }, cb: (e: null, a: unknown, f?: number) => void) =>
-      opts.all ? cb(null, [{ address: '127.0.0.1', family: 4 }]) : cb(null, '127.0.0.1', 4);
-    const live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' }, webhookLookup: lookup as never });
-    const sandbox = await createTestApp({ webhookLookup: lookup as never });
+    const apps = [await createTestApp({ webhookLookup: lookup }), await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' }, webhookLookup: lookup })];
     try {
-      for (const app of [live, sandbox]) {
-        const am = await app.createMerchant();
-        const w = await register(app, am, { url: `http://hooks.example.test:${rx.port}/hooks`, topics: ['*'] });
-        await app.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: am });
-        await app.ctx.webhooks.runOnce();
-        const [ev] = (await app.request('GET', '/api/v1/webhook-events', { as: am })).body.data;
-        const d = (await app.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: am })).body.data.attributes.deliveries[0];
-        if (app === live) assert.match(d.attempts[0].error, /EADDRNOTALLOWED|non-public/);
-        else assert.equal(d.state, 'succeeded');
+      for (const app of apps) {
+        for (const name of ['loopback', 'nat64', 'sixtofour']) {
+          const d = await sendTest(app, `http://${name}.example.com:${rx.port}/hooks`);
+          assert.equal(d.state, 'pending');
+          assert.match(d.attempts[0].error, /EADDRNOTALLOWED.*non-public/, `${app.ctx.config.environment} ${name}`);
+        }
       }
-      assert.equal(rx.received.length, 1, 'only the sandbox reached the loopback receiver');
+      assert.equal(rx.received.length, 0, 'nothing reached the loopback receiver');
     } finally {
-      await live.close();
-      await sandbox.close();
+      await Promise.all(apps.map((a) => a.close()));
+      await rx.close();
+    }
+  });
+
+  test('with private receivers allowed, they are reached but their answers are never kept or shown', async () => {
+    const rx = await startReceiver(() => ({ status: 200, body: 'internal service: secret=hunter2' }));
+    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookLookup: lookup });
+    try {
+      // An address on loopback, and a public-looking name that resolves to it: what counts is
+      // the address connected to, not the URL.
+      for (const url of [rx.url, `http://loopback.example.com:${rx.port}/hooks`]) {
+        const d = await sendTest(app, url);
+        assert.equal(d.state, 'succeeded', url);
+        assert.equal(d.attempts[0].statusCode, 200, url);
+        assert.equal(d.attempts[0].responseExcerpt, null, url);
+      }
+      assert.equal(rx.received.length, 2);
+      const kept = rowsOf<{ n: number }>(await app.ctx.db.execute(sql`select count(*)::int as n from delivery_attempts where response_excerpt like '%hunter2%'`));
+      assert.equal(kept[0]!.n, 0, 'not stored either');
+    } finally {
+      await app.close();
+      await rx.close();
+    }
+  });
+
+  test('a name that resolves to a public address when checked and to a private one when connecting is refused', async () => {
+    const rx = await startReceiver();
+    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookLookup: lookup });
+    try {
+      const d = await sendTest(app, `http://rebind.example.com:${rx.port}/hooks`);
+      assert.match(d.attempts[0].error, /EADDRNOTALLOWED/);
+      assert.equal(d.attempts[0].responseExcerpt, null);
+      assert.equal(rx.received.length, 0);
+    } finally {
+      await app.close();
+      await rx.close();
+    }
+  });
+
+  test("a public receiver's answer is shown: its first 500 characters", async () => {
+    const rx = await startReceiver(() => ({ status: 500, body: `not yet ${'x'.repeat(600)}` }));
+    // The loopback receiver stands for a public one: the address test treats 127.0.0.1 as public.
+    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: (a) => a === '127.0.0.1' || isPublicAddress(a) });
+    try {
+      const d = await sendTest(app, rx.url);
+      assert.equal(d.attempts[0].statusCode, 500);
+      assert.equal(d.attempts[0].responseExcerpt, `not yet ${'x'.repeat(492)}`);
+    } finally {
+      await app.close();
       await rx.close();
     }
   });

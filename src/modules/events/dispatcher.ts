@@ -3,37 +3,47 @@
 // them outside any database transaction, and records every attempt. 2xx within the timeout is
 // success; anything else is retried on the schedule of decisions §10 with up to 10% jitter,
 // then the delivery is marked failed. Redirects are not followed.
+//
+// Receivers are reached through one of two connection pools. The public pool connects only to
+// public addresses (every DNS answer is checked, and so is the address the socket connected
+// to), and only its answers are kept as excerpts. The private pool exists only when the
+// operator allows private receivers (WEBHOOK_ALLOW_PRIVATE, local development): it takes
+// receivers whose address is not public, and their answers are never kept, so a sandbox cannot
+// be used to read internal services.
 import { createHmac, randomInt } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isIP } from 'node:net';
+import type { LookupAddress } from 'node:dns';
 import type { FastifyBaseLogger } from 'fastify';
 import { Webhook } from 'standardwebhooks';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { uuidv7 } from '../../ids.ts';
 import type { Clock } from '../../clock.ts';
+import type { WebhookGuards } from '../../config.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';
-import { isPublicAddress, publicOnlyLookup, type LookupFn } from '../webhooks/url-policy.ts';
+import { hostOf, isPublicAddress, notAllowed, publicOnlyLookup, systemLookup, type LookupFn } from '../webhooks/url-policy.ts';
 import { isRetryableDatabaseError } from '../../db/errors.ts';
-import { claimDueDeliveries, recordAttempt, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
+import { ReceiverBreakers } from './breaker.ts';
+import { claimDueDeliveries, holdDeliveries, recordAttempt, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
 
 /** How long a lease outlasts the attempt's timeout: time to record the attempt. */
 const LEASE_MARGIN_MS = 5_000;
 
-export interface DispatcherOptions {
+export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'> {
   db: Db;
   clock: Clock;
   log: FastifyBaseLogger;
   sealer: Sealer;
   timeoutMs: number;
   retryDelaysS: number[];
-  /** Refuse non-public receivers at connect time (live). */
-  publicOnly: boolean;
   concurrency: number;
   /** How long to wait before looking for newly due deliveries while attempts are in flight. */
   pollMs: number;
   /** Replaces DNS resolution (tests). */
   lookup?: LookupFn;
+  /** Replaces the test of a public address (tests: a receiver on loopback standing for a public one). */
+  isPublicAddress?: (address: string) => boolean;
 }
 
 /** Headers for one attempt: the spec's x-service-signature plus the Standard Webhooks trio. */
@@ -57,75 +67,114 @@ export function retryDelayMs(delaysS: number[], failedAttempts: number): number 
 
 export class WebhookDispatcher {
   readonly #o: DispatcherOptions;
-  readonly #agent: Agent;
+  readonly #isPublic: (address: string) => boolean;
+  /** Connections to public addresses only; their answers may be kept. */
+  readonly #public: Agent;
+  /** Connections to any address, when private receivers are allowed; their answers are never kept. */
+  readonly #private: Agent | undefined;
+  readonly #breakers: ReceiverBreakers;
   /** Attempts in flight in this process, by webhook id. */
   readonly #inFlight = new Map<string, number>();
+  /** Attempts in flight in this process, by merchant (client id). */
+  readonly #busy = new Map<string, number>();
   /** Webhooks whose last attempt from this process failed. */
   readonly #failing = new Set<string>();
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
-    const lookup = opts.publicOnly ? publicOnlyLookup(opts.lookup) : opts.lookup;
-    this.#agent = new Agent({
-      connections: 64,
-      keepAliveTimeout: 10_000,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-      connect: { timeout: opts.timeoutMs, ...(lookup ? { lookup: lookup as never } : {}) },
-    });
+    const isPublic = (this.#isPublic = opts.isPublicAddress ?? isPublicAddress);
+    // Connecting (TCP and TLS) has its own, shorter limit: a host that does not accept
+    // connections fails fast instead of holding a slot for the whole answer timeout.
+    const timeout = Math.min(opts.connectTimeoutMs, opts.timeoutMs);
+    const agent = (connect: buildConnector.connector) =>
+      new Agent({ connections: 64, keepAliveTimeout: 10_000, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connect });
+    const guarded = buildConnector({ timeout, lookup: publicOnlyLookup(opts.lookup, isPublic) as never });
+    this.#public = agent((o, callback) =>
+      guarded(o, (err, socket) => {
+        if (err) return callback(err, null);
+        // The address connected to, whatever resolved it.
+        if (socket.remoteAddress && isPublic(socket.remoteAddress)) return callback(null, socket);
+        socket.destroy();
+        callback(notAllowed(`${socket.remoteAddress ?? 'the receiver'} is not a public address`), null);
+      }),
+    );
+    this.#private = opts.allowPrivate ? agent(buildConnector({ timeout, ...(opts.lookup ? { lookup: opts.lookup as never } : {}) })) : undefined;
+    this.#breakers = new ReceiverBreakers({ failures: opts.breakerFailures, cooldownMs: opts.breakerCooldownMs });
   }
 
   /**
    * Delivers everything due, keeping up to `concurrency` attempts in flight and claiming more
    * as slots free up: a receiver that hangs holds only its own slots until the timeout, never a
-   * whole batch. One webhook gets at most half the slots; one whose last attempt here failed
-   * (down, hanging, erroring) gets one attempt at a time until one succeeds, so its backlog
-   * cannot fill the slots.
+   * whole batch. One merchant gets at most `merchantConcurrency` slots, and claims take every
+   * merchant's deliveries in turns, so no merchant's backlog or hanging receivers hold up
+   * another's. One webhook gets at most half the slots; one whose last attempt here failed
+   * (down, hanging, erroring) gets one attempt at a time until one succeeds; a host whose
+   * breaker is open gets none.
    * Returns the number of attempts made, once nothing is in flight and nothing more is due.
    */
   async runOnce(): Promise<number> {
     const { concurrency, pollMs } = this.#o;
-    // Claim when half of the slots are free (one statement per many deliveries).
-    const refill = Math.max(1, Math.floor(concurrency / 2));
     let running = 0;
     let total = 0;
     let lookAgain = true;
     let drained = false; // the last claim found fewer than it could take
     let settled = 0; // attempts finished so far
     let settledAtClaim = -1; // how many had finished when the last claim was made
+    let runningAtClaim = 0; // attempts in flight just after the last claim
     let wake: (() => void) | undefined;
     for (;;) {
       const free = concurrency - running;
-      if (free > 0 && (lookAgain || free >= refill || running === 0)) {
+      // Claim again once half of the attempts in flight at the last claim have finished (one
+      // statement for many deliveries, also when merchants' caps keep few in flight), after a
+      // poll interval, or when nothing is in flight.
+      const refill = Math.max(1, Math.ceil(runningAtClaim / 2));
+      if (free > 0 && (lookAgain || running === 0 || settled - settledAtClaim >= refill)) {
         const now = this.#o.clock.now();
         settledAtClaim = settled;
         // The lease outlives the attempt's timeout by a margin for recording it; a worker that
         // dies mid-attempt delays that delivery's retry by at most this much.
-        const deliveries = await claimDueDeliveries(this.#o.db, {
+        const claimed = await claimDueDeliveries(this.#o.db, {
           now,
           leaseUntil: new Date(now.getTime() + this.#o.timeoutMs + LEASE_MARGIN_MS),
           limit: free,
-          room: this.#room(),
+          room: this.#room(now),
           share: this.#share,
+          busy: Object.fromEntries(this.#busy),
+          merchantCap: Math.min(this.#o.merchantConcurrency, concurrency),
         });
-        for (const d of deliveries) {
+        // Deliveries to a host whose breaker is open (or being probed) go back without an
+        // attempt, before any attempt starts, so a probe that fails at once holds them too. If
+        // this fails, their lease runs out instead.
+        const released: { id: string; attempt: number; until?: Date }[] = [];
+        const sends: { d: ClaimedDelivery; host: string }[] = [];
+        for (const d of claimed) {
+          const host = breakerKey(d);
+          const admission = d.webhookActive ? this.#breakers.admit(host, d, now) : { send: true as const };
+          if (admission.send) sends.push({ d, host });
+          else released.push({ id: d.id, attempt: d.attempt, until: admission.holdUntil });
+        }
+        await releaseDeliveries(this.#o.db, released, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries'));
+        for (const { d, host } of sends) {
           running++;
-          this.#inFlight.set(d.webhookId, (this.#inFlight.get(d.webhookId) ?? 0) + 1);
+          count(this.#inFlight, d.webhookId, 1);
+          count(this.#busy, d.clientId, 1);
           const settle = () => {
             running--;
             settled++;
-            const left = (this.#inFlight.get(d.webhookId) ?? 1) - 1;
-            if (left > 0) this.#inFlight.set(d.webhookId, left);
-            else this.#inFlight.delete(d.webhookId);
+            count(this.#inFlight, d.webhookId, -1);
+            count(this.#busy, d.clientId, -1);
             wake?.();
           };
-          this.#deliver(d).then(settle, (err: unknown) => {
+          this.#deliver(d, host).then(settle, (err: unknown) => {
             this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
             settle();
           });
         }
-        total += deliveries.length;
-        drained = deliveries.length < free;
+        runningAtClaim = running;
+        total += sends.length;
+        // Fewer than asked for: nothing more is due, unless some went back (held), which may
+        // have left room for other deliveries.
+        drained = claimed.length < free && released.length === 0;
         lookAgain = false;
       }
       // Done when nothing is in flight and nothing was due at a claim made after the last
@@ -153,34 +202,57 @@ export class WebhookDispatcher {
     return Math.max(1, Math.ceil(this.#o.concurrency / 2));
   }
 
-  /** Room for further attempts of the webhooks with attempts in flight or failing here. */
-  #room(): Record<string, number> {
+  /** Room for further attempts of the webhooks with attempts in flight, failing or being probed here. */
+  #room(now: Date): Record<string, number> {
     const room: Record<string, number> = {};
     for (const [id, n] of this.#inFlight) room[id] = Math.max(0, this.#share - n);
     for (const id of this.#failing) room[id] = this.#inFlight.has(id) ? 0 : 1;
+    for (const id of this.#breakers.probing(now)) room[id] = 0;
     return room;
   }
 
   async close(): Promise<void> {
-    await this.#agent.close();
+    await Promise.all([this.#public.close(), this.#private?.close()]);
   }
 
-  async #deliver(d: ClaimedDelivery): Promise<void> {
+  /**
+   * Whether to go through the public pool: always, unless private receivers are allowed; then
+   * when the URL's address, or every address its name resolves to, is public. Either way the
+   * public pool connects only to public addresses, so a name that resolves differently at
+   * connect time fails the attempt rather than reaching a private address through it.
+   */
+  async #viaPublic(host: string, signal: AbortSignal): Promise<boolean> {
+    if (!this.#private) return true;
+    if (isIP(host)) return this.#isPublic(host);
+    const lookup = this.#o.lookup ?? systemLookup;
+    const addresses = await new Promise<LookupAddress[]>((resolve, reject) => {
+      signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      lookup(host, { all: true }, (err, list) => resolve(err ? [] : (list as LookupAddress[])));
+    });
+    return addresses.length > 0 && addresses.every((a) => this.#isPublic(a.address));
+  }
+
+  async #deliver(d: ClaimedDelivery, host: string): Promise<void> {
     const startedAt = this.#o.clock.now();
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
     let excerpt: string | null = null;
+    let answered = false;
     if (!d.webhookActive) {
       error = 'webhook disabled or deleted';
     } else {
       try {
-        const host = new URL(d.url).hostname.replace(/^\[|\]$/g, '');
-        if (this.#o.publicOnly && isIP(host) && !isPublicAddress(host)) throw new Error(`${host} is not a public address`);
+        const url = new URL(d.url);
+        const address = hostOf(url);
+        const signal = AbortSignal.timeout(this.#o.timeoutMs);
+        const viaPublic = await this.#viaPublic(address, signal);
+        // An IP literal is checked before connecting (a name, by the pool's DNS guard).
+        if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notAllowed(`${address} is not a public address`);
         const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret').toString('utf8');
-        const res = await request(d.url, {
+        const res = await request(url, {
           method: 'POST',
-          dispatcher: this.#agent,
+          dispatcher: viaPublic ? this.#public : this.#private!,
           headers: {
             'content-type': 'application/json',
             'user-agent': 'Coffer-Webhooks/1.0',
@@ -189,21 +261,29 @@ export class WebhookDispatcher {
             ...signatureHeaders(secret, d.eventId, d.body, new Date()),
           },
           body: d.body,
-          signal: AbortSignal.timeout(this.#o.timeoutMs),
+          signal,
         });
         statusCode = res.statusCode;
-        excerpt = await readExcerpt(res.body);
+        // What a receiver on a non-public address answered is never kept or shown.
+        if (viaPublic) excerpt = await readExcerpt(res.body);
+        else await res.body.dump();
+        answered = true;
         if (statusCode < 200 || statusCode >= 300) error = `receiver answered ${statusCode}`;
       } catch (err) {
-        error = describe(err, this.#o.timeoutMs);
+        error = describe(err, this.#o);
       }
     }
     const ok = error === null;
     if (ok || !d.webhookActive) this.#failing.delete(d.webhookId);
     else this.#failing.add(d.webhookId);
     const now = this.#o.clock.now();
+    // No answer at all (not connected, timed out) counts towards the host's breaker; an answer
+    // of any status closes it.
+    const opened = d.webhookActive ? this.#breakers.record(host, d, answered, now) : undefined;
     const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
     const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';
+    // While the host's breaker is open, the retry waits for the end of its cool-down.
+    const openUntil = this.#breakers.openUntil(host)?.getTime() ?? 0;
     const outcome: AttemptOutcome = {
       deliveryId: d.id,
       eventId: d.eventId,
@@ -215,9 +295,13 @@ export class WebhookDispatcher {
       error,
       responseExcerpt: excerpt,
       state,
-      nextAttemptAt: delayMs === null ? null : new Date(now.getTime() + delayMs),
+      nextAttemptAt: delayMs === null ? null : new Date(Math.max(now.getTime() + delayMs, openUntil)),
       now,
     };
+    if (opened) {
+      this.#o.log.warn({ host, until: opened.until }, 'webhook receiver unreachable: holding its deliveries');
+      await holdDeliveries(this.#o.db, { ...opened, now }).catch((err: unknown) => this.#o.log.error({ err }, 'could not hold webhook deliveries'));
+    }
     // The database may be away for a moment (a restart, a failover): keep trying while the
     // lease holds, so a delivery that reached its receiver is not sent again. Past the lease,
     // another worker may take it, and the attempt is made again: at-least-once, never lost.
@@ -248,11 +332,29 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { dump?: () => Promise<
   return text.length > 0 ? text.slice(0, 500) : null;
 }
 
-function describe(err: unknown, timeoutMs: number): string {
+/** The breaker's key: the merchant and the URL's origin (scheme, host and port). */
+function breakerKey(d: ClaimedDelivery): string {
+  let origin: string;
+  try {
+    origin = new URL(d.url).origin;
+  } catch {
+    origin = d.url;
+  }
+  return `${d.clientId} ${origin}`;
+}
+
+function count(map: Map<string, number>, key: string, by: number): void {
+  const n = (map.get(key) ?? 0) + by;
+  if (n > 0) map.set(key, n);
+  else map.delete(key);
+}
+
+function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
-    return `no answer within ${timeoutMs} ms`;
+    return `no answer within ${o.timeoutMs} ms`;
   }
+  if ((e.cause?.code ?? e.code) === 'UND_ERR_CONNECT_TIMEOUT') return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
   const code = e.cause?.code ?? e.code;
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;

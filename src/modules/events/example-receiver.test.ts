@@ -4,13 +4,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp } from '../../test/harness.ts';
+import { createTestApp, LOCAL_RECEIVERS } from '../../test/harness.ts';
 import { freePort } from '../../test/process.ts';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/webhook-receiver.mjs', import.meta.url));
 
 test('the example receiver verifies, acknowledges and handles a delivery once', async () => {
-  const t = await createTestApp();
+  const t = await createTestApp({ env: LOCAL_RECEIVERS });
   const port = await freePort();
   const m = await t.createMerchant();
   const w = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: `http://127.0.0.1:${port}/hooks` }) })).body.data;

@@ -11,7 +11,7 @@ export const Attempt = Type.Object({
   durationMs: Type.Integer(),
   statusCode: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
-  responseExcerpt: Nullable(Type.String({ description: "The first 500 characters of the receiver's answer" })),
+  responseExcerpt: Nullable(Type.String({ description: "The first 500 characters of the receiver's answer; null for receivers on non-public addresses" })),
 });
 
 export const Delivery = Type.Object({

@@ -138,37 +138,53 @@ export interface ClaimOptions {
   limit: number;
   /**
    * Webhooks this worker holds to a number of further attempts (webhook id → room, 0 for
-   * none): receivers that are failing here get one attempt at a time.
+   * none): receivers that are failing here get one attempt at a time, and those whose host
+   * is being probed none.
    */
   room: Record<string, number>;
   /** Room of any other webhook within one claim. */
   share: number;
+  /** Attempts this worker has in flight, by merchant (client id). */
+  busy: Record<string, number>;
+  /** The most attempts of one merchant this worker may have in flight. */
+  merchantCap: number;
 }
 
 /**
  * Claims up to `limit` due deliveries for one attempt each: due and not leased by a live
  * worker, locked with SKIP LOCKED so concurrent workers take different rows, then leased and
  * their attempt number taken in the same statement. A worker that dies keeps its lease until
- * it runs out; then the delivery is due again. Each webhook gets at most its room; webhooks
- * with none are skipped before the limit applies, so one receiver's backlog never crowds out
- * the others.
+ * it runs out; then the delivery is due again.
+ *
+ * Fair between merchants: each merchant's oldest due deliveries come from its own part of the
+ * index (due_event_deliveries_per_client, migration 0013), at most its room (the cap less its
+ * attempts in flight here), and the claim takes them in turns: every merchant's next delivery
+ * before any merchant's one after, merchants with fewer attempts in flight first. So neither
+ * one merchant's backlog nor its hanging receivers can take the slots another merchant's
+ * deliveries need. Within a merchant each webhook gets at most its room; webhooks with none
+ * are skipped before the limit applies.
  */
 export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const due = sql`d.state = 'pending' and d.next_attempt_at <= ${o.now} and (d.lease_until is null or d.lease_until <= ${o.now})`;
-  // Webhooks with no room, as an array literal (ids are UUIDs); the oldest due deliveries of
-  // the others come from due_event_deliveries, which reads the due index in order (migration 0008).
+  // Webhooks with no room, as an array literal (ids are UUIDs).
   const full = `{${Object.keys(o.room).filter((id) => o.room[id]! <= 0).join(',')}}`;
   const res = await db.execute(sql`
     with room as (
       select key::uuid as webhook_id, value::int as room from jsonb_each_text(${JSON.stringify(o.room)}::jsonb)
+    ), busy as (
+      select key::uuid as client_id, value::int as n from jsonb_each_text(${JSON.stringify(o.busy)}::jsonb)
     ), candidates as (
-      select * from due_event_deliveries(${o.now}, ${o.limit * 4}, ${full}::uuid[])
-    ), ranked as (
-      select c.id, c.next_attempt_at
+      select * from due_event_deliveries_per_client(${o.now}, ${full}::uuid[], ${JSON.stringify(o.busy)}::jsonb, ${o.merchantCap})
+    ), allowed as (
+      select c.id, c.client_id, c.next_attempt_at
       from (select *, row_number() over (partition by webhook_id order by next_attempt_at) as n from candidates) c
       left join room r on r.webhook_id = c.webhook_id
       where c.n <= coalesce(r.room, ${o.share})
-      order by c.next_attempt_at
+    ), ranked as (
+      select a.id, a.next_attempt_at
+      from (select *, row_number() over (partition by client_id order by next_attempt_at) as n from allowed) a
+      left join busy b on b.client_id = a.client_id
+      order by coalesce(b.n, 0) + a.n, a.next_attempt_at
       limit ${o.limit}
     ), locked as (
       select d.id from event_deliveries d
@@ -197,6 +213,34 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
   }));
 }
 
+/**
+ * Gives back claimed deliveries without an attempt (their host's breaker is open, or its probe
+ * is out): the lease and the attempt number taken by the claim are returned, and a delivery
+ * with `until` is not due before then.
+ */
+export async function releaseDeliveries(db: Executor, released: { id: string; attempt: number; until?: Date }[], now: Date): Promise<void> {
+  if (released.length === 0) return;
+  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
+  await db.execute(sql`
+    update event_deliveries d
+    set lease_until = null, attempt_count = d.attempt_count - 1, updated_at = ${now},
+        next_attempt_at = greatest(d.next_attempt_at, coalesce(r.until, d.next_attempt_at))
+    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, until timestamptz)
+    where d.id = r.id and d.attempt_count = r.attempt and d.state = 'pending'`);
+}
+
+/**
+ * Holds the pending deliveries of these webhooks until `until` (their host's breaker opened):
+ * due sooner, they are rescheduled to then; none is failed or attempted meanwhile. One with an
+ * attempt in flight keeps the later time when that attempt is recorded (recordAttempt).
+ */
+export async function holdDeliveries(db: Executor, o: { webhookIds: string[]; until: Date; now: Date }): Promise<void> {
+  await db.execute(sql`
+    update event_deliveries d
+    set next_attempt_at = ${o.until}, updated_at = ${o.now}
+    where d.webhook_id = any(${`{${o.webhookIds.join(',')}}`}::uuid[]) and d.state = 'pending' and d.next_attempt_at < ${o.until}`);
+}
+
 export interface AttemptOutcome {
   deliveryId: string;
   eventId: string;
@@ -216,6 +260,8 @@ export interface AttemptOutcome {
 /**
  * Records one attempt and moves its delivery on, in one transaction. Only the worker holding
  * this attempt may move the delivery (a late worker whose lease ran out only logs its attempt).
+ * The next attempt is never brought forward: a hold made while this attempt was in flight
+ * (holdDeliveries) stands.
  */
 export async function recordAttempt(db: Executor, o: AttemptOutcome, id: string): Promise<void> {
   await db.insert(deliveryAttempts).values({
@@ -238,7 +284,7 @@ export async function recordAttempt(db: Executor, o: AttemptOutcome, id: string)
       lastStatusCode: o.statusCode,
       lastError: o.error,
       updatedAt: o.now,
-      ...(o.nextAttemptAt ? { nextAttemptAt: o.nextAttemptAt } : {}),
+      ...(o.nextAttemptAt ? { nextAttemptAt: sql`greatest(${eventDeliveries.nextAttemptAt}, ${o.nextAttemptAt})` } : {}),
       ...(o.state === 'pending' ? {} : { completedAt: o.now }),
     })
     .where(and(eq(eventDeliveries.id, o.deliveryId), eq(eventDeliveries.attemptCount, o.attempt), eq(eventDeliveries.state, 'pending')));

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, freshDatabaseUrl } from '../../test/harness.ts';
+import { createTestApp, freshDatabaseUrl, LOCAL_RECEIVERS } from '../../test/harness.ts';
 import { freePort, startServer } from '../../test/process.ts';
 import { startReceiver } from '../../test/receiver.ts';
 import { TestClock } from '../../clock.ts';
@@ -14,8 +14,8 @@ import { TestClock } from '../../clock.ts';
 describe('delivery workers', () => {
   test('two workers (two processes\' worth) on one database never send an event twice', async () => {
     const clock = new TestClock(new Date('2026-08-01T00:00:00Z'));
-    const a = await createTestApp({ clock });
-    const b = await createTestApp({ clock });
+    const a = await createTestApp({ clock, env: LOCAL_RECEIVERS });
+    const b = await createTestApp({ clock, env: LOCAL_RECEIVERS });
     const rx = await startReceiver();
     try {
       const m = await a.createMerchant();
@@ -50,6 +50,9 @@ describe('delivery workers', () => {
       WEBHOOK_RETRY_DELAYS: Array(12).fill('0.3').join(','),
       WEBHOOK_TIMEOUT_MS: '500',
       WEBHOOK_POLL_MS: '50',
+      // The down receiver opens its host's breaker: a short cool-down lets the test see the end.
+      WEBHOOK_BREAKER_COOLDOWN_MS: '1000',
+      ...LOCAL_RECEIVERS,
     };
     let server = await startServer(env);
     let rx: Awaited<ReturnType<typeof startReceiver>> | undefined;

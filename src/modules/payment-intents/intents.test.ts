@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { kycApplication, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
+import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
 import { startReceiver } from '../../test/receiver.ts';
 
@@ -996,7 +996,7 @@ describe('payment intents: expiry', () => {
 
 describe('payment intents: events', () => {
   test('PaymentIntentCreated on create; PaymentIntentUpdated on cancel, authorize, RequiresAction and expiry; included[0] is the intent', async () => {
-    const t = await createTestApp();
+    const t = await createTestApp({ env: LOCAL_RECEIVERS });
     const rx = await startReceiver();
     try {
       const m = await t.createMerchant({ paymentIntentTtlSeconds: 60 });

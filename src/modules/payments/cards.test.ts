@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { isLuhnValid } from '../../providers/card-issuing.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, LOCAL_RECEIVERS, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
@@ -293,7 +293,7 @@ describe('card rails: the sandbox card network', () => {
   let other: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     cm = await t.createMerchant({ rails: 'card' });
     other = await t.createMerchant({ rails: 'card' });
     rx = await eventsOf(t, cm);
@@ -440,7 +440,7 @@ describe('card rails: the gift flow', () => {
   let other: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     other = await t.createMerchant();
     rx = await eventsOf(t, m);

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
@@ -103,7 +103,7 @@ describe('payments: the state machine', () => {
   let m: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     rx = await eventsOf(t, m);
   });
@@ -453,7 +453,7 @@ describe('payments: authorization expiry', () => {
   let t: TestApp;
   let m: Merchant;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
   });
   after(() => t.close());
@@ -503,7 +503,7 @@ describe('payments: refunds', () => {
   let m: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     rx = await eventsOf(t, m);
   });
@@ -700,7 +700,7 @@ describe('payments: direct payments (POST /payments)', () => {
   let other: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     other = await t.createMerchant();
     rx = await eventsOf(t, m);

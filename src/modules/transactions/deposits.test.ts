@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, dbKind, LOCAL_RECEIVERS, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, depositBody, fundedWallet, linkAccount } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
@@ -30,7 +30,7 @@ describe('one-time deposits', () => {
   let other: Merchant;
   const bank = new SandboxBankTransfers();
   before(async () => {
-    t = await createTestApp({ providers: { bankTransfers: bank } });
+    t = await createTestApp({ env: LOCAL_RECEIVERS, providers: { bankTransfers: bank } });
     m = await t.createMerchant();
     other = await t.createMerchant();
   });

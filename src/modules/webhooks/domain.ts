@@ -12,8 +12,10 @@ import { checkWebhookUrl } from './url-policy.ts';
 import * as q from './sql.ts';
 
 export interface WebhookPolicy {
-  /** Sandbox: receivers may be on loopback or private networks. */
+  /** Receivers may be on loopback or private networks (WEBHOOK_ALLOW_PRIVATE, local development). */
   allowPrivate: boolean;
+  /** Webhooks one merchant may have (WEBHOOK_MAX_PER_MERCHANT). */
+  maxPerMerchant: number;
 }
 
 function checkTopics(topics: string[] | undefined): void {
@@ -22,29 +24,39 @@ function checkTopics(topics: string[] | undefined): void {
   }
 }
 
-function checkUrl(url: string | undefined, policy: WebhookPolicy): void {
+function checkUrl(url: string | undefined, policy: Pick<WebhookPolicy, 'allowPrivate'>): void {
   if (url === undefined) return;
   const problem = checkWebhookUrl(url, policy);
   if (problem) throw apiError('ValidationError', `\`url\` ${problem.detail}.`, { pointer: '/data/attributes/url' });
 }
 
+/**
+ * Registers a webhook. A merchant has at most `policy.maxPerMerchant` (each event becomes one
+ * POST per subscribed webhook, so the number is what one event can cost).
+ */
 export async function createWebhook(
-  db: Executor,
+  db: Db,
   opts: { clientId: string; name: string; url: string; topics: string[]; enabled?: boolean; policy: WebhookPolicy; sealer: Sealer; now: Date },
 ): Promise<{ webhook: q.WebhookRow; secret: string }> {
   checkTopics(opts.topics);
   checkUrl(opts.url, opts.policy);
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
-  const webhook = await q.insertWebhook(db, {
-    id: uuidv7(),
-    clientId: opts.clientId,
-    name: opts.name,
-    url: opts.url,
-    topics: opts.topics,
-    enabled: opts.enabled ?? true,
-    secretSealed: opts.sealer.seal(secret, 'webhook-secret'),
-    createdAt: opts.now,
-    updatedAt: opts.now,
+  const webhook = await db.transaction(async (tx) => {
+    const max = opts.policy.maxPerMerchant;
+    if ((await q.countWebhooksLocked(tx, opts.clientId)) >= max) {
+      throw apiError('WebhookLimitReached', `A merchant can have at most ${max} webhooks; delete one (or subscribe an existing one to more topics) first.`);
+    }
+    return q.insertWebhook(tx, {
+      id: uuidv7(),
+      clientId: opts.clientId,
+      name: opts.name,
+      url: opts.url,
+      topics: opts.topics,
+      enabled: opts.enabled ?? true,
+      secretSealed: opts.sealer.seal(secret, 'webhook-secret'),
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
   });
   return { webhook, secret };
 }
@@ -61,7 +73,7 @@ export async function listWebhooks(db: Executor, opts: { clientId: string; page:
 
 export async function updateWebhook(
   db: Executor,
-  opts: { clientId: string; webhookId: string; patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean }; policy: WebhookPolicy; now: Date },
+  opts: { clientId: string; webhookId: string; patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean }; policy: Pick<WebhookPolicy, 'allowPrivate'>; now: Date },
 ): Promise<q.WebhookRow> {
   checkTopics(opts.patch.topics);
   checkUrl(opts.patch.url, opts.policy);

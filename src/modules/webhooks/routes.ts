@@ -15,7 +15,7 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;
-  const policy = { allowPrivate: ctx.config.environment === 'sandbox' };
+  const policy = { allowPrivate: ctx.config.webhooks.allowPrivate, maxPerMerchant: ctx.config.webhooks.maxPerMerchant };
 
   app.post(
     '/api/v1/webhooks',
@@ -26,7 +26,8 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Register a webhook',
         description:
           'Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (shown only here). ' +
-          'Only http(s) URLs; in live, loopback and private addresses are refused.',
+          'Only http(s) URLs on public addresses (loopback and private networks are refused unless the operator allows them for local development). ' +
+          'A merchant has at most `WEBHOOK_MAX_PER_MERCHANT` webhooks (16 by default).',
         body: CreateWebhookBody,
         response: responses({ 201: document(ref(Webhook)) }, COMMON_ERRORS),
       },

@@ -1,7 +1,7 @@
 // Every query on webhooks, scoped by client_id; deleted webhooks are invisible.
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { webhooks } from '../../db/schema.ts';
+import { clients, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
 export type WebhookRow = typeof webhooks.$inferSelect;
@@ -9,6 +9,20 @@ export type WebhookRow = typeof webhooks.$inferSelect;
 export async function insertWebhook(db: Executor, row: typeof webhooks.$inferInsert): Promise<WebhookRow> {
   const [out] = await db.insert(webhooks).values(row).returning();
   return out!;
+}
+
+/**
+ * The merchant's webhook count (deleted ones aside), with its client row locked until the
+ * transaction ends, so concurrent creations count one after the other. The lock (FOR NO KEY
+ * UPDATE) leaves the rows that reference the client free to be written meanwhile.
+ */
+export async function countWebhooksLocked(tx: Executor, clientId: string): Promise<number> {
+  await tx.select({ id: clients.id }).from(clients).where(eq(clients.id, clientId)).for('no key update');
+  const [c] = await tx
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(webhooks)
+    .where(and(eq(webhooks.clientId, clientId), isNull(webhooks.deletedAt)));
+  return c?.n ?? 0;
 }
 
 export async function findWebhook(db: Executor, clientId: string, id: string): Promise<WebhookRow | undefined> {

@@ -1,11 +1,11 @@
 // Webhook registration (decisions §10): create with a secret shown once, list, get, PATCH,
-// DELETE, topic and URL rules, SSRF refusals in live, merchant scoping.
+// DELETE, topic and URL rules, the address policy (SSRF), the cap per merchant, merchant scoping.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, errorsOf, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 
 describe('webhook registration', () => {
   let t: TestApp;
@@ -126,48 +126,133 @@ describe('webhook registration', () => {
   });
 });
 
-describe('webhook URLs in live', () => {
+describe('webhook URLs', () => {
+  let sandbox: TestApp;
   let live: TestApp;
-  let lm: Merchant;
+  let local: TestApp;
   before(async () => {
+    sandbox = await createTestApp();
     live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' } });
-    lm = await live.createMerchant();
+    local = await createTestApp({ env: LOCAL_RECEIVERS });
   });
-  after(() => live.close());
+  after(() => Promise.all([sandbox.close(), live.close(), local.close()]));
 
-  test('loopback, private, link-local and internal names are refused', async () => {
-    for (const url of [
-      'http://127.0.0.1/h',
-      'http://127.8.9.10:8080/h',
-      'http://localhost/h',
-      'http://api.localhost/h',
-      'http://10.1.2.3/h',
-      'http://172.16.0.5/h',
-      'http://192.168.1.1/h',
-      'http://169.254.169.254/latest/meta-data',
-      'http://100.64.0.1/h',
-      'http://0.0.0.0/h',
-      'http://[::1]/h',
-      'http://[fd00::1]/h',
-      'http://[::ffff:127.0.0.1]/h',
-      'http://metadata.internal/h',
-    ]) {
-      const res = await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url }) });
-      assert.equal(res.status, 400, url);
-      assert.match(errorsOf(res)[0]!.detail, /public address/, url);
+  const refused = [
+    'http://127.0.0.1/h',
+    'http://127.8.9.10:8080/h',
+    'http://localhost/h',
+    'http://localhost./h',
+    'http://api.localhost/h',
+    'http://10.1.2.3/h',
+    'http://172.16.0.5/h',
+    'http://192.168.1.1/h',
+    'http://169.254.169.254/latest/meta-data',
+    'http://100.64.0.1/h',
+    'http://0.0.0.0/h',
+    'http://[::1]/h',
+    'http://[fd00::1]/h',
+    'http://[::ffff:127.0.0.1]/h',
+    'http://metadata.internal/h',
+    // Documentation ranges: never on the internet, sometimes used inside networks.
+    'http://192.0.2.1/h',
+    'http://198.51.100.7/h',
+    'http://203.0.113.9/h',
+    'http://[2001:db8::1]/h',
+    'http://[3fff::1]/h',
+    // IPv6 forms that carry a private IPv4 address.
+    'http://[64:ff9b::127.0.0.1]/h', // NAT64
+    'http://[64:ff9b::10.0.0.1]/h',
+    'http://[2002:7f00:1::1]/h', // 6to4 of 127.0.0.1
+    'http://[2002:a9fe:a9fe::1]/h', // 6to4 of 169.254.169.254
+    'http://[::127.0.0.1]/h', // IPv4-compatible
+    'http://[::ffff:0:127.0.0.1]/h', // IPv4-translated
+    // Ranges no receiver has.
+    'http://[fec0::1]/h', // site-local (deprecated)
+    'http://[64:ff9b:1::a00:1]/h', // local-use NAT64
+    'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/h', // Teredo
+    'http://[100::1]/h', // discard-only
+    'http://[ff02::1]/h',
+  ];
+  const accepted = [
+    'https://hooks.example.com/coffer',
+    'http://93.184.216.34/h',
+    'https://[2606:4700::1111]/h',
+    'https://[64:ff9b::8.8.8.8]/h', // NAT64 of a public address
+    'https://[2002:808:808::1]/h', // 6to4 of a public address
+  ];
+
+  test('by default (sandbox and live) loopback, private, reserved and internal addresses are refused', async () => {
+    for (const app of [sandbox, live]) {
+      const m = await app.createMerchant();
+      for (const url of refused) {
+        const res = await app.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
+        assert.equal(res.status, 400, `${app.ctx.config.environment} ${url}`);
+        assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/url');
+        assert.match(errorsOf(res)[0]!.detail, /public address/, url);
+      }
     }
   });
 
   test('public addresses and names are accepted', async () => {
-    for (const url of ['https://hooks.example.com/coffer', 'http://93.184.216.34/h', 'https://[2606:4700::1111]/h']) {
-      const res = await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url }) });
-      assert.equal(res.status, 201, url);
+    for (const app of [sandbox, live]) {
+      const m = await app.createMerchant();
+      for (const url of accepted) {
+        const res = await app.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
+        assert.equal(res.status, 201, `${app.ctx.config.environment} ${url}`);
+      }
     }
   });
 
   test('PATCH to a private URL is refused too', async () => {
-    const id = (await live.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ url: 'https://hooks.example.com/a' }) })).body.data.id;
-    const res = await live.request('PATCH', `/api/v1/webhooks/${id}`, { as: lm, body: { data: { type: 'Webhook', attributes: { url: 'http://10.0.0.1/h' } } } });
+    const m = await sandbox.createMerchant();
+    const id = (await sandbox.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: 'https://hooks.example.com/a' }) })).body.data.id;
+    const res = await sandbox.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: { url: 'http://10.0.0.1/h' } } } });
     assert.equal(res.status, 400);
+  });
+
+  test('with WEBHOOK_ALLOW_PRIVATE (local development), private receivers may be registered', async () => {
+    const m = await local.createMerchant();
+    for (const url of ['http://localhost:4000/hooks', 'http://127.0.0.1:4000/hooks', 'http://10.1.2.3/h']) {
+      const res = await local.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
+      assert.equal(res.status, 201, url);
+    }
+  });
+});
+
+describe('webhooks per merchant', () => {
+  test('at most WEBHOOK_MAX_PER_MERCHANT (16 by default), counted one creation at a time', async () => {
+    const t = await createTestApp();
+    try {
+      const m = await t.createMerchant();
+      // Twenty at once: on PostgreSQL they race, and the count still holds.
+      const all = await Promise.all(Array.from({ length: 20 }, (_, i) => t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ name: `W${i}` }) })));
+      assert.deepEqual(all.map((r) => r.status).sort(), [...Array(16).fill(201), ...Array(4).fill(400)]);
+      const refusedOne = all.find((r) => r.status === 400)!;
+      assert.equal(errorsOf(refusedOne)[0]!.code, 'WebhookLimitReached');
+      assert.equal(errorsOf(refusedOne)[0]!.title, 'WebhookException');
+      assert.equal((await t.request('GET', '/api/v1/webhooks', { as: m })).body.meta.total, 16);
+      // Another merchant is not affected.
+      const other = await t.createMerchant();
+      assert.equal((await t.request('POST', '/api/v1/webhooks', { as: other, body: webhookBody({}) })).status, 201);
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('disabled webhooks count, deleted ones do not; the cap is configurable', async () => {
+    const t = await createTestApp({ env: { WEBHOOK_MAX_PER_MERCHANT: '2' } });
+    try {
+      const m = await t.createMerchant();
+      const create = (attributes: Record<string, unknown> = {}) => t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody(attributes) });
+      const first = await create({ enabled: false });
+      assert.equal(first.status, 201);
+      assert.equal((await create()).status, 201);
+      assert.equal((await create()).status, 400);
+      assert.equal((await t.request('DELETE', `/api/v1/webhooks/${first.body.data.id}`, { as: m })).status, 204);
+      assert.equal((await create()).status, 201);
+      assert.equal((await create()).status, 400);
+    } finally {
+      await t.close();
+    }
   });
 });

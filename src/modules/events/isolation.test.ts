@@ -1,0 +1,179 @@
+// One merchant's receivers never hold up another merchant's webhooks: slots shared per merchant
+// and claimed in turns, a short connect timeout, and a circuit breaker per merchant and host.
+import assert from 'node:assert/strict';
+import { createServer as createTcpServer, type Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { TestClock } from '../../clock.ts';
+import { rowsOf } from '../../db/open.ts';
+import { webhookBody } from '../../test/fixtures.ts';
+import { createTestApp, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import { freePort } from '../../test/process.ts';
+import { startReceiver, type Receiver } from '../../test/receiver.ts';
+
+async function register(t: TestApp, as: Merchant, url: string): Promise<string> {
+  const res = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody({ url, topics: ['PaymentCreated'] }) });
+  assert.equal(res.status, 201, res.raw);
+  return res.body.data.id;
+}
+
+async function sendTest(t: TestApp, as: Merchant, webhookId: string): Promise<string> {
+  const res = await t.request('POST', `/api/v1/webhooks/${webhookId}/test`, { as });
+  assert.equal(res.status, 201, res.raw);
+  return res.body.data.id;
+}
+
+/**
+ * Starts delivering what is due and waits for the other merchant's one delivery to arrive at
+ * `rx`: it must come within half a second, however much of the first merchant's is in the way.
+ * Returns the delivery run, still going.
+ */
+async function otherArrivesPromptly(t: TestApp, rx: Receiver): Promise<{ run: Promise<number> }> {
+  const start = Date.now();
+  const run = t.ctx.webhooks.runOnce();
+  await rx.waitFor(1, 10_000);
+  const waited = Date.now() - start;
+  assert.ok(waited < 500, `the other merchant's delivery arrived after ${waited} ms`);
+  return { run };
+}
+
+interface DeliveryRow {
+  webhook_id: string;
+  state: string;
+  attempt_count: number;
+  next_attempt_at: Date;
+  attempts: number;
+}
+
+/** The merchant's deliveries with their attempt counts, straight from the database. */
+async function deliveriesOf(t: TestApp, m: Merchant): Promise<DeliveryRow[]> {
+  const rows = rowsOf<DeliveryRow>(
+    await t.ctx.db.execute(sql`
+      select d.webhook_id, d.state, d.attempt_count, d.next_attempt_at,
+             (select count(*)::int from delivery_attempts a where a.delivery_id = d.id) as attempts
+      from event_deliveries d where d.client_id = ${m.clientId} order by d.id`),
+  );
+  return rows.map((r) => ({ ...r, next_attempt_at: new Date(r.next_attempt_at) }));
+}
+
+/**
+ * Each test's own time, earlier than any other test's: deliveries other tests leave pending
+ * (the suite shares one database) are never due in it.
+ */
+let epoch = Date.parse('2025-06-01T00:00:00Z');
+const ownClock = () => new TestClock(new Date((epoch -= 7 * 86_400_000)));
+
+describe('delivery isolation between merchants', () => {
+  test("140 hanging receivers of one merchant do not delay another merchant's delivery", async () => {
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MAX_PER_MERCHANT: '200', WEBHOOK_MERCHANT_CONCURRENCY: '8', WEBHOOK_TIMEOUT_MS: '2000' } });
+    const hanging = await startReceiver(() => 'hang');
+    const healthy = await startReceiver();
+    try {
+      const a = await t.createMerchant();
+      const b = await t.createMerchant();
+      // The hanging merchant's deliveries are the older ones.
+      for (let i = 0; i < 140; i++) await sendTest(t, a, await register(t, a, `${hanging.url}/${i}`));
+      await sendTest(t, b, await register(t, b, healthy.url));
+      const { run } = await otherArrivesPromptly(t, healthy);
+      assert.ok(hanging.received.length <= 8, `${hanging.received.length} attempts of one merchant in flight at once (at most 8)`);
+      await run;
+    } finally {
+      await t.close();
+      await Promise.all([hanging.close(), healthy.close()]);
+    }
+  });
+
+  test("one merchant's backlog does not hold back another merchant's delivery", async () => {
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_CONCURRENCY: '4' } });
+    const slow = await startReceiver(async () => (await delay(100), { status: 200 }));
+    const healthy = await startReceiver();
+    try {
+      const a = await t.createMerchant();
+      const b = await t.createMerchant();
+      // 80 older deliveries over 8 webhooks, each answered in 100 ms, four at a time: two
+      // seconds of work ahead of the other merchant's one delivery.
+      for (let i = 0; i < 8; i++) {
+        const w = await register(t, a, `${slow.url}/${i}`);
+        for (let j = 0; j < 10; j++) await sendTest(t, a, w);
+      }
+      await sendTest(t, b, await register(t, b, healthy.url));
+      const { run } = await otherArrivesPromptly(t, healthy);
+      assert.ok(slow.received.length < 40, `it came before most of the backlog (${slow.received.length} of 80 sent)`);
+      await run;
+      assert.deepEqual([...(await deliveriesOf(t, a)), ...(await deliveriesOf(t, b))].map((r) => r.state), Array(81).fill('succeeded'));
+    } finally {
+      await t.close();
+      await Promise.all([slow.close(), healthy.close()]);
+    }
+  });
+
+  test('connecting has its own short timeout, apart from the answer timeout', async () => {
+    // Accepts connections and never answers the TLS handshake: connecting never completes.
+    const sockets = new Set<Socket>();
+    const silent = createTcpServer((s) => sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_CONNECT_TIMEOUT_MS: '300', WEBHOOK_TIMEOUT_MS: '5000' } });
+    try {
+      const m = await t.createMerchant();
+      const eventId = await sendTest(t, m, await register(t, m, `https://127.0.0.1:${(silent.address() as { port: number }).port}/hooks`));
+      const start = Date.now();
+      await t.ctx.webhooks.runOnce();
+      assert.ok(Date.now() - start < 2_000, `the attempt took ${Date.now() - start} ms`);
+      const [attempt] = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes.deliveries[0].attempts;
+      assert.equal(attempt.error, 'could not connect within 300 ms');
+      assert.equal(attempt.statusCode, null);
+    } finally {
+      await t.close();
+      for (const s of sockets) s.destroy();
+      silent.close();
+    }
+  });
+
+  test("a host's breaker holds its deliveries after consecutive failures, then lets one probe through", async () => {
+    const cooldownMs = 60_000;
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_BREAKER_FAILURES: '3', WEBHOOK_BREAKER_COOLDOWN_MS: String(cooldownMs) } });
+    const port = await freePort(); // nothing listens yet: connections are refused
+    const url = `http://127.0.0.1:${port}/hooks`;
+    let rx: Receiver | undefined;
+    try {
+      const m = await t.createMerchant();
+      const w1 = await register(t, m, `${url}/1`);
+      const w2 = await register(t, m, `${url}/2`);
+      // Three failures in a row (w1's three deliveries) open the breaker.
+      for (let i = 0; i < 3; i++) await sendTest(t, m, w1);
+      assert.equal(await t.ctx.webhooks.runOnce(), 3);
+      const openedAt = t.clock.now().getTime();
+      // Now every delivery of this merchant to that host is held: w1's retries and new events
+      // to both webhooks. Another merchant's webhook on the same host has its own breaker.
+      await sendTest(t, m, w1);
+      await sendTest(t, m, w2);
+      await sendTest(t, m, w2);
+      const other = await t.createMerchant();
+      await sendTest(t, other, await register(t, other, url));
+      assert.equal(await t.ctx.webhooks.runOnce(), 1, "only the other merchant's attempt while the breaker is open");
+      let rows = await deliveriesOf(t, m);
+      assert.equal(rows.length, 6);
+      assert.ok(rows.every((r) => r.state === 'pending'), 'held, not failed');
+      assert.ok(rows.every((r) => r.next_attempt_at.getTime() === openedAt + cooldownMs), `rescheduled to the end of the cool-down: ${JSON.stringify(rows)} ${openedAt}`);
+      assert.deepEqual(rows.map((r) => [r.attempt_count, r.attempts]), [[1, 1], [1, 1], [1, 1], [0, 0], [0, 0], [0, 0]]);
+      // After the cool-down one probe goes; it fails, and the breaker opens again.
+      t.clock.advance(cooldownMs);
+      assert.equal(await t.ctx.webhooks.runOnce(), 2, "one probe, and the other merchant's retry");
+      rows = await deliveriesOf(t, m);
+      assert.equal(rows.reduce((n, r) => n + r.attempts, 0), 4);
+      assert.ok(rows.every((r) => r.next_attempt_at.getTime() >= openedAt + 2 * cooldownMs), 'held for another cool-down');
+      assert.equal(await t.ctx.webhooks.runOnce(), 0);
+      // The host comes back: the probe succeeds and everything held is delivered.
+      rx = await startReceiver(undefined, port);
+      t.clock.advance(cooldownMs);
+      assert.equal(await t.ctx.webhooks.runOnce(), 7);
+      rows = await deliveriesOf(t, m);
+      assert.ok(rows.every((r) => r.state === 'succeeded'));
+      assert.equal(rx.received.length, 7);
+    } finally {
+      await t.close();
+      await rx?.close();
+    }
+  });
+});
