@@ -95,7 +95,8 @@ export function createServer(opts: ServerOptions): App {
       done(null, payload);
     });
   }
-  if (!opts.plainContent) registerJsonParsers(app);
+  // Every listener parses JSON the same way (the depth limit and U+0000 included).
+  registerJsonParsers(app);
 
   // 404 and 405: a second router mirrors every route so an unmatched request can tell a
   // wrong method (405 with Allow) from a path that does not exist (404).
