@@ -91,7 +91,7 @@ export async function startCoffer(opts: {
 }): Promise<CofferServer & { databaseUrl?: string; dataDir: string }> {
   const [api, admin] = [await freePort(), await freePort()];
   const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-')));
-  const adminToken = 'bench-admin-token-0123456789abcdef0123456789';
+  const adminToken = 'fxVkBZmpcq+myYg0X77rNdrccaVHHcQBSU91FVcWp1wHqgbl4X/UxaZXlzkXQalZ';
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     PORT: String(api),

@@ -10,16 +10,17 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
   for (const s of adminSchemas) app.addSchema(s);
+  const auth = adminAuthHook(config.adminToken);
   await registerOpenApi(app, {
     title: 'Coffer admin API',
     description: 'Operator API for merchants (clients). `Authorization: Bearer <ADMIN_TOKEN>`.',
     serverUrl: config.listeners.admin.publicUrl,
     jsonPath: '/admin/v1/openapi.json',
     security: 'admin',
+    protect: auth,
   });
-  const token = config.adminToken;
   await app.register(async (admin) => {
-    admin.addHook('onRequest', adminAuthHook(token));
+    admin.addHook('onRequest', auth);
     await adminRoutes(admin, ctx);
   });
   return app;

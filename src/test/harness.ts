@@ -22,7 +22,7 @@ import type { ClientSettingsInput } from '../modules/clients/settings.ts';
 import { createLogger } from '../log.ts';
 import { recorded } from './responses.ts';
 
-export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef0123456789';
+export const ADMIN_TOKEN = 'O0gNPN5Lwi4WDF6vNmCbc8g3NGqU9UA4LQYslyc/ewwTnaEPtLodnjJmgmLjnyGT';
 export const JSONAPI = 'application/vnd.api+json';
 
 const serverUrl = loadConfig(process.env).databaseUrl;
