@@ -6,7 +6,9 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dbKind, freshDatabaseUrl, testDatabase } from './test/harness.ts';
+import { claimDatabaseEnvironment } from './db/deployment.ts';
+import { openDatabase } from './db/open.ts';
+import { dbKind, freshDatabaseUrl } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
 
 const LIVE_TOKEN = '8dIBFhqfVo0JPJS03y71Q94JC83vveDs0/x52t7n1mWJtrYnpyxjiWzpvkyhRBSy';
@@ -181,7 +183,7 @@ describe('live', () => {
   });
 
   test('starts on PostgreSQL with its secrets: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
-    const { url } = await testDatabase();
+    const url = await freshDatabaseUrl();
     const p = await startServer({
       COFFER_ENV: 'live',
       DATABASE_URL: url,
@@ -208,6 +210,62 @@ describe('live', () => {
     } finally {
       p.kill('SIGTERM');
       assert.equal((await p.exited).code, 0);
+    }
+  });
+});
+
+describe('a database belongs to one environment', () => {
+  /** A fresh database (PostgreSQL in that pass, a PGlite folder otherwise) already claimed by `environment`. */
+  async function databaseOf(environment: 'sandbox' | 'live') {
+    const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    const url = await freshDatabaseUrl();
+    const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 1 });
+    await claimDatabaseEnvironment(database.db, { environment, now: new Date() });
+    await database.close();
+    return { dir, url };
+  }
+
+  test('a sandbox process refuses to start on a live database', async () => {
+    const { dir, url } = await databaseOf('live');
+    try {
+      const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+      assert.equal((await p.exited).code, 78, p.stderr());
+      assert.match(p.stderr(), /this database belongs to the live environment; a sandbox process \(COFFER_ENV=sandbox\) refuses to start on it/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a live process refuses to start on a sandbox database', { skip: dbKind !== 'postgres' && 'live needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+    const { dir, url } = await databaseOf('sandbox');
+    const p = await startServer({
+      COFFER_ENV: 'live',
+      DATABASE_URL: url,
+      DATA_DIR: dir,
+      ADMIN_TOKEN: LIVE_TOKEN,
+      CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+    });
+    assert.equal((await p.exited).code, 78, p.stderr());
+    assert.match(p.stderr(), /this database belongs to the sandbox environment; a live process/);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('the first start records its environment; the same environment starts again', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    const url = await freshDatabaseUrl();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+        await p.waitFor(/Stop with Ctrl-C/);
+        p.kill('SIGTERM');
+        assert.equal((await p.exited).code, 0);
+      }
+      const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 1 });
+      await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);
+      await database.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

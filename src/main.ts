@@ -3,6 +3,7 @@ import closeWithGrace from 'close-with-grace';
 import { createContext } from './app.ts';
 import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deployment.ts';
 import { buildListeners, closeListeners, listen } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 
@@ -26,6 +27,14 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config);
   const ctx = await createContext(config, { log });
+  try {
+    await claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() });
+  } catch (err) {
+    if (!(err instanceof EnvironmentMismatchError)) throw err;
+    process.stderr.write(`coffer: ${err.message}\n`);
+    await ctx.database.close();
+    process.exit(78); // EX_CONFIG
+  }
   const demo = await ensureDemoMerchant(ctx);
   const listeners = await buildListeners(ctx);
   const bound = await listen(ctx, listeners);

@@ -171,3 +171,29 @@ describe('credentials are compared in constant time', () => {
     }
   });
 });
+
+describe('secrets and environments', () => {
+  test('a sandbox secret is refused by a live process and a live secret by a sandbox one, on one database', async () => {
+    const sandbox = await createTestApp();
+    const live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' } });
+    try {
+      const s = await sandbox.createMerchant();
+      const l = await live.createMerchant();
+      assert.match(s.secret, /^sk_sandbox_/);
+      assert.match(l.secret, /^sk_live_/);
+      const get = (app: TestApp, as: Merchant) => app.request('GET', '/api/v1/users', { as });
+      assert.equal((await get(sandbox, s)).status, 200);
+      assert.equal((await get(live, l)).status, 200);
+      const refused = await get(live, s);
+      assert.equal(refused.status, 401);
+      assert.match(errorsOf(refused)[0]!.detail, /live environment: use a sk_live_… secret/);
+      assert.equal((await get(sandbox, l)).status, 401);
+      // On the card listener too.
+      const card = await live.card.inject({ method: 'GET', url: `/api/v1/payments/${crypto.randomUUID()}/card`, headers: s.headers });
+      assert.equal(card.statusCode, 401);
+    } finally {
+      await sandbox.close();
+      await live.close();
+    }
+  });
+});

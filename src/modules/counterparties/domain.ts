@@ -21,13 +21,14 @@ export async function createCounterparty(
   if (!isValidRoutingNumber(opts.routingNumber)) {
     throw apiError('ValidationError', '`routingNumber` fails the ABA checksum.', { pointer: '/data/attributes/routingNumber' });
   }
+  const id = uuidv7();
   return db.transaction(async (tx) => {
     const cp = await q.insertCounterparty(tx, {
-      id: uuidv7(),
+      id,
       clientId: opts.clientId,
       label: opts.label,
       accountType: opts.accountType,
-      accountNumberSealed: opts.sealer.seal(opts.accountNumber, 'bank-account'),
+      accountNumberSealed: opts.sealer.seal(opts.accountNumber, 'bank-account', `counterparties:${id}`),
       accountNumberLast4: opts.accountNumber.slice(-4),
       routingNumber: opts.routingNumber,
       createdAt: opts.now,

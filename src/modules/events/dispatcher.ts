@@ -177,7 +177,7 @@ export class WebhookDispatcher {
       try {
         const host = new URL(d.url).hostname.replace(/^\[|\]$/g, '');
         if (this.#o.publicOnly && isIP(host) && !isPublicAddress(host)) throw new Error(`${host} is not a public address`);
-        const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret').toString('utf8');
+        const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`).toString('utf8');
         const res = await request(d.url, {
           method: 'POST',
           dispatcher: this.#agent,

@@ -35,14 +35,15 @@ export async function createWebhook(
   checkTopics(opts.topics);
   checkUrl(opts.url, opts.policy);
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const id = uuidv7();
   const webhook = await q.insertWebhook(db, {
-    id: uuidv7(),
+    id,
     clientId: opts.clientId,
     name: opts.name,
     url: opts.url,
     topics: opts.topics,
     enabled: opts.enabled ?? true,
-    secretSealed: opts.sealer.seal(secret, 'webhook-secret'),
+    secretSealed: opts.sealer.seal(secret, 'webhook-secret', `webhooks:${id}`),
     createdAt: opts.now,
     updatedAt: opts.now,
   });
