@@ -101,6 +101,8 @@ export async function startCoffer(opts: {
     ADMIN_TOKEN: adminToken,
     // The limiter runs, but its ceiling is out of reach so it never answers 429 here.
     RATE_LIMIT_PER_MINUTE: '100000000',
+    CLIENT_RATE_LIMIT_PER_MINUTE: '100000000',
+    ADMIN_RATE_LIMIT_PER_MINUTE: '100000000',
     ...opts.env,
   };
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;

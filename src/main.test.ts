@@ -219,7 +219,7 @@ describe('a database belongs to one environment', () => {
   async function databaseOf(environment: 'sandbox' | 'live') {
     const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
     const url = await freshDatabaseUrl();
-    const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 1 });
+    const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
     await claimDatabaseEnvironment(database.db, { environment, now: new Date() });
     await database.close();
     return { dir, url };
@@ -261,7 +261,7 @@ describe('a database belongs to one environment', () => {
         p.kill('SIGTERM');
         assert.equal((await p.exited).code, 0);
       }
-      const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 1 });
+      const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
       await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);
       await database.close();
     } finally {

@@ -1,6 +1,7 @@
 // The operator's listener: /admin/v1 behind ADMIN_TOKEN, and its own OpenAPI document.
 import type { AppContext } from '../context.ts';
 import { adminAuthHook } from '../http/auth.ts';
+import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -9,6 +10,8 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  // Before the token check: wrong tokens count too.
+  await registerRateLimit(app, ctx, { name: 'admin', perMinute: config.rateLimit.adminPerMinute });
   for (const s of adminSchemas) app.addSchema(s);
   const auth = adminAuthHook(config.adminToken);
   await registerOpenApi(app, {
