@@ -6247,6 +6247,7 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                             meta?: {
+                                /** @description Passed to the card processor as is; at most 4096 bytes as JSON. */
                                 processor?: {
                                     [key: string]: unknown;
                                 };
@@ -6271,6 +6272,7 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                             meta?: {
+                                /** @description Passed to the card processor as is; at most 4096 bytes as JSON. */
                                 processor?: {
                                     [key: string]: unknown;
                                 };
