@@ -154,6 +154,7 @@ describe('a sandbox whose admin token comes from the environment, as a process',
   });
 
   test('the admin listener binds to loopback (ADMIN_HOST) while HOST is another address', async () => {
+    await server.waitFor(/"msg":"coffer started"/); // the log is written asynchronously
     const started = server
       .stdout()
       .split('\n')
