@@ -260,7 +260,8 @@ describe('a database belongs to one environment', () => {
         const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
         await p.waitFor(/Stop with Ctrl-C/);
         p.kill('SIGTERM');
-        assert.equal((await p.exited).code, 0);
+        const exit = await p.exited;
+        assert.equal(exit.code, 0, `${JSON.stringify(exit)}\n${p.stderr()}`);
       }
       const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
       await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);

@@ -40,7 +40,6 @@ async function main(): Promise<void> {
   const bound = await listen(ctx, listeners);
   if (config.workersEnabled) ctx.jobs.start();
   log.info({ listeners: bound, database: ctx.database.kind, environment: config.environment }, 'coffer started');
-  process.stdout.write(banner(config, ctx.database.kind, demo, { showAdminToken: generatedAdminToken }));
 
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, stop jobs, close the database.
   closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
@@ -52,6 +51,9 @@ async function main(): Promise<void> {
     await ctx.database.close();
     log.flush();
   });
+  // After the handlers: a supervisor may signal as soon as it reads the banner, and a signal
+  // that arrives before them kills the process outright.
+  process.stdout.write(banner(config, ctx.database.kind, demo, { showAdminToken: generatedAdminToken }));
 }
 
 function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, opts: { showAdminToken: boolean }): string {
