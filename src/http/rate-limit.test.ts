@@ -1,13 +1,9 @@
 // Rate limit: N requests per minute per source IP over every API route, 429
 // RateLimitExceeded with Retry-After and RateLimit-* headers, counted across processes.
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { TestClock } from '../clock.ts';
-import { createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
-
-/** A fresh source address per test, so tests never share counters. */
-const ip = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+import { createTestApp, randomIp as ip, type Merchant, type TestApp } from '../test/harness.ts';
 
 describe('rate limit', () => {
   let t: TestApp;

@@ -4,7 +4,7 @@
 // by merchant. With DATABASE_URL set, a fresh database is created on that server for the run
 // and dropped at the end.
 import { Writable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { createContext, type ContextOptions } from '../app.ts';
@@ -237,6 +237,11 @@ let phoneSeq = Math.floor(Math.random() * 1e6);
 export function phone(): string {
   phoneSeq += 1;
   return `+1415${String(phoneSeq % 1e7).padStart(7, '0')}`;
+}
+
+/** A random source address (10.x.x.x), so rate-limit tests never share counters. */
+export function randomIp(): string {
+  return `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 }
 
 export function uniqueEmail(prefix = 'user'): string {
