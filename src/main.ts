@@ -26,6 +26,10 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config);
+  if (config.trustProxy === true) {
+    // Live refuses it (config.ts); the sandbox only warns.
+    log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
+  }
   const ctx = await createContext(config, { log });
   try {
     await claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() });
