@@ -91,7 +91,7 @@ export async function startCoffer(opts: {
 }): Promise<CofferServer & { databaseUrl?: string; dataDir: string }> {
   const [api, admin] = [await freePort(), await freePort()];
   const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-')));
-  const adminToken = 'bench-admin-token-0123456789abcdef0123456789';
+  const adminToken = 'fxVkBZmpcq+myYg0X77rNdrccaVHHcQBSU91FVcWp1wHqgbl4X/UxaZXlzkXQalZ';
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     PORT: String(api),
@@ -103,6 +103,8 @@ export async function startCoffer(opts: {
     RATE_LIMIT_PER_MINUTE: '100000000',
     // The benchmarks' webhook receivers run on loopback.
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    CLIENT_RATE_LIMIT_PER_MINUTE: '100000000',
+    ADMIN_RATE_LIMIT_PER_MINUTE: '100000000',
     ...opts.env,
   };
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
+import { resealOldValues } from './crypto/reseal.ts';
 import { Sealer } from './crypto/sealer.ts';
 import { maintainTables, needsTableMaintenance } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
@@ -45,14 +46,14 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize }));
   const clock = opts.clock ?? systemClock;
   if (!config.cardEncryptionKey) throw new Error('CARD_ENCRYPTION_KEY is not set (the sandbox generates one in DATA_DIR at start)');
-  const sealer = new Sealer(config.cardEncryptionKey);
+  const sealer = new Sealer(config.cardEncryptionKey, config.cardEncryptionOldKeys);
   const ctx: AppContext = {
     config,
     database,
     db: database.db,
     clock,
     log: opts.log,
-    auth: new ClientAuthenticator(database.db, config.authCacheTtlMs),
+    auth: new ClientAuthenticator(database.db, config.authCacheTtlMs, config.environment),
     jobs: new JobRunner(opts.log),
     providers: createProviders(config, database.db, opts.providers),
     sealer,
@@ -121,6 +122,19 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // same thresholds, checked every minute.
   if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
+  // Key rotation: values sealed with an earlier key (or format) move to the current key. Values
+  // sealed from now on are current, so once a pass finds nothing the job stays idle.
+  let sealedValuesCurrent = false;
+  ctx.jobs.register({
+    name: 'reseal',
+    intervalMs: 60_000,
+    run: async () => {
+      if (sealedValuesCurrent) return 0;
+      const { resealed } = await resealOldValues(ctx.db, { sealer: ctx.sealer, log: ctx.log });
+      sealedValuesCurrent = resealed === 0;
+      return resealed;
+    },
+  });
   ctx.jobs.register({
     name: 'linked-account-deactivations',
     intervalMs: 30_000,

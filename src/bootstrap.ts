@@ -10,6 +10,23 @@ import type { AppContext } from './context.ts';
 import { createClient } from './modules/clients/domain.ts';
 import { countClients, findClient } from './modules/clients/sql.ts';
 
+/**
+ * Creates DATA_DIR for this user only (0700) and takes group and other access away from
+ * whatever an earlier start left there (files 0600, folders 0700). New files get the same modes
+ * from the process's umask (main.ts).
+ */
+export async function secureDataDir(dir: string): Promise<void> {
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const tighten = async (p: string, isDir: boolean) => {
+    const { mode } = await fs.lstat(p);
+    if ((mode & 0o077) !== 0) await fs.chmod(p, isDir ? 0o700 : 0o600);
+  };
+  await tighten(dir, true);
+  for (const e of await fs.readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (e.isDirectory() || e.isFile()) await tighten(path.join(e.parentPath, e.name), e.isDirectory());
+  }
+}
+
 interface StoredSecrets {
   adminToken: string;
   cardEncryptionKey: string;
@@ -20,7 +37,7 @@ interface StoredSecrets {
 export async function resolveSandboxSecrets(config: Config): Promise<Config> {
   if (config.environment !== 'sandbox') return config;
   if (config.adminToken && config.cardEncryptionKey && config.widgetSigningKey) return config;
-  await fs.mkdir(config.dataDir, { recursive: true });
+  await fs.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(config.dataDir, 'secrets.json');
   const fresh: StoredSecrets = {
     adminToken: `adm_${randomBytes(32).toString('base64url')}`,
@@ -63,7 +80,7 @@ export async function ensureDemoMerchant(ctx: AppContext): Promise<DemoMerchant 
   });
   if (created) {
     const demo = { clientId: created.client.id, secret: created.secret.secret };
-    await fs.mkdir(ctx.config.dataDir, { recursive: true });
+    await fs.mkdir(ctx.config.dataDir, { recursive: true, mode: 0o700 });
     await fs.writeFile(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
     return { ...demo, created: true };
   }

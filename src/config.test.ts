@@ -4,6 +4,8 @@ import { describe, test } from 'node:test';
 import { ConfigError, loadConfig, PROVIDER_URL_VARIABLES } from './config.ts';
 import { PROVIDER_SIGNING_SECRET, providerEnv } from './test/harness.ts';
 
+const STRONG_TOKEN = 'Zq3Vn0xPB1r9Jk+7sLwC2yTfHm6uDgE4aR8oXiQ5bNcW/eYtKpMvS1hUjO3dGlIz';
+
 describe('configuration', () => {
   test('defaults: sandbox, 127.0.0.1, ports 3000-3003, links on localhost, PGlite in ./.coffer/data', () => {
     const c = loadConfig({});
@@ -108,12 +110,50 @@ describe('configuration', () => {
     }
     assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), ['KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")']);
   });
+
+  test('ADMIN_TOKEN needs an estimated 128 bits of entropy; generated-looking tokens pass', () => {
+    const problem = (token: string) => {
+      try {
+        loadConfig({ ADMIN_TOKEN: token });
+        return undefined;
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+    };
+    for (const weak of [
+      'a'.repeat(40),
+      'abcdefghijklmnopqrstuvwxyzabcdefgh',
+      '0123456789012345678901234567890123',
+      'password-password-password-password',
+      'correct horse battery staple now!',
+      'test-admin-token-0123456789abcdef0123456789',
+      'e3b0c44298fc1c149afbf4c8996fb924', // 32 hex characters: 128 bits at best, estimated below
+    ]) {
+      assert.match(problem(weak) ?? 'accepted', /too guessable.*openssl rand -base64 48/, weak);
+    }
+    assert.match(problem('short') ?? '', /at least 32 characters/);
+    for (const strong of [STRONG_TOKEN, 'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k', 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855']) {
+      assert.equal(problem(strong), undefined, strong);
+    }
+  });
+
+  test('ADMIN_HOST is loopback by default, whatever HOST is', () => {
+    assert.equal(loadConfig({ HOST: '0.0.0.0' }).adminHost, '127.0.0.1');
+    assert.equal(loadConfig({ HOST: '0.0.0.0', ADMIN_HOST: '10.1.2.3' }).adminHost, '10.1.2.3');
+  });
+
+  test("live refuses TRUST_PROXY=true; the proxies' addresses are accepted", () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    assert.throws(() => loadConfig({ ...live, TRUST_PROXY: 'true' }), (err: ConfigError) => /refuses TRUST_PROXY=true/.test(err.problems.join()));
+    assert.equal(loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy, '10.0.0.0/8, 192.168.1.7');
+    assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
+  });
 });
 
 const LIVE = {
   COFFER_ENV: 'live',
   DATABASE_URL: 'postgres://db/coffer',
-  ADMIN_TOKEN: 'a'.repeat(40),
+  ADMIN_TOKEN: STRONG_TOKEN,
   CARD_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
   WIDGET_SIGNING_KEY: Buffer.alloc(32).toString('base64'),
 };

@@ -1,5 +1,6 @@
 // The only module that reads the environment. Everything else receives a Config.
 import path from 'node:path';
+import { estimateEntropyBits, MIN_TOKEN_ENTROPY_BITS } from './crypto/entropy.ts';
 
 export type Environment = 'sandbox' | 'live';
 export type ListenerName = 'api' | 'card' | 'pay' | 'admin';
@@ -24,11 +25,25 @@ export interface Config {
   /** Undefined in sandbox until resolved from DATA_DIR (see secrets.ts). */
   adminToken: string | undefined;
   cardEncryptionKey: Buffer | undefined;
+  /** Earlier CARD_ENCRYPTION_KEYs: values sealed with them still open (key rotation). */
+  cardEncryptionOldKeys: Buffer[];
   widgetSigningKey: Buffer | undefined;
+  /** Where the admin listener binds: loopback unless told otherwise, whatever `host` is. */
+  adminHost: string;
   rateLimit: {
+    /** API listener, per source address. */
     perMinute: number;
     /** How often each process shares its counts through PostgreSQL. */
     syncIntervalMs: number;
+    /** API listener, per merchant (Client-ID, once authenticated). */
+    perClientPerMinute: number;
+    /** Secure card, widget host and admin listeners, per source address. */
+    cardPerMinute: number;
+    payPerMinute: number;
+    adminPerMinute: number;
+    /** The widget host's user check: per source address, and per wallet. */
+    userCheckPerMinute: number;
+    userCheckPerWalletPerHour: number;
   };
   /** How long a process trusts a cached client record before reading it again. */
   authCacheTtlMs: number;
@@ -195,6 +210,19 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push('WEBHOOK_ALLOW_PRIVATE is for local development in the sandbox; live delivers only to public addresses');
   }
 
+  // ---- Admin listener: its own bind address, and a token with real entropy (docs/going-live.md).
+  const adminHost = read('ADMIN_HOST') ?? '127.0.0.1';
+  if (adminToken !== undefined && adminToken.length >= 32 && estimateEntropyBits(adminToken) < MIN_TOKEN_ENTROPY_BITS) {
+    problems.push(
+      `ADMIN_TOKEN is too guessable (an estimated ${Math.floor(estimateEntropyBits(adminToken))} bits of entropy; at least ${MIN_TOKEN_ENTROPY_BITS} needed): generate one with openssl rand -base64 48`,
+    );
+  }
+
+  // ---- Encryption key rotation: earlier keys, comma-separated, still open what they sealed.
+  const oldKeys = (read('CARD_ENCRYPTION_OLD_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const cardEncryptionOldKeys = oldKeys.map((k) => Buffer.from(k, 'base64'));
+  if (cardEncryptionOldKeys.some((k) => k.length !== 32)) problems.push('CARD_ENCRYPTION_OLD_KEYS must be a comma-separated list of 32-byte keys encoded as base64');
+
   const config: Config = {
     environment,
     host,
@@ -205,10 +233,18 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
     adminToken,
     cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),
+    cardEncryptionOldKeys,
     widgetSigningKey: key32('WIDGET_SIGNING_KEY'),
+    adminHost,
     rateLimit: {
       perMinute: int('RATE_LIMIT_PER_MINUTE', 10_000, 1, 100_000_000),
       syncIntervalMs: int('RATE_LIMIT_SYNC_MS', 500, 10, 60_000),
+      perClientPerMinute: int('CLIENT_RATE_LIMIT_PER_MINUTE', 60_000, 1, 100_000_000),
+      cardPerMinute: int('CARD_RATE_LIMIT_PER_MINUTE', 1_000, 1, 100_000_000),
+      payPerMinute: int('PAY_RATE_LIMIT_PER_MINUTE', 1_000, 1, 100_000_000),
+      adminPerMinute: int('ADMIN_RATE_LIMIT_PER_MINUTE', 600, 1, 100_000_000),
+      userCheckPerMinute: int('USER_CHECK_RATE_LIMIT_PER_MINUTE', 30, 1, 100_000),
+      userCheckPerWalletPerHour: int('USER_CHECK_WALLET_LIMIT_PER_HOUR', 10, 1, 100_000),
     },
     authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 50 * 1024 * 1024),
@@ -237,6 +273,9 @@ export function loadConfig(env: Env = process.env): Config {
     if (config.widgetSigningKey === undefined && read('WIDGET_SIGNING_KEY') === undefined) {
       problems.push('live requires WIDGET_SIGNING_KEY (32 bytes, base64)');
     }
+    // `true` takes every client's X-Forwarded-For at its word: anyone could pick the address the
+    // rate limits count.
+    if (config.trustProxy === true) problems.push("live refuses TRUST_PROXY=true: give your proxies' addresses or CIDRs (TRUST_PROXY=10.0.0.0/8,...)");
   }
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -24,10 +24,22 @@ describe('log', () => {
     const line = mine[0]!;
     assert.equal(line.msg, 'request');
     assert.equal(line.method, 'GET');
-    assert.equal(line.url, '/api/v1/users?page[limit]=1');
+    assert.equal(line.url, '/api/v1/users?page[limit]=[redacted]');
     assert.equal(line.status, 200);
     assert.equal(typeof line.ms, 'number');
     assert.ok(!JSON.stringify(mine).includes(m.secret), 'no secret in the request line');
+  });
+
+  test('query values are redacted from the logged URL, their names kept (e-mails and phone numbers travel there)', async () => {
+    const res = await t.request('GET', '/api/v1/users?filter[email]=ada.log%40example.com&filter[phoneNumber]=%2B14155550123&page[limit]=2&bare', {
+      as: m,
+      headers: { 'x-request-id': 'log-test-3' },
+    });
+    assert.equal(res.status, 400, 'an unknown parameter (bare) is refused; the line is written all the same');
+    const line = parsed().find((l) => l.reqId === 'log-test-3')!;
+    assert.equal(line.url, '/api/v1/users?filter[email]=[redacted]&filter[phoneNumber]=[redacted]&page[limit]=[redacted]&bare');
+    const text = lines.join('\n');
+    for (const leaked of ['ada.log', '14155550123']) assert.ok(!text.includes(leaked), `${leaked} was logged`);
   });
 
   test("other lines are still redacted, the server's and each request's, top level and one level down", async () => {

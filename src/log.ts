@@ -26,6 +26,16 @@ export const REDACT_PATHS = [
   'headers.authorization',
 ];
 
+/**
+ * A request URL fit for the log: every query value replaced, the parameter names kept. Query
+ * strings carry e-mails and phone numbers (`filter[email]=…`); paths carry ids only. A string
+ * scan, no parsing: it runs on every request line.
+ */
+export function redactQuery(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q + 1) + url.slice(q + 1).replace(/=[^&]*/g, '=[redacted]');
+}
+
 export function createLogger(config: Pick<Config, 'logLevel' | 'environment'>, destination?: pino.DestinationStream): Logger {
   return pino(
     {

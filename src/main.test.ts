@@ -1,14 +1,17 @@
 // The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
 // restart, and the live environment's refusals (decisions §1).
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { dbKind, providerEnv, testDatabase } from './test/harness.ts';
+import { claimDatabaseEnvironment } from './db/deployment.ts';
+import { openDatabase } from './db/open.ts';
+import { dbKind, freshDatabaseUrl, providerEnv } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
 
+const LIVE_TOKEN = '8dIBFhqfVo0JPJS03y71Q94JC83vveDs0/x52t7n1mWJtrYnpyxjiWzpvkyhRBSy';
 const PGLITE = { DATABASE_URL: undefined, COFFER_ENV: 'sandbox', ADMIN_TOKEN: undefined, CARD_ENCRYPTION_KEY: undefined, WIDGET_SIGNING_KEY: undefined };
 
 describe('the sandbox on embedded PostgreSQL, as a process', () => {
@@ -103,6 +106,69 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
   });
 });
 
+describe('a sandbox whose admin token comes from the environment, as a process', () => {
+  let dir: string;
+  let server: ServerProcess;
+  const token = 'Hk2pW9sTq4vN7xZb1cR8mLf3gJ6dY0aEuPoQiXw5BnCt+Sy/VrUeMhKjGlFzD1Aa';
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    // A folder left open by an earlier start, with a file anyone could read.
+    await chmod(dir, 0o755);
+    await writeFile(path.join(dir, 'notes.txt'), 'x', { mode: 0o644 });
+    await chmod(path.join(dir, 'notes.txt'), 0o644);
+    server = await startServer({
+      ...PGLITE,
+      DATABASE_URL: await freshDatabaseUrl(),
+      DATA_DIR: dir,
+      ADMIN_TOKEN: token,
+      HOST: '127.0.0.2',
+      LOG_LEVEL: 'info',
+    });
+    await server.waitFor(/Stop with Ctrl-C/);
+  });
+  after(async () => {
+    server.kill('SIGKILL');
+    await server.exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('the banner does not print the token it was given', () => {
+    assert.ok(!server.stdout().includes(token));
+    assert.doesNotMatch(server.stdout(), /ADMIN_TOKEN/);
+    assert.match(server.stdout(), /Demo merchant/);
+  });
+
+  test('DATA_DIR is 0700 and every file in it 0600: secrets, the demo merchant, PGlite and its lock', async () => {
+    assert.equal((await stat(dir)).mode & 0o777, 0o700);
+    const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+    const names = entries.map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
+    for (const f of ['secrets.json', 'demo-client.json', 'notes.txt']) assert.ok(names.includes(f), `${f} in ${names.slice(0, 20).join(', ')}`);
+    if (dbKind === 'pglite') assert.ok(names.includes('coffer.lock') && names.some((n) => n.startsWith('pglite/base/')), 'PGlite files and the lock');
+    const open = [];
+    for (const e of entries) {
+      const p = path.join(e.parentPath, e.name);
+      const mode = (await stat(p)).mode & 0o777;
+      if (mode !== (e.isDirectory() ? 0o700 : 0o600)) open.push(`${path.relative(dir, p)} ${mode.toString(8)}`);
+    }
+    assert.deepEqual(open, []);
+  });
+
+  test('the admin listener binds to loopback (ADMIN_HOST) while HOST is another address', async () => {
+    await server.waitFor(/"msg":"coffer started"/); // the log is written asynchronously
+    const started = server
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; listeners?: Record<string, string> })
+      .find((l) => l.msg === 'coffer started')!;
+    assert.equal(started.listeners!.admin, `http://127.0.0.1:${server.ports.admin}`);
+    assert.equal(started.listeners!.api, `http://127.0.0.2:${server.ports.api}`);
+    assert.equal((await fetch(`http://127.0.0.1:${server.ports.admin}/health`)).status, 200);
+    await assert.rejects(fetch(`http://127.0.0.2:${server.ports.admin}/health`));
+    assert.equal((await fetch(`http://127.0.0.2:${server.ports.api}/health`)).status, 200);
+  });
+});
+
 describe('live', () => {
   test('refuses to start without DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY and WIDGET_SIGNING_KEY', async () => {
     const p = await startServer({ ...PGLITE, COFFER_ENV: 'live' });
@@ -118,11 +184,11 @@ describe('live', () => {
   });
 
   test('starts on PostgreSQL with its secrets: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
-    const { url } = await testDatabase();
+    const url = await freshDatabaseUrl();
     const p = await startServer({
       COFFER_ENV: 'live',
       DATABASE_URL: url,
-      ADMIN_TOKEN: 'live-admin-token-0123456789abcdef0123456789',
+      ADMIN_TOKEN: LIVE_TOKEN,
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
       // Live needs an adapter for every provider (src/providers/live-process.test.ts); none is called here.
@@ -134,7 +200,7 @@ describe('live', () => {
       assert.doesNotMatch(p.stdout(), /ADMIN_TOKEN/);
       const created = await fetch(`http://127.0.0.1:${p.ports.admin}/admin/v1/clients`, {
         method: 'POST',
-        headers: { authorization: 'Bearer live-admin-token-0123456789abcdef0123456789', 'content-type': 'application/vnd.api+json' },
+        headers: { authorization: `Bearer ${LIVE_TOKEN}`, 'content-type': 'application/vnd.api+json' },
         body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Live Co' } } }),
       });
       const c = (await created.json()) as { data: { id: string; attributes: { secret: string } } };
@@ -147,6 +213,63 @@ describe('live', () => {
     } finally {
       p.kill('SIGTERM');
       assert.equal((await p.exited).code, 0);
+    }
+  });
+});
+
+describe('a database belongs to one environment', () => {
+  /** A fresh database (PostgreSQL in that pass, a PGlite folder otherwise) already claimed by `environment`. */
+  async function databaseOf(environment: 'sandbox' | 'live') {
+    const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    const url = await freshDatabaseUrl();
+    const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
+    await claimDatabaseEnvironment(database.db, { environment, now: new Date() });
+    await database.close();
+    return { dir, url };
+  }
+
+  test('a sandbox process refuses to start on a live database', async () => {
+    const { dir, url } = await databaseOf('live');
+    try {
+      const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+      assert.equal((await p.exited).code, 78, p.stderr());
+      assert.match(p.stderr(), /this database belongs to the live environment; a sandbox process \(COFFER_ENV=sandbox\) refuses to start on it/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a live process refuses to start on a sandbox database', { skip: dbKind !== 'postgres' && 'live needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+    const { dir, url } = await databaseOf('sandbox');
+    const p = await startServer({
+      COFFER_ENV: 'live',
+      DATABASE_URL: url,
+      DATA_DIR: dir,
+      ADMIN_TOKEN: LIVE_TOKEN,
+      CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+    });
+    assert.equal((await p.exited).code, 78, p.stderr());
+    assert.match(p.stderr(), /this database belongs to the sandbox environment; a live process/);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('the first start records its environment; the same environment starts again', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    const url = await freshDatabaseUrl();
+    try {
+      for (let i = 0; i < 2; i++) {
+        const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+        await p.waitFor(/Stop with Ctrl-C/);
+        p.kill('SIGTERM');
+        const exit = await p.exited;
+        assert.equal(exit.code, 0, `${JSON.stringify(exit)}\n${p.stderr()}`);
+      }
+      const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
+      await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);
+      await database.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

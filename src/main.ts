@@ -1,16 +1,24 @@
 // Composition: config → database → listeners → jobs, and an orderly shutdown.
 import closeWithGrace from 'close-with-grace';
 import { createContext } from './app.ts';
-import { ensureDemoMerchant, resolveSandboxSecrets, type DemoMerchant } from './bootstrap.ts';
+import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deployment.ts';
 import { buildListeners, closeListeners, listen } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
 
 async function main(): Promise<void> {
+  // Everything this process writes (DATA_DIR: PGlite's files, the lock, the sandbox's secrets)
+  // is for this user only: files 0600, folders 0700.
+  process.umask(0o077);
   let config: Config;
+  let generatedAdminToken: boolean;
   try {
-    config = await resolveSandboxSecrets(loadConfig(process.env));
+    const fromEnv = loadConfig(process.env);
+    generatedAdminToken = fromEnv.adminToken === undefined;
+    if (fromEnv.environment === 'sandbox' || fromEnv.databaseUrl === undefined) await secureDataDir(fromEnv.dataDir);
+    config = await resolveSandboxSecrets(fromEnv);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`coffer: ${err.message}\n`);
@@ -19,13 +27,24 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config);
+  if (config.trustProxy === true) {
+    // Live refuses it (config.ts); the sandbox only warns.
+    log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
+  }
   const ctx = await createContext(config, { log });
+  try {
+    await claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() });
+  } catch (err) {
+    if (!(err instanceof EnvironmentMismatchError)) throw err;
+    process.stderr.write(`coffer: ${err.message}\n`);
+    await ctx.database.close();
+    process.exit(78); // EX_CONFIG
+  }
   const demo = await ensureDemoMerchant(ctx);
   const listeners = await buildListeners(ctx);
   const bound = await listen(ctx, listeners);
   if (config.workersEnabled) ctx.jobs.start();
   log.info({ listeners: bound, database: ctx.database.kind, environment: config.environment }, 'coffer started');
-  process.stdout.write(banner(config, ctx.database.kind, demo));
 
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, stop jobs, close the database.
   closeWithGrace({ delay: 30_000 }, async ({ signal, err }) => {
@@ -38,9 +57,12 @@ async function main(): Promise<void> {
     await ctx.database.close();
     log.flush();
   });
+  // After the handlers: a supervisor may signal as soon as it reads the banner, and a signal
+  // that arrives before them kills the process outright.
+  process.stdout.write(banner(config, ctx.database.kind, demo, { showAdminToken: generatedAdminToken }));
 }
 
-function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined): string {
+function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, opts: { showAdminToken: boolean }): string {
   const l = config.listeners;
   const on = (n: keyof typeof l) => config.enabledListeners.includes(n);
   const lines = [
@@ -52,7 +74,9 @@ function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined):
     ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
     ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
   ];
-  if (config.environment === 'sandbox' && config.adminToken) {
+  // Only a token the sandbox generated is printed: one from the environment stays out of the
+  // terminal and of whatever collects stdout.
+  if (config.environment === 'sandbox' && config.adminToken && opts.showAdminToken) {
     lines.push('', `  ADMIN_TOKEN   ${config.adminToken}   (kept in ${config.dataDir}/secrets.json)`);
   }
   if (demo) {

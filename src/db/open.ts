@@ -92,11 +92,11 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
   let dataDir: string | undefined;
   if (!opts.inMemory) {
     dataDir = path.join(opts.dataDir, 'pglite');
-    await fs.mkdir(dataDir, { recursive: true });
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o700 });
     release = await lockDataDir(opts.dataDir);
   }
   const client = new PGlite({
-    ...(dataDir ? { dataDir } : {}),
+    ...(dataDir ? { fs: await ownerOnlyFs(dataDir) } : {}),
     parsers: { [INT8]: (v: string) => parseInt8(v), [NUMERIC]: (v: string) => v },
   });
   try {
@@ -114,6 +114,30 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
       await release?.();
     },
   };
+}
+
+/**
+ * PGlite's files on disk, readable by this user only. PostgreSQL's own file modes are 0600, but
+ * PGlite's emscripten file system sets 0666 on every file it creates (a chmod after the create,
+ * which the process umask does not reach); this makes those chmods owner-only.
+ */
+async function ownerOnlyFs(dataDir: string) {
+  const { NodeFS } = await import('@electric-sql/pglite/nodefs');
+  type Opts = Parameters<InstanceType<typeof NodeFS>['init']>[1];
+  return new (class extends NodeFS {
+    override async init(pg: Parameters<InstanceType<typeof NodeFS>['init']>[0], opts: Opts) {
+      const out = await super.init(pg, opts);
+      const preRun = [out.emscriptenOpts.preRun ?? []].flat();
+      out.emscriptenOpts.preRun = [
+        ...preRun,
+        (mod: { FS: { chmod: (path: unknown, mode: number, dontFollow?: boolean) => void } }) => {
+          const chmod = mod.FS.chmod.bind(mod.FS);
+          mod.FS.chmod = (path, mode, dontFollow) => chmod(path, mode & ~0o077, dontFollow);
+        },
+      ] as never;
+      return out;
+    }
+  })(dataDir);
 }
 
 /**

@@ -15,7 +15,7 @@ import { serverEnv, startServer } from '../test/process.ts';
 import { startReceiver } from '../test/receiver.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'restart-pg-admin-token-0123456789abcdef0123';
+const ADMIN_TOKEN = 'dKrePuoa4ydQdhQlNA9E5rCOdkYRX54f8CRTJJ37dR8hUJDI4actsCkR05iVGU/H';
 const WORKERS = 12;
 const bin = postgresBin();
 const skip =

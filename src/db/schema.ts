@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import {
   bigint,
   boolean,
+  check,
   customType,
   date,
   index,
@@ -27,6 +28,20 @@ const bytea = customType<{ data: Buffer; driverData: Buffer | Uint8Array }>({
   dataType: () => 'bytea',
   fromDriver: (v) => (Buffer.isBuffer(v) ? v : Buffer.from(v)),
 });
+
+/**
+ * The environment (sandbox or live) this database belongs to: one row, written by the first
+ * process that starts on it. A process of the other environment refuses to start (main.ts).
+ */
+export const deployment = pgTable(
+  'deployment',
+  {
+    id: boolean('id').primaryKey().default(true),
+    environment: text('environment').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [check('deployment_one_row', sql`${t.id}`), check('deployment_environment', sql`${t.environment} in ('sandbox', 'live')`)],
+);
 
 export const clients = pgTable('clients', {
   id: uuid('id').primaryKey(),

@@ -5,7 +5,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../db/open.ts';
-import { createTestApp, errorsOf, type Merchant, type TestApp } from '../test/harness.ts';
+import { ADMIN_TOKEN, createTestApp, errorsOf, type Merchant, type TestApp } from '../test/harness.ts';
 
 describe('client authentication', () => {
   let t: TestApp;
@@ -107,7 +107,7 @@ describe('client authentication', () => {
   });
 
   test('the admin token does not open the merchant API, nor a merchant secret the admin API', async () => {
-    assert.equal((await get({ 'client-id': m.clientId, authorization: 'Bearer test-admin-token-0123456789abcdef0123456789' })).status, 401);
+    assert.equal((await get({ 'client-id': m.clientId, authorization: `Bearer ${ADMIN_TOKEN}` })).status, 401);
     const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${m.secret}` } });
     assert.equal(res.statusCode, 401);
   });
@@ -166,8 +166,34 @@ describe('credentials are compared in constant time', () => {
 
   test('the admin token: one comparison of equal-length digests, right or wrong', async () => {
     const admin = (token: string) => () => t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${token}` } });
-    for (const token of ['test-admin-token-0123456789abcdef0123456789', 'test-admin-token-0123456789abcdef012345678X', 'x', 'z'.repeat(1000)]) {
+    for (const token of [ADMIN_TOKEN, `${ADMIN_TOKEN.slice(0, -1)}X`, 'x', 'z'.repeat(1000)]) {
       assert.deepEqual(await comparisons(admin(token)), ['32=32'], token);
+    }
+  });
+});
+
+describe('secrets and environments', () => {
+  test('a sandbox secret is refused by a live process and a live secret by a sandbox one, on one database', async () => {
+    const sandbox = await createTestApp();
+    const live = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' } });
+    try {
+      const s = await sandbox.createMerchant();
+      const l = await live.createMerchant();
+      assert.match(s.secret, /^sk_sandbox_/);
+      assert.match(l.secret, /^sk_live_/);
+      const get = (app: TestApp, as: Merchant) => app.request('GET', '/api/v1/users', { as });
+      assert.equal((await get(sandbox, s)).status, 200);
+      assert.equal((await get(live, l)).status, 200);
+      const refused = await get(live, s);
+      assert.equal(refused.status, 401);
+      assert.match(errorsOf(refused)[0]!.detail, /live environment: use a sk_live_… secret/);
+      assert.equal((await get(sandbox, l)).status, 401);
+      // On the card listener too.
+      const card = await live.card.inject({ method: 'GET', url: `/api/v1/payments/${crypto.randomUUID()}/card`, headers: s.headers });
+      assert.equal(card.statusCode, 401);
+    } finally {
+      await sandbox.close();
+      await live.close();
     }
   });
 });

@@ -67,13 +67,43 @@ export function checkRequestMediaType(req: FastifyRequest): void {
 }
 
 /**
- * JSON parsing for both accepted types, with Fastify's prototype-poisoning protection. An
- * empty body (some clients send a content type on body-less POSTs) parses as no body.
+ * How deep a request body may nest (objects and arrays). A JSON:API document needs a handful
+ * of levels; free-form members (an authorize's meta.processor) get the rest. Deeper bodies are
+ * refused before parsing: past a few thousand levels, recursive code further on (validation,
+ * fingerprints, jsonb, serialization) overflowed its stack.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Whether the JSON text nests deeper than `max` (brackets inside strings do not count). */
+export function jsonNestsDeeperThan(text: string, max: number): boolean {
+  if (text.length <= max * 2) return false; // too short to open more than `max` brackets
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > max) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
+}
+
+/**
+ * JSON parsing for both accepted types, with Fastify's prototype-poisoning protection and
+ * the depth limit. An empty body (some clients send a content type on body-less POSTs) parses
+ * as no body.
  */
 export function registerJsonParsers(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   const parser = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
     if (body === '' || (Buffer.isBuffer(body) && body.length === 0)) return done(null, undefined);
+    if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      return done(apiError('ValidationError', `The body is nested more than ${MAX_JSON_DEPTH} levels deep.`, { pointer: '' }));
+    }
     parseJson(req, body as string, (err, parsed) => {
       if (err) return done(err);
       try {

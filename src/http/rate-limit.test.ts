@@ -1,13 +1,9 @@
 // Rate limit: N requests per minute per source IP over every API route, 429
 // RateLimitExceeded with Retry-After and RateLimit-* headers, counted across processes.
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { TestClock } from '../clock.ts';
-import { createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
-
-/** A fresh source address per test, so tests never share counters. */
-const ip = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+import { createTestApp, randomIp as ip, type Merchant, type TestApp } from '../test/harness.ts';
 
 describe('rate limit', () => {
   let t: TestApp;
@@ -108,5 +104,60 @@ describe('rate limit behind a proxy', () => {
       await proxied.close();
       await direct.close();
     }
+  });
+});
+
+describe('rate limits of the other listeners, and per merchant', () => {
+  let t: TestApp;
+  /** Without the low limits: creates the merchants. */
+  let setup: TestApp;
+  let m: Merchant;
+  before(async () => {
+    t = await createTestApp({
+      env: { CARD_RATE_LIMIT_PER_MINUTE: '2', PAY_RATE_LIMIT_PER_MINUTE: '2', ADMIN_RATE_LIMIT_PER_MINUTE: '2', CLIENT_RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_PER_MINUTE: '100' },
+    });
+    setup = await createTestApp();
+    m = await setup.createMerchant();
+  });
+  after(async () => {
+    await t.close();
+    await setup.close();
+  });
+
+  test('the secure card, widget host and admin listeners each count per address', async () => {
+    for (const [name, app] of [['card', t.card], ['pay', t.pay], ['admin', t.admin]] as const) {
+      const from = ip();
+      // Anything counts: a health check, an unauthenticated call.
+      assert.equal((await app.inject({ method: 'GET', url: '/health', remoteAddress: from })).statusCode, 200, name);
+      assert.notEqual((await app.inject({ method: 'GET', url: name === 'admin' ? '/admin/v1/clients' : '/main.js', remoteAddress: from })).statusCode, 429, name);
+      const res = await app.inject({ method: 'GET', url: '/health', remoteAddress: from });
+      assert.equal(res.statusCode, 429, name);
+      assert.equal(res.json().errors[0].code, 'RateLimitExceeded', name);
+      assert.ok(Number(res.headers['retry-after']) > 0, name);
+      assert.equal((await app.inject({ method: 'GET', url: '/health', remoteAddress: ip() })).statusCode, 200, `${name}: another address`);
+    }
+    // The admin token does not lift the admin limit.
+    const from = ip();
+    const admin = () => t.admin.inject({ method: 'GET', url: '/admin/v1/clients', remoteAddress: from, headers: { authorization: `Bearer ${t.ctx.config.adminToken}` } });
+    assert.equal((await admin()).statusCode, 200);
+    assert.equal((await admin()).statusCode, 200);
+    assert.equal((await admin()).statusCode, 429);
+  });
+
+  test('the API counts per merchant too, from any address; the address headers stay', async () => {
+    const get = (as: Merchant) => t.api.inject({ method: 'GET', url: '/api/v1/users', headers: as.headers, remoteAddress: ip() });
+    for (let i = 0; i < 3; i++) {
+      const ok = await get(m);
+      assert.equal(ok.statusCode, 200);
+      assert.equal(ok.headers['ratelimit-limit'], '100', 'the per-address headers');
+    }
+    const refused = await get(m);
+    assert.equal(refused.statusCode, 429);
+    assert.equal(refused.json().errors[0].code, 'RateLimitExceeded');
+    assert.match(refused.json().errors[0].detail, /More than 3 requests in a minute for this client/);
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+    assert.equal((await get(await setup.createMerchant())).statusCode, 200, 'another merchant has its own count');
+    t.clock.advance(60_000);
+    assert.equal((await get(m)).statusCode, 200, 'and the next minute starts again');
   });
 });

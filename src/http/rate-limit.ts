@@ -1,4 +1,6 @@
-// Rate limiting per source IP, counted across every process that shares one database.
+// Rate limiting, counted across every process that shares one database: per source address on
+// every listener, per merchant on the API, and what a route counts itself (the widget host's
+// user check, per wallet).
 //
 // @fastify/rate-limit does the hook, the headers and the 429; this store does the counting.
 // Writing a row per request would cost a database round trip on every call, so each process
@@ -7,10 +9,14 @@
 // admitted while (last known total + local unsynced count) < limit. Across N processes the
 // limit can be overshot by at most what the other processes admit within one sync interval.
 // Windows are fixed and aligned to the epoch, so every process agrees on where they start.
+import rateLimit from '@fastify/rate-limit';
 import { sql } from 'drizzle-orm';
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.ts';
+import type { AppContext } from '../context.ts';
 import { rowsOf, type Executor } from '../db/open.ts';
+import { apiError } from './errors.ts';
+import type { App } from './server.ts';
 
 interface Counter {
   windowStart: number;
@@ -144,7 +150,10 @@ export class SharedRateLimitStore {
       for (const [key, c] of this.#counters) if (c.windowStart < current && c.unsynced === 0) this.#counters.delete(key);
       if (now - this.#lastCleanup > this.#windowMs) {
         this.#lastCleanup = now;
-        await this.#db.execute(sql`delete from rate_limit_counters where window_start < ${current - this.#windowMs}::bigint`);
+        // Only this store's keys: other stores may count over longer windows.
+        await this.#db.execute(
+          sql`delete from rate_limit_counters where starts_with(key, ${this.#prefix}) and window_start < ${current - this.#windowMs}::bigint`,
+        );
       }
     } catch (err) {
       // Counting goes on locally; the next sync writes what this one could not.
@@ -157,4 +166,70 @@ export class SharedRateLimitStore {
     this.#timer = undefined;
     await this.sync();
   }
+
+  /** Counts one request for `key` now; resolves with the window's count so far and the ms left in it. */
+  count(key: string): Promise<{ current: number; ttl: number }> {
+    return new Promise((resolve, reject) => this.incr(key, (err, res) => (err ? reject(err) : resolve(res))));
+  }
+}
+
+const MINUTE_MS = 60_000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The listener's rate-limit store (registerRateLimit). */
+    rateLimitStore: SharedRateLimitStore;
+  }
+}
+
+/**
+ * Per source address over every route of a listener (the plugin's hook, headers and 429), in
+ * a store of its own (`name` keeps its keys apart from the other listeners'). Returns the store.
+ */
+export async function registerRateLimit(app: App, ctx: AppContext, opts: { name: string; perMinute: number }): Promise<SharedRateLimitStore> {
+  const store = new SharedRateLimitStore({
+    db: ctx.db,
+    clock: ctx.clock,
+    log: ctx.log,
+    windowMs: MINUTE_MS,
+    syncIntervalMs: ctx.config.rateLimit.syncIntervalMs,
+    prefix: `${ctx.config.environment}:${opts.name}:`,
+  });
+  await app.register(rateLimit, {
+    global: false,
+    max: opts.perMinute,
+    timeWindow: MINUTE_MS,
+    enableDraftSpec: true,
+    store: class {
+      constructor() {
+        return store;
+      }
+    } as never,
+    errorResponseBuilder: (_req, c) => limitExceeded(`More than ${c.max} requests in a minute from this address`, c.ttl),
+  });
+  app.addHook('onRequest', app.rateLimit());
+  app.addHook('onClose', () => store.close());
+  app.decorate('rateLimitStore', store);
+  return store;
+}
+
+/**
+ * A further limit on a listener with registerRateLimit, keyed by `key` (a merchant; a route and
+ * an address), counted in the listener's store. An onRequest hook: place it after whatever
+ * `key` reads (the client auth hook for a merchant). The plugin runs one of its own limits per
+ * request, so this one is counted here; the address's RateLimit-* headers stay as they are.
+ */
+export function keyedRateLimit(app: App, opts: { perMinute: number; key: (req: FastifyRequest) => string; what: string }) {
+  const store = app.rateLimitStore;
+  return (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
+    store.incr(opts.key(req), (err, res) => {
+      if (err) return done(err);
+      done(res.current > opts.perMinute ? limitExceeded(`More than ${opts.perMinute} requests in a minute ${opts.what}`, res.ttl) : undefined);
+    });
+  };
+}
+
+export function limitExceeded(what: string, ttlMs: number) {
+  const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
+  return apiError('RateLimitExceeded', `${what}; retry in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
 }

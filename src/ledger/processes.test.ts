@@ -14,7 +14,7 @@ import { dbKind, freshDatabaseUrl, LOCAL_RECEIVERS } from '../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant, type RemoteCall } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'procs-admin-token-0123456789abcdef0123456789a';
+const ADMIN_TOKEN = 'EAIdFvOSTjdacnc++hVe/10SdBc746WXO+3Upa+yRXDs8SP7GbCOYa5elWRhcEGU';
 
 describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false }, () => {
   const servers: ServerProcess[] = [];

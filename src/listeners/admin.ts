@@ -1,6 +1,7 @@
 // The operator's listener: /admin/v1 behind ADMIN_TOKEN, and its own OpenAPI document.
 import type { AppContext } from '../context.ts';
 import { adminAuthHook } from '../http/auth.ts';
+import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts';
 import { linkedAccountAdminRoutes } from '../modules/linked-accounts/routes.ts';
@@ -11,17 +12,20 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
   const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  // Before the token check: wrong tokens count too.
+  await registerRateLimit(app, ctx, { name: 'admin', perMinute: config.rateLimit.adminPerMinute });
   for (const s of [...adminSchemas, ...linkedAccountSchemas]) app.addSchema(s);
+  const auth = adminAuthHook(config.adminToken);
   await registerOpenApi(app, {
     title: 'Coffer admin API',
     description: 'Operator API for merchants (clients). `Authorization: Bearer <ADMIN_TOKEN>`.',
     serverUrl: config.listeners.admin.publicUrl,
     jsonPath: '/admin/v1/openapi.json',
     security: 'admin',
+    protect: auth,
   });
-  const token = config.adminToken;
   await app.register(async (admin) => {
-    admin.addHook('onRequest', adminAuthHook(token));
+    admin.addHook('onRequest', auth);
     await adminRoutes(admin, ctx);
     await linkedAccountAdminRoutes(admin, ctx);
   });

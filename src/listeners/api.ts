@@ -1,9 +1,7 @@
 // The API listener: /api/v1 for merchants, /health, the OpenAPI document and /docs.
-import rateLimit from '@fastify/rate-limit';
 import type { AppContext } from '../context.ts';
 import { clientAuthHook } from '../http/auth.ts';
-import { apiError } from '../http/errors.ts';
-import { SharedRateLimitStore } from '../http/rate-limit.ts';
+import { keyedRateLimit, registerRateLimit, type SharedRateLimitStore } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { counterpartyRoutes } from '../modules/counterparties/routes.ts';
 import { schemas as counterpartySchemas } from '../modules/counterparties/schemas.ts';
@@ -39,8 +37,6 @@ import { schemas as externalTransactionSchemas } from '../modules/external-trans
 import { errorCodesFor } from './error-codes.ts';
 import { registerOpenApi } from './openapi.ts';
 
-const RATE_WINDOW_MS = 60_000;
-
 export interface ApiListener {
   app: App;
   rateLimitStore: SharedRateLimitStore;
@@ -73,30 +69,9 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     app.addSchema(s);
   }
 
-  // Counted per source IP over every route of this listener, shared across processes.
-  const store = new SharedRateLimitStore({
-    db: ctx.db,
-    clock: ctx.clock,
-    log: ctx.log,
-    windowMs: RATE_WINDOW_MS,
-    syncIntervalMs: config.rateLimit.syncIntervalMs,
-    prefix: `${config.environment}:`,
-  });
-  await app.register(rateLimit, {
-    global: false,
-    max: config.rateLimit.perMinute,
-    timeWindow: RATE_WINDOW_MS,
-    enableDraftSpec: true,
-    store: class {
-      constructor() {
-        return store;
-      }
-    } as never,
-    errorResponseBuilder: (_req, c) =>
-      apiError('RateLimitExceeded', `More than ${c.max} requests in a minute from this address; retry in ${Math.ceil(c.ttl / 1000)} s.`),
-  });
-  app.addHook('onRequest', app.rateLimit());
-  app.addHook('onClose', () => store.close());
+  // Counted per source IP over every route of this listener, shared across processes; and per
+  // merchant once authenticated (below).
+  const store = await registerRateLimit(app, ctx, { name: 'api', perMinute: config.rateLimit.perMinute });
 
   await registerOpenApi(app, {
     title: 'Coffer API',
@@ -113,6 +88,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   app.decorateRequest('client', null as never);
   await app.register(async (api) => {
     api.addHook('onRequest', clientAuthHook(ctx.auth));
+    api.addHook('onRequest', keyedRateLimit(app, { perMinute: config.rateLimit.perClientPerMinute, key: (req) => `client:${req.client.id}`, what: 'for this client' }));
     await userRoutes(api, ctx);
     await kycRoutes(api, ctx);
     await identityRoutes(api, ctx);

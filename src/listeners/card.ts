@@ -2,6 +2,7 @@
 // merchant authentication as the API. Deployable apart (LISTENERS=card) behind its own ingress.
 import type { AppContext } from '../context.ts';
 import { clientAuthHook } from '../http/auth.ts';
+import { registerRateLimit } from '../http/rate-limit.ts';
 import { sharedSchemas } from '../http/schemas.ts';
 import { createServer, type App } from '../http/server.ts';
 import { cardRoutes } from '../modules/payments/cards.ts';
@@ -9,6 +10,7 @@ import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 
 export async function buildCardListener(ctx: AppContext): Promise<App> {
   const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log });
+  await registerRateLimit(app, ctx, { name: 'card', perMinute: ctx.config.rateLimit.cardPerMinute });
   for (const s of paymentSchemas) if (!sharedSchemas.includes(s)) app.addSchema(s);
   app.decorateRequest('client', null as never);
   await app.register(async (secure) => {

@@ -24,7 +24,9 @@ export async function buildListeners(ctx: AppContext): Promise<Listeners> {
 export async function listen(ctx: AppContext, listeners: Listeners): Promise<Record<string, string>> {
   const bound: Record<string, string> = {};
   for (const [name, app] of Object.entries(listeners)) {
-    bound[name] = await app.listen({ host: ctx.config.host, port: ctx.config.listeners[name as ListenerName].port });
+    // The admin listener binds to ADMIN_HOST (loopback by default), whatever HOST says.
+    const host = name === 'admin' ? ctx.config.adminHost : ctx.config.host;
+    bound[name] = await app.listen({ host, port: ctx.config.listeners[name as ListenerName].port });
   }
   return bound;
 }

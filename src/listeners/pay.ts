@@ -2,11 +2,13 @@
 // with the widget payload (decisions §11).
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
+import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
   const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log, plainContent: true });
+  await registerRateLimit(app, ctx, { name: 'pay', perMinute: ctx.config.rateLimit.payPerMinute });
   // The usual browser-facing headers, except what embedding needs: frame pages set their own
   // CSP (with frame-ancestors *, so no X-Frame-Options), and main.js is loaded cross-origin.
   await app.register(helmet, {

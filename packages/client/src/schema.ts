@@ -7074,6 +7074,7 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                             meta?: {
+                                /** @description Passed to the card processor as is; at most 4096 bytes as JSON. */
                                 processor?: {
                                     [key: string]: unknown;
                                 };
@@ -7098,6 +7099,7 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                             meta?: {
+                                /** @description Passed to the card processor as is; at most 4096 bytes as JSON. */
                                 processor?: {
                                     [key: string]: unknown;
                                 };

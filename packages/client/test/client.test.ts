@@ -17,7 +17,7 @@ import { freshDatabaseUrl, LOCAL_RECEIVERS } from '../../../src/test/harness.ts'
 import { startServer, type ServerProcess } from '../../../src/test/process.ts';
 import { CofferError, createCoffer, unwrap, verifyWebhook, WebhookVerificationError, type Coffer } from '../src/index.ts';
 
-const ADMIN_TOKEN = 'sdk-admin-token-0123456789abcdef0123456789ab';
+const ADMIN_TOKEN = 'YQ61Hr9wuziW8+oBzGUNCZu/bNq/Ndq2zDncBgGnK+jo23dq5hNrS/nsPPD694iM';
 
 /** The CofferError a call fails with (the test fails if it succeeds). */
 async function failure(p: Promise<unknown>): Promise<CofferError> {

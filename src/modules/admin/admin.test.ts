@@ -121,10 +121,15 @@ describe('admin API', () => {
     assert.equal((await t.admin.inject({ method: 'GET', url: '/admin/v1/ledger/verify' })).statusCode, 401);
   });
 
-  test('the admin OpenAPI document lists the admin routes', async () => {
-    const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/openapi.json' });
-    assert.equal(res.statusCode, 200);
-    assert.ok(res.json().paths['/admin/v1/clients/{clientId}/secrets/{secretId}'].delete);
+  test('the admin OpenAPI document lists the admin routes, for the token holder only', async () => {
+    const res = await t.adminRequest('GET', '/admin/v1/openapi.json');
+    assert.equal(res.status, 200);
+    assert.ok(res.body.paths['/admin/v1/clients/{clientId}/secrets/{secretId}'].delete);
+    for (const authorization of [undefined, 'Bearer wrong']) {
+      const anon = await t.admin.inject({ method: 'GET', url: '/admin/v1/openapi.json', headers: authorization ? { authorization } : {} });
+      assert.equal(anon.statusCode, 401, String(authorization));
+      assert.equal(anon.json().errors[0].code, 'Unauthorized');
+    }
   });
 });
 

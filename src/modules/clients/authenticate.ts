@@ -3,14 +3,19 @@
 // dummy comparison for unknown clients), so timing reveals neither which part was wrong nor
 // whether the client exists.
 //
+// A secret names its environment (`sk_sandbox_…`, `sk_live_…`): one of the other environment
+// is refused even where its hash matches, so a sandbox secret never opens live, whatever database it
+// finds (the database's own environment is checked at start: db/deployment.ts).
+//
 // Client records are cached per process for a few seconds (AUTH_CACHE_TTL_MS) because every
 // API call needs them. Changes made through this process's admin API take effect at once;
 // other processes see them within the TTL.
 import { timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
+import type { Environment } from '../../config.ts';
 import type { Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { hashSecret } from './domain.ts';
+import { hashSecret, secretPrefix } from './domain.ts';
 import { resolveSettings, type ClientSettings } from './settings.ts';
 import { findClientWithSecretHashes } from './sql.ts';
 
@@ -34,9 +39,13 @@ export class ClientAuthenticator {
   readonly #db: Executor;
   readonly #cache: LRUCache<string, CacheEntry>;
   readonly #inflight = new Map<string, Promise<CacheEntry>>();
+  readonly #environment: Environment;
+  readonly #prefix: string;
 
-  constructor(db: Executor, ttlMs: number) {
+  constructor(db: Executor, ttlMs: number, environment: Environment) {
     this.#db = db;
+    this.#environment = environment;
+    this.#prefix = secretPrefix(environment);
     this.#cache = new LRUCache<string, CacheEntry>({ max: 10_000, ttl: Math.max(ttlMs, 1) });
   }
 
@@ -65,6 +74,10 @@ export class ClientAuthenticator {
     for (const h of entry.hashes.length > 0 ? entry.hashes : [DUMMY_HASH]) {
       // Bitwise OR keeps going after a match so every hash is always compared.
       match = timingSafeEqual(presented, h) || match;
+    }
+    // After the comparisons, so every secret costs the same whatever its prefix.
+    if (!secret.startsWith(this.#prefix)) {
+      throw apiError('Unauthorized', `This is the ${this.#environment} environment: use a ${this.#prefix}… secret.`);
     }
     if (!match || entry.client === null) throw apiError('Unauthorized', 'The Client-ID and secret do not match.');
     if (entry.client.disabled) throw apiError('ClientDisabled');

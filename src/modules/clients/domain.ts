@@ -19,9 +19,12 @@ export function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret, 'utf8').digest();
 }
 
+/** What every secret of an environment starts with; the authenticator refuses any other. */
+export const secretPrefix = (environment: Environment) => `sk_${environment}_`;
+
 /** `sk_<env>_` + 32 random bytes (base64url): 256 bits, so a fast hash is enough at rest. */
 function generateSecret(environment: Environment): string {
-  return `sk_${environment}_${randomBytes(32).toString('base64url')}`;
+  return `${secretPrefix(environment)}${randomBytes(32).toString('base64url')}`;
 }
 
 async function addSecret(db: Executor, clientId: string, environment: Environment, now: Date): Promise<NewSecret> {

@@ -26,13 +26,14 @@ export async function createCounterparty(
   }
   const accountType = opts.accountType.toLowerCase();
   const last4 = opts.accountNumber.slice(-4);
+  const id = uuidv7();
   return db.transaction(async (tx) => {
     const cp = await q.insertCounterparty(tx, {
-      id: uuidv7(),
+      id,
       clientId: opts.clientId,
       label: opts.label ?? defaultLabel(accountType, last4),
       accountType,
-      accountNumberSealed: opts.sealer.seal(opts.accountNumber, 'bank-account'),
+      accountNumberSealed: opts.sealer.seal(opts.accountNumber, 'bank-account', `counterparties:${id}`),
       accountNumberLast4: last4,
       routingNumber: opts.routingNumber,
       createdAt: opts.now,

@@ -249,7 +249,7 @@ export class WebhookDispatcher {
         const viaPublic = await this.#viaPublic(address, signal);
         // An IP literal is checked before connecting (a name, by the pool's DNS guard).
         if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notAllowed(`${address} is not a public address`);
-        const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret').toString('utf8');
+        const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`).toString('utf8');
         const res = await request(url, {
           method: 'POST',
           dispatcher: viaPublic ? this.#public : this.#private!,

@@ -44,7 +44,7 @@ describe('delivery workers', () => {
       DATA_DIR: dir,
       DATABASE_URL: databaseUrl,
       COFFER_ENV: 'sandbox',
-      ADMIN_TOKEN: 'restart-admin-token-0123456789abcdef012345',
+      ADMIN_TOKEN: 'lcA5StRanckFcd4TpGn3gomvNKC56q9xIrF50IrSIZdQ3PWKti87K761+4T3lirB',
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 4).toString('base64'),
       WEBHOOK_RETRY_DELAYS: Array(12).fill('0.3').join(','),

@@ -33,12 +33,13 @@ export async function createGift(db: Db, opts: { clientId: string; amount: numbe
         const gift = await q.insertGift(tx, { id, clientId: opts.clientId, lookUpId, originalAmount: opts.amount, createdAt: opts.now });
         await openAccounts(tx, { clientId: opts.clientId, ownerType: 'gift', ownerId: gift.id, now: opts.now });
         const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: gift.id });
+        const cardId = uuidv7();
         await insertCard(tx, {
-          id: uuidv7(),
+          id: cardId,
           clientId: opts.clientId,
           giftId: gift.id,
-          numberSealed: opts.sealer.seal(card.number, 'card'),
-          cvcSealed: opts.sealer.seal(card.cvc, 'card'),
+          numberSealed: opts.sealer.seal(card.number, 'card', `virtual_cards:${cardId}:number`),
+          cvcSealed: opts.sealer.seal(card.cvc, 'card', `virtual_cards:${cardId}:cvc`),
           last4: card.number.slice(-4),
           expirationMonth: card.expirationMonth,
           expirationYear: card.expirationYear,

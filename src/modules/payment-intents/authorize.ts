@@ -375,14 +375,15 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
   batch.add(payments.insertPaymentPart(payment));
   if (request.rail === 'card') {
     const card = d.card!;
+    const cardId = uuidv7();
     batch.add(
       payments.insertCardPart({
-        id: uuidv7(),
+        id: cardId,
         clientId: intent.clientId,
         paymentId: payment.id,
         giftId: null,
-        numberSealed: d.deps.sealer.seal(card.number, 'card'),
-        cvcSealed: d.deps.sealer.seal(card.cvc, 'card'),
+        numberSealed: d.deps.sealer.seal(card.number, 'card', `virtual_cards:${cardId}:number`),
+        cvcSealed: d.deps.sealer.seal(card.cvc, 'card', `virtual_cards:${cardId}:cvc`),
         last4: card.number.slice(-4),
         expirationMonth: card.expirationMonth,
         expirationYear: card.expirationYear,

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { dbKind, freshDatabaseUrl } from '../../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../../test/process.ts';
 
-const ADMIN_TOKEN = 'crash-admin-token-0123456789abcdef0123456789';
+const ADMIN_TOKEN = 'I1qocgqOowlemSH8QWODKfxveW35KUlt4567RTgnG4N56gclATevZWUXyWdNSHr6';
 
 const env = (dir: string, databaseUrl: string | undefined) => serverEnv(dir, databaseUrl, ADMIN_TOKEN, { AUTHORIZATION_LEASE_MARGIN_MS: '1000' });
 

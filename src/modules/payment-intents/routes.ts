@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { apiError } from '../../http/errors.ts';
 import { sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
@@ -11,7 +12,7 @@ import { serializerOf, type AuthorizeDeps } from './authorize.ts';
 import { submitAuthorize } from './authorize-groups.ts';
 import { cancelIntent, createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
 import { intentResource } from './render.ts';
-import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent } from './schemas.ts';
+import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent, PROCESSOR_META_MAX_BYTES } from './schemas.ts';
 import { INTENT_SORT_FIELDS, type IntentRow } from './sql.ts';
 
 const TAGS = ['Payment intents'];
@@ -173,6 +174,9 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     },
     async (req, reply) => {
       const a = req.body.data.attributes;
+      if (a.meta?.processor && Buffer.byteLength(JSON.stringify(a.meta.processor)) > PROCESSOR_META_MAX_BYTES) {
+        throw apiError('ValidationError', `\`meta.processor\` must be at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.`, { pointer: '/data/attributes/meta/processor' });
+      }
       const outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
         clientId: req.client.id,
         settings: req.client.settings,

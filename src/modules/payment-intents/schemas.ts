@@ -68,6 +68,9 @@ export const CreateIntentBody = requestBody(
   ),
 );
 
+/** The largest meta.processor an authorize accepts, in bytes of its JSON (checked by the route). */
+export const PROCESSOR_META_MAX_BYTES = 4096;
+
 export const AuthorizeBody = requestBody(
   'AuthorizePaymentIntent',
   Type.Object(
@@ -78,7 +81,16 @@ export const AuthorizeBody = requestBody(
       reference: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
       channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
       risk: Type.Optional(Type.Object({ deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false })),
-      meta: Type.Optional(Type.Object({ processor: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50 })) }, { additionalProperties: false })),
+      meta: Type.Optional(
+        Type.Object(
+          {
+            processor: Type.Optional(
+              Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: `Passed to the card processor as is; at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.` }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+      ),
     },
     { additionalProperties: false },
   ),

@@ -29,10 +29,10 @@ export async function readCard(db: Db, sealer: Sealer, opts: { clientId: string;
       id: card.id,
       type: 'VirtualDebitCard' as const,
       attributes: {
-        number: sealer.open(card.numberSealed, 'card').toString('utf8'),
+        number: sealer.open(card.numberSealed, 'card', `virtual_cards:${card.id}:number`).toString('utf8'),
         expirationMonth: String(card.expirationMonth).padStart(2, '0'),
         expirationYear: String(card.expirationYear),
-        cvc: sealer.open(card.cvcSealed, 'card').toString('utf8'),
+        cvc: sealer.open(card.cvcSealed, 'card', `virtual_cards:${card.id}:cvc`).toString('utf8'),
         billingAddress: (intent?.billingAddress as never) ?? null,
       },
     };

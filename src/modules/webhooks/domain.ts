@@ -41,19 +41,20 @@ export async function createWebhook(
   checkTopics(opts.topics);
   checkUrl(opts.url, opts.policy);
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const id = uuidv7();
   const webhook = await db.transaction(async (tx) => {
     const max = opts.policy.maxPerMerchant;
     if ((await q.countWebhooksLocked(tx, opts.clientId)) >= max) {
       throw apiError('WebhookLimitReached', `A merchant can have at most ${max} webhooks; delete one (or subscribe an existing one to more topics) first.`);
     }
     return q.insertWebhook(tx, {
-      id: uuidv7(),
+      id,
       clientId: opts.clientId,
       name: opts.name,
       url: opts.url,
       topics: opts.topics,
       enabled: opts.enabled ?? true,
-      secretSealed: opts.sealer.seal(secret, 'webhook-secret'),
+      secretSealed: opts.sealer.seal(secret, 'webhook-secret', `webhooks:${id}`),
       createdAt: opts.now,
       updatedAt: opts.now,
     });

@@ -34,7 +34,7 @@ describe('webhook registration', () => {
     assert.ok(!got.raw.includes(w.attributes.secret.slice(6)));
     const [row] = rowsOf<{ secret_sealed: string }>(await t.ctx.db.execute(sql`select secret_sealed from webhooks where id = ${w.id}`));
     assert.ok(!row!.secret_sealed.includes(w.attributes.secret.slice(6)), 'not stored in plain text');
-    assert.equal(t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret').toString(), w.attributes.secret);
+    assert.equal(t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret', `webhooks:${w.id}`).toString(), w.attributes.secret);
   });
 
   test('list pages through the merchant\'s own webhooks, newest first', async () => {

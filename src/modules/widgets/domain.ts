@@ -72,14 +72,17 @@ const totalOf = (r: { accrue: number; merchant: number }) => r.accrue + r.mercha
 /**
  * The inline flow signs the user in with the page's user data: the phone number must be the
  * user's current one (spec "Users and identity" rule 4: after a verified change the page must
- * pass the new number, otherwise the wallet asks the user to use it or contact support).
+ * pass the new number, otherwise the wallet asks the user to use it or contact support). The
+ * answer says no more than it must: a reference id that does not match is reported before the
+ * phone number is looked at, so no answer tells a right number from a wrong one except when
+ * everything else matches. Nothing of the user is returned.
  */
 export function checkUser(s: WidgetSession, data: { phoneNumber?: string; referenceId?: string }): { matches: boolean; reason: string | null } {
-  if (!data.phoneNumber || data.phoneNumber !== s.user.phoneNumber) {
-    return { matches: false, reason: 'This wallet is registered to a different phone number. Use your updated number, or contact support.' };
-  }
   if (data.referenceId && data.referenceId !== s.user.referenceId && data.referenceId !== s.user.stableReferenceId) {
     return { matches: false, reason: 'This wallet belongs to a different customer account. Contact support.' };
+  }
+  if (!data.phoneNumber || data.phoneNumber !== s.user.phoneNumber) {
+    return { matches: false, reason: 'This wallet is registered to a different phone number. Use your updated number, or contact support.' };
   }
   return { matches: true, reason: null };
 }

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import { apiError } from '../../http/errors.ts';
+import { keyedRateLimit, limitExceeded, SharedRateLimitStore } from '../../http/rate-limit.ts';
 import type { App } from '../../http/server.ts';
 import { findClient } from '../clients/sql.ts';
 import { resolveSettings } from '../clients/settings.ts';
@@ -109,9 +110,23 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
     },
   );
 
+  // The user check answers whether a phone number is the wallet's: limited per address, and
+  // per wallet over an hour (whoever holds a payload cannot walk through phone numbers).
+  const { userCheckPerMinute, userCheckPerWalletPerHour } = ctx.config.rateLimit;
+  const walletChecks = new SharedRateLimitStore({
+    db: ctx.db,
+    clock: ctx.clock,
+    log: ctx.log,
+    windowMs: 3_600_000,
+    syncIntervalMs: ctx.config.rateLimit.syncIntervalMs,
+    prefix: `${ctx.config.environment}:user-check-wallet:`,
+  });
+  app.addHook('onClose', () => walletChecks.close());
+
   app.post(
     '/_/api/user-check',
     {
+      onRequest: keyedRateLimit(app, { perMinute: userCheckPerMinute, key: (req) => `user-check:${req.ip}`, what: 'from this address to the user check' }),
       schema: {
         hide: true,
         body: Type.Object(
@@ -126,6 +141,8 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
     },
     async (req, reply) => {
       const s = await session(req);
+      const { current, ttl } = await walletChecks.count(s.wallet.id);
+      if (current > userCheckPerWalletPerHour) throw limitExceeded(`More than ${userCheckPerWalletPerHour} user checks of this wallet in an hour`, ttl);
       noStore(reply);
       return { data: { id: s.wallet.id, type: 'WalletUserCheck', attributes: checkUser(s, req.body) } };
     },

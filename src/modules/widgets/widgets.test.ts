@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, errorsOf, phone, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
+import { createTestApp, errorsOf, phone, randomIp as ip, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { fundedWallet } from '../../test/money.ts';
 import { dateLabel } from '../identity/questions.ts';
 
@@ -204,5 +204,65 @@ describe('widgets', () => {
       const theirs = await host('GET', `/_/api/payment-intents/${intent.body.data.id}`, { payload: await payloadFor(b.wallet.id), clientId: m.clientId });
       assert.equal(theirs.status, 404);
     });
+  });
+});
+
+describe("the widget host's user check: limits and what it reveals", () => {
+  let t: TestApp;
+  let m: Merchant;
+  before(async () => {
+    t = await createTestApp({ env: { USER_CHECK_RATE_LIMIT_PER_MINUTE: '3', USER_CHECK_WALLET_LIMIT_PER_HOUR: '4' } });
+    m = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  const walletPayload = async () => {
+    const { wallet, user } = await fundedWallet(t, m, 0);
+    const res = await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}`, { as: m });
+    return { walletId: wallet.id, payload: res.body.data.attributes.payload as string, phoneNumber: user.attributes.profile.phoneNumber as string };
+  };
+  const check = async (payload: string, from: string, body: unknown) => {
+    const res = await t.pay.inject({
+      method: 'POST',
+      url: '/_/api/user-check',
+      remoteAddress: from,
+      headers: { authorization: `Widget ${payload}`, 'x-client-id': m.clientId, 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
+    return { status: res.statusCode, headers: res.headers, body: JSON.parse(res.body) };
+  };
+
+  test('per address: the check after the limit is 429 RateLimitExceeded, whatever the payload', async () => {
+    const from = ip();
+    const a = await walletPayload();
+    const b = await walletPayload();
+    for (const p of [a, b, a]) assert.equal((await check(p.payload, from, { phoneNumber: phone() })).status, 200);
+    const refused = await check(b.payload, from, { phoneNumber: b.phoneNumber });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.errors[0].code, 'RateLimitExceeded');
+    assert.ok(Number(refused.headers['retry-after']) > 0);
+    assert.equal((await check('bm90IGEgcGF5bG9hZCBhdCBhbGw=', from, {})).status, 429, 'bad payloads count and are refused too');
+    assert.equal((await check(b.payload, ip(), { phoneNumber: b.phoneNumber })).status, 200, 'another address is not');
+  });
+
+  test('per wallet: over the hour, from any number of addresses; the count starts again the next hour', async () => {
+    const w = await walletPayload();
+    for (let i = 0; i < 4; i++) assert.equal((await check(w.payload, ip(), { phoneNumber: phone() })).status, 200);
+    const refused = await check(w.payload, ip(), { phoneNumber: w.phoneNumber });
+    assert.equal(refused.status, 429);
+    assert.match(refused.body.errors[0].detail, /More than 4 user checks of this wallet in an hour/);
+    assert.equal((await check((await walletPayload()).payload, ip(), {})).status, 200, 'another wallet is not');
+    t.clock.advance(3_600_000);
+    const fresh = await t.request('GET', `/api/v1/widgets/wallet/${w.walletId}`, { as: m });
+    assert.equal((await check(fresh.body.data.attributes.payload, ip(), { phoneNumber: w.phoneNumber })).status, 200);
+  });
+
+  test('a reference id that does not match gives the same answer with the right phone number as with a wrong one', async () => {
+    const w = await walletPayload();
+    const right = await check(w.payload, ip(), { phoneNumber: w.phoneNumber, referenceId: 'someone-else' });
+    const wrong = await check(w.payload, ip(), { phoneNumber: phone(), referenceId: 'someone-else' });
+    assert.equal(right.body.data.attributes.matches, false);
+    assert.deepEqual(right.body.data.attributes, wrong.body.data.attributes);
+    assert.deepEqual(Object.keys(right.body.data.attributes).sort(), ['matches', 'reason']);
   });
 });
