@@ -20,6 +20,7 @@ import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
 import { expireAuthorizations, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
+import { EXPIRY_BATCH, expireRewardClaims } from './modules/rewards/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { sandboxProviders, type Providers } from './providers/index.ts';
@@ -101,6 +102,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
+  ctx.jobs.register({ name: 'reward-claim-expiry', intervalMs: 60_000, batch: EXPIRY_BATCH, run: () => expireRewardClaims(ctx.db, { baseUrl: base, now }) });
   // The sandbox bank settles captured payments; a live deployment's bank provider reports settlement.
   if (ctx.config.environment === 'sandbox') {
     ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now }) });

@@ -68,6 +68,12 @@ export const ERRORS = {
   UriTooLong: def(414, 'URI too long', 'A path segment is longer than 256 characters.'),
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
   RateLimitExceeded: def(429, 'Rate limit exceeded', 'Too many requests; retry after the time in Retry-After.'),
+  // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
+  Conflict: def(409, 'Conflict', 'The id in the body is not the id in the path.'),
+  RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
+  InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
+  WalletNotIssuable: def(409, 'RewardConflictException', "The recipient's wallet cannot receive rewards in its current state."),
+  PreIssuedConflict: def(409, 'RewardConflictException', 'A pre-issued reward already waits for this phone number.'),
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
   ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),

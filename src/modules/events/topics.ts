@@ -17,6 +17,9 @@ export const TOPICS = [
   'PaymentUpdated',
   'PaymentCaptured',
   'RefundCreated',
+  // Rewards: issued; then claimed, changed, cancelled or expired.
+  'RewardCreated',
+  'RewardUpdated',
 ] as const;
 
 export type Topic = (typeof TOPICS)[number];

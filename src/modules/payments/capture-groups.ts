@@ -16,16 +16,16 @@ import type { Db } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, WALLET_CODES, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { lockAccounts } from '../../ledger/post.ts';
-import { captureBankPayment, capturedOf, capturePayment, type CaptureInput, type Captured } from './domain.ts';
+import { captureBankPayment, capturedOf, capturePayment, type CaptureInput, type ChangedPayment } from './domain.ts';
 import * as q from './sql.ts';
 
-type Member = GroupMember<CaptureInput, Captured>;
+type Member = GroupMember<CaptureInput, ChangedPayment>;
 
 /** What a capture moves: reserved money out, the uncaptured rest back to available. */
 const MOVED = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
 
 /** Captures a bank-rail payment in the next group to run. */
-export const submitCapture = groupCommit<CaptureInput, Captured>(runGroup);
+export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup);
 
 const runAlone = (db: Db, m: Member) => capturePayment(db, m).then(m.resolve, m.reject);
 
