@@ -80,6 +80,10 @@ describe('cross-merchant access', () => {
     ids.paymentId = auth.body.included[0].id;
     const challenge = await t.request('POST', `/api/v1/users/${user.id}/identity-verification/challenges`, { as: a });
     ids.challengeId = challenge.body.data.id;
+    // Rewards are named `{id}` in their paths (Accrue's name).
+    const reward = await t.request('POST', '/api/v1/rewards', { as: a, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: randomUUID() } } } });
+    assert.equal(reward.status, 200, reward.raw);
+    ids.id = reward.body.data.id;
   });
   after(() => t.close());
 
@@ -113,6 +117,7 @@ describe('cross-merchant access', () => {
     const payment = await t.request('GET', `/api/v1/payments/${ids.paymentId}`, { as: a });
     assert.equal(payment.body.data.attributes.status, 'Created');
     assert.equal((await t.request('GET', `/api/v1/webhooks/${ids.webhookId}`, { as: a })).status, 200);
+    assert.equal((await t.request('GET', `/api/v1/rewards/${ids.id}`, { as: a })).body.data.attributes.status, 'Credited');
     assert.equal(errorsOf(await t.request('GET', `/api/v1/users/${ids.userId}`, { as: b }))[0]!.code, 'UserNotFound');
   });
 });
