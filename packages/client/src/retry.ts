@@ -3,8 +3,9 @@
 //   request is still running), with exponential backoff, full jitter, and Retry-After honoured;
 // - a request that may have been applied (a timeout, a 5xx) is retried only when repeating it
 //   is safe: reads, deletes, and writes that carry an idempotency key;
-// - an idempotency key is made once per logical authorize, deposit, refund or reward, before
-//   the first attempt, so every retry sends the same key and a replay returns the first result;
+// - an idempotency key is made once per logical authorize, deposit, refund, reward or
+//   authorization increase, before the first attempt, so every retry sends the same key and a
+//   replay returns the first result;
 // - each attempt has a timeout: authorize 90 s (the spec asks at least 60), others 10 s.
 import { randomUUID } from 'node:crypto';
 
@@ -30,7 +31,13 @@ export const DEFAULT_RETRY: Omit<RetryOptions, 'fetch'> = {
 };
 
 /** Operations whose request body carries `data.attributes.idempotencyKey`. */
-const KEYED = [/\/payment-intents\/[^/]+\/authorize$/, /\/wallets\/[^/]+\/transactions$/, /\/payments\/[^/]+\/refund$/, /\/rewards$/];
+const KEYED = [
+  /\/payment-intents\/[^/]+\/authorize$/,
+  /\/wallets\/[^/]+\/transactions$/,
+  /\/payments\/[^/]+\/refund$/,
+  /\/payments\/[^/]+\/increase-authorization$/,
+  /\/rewards$/,
+];
 const AUTHORIZE = /\/payment-intents\/[^/]+\/authorize$/;
 const IN_PROGRESS = new Set(['IdempotencyKeyInUse', 'AlreadyExists']);
 
@@ -72,7 +79,7 @@ export function retryingFetch(opts: RetryOptions): (input: Request) => Promise<R
   return async (input: Request) => {
     const url = new URL(input.url);
     const original = input.method === 'GET' || input.method === 'HEAD' ? undefined : await input.text();
-    const { body, keyed } = input.method === 'POST' ? withKey(url.pathname, original) : { body: original, keyed: false };
+    const { body, keyed } = input.method === 'POST' || input.method === 'PATCH' ? withKey(url.pathname, original) : { body: original, keyed: false };
     const safeToRepeat = ['GET', 'HEAD', 'DELETE', 'PUT'].includes(input.method) || keyed;
     const timeoutMs = AUTHORIZE.test(url.pathname) ? opts.authorizeTimeoutMs : opts.timeoutMs;
 
