@@ -438,7 +438,10 @@ export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; 
     const amount = opts.amount ?? room;
     if (amount <= 0) throw apiError('Failed', 'The card is authorized for the whole payment already.', amountPointer);
     const request = (status: string) => q.insertCardAuthorization(tx, { id: uuidv7(), clientId: p.clientId, paymentId: p.id, status, amount, createdAt: opts.now, updatedAt: opts.now });
-    const decline = async (detail: string) => (await request('Declined'), apiError('Failed', detail, amountPointer));
+    const decline = async (detail: string) => {
+      await request('Declined');
+      return apiError('Failed', detail, amountPointer);
+    };
     if (amount > room) return decline(`The card can be authorized for at most ${room} more cents.`);
     if (p.giftId) {
       try {
@@ -479,20 +482,21 @@ export async function networkCapture(
       }
     }
     const amount = opts.amount ?? p.networkAuthorized;
+    const success = amount <= p.networkAuthorized;
     const capture: q.CaptureRow = {
       id: uuidv7(),
       paymentId: p.id,
       amount,
-      success: amount <= p.networkAuthorized,
+      success,
       method: 'VirtualDebitCard',
       reference: p.reference,
       authorizationId: opts.authorizationRequestId ?? null,
-      capturedAt: amount <= p.networkAuthorized ? opts.now : null,
+      capturedAt: success ? opts.now : null,
       createdAt: opts.now,
       updatedAt: opts.now,
     };
-    await q.insertCardCapture(tx, { id: capture.id, clientId: p.clientId, paymentId: p.id, authorizationId: capture.authorizationId, amount, success: capture.success, createdAt: opts.now, updatedAt: opts.now });
-    if (!capture.success) return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
+    await q.insertCardCapture(tx, { id: capture.id, clientId: p.clientId, paymentId: p.id, authorizationId: capture.authorizationId, amount, success, createdAt: opts.now, updatedAt: opts.now });
+    if (!success) return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
     let captured: Sourcing;
     if (p.giftId) {
       await captureGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, captured: amount, released: p.networkAuthorized - amount, ext });
@@ -544,8 +548,8 @@ export async function updatePaymentReference(db: Db, opts: Ctx & { paymentId: st
   });
 }
 
-/** Wallet accounts an increase reserves through (available to reserved), in id order. */
-const RESERVING = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
+/** The wallet accounts a reservation, its capture or its release moves money between (not the pending ones). */
+export const MOVED_WALLET_CODES = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
 
 /**
  * PATCH /payments/{id}/increase-authorization: a Created wallet payment (bank or card rails)
@@ -565,7 +569,7 @@ export async function increaseAuthorization(
   const user = (await findUser(tx, opts.clientId, wallet.userId))!;
   if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
   const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
-  const held = RESERVING.map((c) => ids[c]).sort();
+  const held = MOVED_WALLET_CODES.map((c) => ids[c]).sort();
   await lockAccounts(tx, held);
   const plan = planWalletSourcing(await walletBuckets(tx, wallet.id), opts.increase, {
     applyWalletBalance: true,

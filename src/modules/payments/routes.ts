@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
@@ -53,9 +53,8 @@ import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows,
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-/** Accrue's payment answers: the payment, `links.self` (this request) and `included` (always present). */
-const paymentDocument = (included: TSchema[]) =>
-  Type.Object({ data: ref(Payment), links: Type.Object({ self: Type.String() }), included: Type.Array(included.length === 1 ? included[0]! : Type.Union(included)) });
+/** Accrue's answer to a payment action: the payment, `links.self` (this request) and its intent in `included` (always present). */
+const PaymentActionDocument = Type.Object({ data: ref(Payment), links: Type.Object({ self: Type.String() }), included: Type.Array(ref(PaymentIntent)) });
 
 export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
@@ -170,7 +169,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         description: '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.',
         params: idParams('paymentId'),
         body: CaptureBody,
-        response: responses({ 200: paymentDocument([ref(PaymentIntent)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
@@ -190,7 +189,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
           '`Created` → `Canceled`: the reserved funds are released and the intent is canceled (it is always in `included`). Any other status: 400 `IllegalOperation`. The body is optional and ignored.',
         params: idParams('paymentId'),
         querystring: IntentIncludeQuery,
-        response: responses({ 200: paymentDocument([ref(PaymentIntent)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
@@ -237,7 +236,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
           '`idempotencyKey` is optional (same rules as deposits).',
         params: idParams('paymentId'),
         body: IncreaseAuthorizationBody,
-        response: responses({ 200: paymentDocument([ref(PaymentIntent)]) }, [...COMMON_ERRORS, 402, 404, 409]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404, 409]),
       },
     },
     async (req, reply) => {
@@ -261,7 +260,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
           'and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.',
         params: idParams('paymentId'),
         querystring: IntentIncludeQuery,
-        response: responses({ 200: paymentDocument([ref(PaymentIntent)]) }, [...COMMON_ERRORS, 402, 404]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404]),
       },
     },
     async (req) => {
