@@ -7912,7 +7912,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
             400: {
                 headers: {
                     [name: string]: unknown;

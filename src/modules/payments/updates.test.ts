@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { createTestApp, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet, intentFor } from '../../test/money.ts';
 
@@ -177,6 +178,24 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
     assert.equal(late.status, 400);
     assert.equal(errorsOf(late)[0]!.code, 'IllegalOperation');
     assert.equal((await payment(t, m, id)).attributes.amount, 1000);
+    await assertLedgerSound(t);
+  });
+
+  test('a Closed wallet (400 WalletClosed) and a gift payment (400 IllegalOperation) cannot increase; nothing changes', async () => {
+    const { wallet } = await fundedWallet(t, m, 2000);
+    const { id } = await authorized(t, m, wallet.id, 500);
+    await t.ctx.db.execute(sql`update wallets set status = 'Closed' where id = ${wallet.id}`);
+    const closed = await increase(t, m, id, 100);
+    assert.equal(closed.status, 400, closed.raw);
+    assert.equal(errorsOf(closed)[0]!.code, 'WalletClosed');
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 1000 } } } });
+    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 400, lookUpId: gift.body.data.id } } } });
+    const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 400 } } } });
+    const onGift = await increase(t, m, auth.body.included[0].id, 100);
+    assert.equal(onGift.status, 400, onGift.raw);
+    assert.equal(errorsOf(onGift)[0]!.code, 'IllegalOperation');
+    assert.equal((await payment(t, m, id)).attributes.amount, 500);
+    assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 500);
     await assertLedgerSound(t);
   });
 
