@@ -22,6 +22,7 @@ import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
 import { expireAuthorizations, PAYMENT_PULL_BATCH, sendPaymentPulls, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
+import { EXPIRY_BATCH, expireRewardClaims } from './modules/rewards/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
@@ -109,6 +110,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
+  ctx.jobs.register({ name: 'reward-claim-expiry', intervalMs: 60_000, batch: EXPIRY_BATCH, run: () => expireRewardClaims(ctx.db, { baseUrl: base, now }) });
   // Captured payments settle at their settlement time, except (with a bank that reports status,
   // as every live one does) those with a bank part: that is pulled, and they settle or fail when
   // the bank reports, as deposits and withdrawals' pushes end (modules/bank-transfers).

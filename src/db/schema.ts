@@ -618,17 +618,45 @@ export const withdrawals = pgTable(
   (t) => [index('withdrawals_wallet_idx').on(t.walletId, t.createdAt)],
 );
 
+/**
+ * Merchant rewards (Accrue's Reward). `immediate`: credited to a wallet at issue (`Credited`).
+ * `preIssued`: issued to a phone number without a wallet (`Created`), credited when a wallet is
+ * opened for it (`Claimed`), else `Expired` at `claim_expires_at`; either may be `Cancelled`.
+ */
 export const rewards = pgTable(
   'rewards',
   {
     id: uuid('id').primaryKey(),
     clientId: uuid('client_id').notNull().references(() => clients.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    /** Null while a pre-issued reward waits for its wallet. */
+    walletId: uuid('wallet_id').references(() => wallets.id),
+    /** immediate | preIssued */
+    kind: text('kind').notNull().default('immediate'),
+    /** Credited | Created | Claimed | Expired | Cancelled */
+    status: text('status').notNull().default('Credited'),
+    /** The recipient's phone number as issued (E.164); null when issued by walletId. */
+    phoneNumber: text('phone_number'),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     message: text('message'),
+    reasonCode: text('reason_code'),
+    costCenter: text('cost_center'),
+    notificationEmail: text('notification_email'),
+    claimExpiresAt: ts('claim_expires_at'),
+    /** When the money reached the wallet (issue or claim): the order rewards are spent in. */
+    creditedAt: ts('credited_at'),
+    cancelledAt: ts('cancelled_at'),
+    /** What cancelling took back from the wallet (the unspent part). */
+    reversedAmount: bigint('reversed_amount', { mode: 'number' }).notNull().default(0),
     createdAt: createdAt(),
+    updatedAt: updatedAt(),
   },
-  (t) => [index('rewards_wallet_idx').on(t.walletId, t.createdAt)],
+  (t) => [
+    index('rewards_wallet_idx').on(t.walletId, t.createdAt),
+    index('rewards_client_idx').on(t.clientId, t.createdAt, t.id),
+    // One pre-issued reward waits per phone number (Accrue's PreIssuedConflict).
+    uniqueIndex('rewards_pre_issued_phone_uq').on(t.clientId, t.phoneNumber).where(sql`status = 'Created'`),
+    index('rewards_claim_expiring_idx').on(t.claimExpiresAt).where(sql`status = 'Created'`),
+  ],
 );
 
 export const gifts = pgTable(
@@ -834,6 +862,42 @@ export const virtualCards = pgTable(
     createdAt: createdAt(),
   },
   (t) => [uniqueIndex('virtual_cards_payment_uq').on(t.paymentId), uniqueIndex('virtual_cards_gift_uq').on(t.giftId)],
+);
+
+/**
+ * The sandbox card network's authorization requests (Accrue's AuthorizationRequest): one row per
+ * card authorization, Approved or Declined; Approved ones become Canceled when the payment is
+ * canceled or expires before capture.
+ */
+export const cardAuthorizations = pgTable(
+  'card_authorizations',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    /** Approved | Declined | Canceled */
+    status: text('status').notNull(),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('card_authorizations_payment_idx').on(t.paymentId, t.createdAt, t.id)],
+);
+
+/** The sandbox card network's captures (Accrue's CardCapture), successful or refused. */
+export const cardCaptures = pgTable(
+  'card_captures',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    authorizationId: uuid('authorization_id').references(() => cardAuthorizations.id),
+    amount: bigint('amount', { mode: 'number' }).notNull(),
+    success: boolean('success').notNull(),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('card_captures_payment_idx').on(t.paymentId, t.createdAt, t.id)],
 );
 
 /** Every read of a card's data: who, when, from where. */

@@ -96,6 +96,10 @@ describe('cross-merchant access', () => {
     ids.paymentId = auth.body.included[0].id;
     const challenge = await t.request('POST', `/api/v1/users/${user.id}/identity-verification/challenges`, { as: a });
     ids.challengeId = challenge.body.data.id;
+    // Rewards are named `{id}` in their paths (Accrue's name).
+    const reward = await t.request('POST', '/api/v1/rewards', { as: a, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: randomUUID() } } } });
+    assert.equal(reward.status, 200, reward.raw);
+    ids.id = reward.body.data.id;
   });
   after(() => t.close());
 
@@ -133,6 +137,7 @@ describe('cross-merchant access', () => {
     assert.deepEqual(counterparty.body.data.attributes.balance, { pending: 0, available: 800 });
     const payouts = await t.request('GET', `/api/v1/counterparties/${ids.counterpartyId}/payouts`, { as: a });
     assert.equal(payouts.body.data[0].attributes.status, 'Pending');
+    assert.equal((await t.request('GET', `/api/v1/rewards/${ids.id}`, { as: a })).body.data.attributes.status, 'Credited');
     assert.equal(errorsOf(await t.request('GET', `/api/v1/users/${ids.userId}`, { as: b }))[0]!.code, 'UserNotFound');
   });
 });

@@ -78,6 +78,12 @@ export const ERRORS = {
   ExternalTransactionNotFound: def(404, 'Not found', 'The external transaction does not exist.'),
   CounterpartyHasBalance: def(409, 'CounterpartyHasBalanceException', 'The counterparty still holds a balance and cannot be deleted; pay it out first.'),
   CounterpartyInUse: def(409, 'Counterparty in use', 'Money may still reach the counterparty (a payout in flight, an unsettled payment\'s disbursement) or it pays the merchant\'s fees.'),
+  // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
+  Conflict: def(409, 'Conflict', 'The id in the body is not the id in the path.'),
+  RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
+  InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
+  WalletNotIssuable: def(409, 'RewardConflictException', "The recipient's wallet cannot receive rewards in its current state."),
+  PreIssuedConflict: def(409, 'RewardConflictException', 'A pre-issued reward already waits for this phone number.'),
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
   ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),

@@ -9,7 +9,7 @@ import { eventRoutes } from '../modules/events/routes.ts';
 import { giftRoutes, giftSimulationRoutes, schemas as giftSchemas } from '../modules/gifts/routes.ts';
 import { paymentIntentRoutes } from '../modules/payment-intents/routes.ts';
 import { schemas as intentSchemas } from '../modules/payment-intents/schemas.ts';
-import { paymentRoutes, paymentSimulationRoutes, schemas as paymentRouteSchemas } from '../modules/payments/routes.ts';
+import { paymentRoutes, paymentSimulationRoutes } from '../modules/payments/routes.ts';
 import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 import { rewardRoutes, schemas as rewardSchemas } from '../modules/rewards/routes.ts';
 import { transactionRoutes, transactionSimulationRoutes } from '../modules/transactions/routes.ts';
@@ -60,7 +60,6 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     ...giftSchemas,
     ...intentSchemas,
     ...paymentSchemas,
-    ...paymentRouteSchemas,
     ...widgetSchemas,
     // Counterparty transfers and external transactions.
     ...counterpartyTransferSchemas,

@@ -4,8 +4,8 @@
 // - a request that may have been applied (a timeout, a 5xx) is retried only when repeating it
 //   is safe: reads, deletes, and writes that carry an idempotency key;
 // - an idempotency key is made once per logical authorize, deposit, refund, reward, counterparty
-//   payout or transfer, before the first attempt, so every retry sends the same key and a replay
-//   returns the first result;
+//   payout or transfer, or authorization increase, before the first attempt, so every retry sends
+//   the same key and a replay returns the first result;
 // - each attempt has a timeout: authorize 90 s (the spec asks at least 60), others 10 s.
 import { randomUUID } from 'node:crypto';
 
@@ -39,6 +39,7 @@ const KEYED = [
   // Counterparty payouts and transfers.
   /\/counterparties\/[^/]+\/payouts$/,
   /\/counterparty-transfers$/,
+  /\/payments\/[^/]+\/increase-authorization$/,
 ];
 const AUTHORIZE = /\/payment-intents\/[^/]+\/authorize$/;
 const IN_PROGRESS = new Set(['IdempotencyKeyInUse', 'AlreadyExists']);
@@ -81,7 +82,7 @@ export function retryingFetch(opts: RetryOptions): (input: Request) => Promise<R
   return async (input: Request) => {
     const url = new URL(input.url);
     const original = input.method === 'GET' || input.method === 'HEAD' ? undefined : await input.text();
-    const { body, keyed } = input.method === 'POST' ? withKey(url.pathname, original) : { body: original, keyed: false };
+    const { body, keyed } = input.method === 'POST' || input.method === 'PATCH' ? withKey(url.pathname, original) : { body: original, keyed: false };
     const safeToRepeat = ['GET', 'HEAD', 'DELETE', 'PUT'].includes(input.method) || keyed;
     const timeoutMs = AUTHORIZE.test(url.pathname) ? opts.authorizeTimeoutMs : opts.timeoutMs;
 

@@ -584,17 +584,49 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List rewards
+         * @description Newest first. `filter[phoneNumber]` matches the number a reward was issued to and the current number of the user whose wallet holds it; `filter[status]` as shown (a pre-issued reward past its claim window is `Expired`).
+         */
+        get: operations["listIssuedRewards"];
         put?: never;
         /**
          * Issue a merchant reward
-         * @description Credits the wallet's merchant reward balance at once (spent first at checkout). `idempotencyKey` is required, with the same rules as deposits.
+         * @description To a wallet (`walletId`) or a phone number (`phoneNumber`, E.164), exactly one. A wallet, or a number whose user has an Active wallet, is credited at once (`kind: immediate`, `Credited`: the merchant reward balance, spent first at checkout). A number with no wallet gets a pre-issued reward (`kind: preIssued`, `Created`), credited when a wallet is opened for it (`Claimed`), else `Expired` after 90 days; one may wait per number (409 `PreIssuedConflict`). A Closed wallet: 409 `WalletNotIssuable`. 200 in every case (Accrue's status). `idempotencyKey` is required, with the same rules as deposits.
          */
         post: operations["issueReward"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/rewards/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a reward
+         * @description Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).
+         */
+        get: operations["getIssuedRewardById"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a reward
+         * @description While `canCancel`. A waiting pre-issued reward is cancelled (nothing had moved). A credited one gives back the part still in the wallet (the wallet spends its merchant rewards oldest first, so its newest rewards hold what is left), shown as `reversedAmount`. All spent, cancelled or expired: 409 `InvalidState`.
+         */
+        delete: operations["cancelReward"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a pre-issued reward
+         * @description Only while `canUpdate`: a pre-issued reward waiting to be claimed (no money has moved). Any other: 409 `InvalidState`. At least one attribute. An `id` in the body must be the path's id (409 `Conflict`).
+         */
+        patch: operations["updateReward"];
         trace?: never;
     };
     "/api/v1/gifts/{lookUpId}": {
@@ -729,14 +761,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a payment */
+        /**
+         * Get a payment
+         * @description `included` is always present (empty without `include`).
+         */
         get: operations["getPayment"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a payment's reference
+         * @description Sets (or, with null, clears) `reference`, in any status; `PaymentUpdated` fires when it changes. The body may omit the `data` wrapper (`{id, type, attributes}`, as Accrue sends it). An `id` in the body must be the path's id: otherwise 409 `Conflict` and nothing changes.
+         */
+        patch: operations["updatePayment"];
         trace?: never;
     };
     "/api/v1/payments/{paymentId}/capture": {
@@ -770,9 +809,49 @@ export interface paths {
         put?: never;
         /**
          * Cancel an authorization
-         * @description `Created` → `Canceled`: the reserved funds are released and the intent is canceled. Any other status: 400 `IllegalOperation`. The body is optional and ignored.
+         * @description `Created` → `Canceled`: the reserved funds are released and the intent is canceled (it is always in `included`). Any other status: 400 `IllegalOperation`. The body is optional and ignored.
          */
         post: operations["cancelPayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/payments/{paymentId}/increase-authorization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Increase the authorized amount of a Created payment
+         * @description Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment's `amount`; a card-rail payment's card may then be authorized for the new amount. The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments (400 `IllegalOperation` otherwise). `idempotencyKey` is optional (same rules as deposits).
+         */
+        patch: operations["increaseAuthorization"];
+        trace?: never;
+    };
+    "/api/v1/payments/{paymentId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a card-rail payment
+         * @description Card-rail and gift payments. The card network's capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.
+         */
+        post: operations["completePayment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1008,13 +1087,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The card network's authorization requests of a payment (sandbox)
+         * @description Newest first: `Approved`, `Declined`, and `Canceled` (approved, then the payment was canceled or expired uncaptured).
+         */
+        get: operations["getAuthorizationRequestList"];
         put?: never;
         /**
          * Card network: authorize the virtual card (sandbox)
-         * @description The merchant ran the card: up to the payment's amount (default: all of it). For a gift, holds the gift's money.
+         * @description The merchant ran the card: up to the payment's amount (default: all of it). For a gift, holds the gift's money. The AuthorizationRequest is in `included`. A decline (over what the payment or the gift has left) is recorded as a `Declined` AuthorizationRequest and answered 402.
          */
-        post: operations["simulateCardAuth"];
+        post: operations["simulateCardAuthorization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1028,11 +1111,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The captures of a payment (sandbox)
+         * @description The card network's captures (`VirtualDebitCard`, refused ones with `success: false`), or a captured bank-rail payment's one capture (`BankRails`, `Direct` for POST /payments). Default sort `-createdAt`; `include=payment` adds the Payment.
+         */
+        get: operations["getCapturesList"];
         put?: never;
         /**
          * Card network: capture (sandbox)
-         * @description Captures up to what was authorized on the card (default: all of it) and settles the payment: `Created` → `Sent`; the rest is released.
+         * @description Captures up to what was authorized on the card (default: all of it) and settles the payment: `Created` → `Sent`; the rest is released. More than was authorized is a refused capture (recorded with `success: false`, 402). The Capture is in `included`.
          */
         post: operations["simulateCardCapture"];
         delete?: never;
@@ -1052,9 +1139,9 @@ export interface paths {
         put?: never;
         /**
          * Card network: authorize and capture (sandbox)
-         * @description Both steps at once.
+         * @description Both steps at once; both records are in `included`.
          */
-        post: operations["simulateCardAuthCapture"];
+        post: operations["simulateCardAuthorizationCapture"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1736,11 +1823,34 @@ export interface components {
             /** @enum {string} */
             type: "Reward";
             attributes: {
-                walletId: string;
+                /**
+                 * @description `immediate`: credited to a wallet at issue; `preIssued`: issued to a phone number without a wallet, credited when one is opened
+                 * @enum {unknown}
+                 */
+                kind: "immediate" | "preIssued";
                 amount: number;
+                walletId: string | null;
+                /** @enum {unknown} */
+                status: "Credited" | "Created" | "Claimed" | "Expired" | "Cancelled";
+                /** @description PATCH is allowed: a pre-issued reward still waiting (`Created`) */
+                canUpdate: boolean;
+                /** @description DELETE is allowed: a waiting pre-issued reward, or a credited one with money still unspent in the wallet */
+                canCancel: boolean;
+                claimExpiresAt: string | null;
                 message: string | null;
+                reasonCode: string | null;
+                costCenter: string | null;
+                notificationEmail: string | null;
+                phoneNumber: string | null;
+                /** @description What cancelling took back from the wallet: the part not yet spent */
+                reversedAmount: number;
+                /** Format: date-time */
+                updatedAt: string;
                 /** Format: date-time */
                 createdAt: string;
+            };
+            links: {
+                self: string;
             };
         };
         Gift: {
@@ -1877,8 +1987,7 @@ export interface components {
             };
             links: {
                 self: string;
-                /** @description Card rails and gifts: where the single-use card is read */
-                virtualDebitCard?: string;
+                virtualDebitCard: string | null;
             };
             meta?: {
                 processor: {
@@ -1893,8 +2002,11 @@ export interface components {
             attributes: {
                 paymentId: string;
                 amount: number;
-                /** @enum {string} */
-                status: "Succeeded";
+                /**
+                 * @description Always `Sent`: the money is back where it came from when the refund is made
+                 * @enum {unknown}
+                 */
+                status: "Pending" | "Sent" | "Failed" | "Waiting";
                 /** @description Where the money went back to: the bank, the wallet buckets, the gift */
                 returned: {
                     linked: number;
@@ -1903,6 +2015,8 @@ export interface components {
                     merchantReward: number;
                     gift: number;
                 };
+                /** Format: date-time */
+                updatedAt: string;
                 /** Format: date-time */
                 createdAt: string;
             };
@@ -1926,16 +2040,64 @@ export interface components {
                     country: string;
                 } | null;
             };
+            relationships: {
+                payment: {
+                    data: {
+                        /** @enum {string} */
+                        type: "Payment";
+                        id: string;
+                    };
+                };
+                paymentIntent: {
+                    data: {
+                        /** @enum {string} */
+                        type: "PaymentIntent";
+                        id: string;
+                    } | null;
+                };
+            };
+        };
+        AuthorizationRequest: {
+            id: string;
+            /** @enum {string} */
+            type: "AuthorizationRequest";
+            attributes: {
+                paymentId: string;
+                walletId: string | null;
+                /**
+                 * @description The sandbox network answers at once, so never `Pending`; `Canceled` once the payment is canceled uncaptured
+                 * @enum {unknown}
+                 */
+                status: "Declined" | "Approved" | "Pending" | "Canceled";
+                amount: number;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
+            };
         };
         Capture: {
             id: string;
             /** @enum {string} */
             type: "Capture";
             attributes: {
+                id: string;
                 paymentId: string;
                 amount: number;
+                /** @description False for a capture the card network refused (over what was authorized) */
+                success: boolean;
+                /**
+                 * @description `Direct` for POST /payments, `BankRails` for a captured bank-rail payment, `VirtualDebitCard` for card and gift payments
+                 * @enum {unknown}
+                 */
+                method: "Direct" | "BankRails" | "VirtualDebitCard";
+                reference: string | null;
+                authorizationRequestId: string | null;
+                capturedAt: string | null;
                 /** Format: date-time */
-                capturedAt: string;
+                updatedAt: string;
+                /** Format: date-time */
+                createdAt: string;
             };
         };
         /** @description A wallet's widget payload; its id is the token's id. */
@@ -3610,7 +3772,7 @@ export interface operations {
                             name: string;
                             /** @description http or https; in live, public addresses only */
                             url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
@@ -3624,7 +3786,7 @@ export interface operations {
                             name: string;
                             /** @description http or https; in live, public addresses only */
                             url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
@@ -3916,7 +4078,7 @@ export interface operations {
                             name?: string;
                             /** @description http or https; in live, public addresses only */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             enabled?: boolean;
                         };
                     };
@@ -3929,7 +4091,7 @@ export interface operations {
                             name?: string;
                             /** @description http or https; in live, public addresses only */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             enabled?: boolean;
                         };
                     };
@@ -4133,7 +4295,7 @@ export interface operations {
                 /** @description 1 or more; values above 50 are capped */
                 "page[limit]"?: number;
                 "page[offset]"?: number;
-                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "WebhookTest";
+                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated" | "WebhookTest";
                 /** @description Inclusive */
                 "filter[createdAfter]"?: string;
                 /** @description Exclusive */
@@ -6380,6 +6542,99 @@ export interface operations {
             };
         };
     };
+    listIssuedRewards: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                "filter[phoneNumber]"?: string;
+                "filter[status]"?: "Credited" | "Created" | "Claimed" | "Expired" | "Cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Reward"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
     issueReward: {
         parameters: {
             query?: never;
@@ -6394,13 +6649,28 @@ export interface operations {
                         /** @enum {string} */
                         type: "IssueReward";
                         attributes: {
-                            /** Format: uuid */
-                            walletId: string;
+                            /**
+                             * Format: uuid
+                             * @description The wallet to credit; or phoneNumber
+                             */
+                            walletId?: string;
+                            /**
+                             * @description The recipient's phone number; or walletId
+                             * @example +14155550123
+                             */
+                            phoneNumber?: string;
                             /** @description Integer cents */
                             amount: number;
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey: string;
                             message?: string;
+                            reasonCode?: string;
+                            costCenter?: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            notificationEmail?: string;
                         };
                     };
                 };
@@ -6409,21 +6679,36 @@ export interface operations {
                         /** @enum {string} */
                         type: "IssueReward";
                         attributes: {
-                            /** Format: uuid */
-                            walletId: string;
+                            /**
+                             * Format: uuid
+                             * @description The wallet to credit; or phoneNumber
+                             */
+                            walletId?: string;
+                            /**
+                             * @description The recipient's phone number; or walletId
+                             * @example +14155550123
+                             */
+                            phoneNumber?: string;
                             /** @description Integer cents */
                             amount: number;
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey: string;
                             message?: string;
+                            reasonCode?: string;
+                            costCenter?: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            notificationEmail?: string;
                         };
                     };
                 };
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6460,7 +6745,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict: `IdempotencyKeyReused` */
+            /** @description Conflict: `IdempotencyKeyReused`, `PreIssuedConflict`, `WalletNotIssuable` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6471,6 +6756,402 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getIssuedRewardById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Reward"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `RewardNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    cancelReward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `RewardNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `InvalidState` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    updateReward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description When present, must be the path's id (else 409 Conflict)
+                         */
+                        id?: string;
+                        type: "UpdateReward" | "Reward";
+                        attributes: {
+                            /** @description Integer cents */
+                            amount?: number;
+                            message?: string;
+                            reasonCode?: string;
+                            costCenter?: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            notificationEmail?: string;
+                        };
+                    };
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description When present, must be the path's id (else 409 Conflict)
+                     */
+                    id?: string;
+                    type: "UpdateReward" | "Reward";
+                    attributes: {
+                        /** @description Integer cents */
+                        amount?: number;
+                        message?: string;
+                        reasonCode?: string;
+                        costCenter?: string;
+                        /**
+                         * Format: email
+                         * @example ada@example.com
+                         */
+                        notificationEmail?: string;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description When present, must be the path's id (else 409 Conflict)
+                         */
+                        id?: string;
+                        type: "UpdateReward" | "Reward";
+                        attributes: {
+                            /** @description Integer cents */
+                            amount?: number;
+                            message?: string;
+                            reasonCode?: string;
+                            costCenter?: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            notificationEmail?: string;
+                        };
+                    };
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description When present, must be the path's id (else 409 Conflict)
+                     */
+                    id?: string;
+                    type: "UpdateReward" | "Reward";
+                    attributes: {
+                        /** @description Integer cents */
+                        amount?: number;
+                        message?: string;
+                        reasonCode?: string;
+                        costCenter?: string;
+                        /**
+                         * Format: email
+                         * @example ada@example.com
+                         */
+                        notificationEmail?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Reward"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `RewardNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `Conflict`, `InvalidState` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7527,7 +8208,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
-                        included?: (components["schemas"]["PaymentIntent"] | components["schemas"]["Refund"])[];
+                        included: (components["schemas"]["PaymentIntent"] | components["schemas"]["Refund"])[];
                     };
                 };
             };
@@ -7560,6 +8241,173 @@ export interface operations {
             };
             /** @description Not found: `PaymentNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    updatePayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description When present, must be the path's id (else 409 Conflict)
+                         */
+                        id?: string;
+                        /** @enum {string} */
+                        type: "Payment";
+                        attributes: {
+                            reference: string | null;
+                        };
+                    };
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description When present, must be the path's id (else 409 Conflict)
+                     */
+                    id?: string;
+                    /** @enum {string} */
+                    type: "Payment";
+                    attributes: {
+                        reference: string | null;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /**
+                         * Format: uuid
+                         * @description When present, must be the path's id (else 409 Conflict)
+                         */
+                        id?: string;
+                        /** @enum {string} */
+                        type: "Payment";
+                        attributes: {
+                            reference: string | null;
+                        };
+                    };
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description When present, must be the path's id (else 409 Conflict)
+                     */
+                    id?: string;
+                    /** @enum {string} */
+                    type: "Payment";
+                    attributes: {
+                        reference: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Payment"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `Conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7647,7 +8495,10 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
-                        included?: components["schemas"]["PaymentIntent"][];
+                        links: {
+                            self: string;
+                        };
+                        included: components["schemas"]["PaymentIntent"][];
                     };
                 };
             };
@@ -7736,7 +8587,10 @@ export interface operations {
     };
     cancelPayment: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `paymentIntent` (always included) */
+                include?: string;
+            };
             header?: never;
             path: {
                 paymentId: string;
@@ -7753,6 +8607,10 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
+                        links: {
+                            self: string;
+                        };
+                        included: components["schemas"]["PaymentIntent"][];
                     };
                 };
             };
@@ -7767,6 +8625,272 @@ export interface operations {
             };
             /** @description Authentication failed: `Unauthorized` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    increaseAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "IncreaseAuthorization";
+                        attributes: {
+                            /** @description Cents to add to the authorization, reserved from the wallet */
+                            increase: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey?: string;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "IncreaseAuthorization";
+                        attributes: {
+                            /** @description Cents to add to the authorization, reserved from the wallet */
+                            increase: number;
+                            /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
+                            idempotencyKey?: string;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Payment"];
+                        links: {
+                            self: string;
+                        };
+                        included: components["schemas"]["PaymentIntent"][];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Payment failed: `Failed` */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `IdempotencyKeyReused` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    completePayment: {
+        parameters: {
+            query?: {
+                /** @description `paymentIntent` (always included) */
+                include?: string;
+            };
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Payment"];
+                        links: {
+                            self: string;
+                        };
+                        included: components["schemas"]["PaymentIntent"][];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Payment failed: `Failed` */
+            402: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9358,7 +10482,118 @@ export interface operations {
             };
         };
     };
-    simulateCardAuth: {
+    getAuthorizationRequestList: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+            };
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["AuthorizationRequest"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCardAuthorization: {
         parameters: {
             query?: never;
             header?: never;
@@ -9371,7 +10606,7 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardAuthorization" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
@@ -9380,7 +10615,7 @@ export interface operations {
                 };
                 "application/json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardAuthorization" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
@@ -9398,6 +10633,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
+                        included?: (components["schemas"]["AuthorizationRequest"] | components["schemas"]["Capture"])[];
                     };
                 };
             };
@@ -9448,6 +10684,124 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getCapturesList: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                "filter[method]"?: "Direct" | "BankRails" | "VirtualDebitCard";
+                "filter[success]"?: boolean;
+                /** @description Comma-separated of createdAt, amount; leading - for descending. Default -createdAt */
+                sort?: string;
+                /** @description `payment` */
+                include?: string;
+            };
+            header?: never;
+            path: {
+                paymentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Capture"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                        included?: components["schemas"]["Payment"][];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9506,19 +10860,29 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardCapture" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
+                            /**
+                             * Format: uuid
+                             * @description An Approved AuthorizationRequest of this payment (recorded on the capture); the amount may be up to all the card's approved authorizations
+                             */
+                            authorizationRequestId?: string;
                         };
                     };
                 };
                 "application/json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardCapture" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
+                            /**
+                             * Format: uuid
+                             * @description An Approved AuthorizationRequest of this payment (recorded on the capture); the amount may be up to all the card's approved authorizations
+                             */
+                            authorizationRequestId?: string;
                         };
                     };
                 };
@@ -9533,6 +10897,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
+                        included?: (components["schemas"]["AuthorizationRequest"] | components["schemas"]["Capture"])[];
                     };
                 };
             };
@@ -9628,7 +10993,7 @@ export interface operations {
             };
         };
     };
-    simulateCardAuthCapture: {
+    simulateCardAuthorizationCapture: {
         parameters: {
             query?: never;
             header?: never;
@@ -9641,7 +11006,7 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardAuthorizationCapture" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
@@ -9650,7 +11015,7 @@ export interface operations {
                 };
                 "application/json": {
                     data: {
-                        type: "CardNetworkEvent" | "SimulateCardNetwork";
+                        type: "SimulateCardAuthorizationCapture" | "CardNetworkEvent" | "SimulateCardNetwork";
                         attributes: {
                             /** @description Default: all that the step allows */
                             amount?: number;
@@ -9668,6 +11033,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
+                        included?: (components["schemas"]["AuthorizationRequest"] | components["schemas"]["Capture"])[];
                     };
                 };
             };

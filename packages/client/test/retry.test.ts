@@ -69,6 +69,14 @@ describe('retry rules', () => {
       assert.equal(sent.length, 2, url);
       assert.ok(sent[0] && sent[0] === sent[1], url);
     }
+    // A PATCH that moves money (increase-authorization) is keyed too.
+    const increase = scripted([{ status: 503 }, { status: 200 }]);
+    const patch = new Request('http://x/api/v1/payments/p/increase-authorization', { method: 'PATCH', body: JSON.stringify({ data: { type: 'IncreaseAuthorization', attributes: { increase: 5 } } }) });
+    assert.equal((await retryingFetch(opts(increase.fetch))(patch)).status, 200);
+    const sent = increase.calls.map((c) => JSON.parse(c.body!).data.attributes.idempotencyKey);
+    assert.equal(sent.length, 2);
+    assert.match(sent[0], /^[0-9a-f-]{36}$/);
+    assert.equal(sent[1], sent[0]);
   });
 
   test('a write without a key is not repeated after a 5xx or a lost answer, but is after a 429', async () => {

@@ -24,6 +24,9 @@ export const TOPICS = [
   'CounterpartyPayoutSent',
   'CounterpartyPayoutCompleted',
   'CounterpartyPayoutReturned',
+  // Rewards: issued; then claimed, changed, cancelled or expired.
+  'RewardCreated',
+  'RewardUpdated',
 ] as const;
 
 export type Topic = (typeof TOPICS)[number];

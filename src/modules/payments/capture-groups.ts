@@ -14,18 +14,16 @@ import { WriteBatch } from '../../db/batch.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { accountIds, clientAccountIds, WALLET_CODES, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
+import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { lockAccounts } from '../../ledger/post.ts';
-import { captureBankPayment, capturedOf, capturePayment, type CaptureInput, type Captured } from './domain.ts';
+import { captureBankPayment, capturedOf, capturePayment, MOVED_WALLET_CODES, type CaptureInput, type ChangedPayment } from './domain.ts';
 import * as q from './sql.ts';
 
-type Member = GroupMember<CaptureInput, Captured>;
+type Member = GroupMember<CaptureInput, ChangedPayment>;
 
-/** What a capture moves: reserved money out, the uncaptured rest back to available. */
-const MOVED = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
 
 /** Captures a bank-rail payment in the next group to run. */
-export const submitCapture = groupCommit<CaptureInput, Captured>(runGroup);
+export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup);
 
 const runAlone = (db: Db, m: Member) => capturePayment(db, m).then(m.resolve, m.reject);
 
@@ -51,7 +49,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       const held: string[] = [];
       for (const w of wallets) {
         const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: w });
-        held.push(...MOVED.map((c) => ids[c]));
+        held.push(...MOVED_WALLET_CODES.map((c) => ids[c]));
       }
       if (held.length > 1) await lockAccounts(tx, held.sort());
       const heldSet = new Set(held);

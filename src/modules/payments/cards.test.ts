@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { isLuhnValid } from '../../providers/card-issuing.ts';
-import { webhookBody } from '../../test/fixtures.ts';
+import { kycApplication, webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
@@ -218,13 +218,15 @@ describe('card rails: the virtual debit card', () => {
     assert.notEqual(rows[0]!.cvc_sealed, a.cvc);
     assert.equal(rows[0]!.last4, a.number.slice(-4));
 
-    // Single use: another payment has another card. Without a billing address, null.
+    // Single use: another payment has another card. Without an intent billing address, the
+    // address of the user's KYC application.
     const second = await authorized(t, cm, { amount: 100, walletId: wallet.id });
     const other2 = await readCard(t, cm, second.id);
     assert.equal(other2.status, 200);
     assert.notEqual(other2.body.data.attributes.number, a.number);
     assert.notEqual(other2.body.data.id, card.id);
-    assert.equal(other2.body.data.attributes.billingAddress, null);
+    assert.deepEqual(other2.body.data.attributes.billingAddress, kycApplication('x@example.com').data.attributes.address);
+    assert.deepEqual(other2.body.data.relationships, { payment: { data: { type: 'Payment', id: second.id } }, paymentIntent: { data: { type: 'PaymentIntent', id: second.intentId } } });
   });
 
   test('only the secure listener serves it, to the payment\'s merchant: 401 without credentials, 404 PaymentNotFound for another merchant (not recorded)', async () => {
@@ -263,7 +265,7 @@ describe('card rails: the virtual debit card', () => {
     const bm = await t.createMerchant();
     const bw = await fundedWallet(t, bm, 1000);
     const bank = await authorized(t, bm, { amount: 500, walletId: bw.wallet.id });
-    assert.equal(bank.payment.links.virtualDebitCard, undefined);
+    assert.equal(bank.payment.links.virtualDebitCard, null);
     const none = await readCard(t, bm, bank.id);
     assert.equal(none.status, 404);
     assert.equal(errorsOf(none as never)[0]!.code, 'CardNotFound');

@@ -25,6 +25,8 @@ export async function readCard(db: Db, sealer: Sealer, opts: { clientId: string;
     if (!card) throw apiError('CardNotFound');
     await q.recordCardRead(tx, { id: uuidv7(), clientId: opts.clientId, cardId: card.id, paymentId: payment.id, requestId: opts.requestId, ip: opts.ip, readAt: opts.now });
     const intent = payment.intentId ? await findIntent(tx, opts.clientId, payment.intentId) : undefined;
+    // The intent's billing address, else the address the user gave in their latest KYC application.
+    const billingAddress = intent?.billingAddress ?? (payment.userId ? await q.latestKycAddress(tx, opts.clientId, payment.userId) : undefined) ?? null;
     return {
       id: card.id,
       type: 'VirtualDebitCard' as const,
@@ -33,7 +35,11 @@ export async function readCard(db: Db, sealer: Sealer, opts: { clientId: string;
         expirationMonth: String(card.expirationMonth).padStart(2, '0'),
         expirationYear: String(card.expirationYear),
         cvc: sealer.open(card.cvcSealed, 'card', `virtual_cards:${card.id}:cvc`).toString('utf8'),
-        billingAddress: (intent?.billingAddress as never) ?? null,
+        billingAddress: billingAddress as never,
+      },
+      relationships: {
+        payment: { data: { type: 'Payment' as const, id: payment.id } },
+        paymentIntent: { data: payment.intentId ? { type: 'PaymentIntent' as const, id: payment.intentId } : null },
       },
     };
   });

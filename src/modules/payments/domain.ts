@@ -11,9 +11,11 @@ import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
-import { apiError } from '../../http/errors.ts';
-import { balancesOf, clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
-import { InsufficientFundsError } from '../../ledger/post.ts';
+import { ApiError, apiError } from '../../http/errors.ts';
+import type { Page, SortKey } from '../../http/paging.ts';
+import { checkBodyId } from '../../http/patch-body.ts';
+import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
+import { InsufficientFundsError, lockAccounts } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
@@ -37,6 +39,7 @@ import {
   planRefund,
   planWalletSourcing,
   releaseWallet,
+  reserveWallet,
   returnCaptured,
   splitCapture,
 } from './money.ts';
@@ -133,21 +136,21 @@ export async function captureBankPayment(
  */
 export type CaptureInput = Ctx & { paymentId: string; amount: number };
 
-/** A captured payment, with its intent and the intent's payments for the response. */
-export interface Captured {
+/** A changed payment (captured, canceled, increased), with its intent and the intent's payments for the response. */
+export interface ChangedPayment {
   payment: q.PaymentRow;
   intent: IntentRow | undefined;
   paymentIds: string[];
 }
 
 /** The response's view of a locked payment's intent (lockPaymentWithIntent). */
-export const capturedOf = (payment: q.PaymentRow, intent: Record<string, unknown> | null): Captured => ({
+export const capturedOf = (payment: q.PaymentRow, intent: Record<string, unknown> | null): ChangedPayment => ({
   payment,
   intent: intent ? intentFromJson(intent) : undefined,
   paymentIds: (intent?.payment_ids as string[] | undefined) ?? [],
 });
 
-export async function capturePayment(db: Db, opts: CaptureInput): Promise<Captured> {
+export async function capturePayment(db: Db, opts: CaptureInput): Promise<ChangedPayment> {
   const ext = await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
     const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
@@ -164,6 +167,7 @@ export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx
     const ext = await clientAccountIds(tx, c.clientId);
     await captureGift(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, giftId: p.giftId, captured: 0, released: p.networkAuthorized, ext });
   }
+  if (p.networkAuthorized > 0) await q.cancelCardAuthorizations(tx, p.id, c.now);
   const updated = await q.updatePayment(tx, p.id, { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now });
   await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
   return updated;
@@ -174,18 +178,16 @@ export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx
  * every transition uses (intent, then payment, then ledger accounts), so a cancel racing an
  * intent cancel or a capture waits instead of deadlocking.
  */
-export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<q.PaymentRow> {
+export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<ChangedPayment> {
   await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
-    const seen = await getPayment(tx, opts);
-    if (seen.intentId) await lockIntent(tx, opts.clientId, seen.intentId);
-    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    const { payment: p } = await lockForChange(tx, opts);
     const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.' });
-    if (p.intentId) {
-      const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: opts.now });
-      await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now);
-    }
-    return canceled;
+    if (!p.intentId) return { payment: canceled, intent: undefined, paymentIds: [] };
+    const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: opts.now });
+    const paymentIds = await q.paymentIdsOfIntent(tx, intent.id);
+    await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now, { paymentIds });
+    return { payment: canceled, intent, paymentIds };
   });
 }
 
@@ -449,47 +451,94 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
 }
 
 // ----- the card network (sandbox) -------------------------------------------------------
+//
+// Each authorization the network answers is kept as an AuthorizationRequest (Approved or
+// Declined) and each capture as a Capture (successful or refused), so they can be listed. A
+// decline (402) is a network answer, not bad input: its row is recorded and the 402 follows.
+
+const amountPointer = { pointer: '/data/attributes/amount' };
+
+/** Commits what a declined network step recorded, then answers its 402. */
+async function recordedDecline<T>(db: Db, step: (tx: Executor) => Promise<T | ApiError>): Promise<T> {
+  const out = await db.transaction(step);
+  if (out instanceof ApiError) throw out;
+  return out;
+}
 
 /**
  * The merchant ran the payment's virtual card (or the gift's) through its gateway: the network
- * authorizes an amount on it. For a gift, that holds the gift's money.
+ * authorizes an amount on it. For a gift, that holds the gift's money. Over what the payment
+ * (or the gift) has left, the authorization is Declined.
  */
-export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<q.PaymentRow> {
+export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<{ payment: q.PaymentRow; authorization: q.CardAuthorizationRow }> {
   await clientAccountIds(db, opts.clientId);
-  return db.transaction(async (tx) => {
+  return recordedDecline(db, async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
     if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
     if (p.status !== 'Created') illegal(p, 'authorized on the card network');
     const room = p.amount - p.networkAuthorized;
     const amount = opts.amount ?? room;
-    if (amount > room || amount <= 0) throw apiError('Failed', `The card can be authorized for at most ${room} more cents.`, { pointer: '/data/attributes/amount' });
+    if (amount <= 0) throw apiError('Failed', 'The card is authorized for the whole payment already.', amountPointer);
+    const request = (status: string) => q.insertCardAuthorization(tx, { id: uuidv7(), clientId: p.clientId, paymentId: p.id, status, amount, createdAt: opts.now, updatedAt: opts.now });
+    const decline = async (detail: string) => {
+      await request('Declined');
+      return apiError('Failed', detail, amountPointer);
+    };
+    if (amount > room) return decline(`The card can be authorized for at most ${room} more cents.`);
     if (p.giftId) {
       try {
-        await holdGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, amount });
+        // A savepoint: a hold the gift cannot cover leaves the transaction usable for the Declined row.
+        await tx.transaction((sp) => holdGift(sp, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId!, amount }));
       } catch (err) {
-        if (err instanceof InsufficientFundsError) throw apiError('Failed', 'The gift does not have that much left.', { pointer: '/data/attributes/amount' });
+        if (err instanceof InsufficientFundsError) return decline('The gift does not have that much left.');
         throw err;
       }
     }
+    const authorization = await request('Approved');
     const updated = await q.updatePayment(tx, p.id, { networkAuthorized: p.networkAuthorized + amount, updatedAt: opts.now });
     await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
-    return updated;
+    return { payment: updated, authorization };
   });
 }
 
 /**
  * The network captures (at most what it authorized): the money goes to the card network, the
- * uncaptured rest is released, and the payment is settled: Created → Sent.
+ * uncaptured rest is released, and the payment is settled: Created → Sent. More than was
+ * authorized is a refused capture (recorded, 402). `authorizationRequestId`, when given, must
+ * be one of the payment's Approved authorizations; it is recorded on the capture.
  */
-export async function networkCapture(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<q.PaymentRow> {
+export async function networkCapture(
+  db: Db,
+  opts: Ctx & { paymentId: string; amount?: number; authorizationRequestId?: string },
+): Promise<{ payment: q.PaymentRow; capture: q.CaptureRow }> {
   const ext = await clientAccountIds(db, opts.clientId);
-  return db.transaction(async (tx) => {
+  return recordedDecline(db, async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
     if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
     if (p.status !== 'Created') illegal(p, 'captured on the card network');
     if (p.networkAuthorized === 0) throw apiError('IllegalOperation', 'Nothing has been authorized on the card yet.');
+    if (opts.authorizationRequestId !== undefined) {
+      const a = await q.findCardAuthorization(tx, p.id, opts.authorizationRequestId);
+      if (a?.status !== 'Approved') {
+        throw apiError('ValidationError', '`authorizationRequestId` is not an Approved authorization request of this payment.', { pointer: '/data/attributes/authorizationRequestId' });
+      }
+    }
     const amount = opts.amount ?? p.networkAuthorized;
-    if (amount > p.networkAuthorized) throw apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, { pointer: '/data/attributes/amount' });
+    const success = amount <= p.networkAuthorized;
+    const capture: q.CaptureRow = {
+      id: uuidv7(),
+      paymentId: p.id,
+      amount,
+      success,
+      method: 'VirtualDebitCard',
+      reference: p.reference,
+      authorizationId: opts.authorizationRequestId ?? null,
+      capturedAt: success ? opts.now : null,
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    };
+    await q.insertCardCapture(tx, { id: capture.id, clientId: p.clientId, paymentId: p.id, authorizationId: capture.authorizationId, amount, success, createdAt: opts.now, updatedAt: opts.now });
+    if (!success) return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
     let captured: Sourcing;
     if (p.giftId) {
       await captureGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, captured: amount, released: p.networkAuthorized - amount, ext });
@@ -501,8 +550,94 @@ export async function networkCapture(db: Db, opts: Ctx & { paymentId: string; am
     }
     const updated = await q.updatePayment(tx, p.id, { status: 'Sent', capturedAmount: amount, captured, capturedAt: opts.now, settledAt: opts.now, updatedAt: opts.now });
     await emitPayment(tx, 'PaymentCaptured', updated, opts.rc, opts.now);
+    return { payment: updated, capture };
+  });
+}
+
+/** GET /simulation/{paymentId}/card/auth: the payment's card authorizations, newest first. */
+export async function listCardAuthorizations(db: Executor, opts: { clientId: string; paymentId: string; page: Page }) {
+  const payment = await getPayment(db, opts);
+  return { payment, ...(await q.listCardAuthorizations(db, opts.clientId, payment.id, opts.page)) };
+}
+
+/** GET /simulation/{paymentId}/card/capture: the payment's captures (card network or bank). */
+export async function listCaptures(
+  db: Executor,
+  opts: { clientId: string; paymentId: string; method?: string; success?: boolean; sort: SortKey<(typeof q.CAPTURE_SORT_FIELDS)[number]>[]; page: Page },
+) {
+  const payment = await getPayment(db, opts);
+  return { payment, ...(await q.captureRows(db, opts.clientId, [payment.id], opts)) };
+}
+
+// ----- Accrue's payment operations: update, increase-authorization, complete -----------------
+
+/** Locks a payment for a change, in the one order: its intent first, then the payment. */
+async function lockForChange(tx: Executor, opts: { clientId: string; paymentId: string }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined }> {
+  const seen = await getPayment(tx, opts);
+  const intent = seen.intentId ? await lockIntent(tx, opts.clientId, seen.intentId) : undefined;
+  return { payment: await getPayment(tx, { ...opts, forUpdate: true }), intent };
+}
+
+/** PATCH /payments/{id}: the merchant's `reference`, in any status. PaymentUpdated when it changes. */
+export async function updatePaymentReference(db: Db, opts: Ctx & { paymentId: string; bodyId?: string; reference: string | null }): Promise<q.PaymentRow> {
+  return db.transaction(async (tx) => {
+    const { payment } = await lockForChange(tx, opts);
+    checkBodyId(opts.bodyId, payment.id);
+    if (payment.reference === opts.reference) return payment;
+    const updated = await q.updatePayment(tx, payment.id, { reference: opts.reference, updatedAt: opts.now });
+    await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
     return updated;
   });
+}
+
+/** The wallet accounts a reservation, its capture or its release moves money between (not the pending ones). */
+export const MOVED_WALLET_CODES = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
+
+/**
+ * PATCH /payments/{id}/increase-authorization: a Created wallet payment (bank or card rails)
+ * reserves `increase` more cents from the wallet, in the spending order (rewards count against
+ * the new total for the reward minimum). The wallet alone pays for it: when it cannot, 402 and
+ * nothing changes. The card network may then authorize the new amount. PaymentUpdated.
+ */
+export async function increaseAuthorization(
+  tx: Executor,
+  opts: Ctx & { paymentId: string; increase: number; settings: ClientSettings },
+): Promise<ChangedPayment> {
+  const { payment: p, intent } = await lockForChange(tx, opts);
+  if (p.status !== 'Created') illegal(p, 'increased');
+  if (!p.walletId) throw apiError('IllegalOperation', "A gift payment is held on the gift by the card network; its authorization cannot be increased.");
+  const wallet = (await findWallet(tx, opts.clientId, p.walletId))!;
+  if (wallet.status !== 'Active') throw apiError('WalletClosed');
+  const user = (await findUser(tx, opts.clientId, wallet.userId))!;
+  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
+  const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
+  const held = MOVED_WALLET_CODES.map((c) => ids[c]).sort();
+  await lockAccounts(tx, held);
+  const plan = planWalletSourcing(await walletBuckets(tx, wallet.id), opts.increase, {
+    applyWalletBalance: true,
+    rewardMinimumPurchase: opts.settings.rewardMinimumPurchase,
+    purchaseAmount: p.amount + opts.increase,
+  });
+  if (plan.linked > 0) {
+    throw apiError('Failed', `The wallet can cover ${opts.increase - plan.linked} of the ${opts.increase} cents; the authorization is unchanged.`, { pointer: '/data/attributes/increase' });
+  }
+  await reserveWallet(tx, { clientId: opts.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: wallet.id, sourcing: plan, locked: new Set(held) });
+  const updated = await q.updatePayment(tx, p.id, { amount: p.amount + opts.increase, sourcing: addSourcing(p.sourcing, plan), updatedAt: opts.now });
+  await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
+  return { payment: updated, intent, paymentIds: intent ? await q.paymentIdsOfIntent(tx, intent.id) : [] };
+}
+
+/**
+ * POST /payments/{id}/complete (card rails and gifts): in Coffer the card network's capture
+ * completes the payment (the uncaptured rest is released then), so a Sent or Returned payment
+ * is complete already and is returned as it is. A Created one has nothing captured: 402.
+ */
+export async function completePayment(db: Executor, opts: { clientId: string; paymentId: string }): Promise<q.PaymentRow> {
+  const p = await getPayment(db, opts);
+  if (p.rail === 'bank') throw apiError('IllegalOperation', 'Only card-rail and gift payments are completed; a bank-rail payment is captured with /capture.');
+  if (p.status === 'Sent' || p.status === 'Returned') return p;
+  if (p.status !== 'Created') illegal(p, 'completed');
+  throw apiError('Failed', 'Nothing has been captured on the card: capture it through the card network first, or cancel the payment.');
 }
 
 /** Reads for `include`: refunds of these payments. */

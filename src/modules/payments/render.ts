@@ -1,4 +1,4 @@
-import type { PaymentRow, RefundRow } from './sql.ts';
+import type { CaptureRow, CardAuthorizationRow, PaymentRow, RefundRow } from './sql.ts';
 
 export interface RenderContext {
   baseUrl: string;
@@ -34,7 +34,7 @@ export function paymentResource(p: PaymentRow, c: RenderContext, opts: { refunds
     },
     links: {
       self: `${c.baseUrl}/api/v1/payments/${p.id}`,
-      ...(hasCard ? { virtualDebitCard: `${c.secureUrl}/api/v1/payments/${p.id}/card` } : {}),
+      virtualDebitCard: hasCard ? `${c.secureUrl}/api/v1/payments/${p.id}/card` : null,
     },
     ...(opts.withProcessor && p.processor ? { meta: { processor: p.processor } } : {}),
   };
@@ -44,6 +44,48 @@ export function refundResource(r: RefundRow) {
   return {
     id: r.id,
     type: 'Refund' as const,
-    attributes: { paymentId: r.paymentId, amount: r.amount, status: 'Succeeded' as const, returned: r.returned, createdAt: r.createdAt.toISOString() },
+    // A refund returns the money when it is made (Accrue's `Sent`); Coffer never produces the others.
+    attributes: {
+      paymentId: r.paymentId,
+      amount: r.amount,
+      status: 'Sent' as const,
+      returned: r.returned,
+      updatedAt: r.createdAt.toISOString(),
+      createdAt: r.createdAt.toISOString(),
+    },
+  };
+}
+
+export function captureResource(c: CaptureRow) {
+  return {
+    id: c.id,
+    type: 'Capture' as const,
+    attributes: {
+      id: c.id,
+      paymentId: c.paymentId,
+      amount: c.amount,
+      success: c.success,
+      method: c.method,
+      reference: c.reference,
+      authorizationRequestId: c.authorizationId,
+      capturedAt: c.capturedAt?.toISOString() ?? null,
+      updatedAt: c.updatedAt.toISOString(),
+      createdAt: c.createdAt.toISOString(),
+    },
+  };
+}
+
+export function authorizationRequestResource(a: CardAuthorizationRow, walletId: string | null) {
+  return {
+    id: a.id,
+    type: 'AuthorizationRequest' as const,
+    attributes: {
+      paymentId: a.paymentId,
+      walletId,
+      status: a.status as 'Approved',
+      amount: a.amount,
+      createdAt: a.createdAt.toISOString(),
+      updatedAt: a.updatedAt.toISOString(),
+    },
   };
 }

@@ -1,41 +1,60 @@
 import { Type } from 'typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
+import type { Tx } from '../../db/open.ts';
+import { fingerprintOf, idempotent, sendOutcome, type Outcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
-import { COMMON_ERRORS, Timestamp, defaultBody, document, idParams, listDocument, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import { wrappedOrBare } from '../../http/patch-body.ts';
+import { COMMON_ERRORS, JSONAPI, defaultBody, document, idParams, listDocument, ref, requestBody, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { intentResource } from '../payment-intents/render.ts';
 import { renderContext } from '../payment-intents/routes.ts';
 import { PaymentIntent } from '../payment-intents/schemas.ts';
-import { intentsByIds } from '../payment-intents/sql.ts';
+import { findIntent, intentsByIds } from '../payment-intents/sql.ts';
 import { submitCapture } from './capture-groups.ts';
 import {
   cancelPayment,
+  completePayment,
   createDirectPayment,
   failBankPull,
   getPayment,
+  increaseAuthorization,
+  listCaptures,
+  listCardAuthorizations,
   networkAuthorize,
   networkCapture,
   refundPayment,
   refundsByPayment,
   settlePaymentNow,
+  updatePaymentReference,
+  type ChangedPayment,
 } from './domain.ts';
-import { paymentResource, refundResource } from './render.ts';
-import { CaptureBody, CardNetworkBody, CreatePaymentBody, ListPaymentsQuery, Payment, PaymentQuery, Refund, RefundBody } from './schemas.ts';
-import { PAYMENT_SORT_FIELDS, listPaymentRows, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { authorizationRequestResource, captureResource, paymentResource, refundResource } from './render.ts';
+import {
+  AuthorizationRequest,
+  Capture,
+  CaptureBody,
+  CardNetworkBodies,
+  CreatePaymentBody,
+  IncreaseAuthorizationBody,
+  IntentIncludeQuery,
+  ListAuthorizationRequestsQuery,
+  ListCapturesQuery,
+  ListPaymentsQuery,
+  Payment,
+  PaymentQuery,
+  Refund,
+  RefundBody,
+  UpdatePaymentBodies,
+} from './schemas.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-export const Capture = resource('Capture', 'Capture', { paymentId: Type.String(), amount: Type.Integer(), capturedAt: Timestamp() });
-export const schemas = [Capture];
-
-const captureResource = (p: PaymentRow) => ({
-  id: p.id,
-  type: 'Capture' as const,
-  attributes: { paymentId: p.id, amount: p.capturedAmount, capturedAt: p.capturedAt!.toISOString() },
-});
+/** Accrue's answer to a payment action: the payment, `links.self` (this request) and its intent in `included` (always present). */
+const PaymentActionDocument = Type.Object({ data: ref(Payment), links: Type.Object({ self: Type.String() }), included: Type.Array(ref(PaymentIntent)) });
 
 export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
@@ -51,9 +70,19 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const now = ctx.clock.now();
       included.push(...intents.map((i) => intentResource(i, theirPayments.filter((p) => p.intentId === i.id).map((p) => p.id), rc.baseUrl, now)));
     }
-    if (include.has('captures')) included.push(...rows.filter((p) => p.capturedAt).map(captureResource));
+    if (include.has('captures')) included.push(...(await captureRows(ctx.db, clientId, rows.map((p) => p.id), { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows.map(captureResource));
     if (refunds) included.push(...[...refunds.values()].flat().map(refundResource));
     return { data, included };
+  };
+
+  const self = (req: FastifyRequest) => ({ self: `${rc.baseUrl}${req.url}` });
+  const includedIntent = (c: ChangedPayment) => (c.intent ? [intentResource(c.intent, c.paymentIds, rc.baseUrl, ctx.clock.now())] : []);
+  /** Runs a write under its idempotency key when the caller sent one (same rules as deposits), else in a plain transaction. */
+  const keyed = async (reply: FastifyReply, scope: { clientId: string; operation: string; key?: string; fingerprint: unknown }, run: (tx: Tx) => Promise<Outcome>) => {
+    const outcome = scope.key
+      ? await idempotent(reply, { ...scope, key: scope.key, fingerprint: fingerprintOf(scope.fingerprint) }, { db: ctx.db, clock: ctx.clock }, run)
+      : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction(String(o.status), JSONAPI)!(o.body as Record<string, unknown>), replayed: false }));
+    return sendOutcome(reply, outcome);
   };
 
   app.post(
@@ -74,14 +103,10 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const ext = await clientAccountIds(ctx.db, req.client.id);
-      const run = async (tx: Parameters<Parameters<typeof ctx.db.transaction>[0]>[0]) => {
+      return keyed(reply, { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: attributes }, async (tx) => {
         const p = await createDirectPayment(tx, { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now() });
         return { status: 201, body: { data: paymentResource(p, rc) } };
-      };
-      const outcome = idempotencyKey
-        ? await idempotent(reply, { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: fingerprintOf(attributes) }, { db: ctx.db, clock: ctx.clock }, run)
-        : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction('201', 'application/vnd.api+json')!(o.body), replayed: false }));
-      return sendOutcome(reply, outcome);
+      });
     },
   );
 
@@ -120,16 +145,17 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'getPayment',
         summary: 'Get a payment',
+        description: '`included` is always present (empty without `include`).',
         params: idParams('paymentId'),
         querystring: PaymentQuery,
-        response: responses({ 200: document(ref(Payment), [ref(PaymentIntent), ref(Refund)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: Type.Object({ data: ref(Payment), included: Type.Array(Type.Union([ref(PaymentIntent), ref(Refund)])) }) }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
       const include = parseInclude(req.query.include, ['paymentIntent', 'refunds'] as const);
       const p = await getPayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId });
       const { data, included } = await render(req.client.id, [p], include);
-      return { data: data[0]!, ...(include.size > 0 ? { included } : {}) };
+      return { data: data[0]!, included };
     },
   );
 
@@ -143,12 +169,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         description: '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.',
         params: idParams('paymentId'),
         body: CaptureBody,
-        response: responses({ 200: document(ref(Payment), [ref(PaymentIntent)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
-      const { payment, intent, paymentIds } = await submitCapture(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
-      return { data: paymentResource(payment, rc), included: intent ? [intentResource(intent, paymentIds, rc.baseUrl, ctx.clock.now())] : [] };
+      const captured = await submitCapture(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
+      return { data: paymentResource(captured.payment, rc), links: self(req), included: includedIntent(captured) };
     },
   );
 
@@ -159,12 +185,91 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'cancelPayment',
         summary: 'Cancel an authorization',
-        description: '`Created` → `Canceled`: the reserved funds are released and the intent is canceled. Any other status: 400 `IllegalOperation`. The body is optional and ignored.',
+        description:
+          '`Created` → `Canceled`: the reserved funds are released and the intent is canceled (it is always in `included`). Any other status: 400 `IllegalOperation`. The body is optional and ignored.',
         params: idParams('paymentId'),
-        response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 404]),
+        querystring: IntentIncludeQuery,
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: paymentResource(await cancelPayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() }), rc) }),
+    async (req) => {
+      parseInclude(req.query.include, ['paymentIntent'] as const);
+      const canceled = await cancelPayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() });
+      return { data: paymentResource(canceled.payment, rc), links: self(req), included: includedIntent(canceled) };
+    },
+  );
+
+  const { body: UpdatePaymentBody, options: updateOptions } = wrappedOrBare(UpdatePaymentBodies);
+  app.patch(
+    '/api/v1/payments/:paymentId',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'updatePayment',
+        summary: "Update a payment's reference",
+        description:
+          'Sets (or, with null, clears) `reference`, in any status; `PaymentUpdated` fires when it changes. The body may omit the `data` wrapper (`{id, type, attributes}`, as Accrue sends it). ' +
+          "An `id` in the body must be the path's id: otherwise 409 `Conflict` and nothing changes.",
+        params: idParams('paymentId'),
+        body: UpdatePaymentBody,
+        response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 404, 409]),
+      },
+      ...updateOptions,
+    },
+    async (req) => {
+      const { data } = req.body as { data: { id?: string; attributes: { reference: string | null } } };
+      const p = await updatePaymentReference(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, bodyId: data.id, reference: data.attributes.reference, rc, now: ctx.clock.now() });
+      return { data: paymentResource(p, rc) };
+    },
+  );
+
+  app.patch(
+    '/api/v1/payments/:paymentId/increase-authorization',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'increaseAuthorization',
+        summary: 'Increase the authorized amount of a Created payment',
+        description:
+          'Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment\'s `amount`; a card-rail payment\'s card may then be authorized for the new amount. ' +
+          'The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments (400 `IllegalOperation` otherwise). ' +
+          '`idempotencyKey` is optional (same rules as deposits).',
+        params: idParams('paymentId'),
+        body: IncreaseAuthorizationBody,
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404, 409]),
+      },
+    },
+    async (req, reply) => {
+      const { increase, idempotencyKey } = req.body.data.attributes;
+      return keyed(reply, { clientId: req.client.id, operation: 'increase-authorization', key: idempotencyKey, fingerprint: [req.params.paymentId, { increase }] }, async (tx) => {
+        const increased = await increaseAuthorization(tx, { clientId: req.client.id, paymentId: req.params.paymentId, increase, settings: req.client.settings, rc, now: ctx.clock.now() });
+        return { status: 200, body: { data: paymentResource(increased.payment, rc), links: self(req), included: includedIntent(increased) } };
+      });
+    },
+  );
+
+  app.post(
+    '/api/v1/payments/:paymentId/complete',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'completePayment',
+        summary: 'Complete a card-rail payment',
+        description:
+          'Card-rail and gift payments. The card network\'s capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, ' +
+          'and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.',
+        params: idParams('paymentId'),
+        querystring: IntentIncludeQuery,
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404]),
+      },
+    },
+    async (req) => {
+      parseInclude(req.query.include, ['paymentIntent'] as const);
+      const p = await completePayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId });
+      const intent = p.intentId ? await findIntent(ctx.db, req.client.id, p.intentId) : undefined;
+      const included = includedIntent({ payment: p, intent, paymentIds: intent ? await paymentIdsOfIntent(ctx.db, intent.id) : [] });
+      return { data: paymentResource(p, rc), links: self(req), included };
+    },
   );
 
   app.post(
@@ -203,33 +308,111 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
 export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
   const SIM = ['Sandbox simulations'];
-  const cardRoute = (step: 'auth' | 'capture' | 'auth-capture', summary: string, description: string) =>
+  const cardRoute = (step: 'auth' | 'capture' | 'auth-capture', operationId: string, summary: string, description: string) =>
     app.post(
       `/api/v1/simulation/:paymentId/card/${step}`,
       {
         schema: {
           tags: SIM,
-          operationId: `simulateCard${step === 'auth' ? 'Auth' : step === 'capture' ? 'Capture' : 'AuthCapture'}`,
+          operationId,
           summary,
           description,
           params: idParams('paymentId'),
           querystring: NoQuery,
-          body: CardNetworkBody,
-          response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 402, 404]),
+          body: CardNetworkBodies[step],
+          response: responses({ 200: document(ref(Payment), [ref(AuthorizationRequest), ref(Capture)]) }, [...COMMON_ERRORS, 402, 404]),
         },
         preValidation: defaultBody({ data: { type: 'CardNetworkEvent', attributes: {} } }),
       },
       async (req) => {
-        const o = { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() };
-        let p: PaymentRow | undefined;
-        if (step !== 'capture') p = await networkAuthorize(ctx.db, o);
-        if (step !== 'auth') p = await networkCapture(ctx.db, { ...o, now: ctx.clock.now() });
-        return { data: paymentResource(p!, rc) };
+        const attributes = (req.body as { data: { attributes: { amount?: number; authorizationRequestId?: string } } }).data.attributes;
+        const o = { clientId: req.client.id, paymentId: req.params.paymentId, amount: attributes.amount, rc, now: ctx.clock.now() };
+        let payment: PaymentRow | undefined;
+        const included: unknown[] = [];
+        if (step !== 'capture') {
+          const auth = await networkAuthorize(ctx.db, o);
+          payment = auth.payment;
+          included.push(authorizationRequestResource(auth.authorization, auth.payment.walletId));
+        }
+        if (step !== 'auth') {
+          const cap = await networkCapture(ctx.db, { ...o, authorizationRequestId: attributes.authorizationRequestId, now: ctx.clock.now() });
+          payment = cap.payment;
+          included.push(captureResource(cap.capture));
+        }
+        return { data: paymentResource(payment!, rc), included };
       },
     );
-  cardRoute('auth', 'Card network: authorize the virtual card (sandbox)', 'The merchant ran the card: up to the payment\'s amount (default: all of it). For a gift, holds the gift\'s money.');
-  cardRoute('capture', 'Card network: capture (sandbox)', 'Captures up to what was authorized on the card (default: all of it) and settles the payment: `Created` → `Sent`; the rest is released.');
-  cardRoute('auth-capture', 'Card network: authorize and capture (sandbox)', 'Both steps at once.');
+  const recorded = 'A decline (over what the payment or the gift has left) is recorded as a `Declined` AuthorizationRequest and answered 402.';
+  cardRoute(
+    'auth',
+    'simulateCardAuthorization',
+    'Card network: authorize the virtual card (sandbox)',
+    `The merchant ran the card: up to the payment's amount (default: all of it). For a gift, holds the gift's money. The AuthorizationRequest is in \`included\`. ${recorded}`,
+  );
+  cardRoute(
+    'capture',
+    'simulateCardCapture',
+    'Card network: capture (sandbox)',
+    'Captures up to what was authorized on the card (default: all of it) and settles the payment: `Created` → `Sent`; the rest is released. ' +
+      'More than was authorized is a refused capture (recorded with `success: false`, 402). The Capture is in `included`.',
+  );
+  cardRoute('auth-capture', 'simulateCardAuthorizationCapture', 'Card network: authorize and capture (sandbox)', 'Both steps at once; both records are in `included`.');
+
+  app.get(
+    '/api/v1/simulation/:paymentId/card/auth',
+    {
+      schema: {
+        tags: SIM,
+        operationId: 'getAuthorizationRequestList',
+        summary: "The card network's authorization requests of a payment (sandbox)",
+        description: 'Newest first: `Approved`, `Declined`, and `Canceled` (approved, then the payment was canceled or expired uncaptured).',
+        params: idParams('paymentId'),
+        querystring: ListAuthorizationRequestsQuery,
+        response: responses({ 200: listDocument(ref(AuthorizationRequest)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const { payment, rows, total } = await listCardAuthorizations(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, page });
+      return { data: rows.map((a) => authorizationRequestResource(a, payment.walletId)), meta: { total, ...page }, links: pageLinks(rc.baseUrl, req.url, page, total) };
+    },
+  );
+
+  app.get(
+    '/api/v1/simulation/:paymentId/card/capture',
+    {
+      schema: {
+        tags: SIM,
+        operationId: 'getCapturesList',
+        summary: 'The captures of a payment (sandbox)',
+        description:
+          'The card network\'s captures (`VirtualDebitCard`, refused ones with `success: false`), or a captured bank-rail payment\'s one capture (`BankRails`, `Direct` for POST /payments). ' +
+          'Default sort `-createdAt`; `include=payment` adds the Payment.',
+        params: idParams('paymentId'),
+        querystring: ListCapturesQuery,
+        response: responses({ 200: listDocument(ref(Capture), [ref(Payment)]) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const include = parseInclude(req.query.include, ['payment'] as const);
+      const sort = parseSort(req.query.sort, CAPTURE_SORT_FIELDS, '-createdAt');
+      const { payment, rows, total } = await listCaptures(ctx.db, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        method: req.query['filter[method]'],
+        success: req.query['filter[success]'],
+        sort,
+        page,
+      });
+      return {
+        data: rows.map(captureResource),
+        ...(include.size > 0 ? { included: [paymentResource(payment, rc)] } : {}),
+        meta: { total, ...page },
+        links: pageLinks(rc.baseUrl, req.url, page, total),
+      };
+    },
+  );
 
   app.post(
     '/api/v1/simulation/payments/:paymentId/settle',

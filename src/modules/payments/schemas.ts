@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { listQuery, query } from '../../http/paging.ts';
+import { updateBodies } from '../../http/patch-body.ts';
 import { Cents, MAX_CENTS, Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
 
@@ -34,20 +35,27 @@ export const Payment = resource(
       }),
       refunds: Type.Optional(Type.Object({ data: Type.Array(Type.Object({ type: Type.Literal('Refund'), id: Type.String() })) })),
     },
-    links: { self: Type.String(), virtualDebitCard: Type.Optional(Type.String({ description: 'Card rails and gifts: where the single-use card is read' })) },
+    links: {
+      self: Type.String(),
+      virtualDebitCard: Nullable(Type.String({ description: 'Card rails and gifts: where the single-use card is read; null for bank rails, which have no card' })),
+    },
     // Card-processor answers ride along as opaque data (spec: included[].meta.processor).
     meta: { processor: Type.Record(Type.String(), Type.Unknown()) },
   },
 );
 
+/** Accrue's refund statuses. Coffer's refunds return the money when they are made: always `Sent`. */
+export const REFUND_STATUSES = ['Pending', 'Sent', 'Failed', 'Waiting'] as const;
+
 export const Refund = resource('Refund', 'Refund', {
   paymentId: Type.String(),
   amount: Type.Integer(),
-  status: Type.Literal('Succeeded'),
+  status: Type.Enum([...REFUND_STATUSES], { description: 'Always `Sent`: the money is back where it came from when the refund is made' }),
   returned: Type.Object(
     { linked: Type.Integer(), deposit: Type.Integer(), accrueReward: Type.Integer(), merchantReward: Type.Integer(), gift: Type.Integer() },
     { description: 'Where the money went back to: the bank, the wallet buckets, the gift' },
   ),
+  updatedAt: Timestamp(),
   createdAt: Timestamp(),
 });
 
@@ -64,8 +72,13 @@ export const VirtualDebitCard = resource('VirtualDebitCard', 'VirtualDebitCard',
       state: Type.String(),
       postalCode: Type.String(),
       country: Type.String(),
-    }),
+    }, { description: "The intent's billing address, else the address of the user's latest KYC application; null when neither exists" }),
   ),
+}, {
+  relationships: {
+    payment: Type.Object({ data: Type.Object({ type: Type.Literal('Payment'), id: Type.String() }) }),
+    paymentIntent: Type.Object({ data: Nullable(Type.Object({ type: Type.Literal('PaymentIntent'), id: Type.String() })) }),
+  },
 });
 
 export const CreatePaymentBody = requestBody(
@@ -98,9 +111,71 @@ export const CaptureBody = requestBody('CapturePayment', Type.Object({ amount: C
 
 export const RefundBody = requestBody(['Refund', 'RefundPayment'], Type.Object({ amount: Cents({ minimum: 1 }), idempotencyKey: IdempotencyKey }, { additionalProperties: false }));
 
-export const CardNetworkBody = requestBody(
-  ['CardNetworkEvent', 'SimulateCardNetwork'],
-  Type.Object({ amount: Type.Optional(Cents({ minimum: 1, description: 'Default: all that the step allows' })) }, { additionalProperties: false }),
+const networkAmount = Type.Optional(Cents({ minimum: 1, description: 'Default: all that the step allows' }));
+
+/** The sandbox card network's bodies: Coffer's type names and Accrue's `Simulate…` one for each step. */
+export const CardNetworkBodies = {
+  auth: requestBody(['SimulateCardAuthorization', 'CardNetworkEvent', 'SimulateCardNetwork'], Type.Object({ amount: networkAmount }, { additionalProperties: false })),
+  capture: requestBody(
+    ['SimulateCardCapture', 'CardNetworkEvent', 'SimulateCardNetwork'],
+    Type.Object(
+      {
+        amount: networkAmount,
+        authorizationRequestId: Type.Optional(Uuid({ description: "An Approved AuthorizationRequest of this payment (recorded on the capture); the amount may be up to all the card's approved authorizations" })),
+      },
+      { additionalProperties: false },
+    ),
+  ),
+  'auth-capture': requestBody(['SimulateCardAuthorizationCapture', 'CardNetworkEvent', 'SimulateCardNetwork'], Type.Object({ amount: networkAmount }, { additionalProperties: false })),
+};
+
+export const AuthorizationRequest = resource('AuthorizationRequest', 'AuthorizationRequest', {
+  paymentId: Type.String(),
+  walletId: Nullable(Type.String({ description: 'Null for a gift payment' })),
+  status: Type.Enum(['Declined', 'Approved', 'Pending', 'Canceled'], { description: 'The sandbox network answers at once, so never `Pending`; `Canceled` once the payment is canceled uncaptured' }),
+  amount: Type.Integer(),
+  createdAt: Timestamp(),
+  updatedAt: Timestamp(),
+});
+
+export const CAPTURE_METHODS = ['Direct', 'BankRails', 'VirtualDebitCard'] as const;
+
+/** Accrue's Capture and CardCapture in one resource (both are type `Capture`). */
+export const Capture = resource('Capture', 'Capture', {
+  id: Type.String(),
+  paymentId: Type.String(),
+  amount: Type.Integer(),
+  success: Type.Boolean({ description: 'False for a capture the card network refused (over what was authorized)' }),
+  method: Type.Enum([...CAPTURE_METHODS], { description: '`Direct` for POST /payments, `BankRails` for a captured bank-rail payment, `VirtualDebitCard` for card and gift payments' }),
+  reference: Nullable(Type.String({ description: "The payment's reference" })),
+  authorizationRequestId: Nullable(Type.String()),
+  capturedAt: Nullable(Timestamp({ description: 'Null for a refused capture' })),
+  updatedAt: Timestamp(),
+  createdAt: Timestamp(),
+});
+
+export const ListAuthorizationRequestsQuery = listQuery({});
+export const ListCapturesQuery = listQuery({
+  'filter[method]': Type.Optional(Type.Enum([...CAPTURE_METHODS])),
+  'filter[success]': Type.Optional(Type.Boolean()),
+  sort: Type.Optional(Type.String({ description: 'Comma-separated of createdAt, amount; leading - for descending. Default -createdAt' })),
+  include: Type.Optional(Type.String({ description: '`payment`' })),
+});
+
+export const UpdatePaymentBodies = updateBodies(
+  'Payment',
+  Type.Object({ reference: Nullable(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false, minProperties: 1 }),
+);
+
+export const IncreaseAuthorizationBody = requestBody(
+  'IncreaseAuthorization',
+  Type.Object(
+    {
+      increase: Cents({ minimum: 1, description: 'Cents to add to the authorization, reserved from the wallet' }),
+      idempotencyKey: Type.Optional(IdempotencyKey),
+    },
+    { additionalProperties: false },
+  ),
 );
 
 export const ListPaymentsQuery = listQuery({
@@ -113,5 +188,6 @@ export const ListPaymentsQuery = listQuery({
 });
 
 export const PaymentQuery = query({ include: Type.Optional(Type.String({ description: 'Comma-separated of paymentIntent, refunds' })) });
+export const IntentIncludeQuery = query({ include: Type.Optional(Type.String({ description: '`paymentIntent` (always included)' })) });
 
-export const schemas = [Payment, Refund, VirtualDebitCard];
+export const schemas = [Payment, Refund, VirtualDebitCard, AuthorizationRequest, Capture];

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
-import { authorizationAttempts, cardReads, payments, refunds, virtualCards } from '../../db/schema.ts';
+import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { run, statement } from '../../db/statements.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
@@ -11,6 +11,7 @@ export type PaymentRow = typeof payments.$inferSelect;
 export type RefundRow = typeof refunds.$inferSelect;
 export type AttemptRow = typeof authorizationAttempts.$inferSelect;
 export type CardRow = typeof virtualCards.$inferSelect;
+export type CardAuthorizationRow = typeof cardAuthorizations.$inferSelect;
 
 export const insertPaymentPart = (row: PaymentRow): WritePart => insertPart(payments, row);
 export const updatePaymentPart = (id: string, patch: Partial<PaymentRow>): WritePart => updatePart(payments, id, patch);
@@ -271,4 +272,122 @@ export async function recordCardRead(db: Executor, row: typeof cardReads.$inferI
 
 export async function cardReadsOf(db: Executor, cardId: string) {
   return db.select().from(cardReads).where(eq(cardReads.cardId, cardId)).orderBy(asc(cardReads.readAt));
+}
+
+/** The address of the user's latest KYC application (a card's billing address when the intent has none). */
+export async function latestKycAddress(db: Executor, clientId: string, userId: string): Promise<Record<string, string> | undefined> {
+  const [row] = await db
+    .select({ address: kycApplications.address })
+    .from(kycApplications)
+    .where(and(eq(kycApplications.clientId, clientId), eq(kycApplications.userId, userId)))
+    .orderBy(desc(kycApplications.createdAt), desc(kycApplications.id))
+    .limit(1);
+  return row?.address;
+}
+
+// ----- the sandbox card network: authorization requests and captures
+
+export async function insertCardAuthorization(db: Executor, row: typeof cardAuthorizations.$inferInsert): Promise<CardAuthorizationRow> {
+  const [out] = await db.insert(cardAuthorizations).values(row).returning();
+  return out!;
+}
+
+export async function findCardAuthorization(db: Executor, paymentId: string, id: string): Promise<CardAuthorizationRow | undefined> {
+  const [row] = await db.select().from(cardAuthorizations).where(and(eq(cardAuthorizations.paymentId, paymentId), eq(cardAuthorizations.id, id)));
+  return row;
+}
+
+/** The payment was canceled (or expired) before capture: its approved card authorizations end. */
+export async function cancelCardAuthorizations(db: Executor, paymentId: string, now: Date): Promise<void> {
+  await db
+    .update(cardAuthorizations)
+    .set({ status: 'Canceled', updatedAt: now })
+    .where(and(eq(cardAuthorizations.paymentId, paymentId), eq(cardAuthorizations.status, 'Approved')));
+}
+
+export async function listCardAuthorizations(db: Executor, clientId: string, paymentId: string, page: Page) {
+  const where = and(eq(cardAuthorizations.clientId, clientId), eq(cardAuthorizations.paymentId, paymentId));
+  const rows = await db
+    .select({ a: cardAuthorizations, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(cardAuthorizations)
+    .where(where)
+    .orderBy(desc(cardAuthorizations.createdAt), desc(cardAuthorizations.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  if (rows.length > 0 || page.offset === 0) return { rows: rows.map((r) => r.a), total: rows[0]?.total ?? 0 };
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(cardAuthorizations).where(where);
+  return { rows: [], total: c?.n ?? 0 };
+}
+
+export async function insertCardCapture(db: Executor, row: typeof cardCaptures.$inferInsert): Promise<void> {
+  await db.insert(cardCaptures).values(row);
+}
+
+/** A capture as the API shows it: a card-network capture row, or a bank-rail payment's one capture. */
+export interface CaptureRow {
+  id: string;
+  paymentId: string;
+  amount: number;
+  success: boolean;
+  method: 'Direct' | 'BankRails' | 'VirtualDebitCard';
+  reference: string | null;
+  authorizationId: string | null;
+  capturedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const CAPTURE_SORT_FIELDS = ['createdAt', 'amount'] as const;
+const CAPTURE_SORT_COLUMNS: Record<(typeof CAPTURE_SORT_FIELDS)[number], string> = { createdAt: 'created_at', amount: 'amount' };
+
+/**
+ * Captures of payments: the card network's (successful or refused) and, for a captured bank-rail
+ * payment, its one capture (the payment's id; `Direct` for POST /payments). Newest first unless
+ * sorted; with a page, paged.
+ */
+export async function captureRows(
+  db: Executor,
+  clientId: string,
+  paymentIds: string[],
+  opts: { method?: string; success?: boolean; sort?: SortKey<(typeof CAPTURE_SORT_FIELDS)[number]>[]; page?: Page } = {},
+): Promise<{ rows: CaptureRow[]; total: number }> {
+  if (paymentIds.length === 0) return { rows: [], total: 0 };
+  const conds: SQL[] = [sql`true`];
+  if (opts.method) conds.push(sql`x.method = ${opts.method}`);
+  if (opts.success !== undefined) conds.push(sql`x.success = ${opts.success}`);
+  const order = [...(opts.sort ?? [{ field: 'createdAt' as const, descending: true }]).map((k) => `x.${CAPTURE_SORT_COLUMNS[k.field]} ${k.descending ? 'desc' : 'asc'}`), 'x.id desc'].join(', ');
+  const paging = opts.page ? sql`limit ${opts.page.limit} offset ${opts.page.offset}` : sql``;
+  // One row at least (the count), with the page's captures joined to it.
+  const rows = rowsOf<Record<string, unknown>>(
+    await db.execute(sql`
+      with x as (
+        select c.id, c.payment_id, c.amount, c.success, 'VirtualDebitCard' as method, p.reference, c.authorization_id,
+               case when c.success then c.created_at end as captured_at, c.created_at, c.updated_at
+        from card_captures c join payments p on p.id = c.payment_id
+        where c.client_id = ${clientId} and c.payment_id in ${paymentIds}
+        union all
+        select p.id, p.id, p.captured_amount, true, case when p.intent_id is null then 'Direct' else 'BankRails' end, p.reference, null,
+               p.captured_at, p.captured_at, p.captured_at
+        from payments p
+        where p.client_id = ${clientId} and p.id in ${paymentIds} and p.rail = 'bank' and p.captured_at is not null
+      ), f as (select * from x where ${and(...conds)})
+      select n.total, y.* from (select count(*) as total from f) n
+      left join lateral (select * from f x order by ${sql.raw(order)} ${paging}) y on true`),
+  );
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
+  return {
+    rows: rows.filter((r) => r.id !== null && r.id !== undefined).map((r) => ({
+      id: r.id as string,
+      paymentId: r.payment_id as string,
+      amount: Number(r.amount),
+      success: r.success === true || r.success === 't',
+      method: r.method as CaptureRow['method'],
+      reference: (r.reference as string | null) ?? null,
+      authorizationId: (r.authorization_id as string | null) ?? null,
+      capturedAt: date(r.captured_at),
+      createdAt: date(r.created_at)!,
+      updatedAt: date(r.updated_at)!,
+    })),
+    total: rows.length > 0 ? Number(rows[0]!.total) : 0,
+  };
 }

@@ -1,42 +1,39 @@
-// Merchant-funded rewards (decisions §6): POST /api/v1/rewards credits the wallet's merchant
-// reward bucket at once, from the merchant's reward funding account. Idempotent.
+// Merchant-funded rewards (Accrue's Rewards operations; docs/money.md): issue (idempotent),
+// list, read, change a waiting pre-issued reward, cancel.
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
-import { COMMON_ERRORS, Cents, Nullable, Timestamp, Uuid, document, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import { pageLinks, pageOf } from '../../http/paging.ts';
+import { wrappedOrBare } from '../../http/patch-body.ts';
+import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
-import { issueReward } from './domain.ts';
+import { cancelReward, issueReward, listRewards, showReward, updateReward, type RewardMetadata } from './domain.ts';
+import { rewardResource } from './render.ts';
+import { IssueRewardBody, ListRewardsQuery, Reward, UpdateRewardBodies } from './schemas.ts';
 
-export const Reward = resource('Reward', 'Reward', {
-  walletId: Type.String(),
-  amount: Type.Integer(),
-  message: Nullable(Type.String()),
-  createdAt: Timestamp(),
-});
+export { schemas } from './schemas.ts';
 
-const IssueRewardBody = requestBody(
-  'IssueReward',
-  Type.Object(
-    { walletId: Uuid(), amount: Cents({ minimum: 1 }), idempotencyKey: IdempotencyKey, message: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) },
-    { additionalProperties: false },
-  ),
-);
-
-export const schemas = [Reward];
+const TAGS = ['Rewards'];
+const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
+  const baseUrl = ctx.config.listeners.api.publicUrl;
+
   app.post(
     '/api/v1/rewards',
     {
       schema: {
-        tags: ['Rewards'],
+        tags: TAGS,
         operationId: 'issueReward',
         summary: 'Issue a merchant reward',
-        description: "Credits the wallet's merchant reward balance at once (spent first at checkout). `idempotencyKey` is required, with the same rules as deposits.",
+        description:
+          'To a wallet (`walletId`) or a phone number (`phoneNumber`, E.164), exactly one. A wallet, or a number whose user has an Active wallet, is credited at once ' +
+          '(`kind: immediate`, `Credited`: the merchant reward balance, spent first at checkout). A number with no wallet gets a pre-issued reward (`kind: preIssued`, `Created`), ' +
+          'credited when a wallet is opened for it (`Claimed`), else `Expired` after 90 days; one may wait per number (409 `PreIssuedConflict`). ' +
+          'A Closed wallet: 409 `WalletNotIssuable`. 200 in every case (Accrue\'s status). `idempotencyKey` is required, with the same rules as deposits.',
         body: IssueRewardBody,
-        response: responses({ 201: document(ref(Reward)) }, [...COMMON_ERRORS, 409]),
+        response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 409]),
       },
     },
     async (req, reply) => {
@@ -47,14 +44,104 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
         { clientId: req.client.id, operation: 'reward', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
         { db: ctx.db, clock: ctx.clock },
         async (tx) => {
-          const r = await issueReward(tx, { clientId: req.client.id, ...attributes, clientAccounts, now: ctx.clock.now() });
-          return {
-            status: 201,
-            body: { data: { id: r.id, type: 'Reward' as const, attributes: { walletId: r.walletId, amount: r.amount, message: r.message, createdAt: r.createdAt.toISOString() } } },
-          };
+          const now = ctx.clock.now();
+          const r = await issueReward(tx, { clientId: req.client.id, ...attributes, clientAccounts, baseUrl, now });
+          return { status: 200, body: { data: rewardResource(r, { baseUrl, now, unspent: r.amount }) } };
         },
       );
       return sendOutcome(reply, outcome);
+    },
+  );
+
+  app.get(
+    '/api/v1/rewards',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'listIssuedRewards',
+        summary: 'List rewards',
+        description:
+          'Newest first. `filter[phoneNumber]` matches the number a reward was issued to and the current number of the user whose wallet holds it; `filter[status]` as shown ' +
+          '(a pre-issued reward past its claim window is `Expired`).',
+        querystring: ListRewardsQuery,
+        response: responses({ 200: listDocument(ref(Reward)) }, COMMON_ERRORS),
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const now = ctx.clock.now();
+      const { rows, total, unspent } = await listRewards(ctx.db, {
+        clientId: req.client.id,
+        filters: { phoneNumber: req.query['filter[phoneNumber]'], status: req.query['filter[status]'] },
+        page,
+        now,
+      });
+      return { data: rows.map((r) => rewardResource(r, { baseUrl, now, unspent: unspent.get(r.id) ?? 0 })), meta: { total, ...page }, links: pageLinks(baseUrl, req.url, page, total) };
+    },
+  );
+
+  app.get(
+    '/api/v1/rewards/:id',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'getIssuedRewardById',
+        summary: 'Get a reward',
+        description: 'Unknown, or another merchant\'s: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).',
+        params: idParams('id'),
+        querystring: NoQuery,
+        response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const { reward, unspent } = await showReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id });
+      return { data: rewardResource(reward, { baseUrl, now: ctx.clock.now(), unspent }) };
+    },
+  );
+
+  const { body: UpdateRewardBody, options: updateOptions } = wrappedOrBare(UpdateRewardBodies);
+  app.patch(
+    '/api/v1/rewards/:id',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'updateReward',
+        summary: 'Change a pre-issued reward',
+        description:
+          'Only while `canUpdate`: a pre-issued reward waiting to be claimed (no money has moved). Any other: 409 `InvalidState`. At least one attribute. ' +
+          "An `id` in the body must be the path's id (409 `Conflict`).",
+        params: idParams('id'),
+        body: UpdateRewardBody,
+        response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 404, 409]),
+      },
+      ...updateOptions,
+    },
+    async (req) => {
+      const { data } = req.body as { data: { id?: string; attributes: RewardMetadata & { amount?: number } } };
+      const now = ctx.clock.now();
+      const r = await updateReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id, bodyId: data.id, patch: data.attributes, baseUrl, now });
+      return { data: rewardResource(r, { baseUrl, now, unspent: 0 }) };
+    },
+  );
+
+  app.delete(
+    '/api/v1/rewards/:id',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'cancelReward',
+        summary: 'Cancel a reward',
+        description:
+          'While `canCancel`. A waiting pre-issued reward is cancelled (nothing had moved). A credited one gives back the part still in the wallet (the wallet spends its merchant rewards ' +
+          'oldest first, so its newest rewards hold what is left), shown as `reversedAmount`. All spent, cancelled or expired: 409 `InvalidState`.',
+        params: idParams('id'),
+        querystring: NoQuery,
+        response: responses({ 204: null }, [...COMMON_ERRORS, 404, 409]),
+      },
+    },
+    async (req, reply) => {
+      await cancelReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id, baseUrl, now: ctx.clock.now() });
+      return reply.code(204).send();
     },
   );
 }

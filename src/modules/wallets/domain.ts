@@ -5,19 +5,23 @@ import type { Db, Executor } from '../../db/open.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
-import { openAccounts } from '../../ledger/accounts.ts';
+import { clientAccountIds, openAccounts } from '../../ledger/accounts.ts';
+import { claimWaitingRewards } from '../rewards/domain.ts';
 import { resolveUserReference } from '../users/domain.ts';
 import { findUser } from '../users/sql.ts';
 import { walletBalance, type WalletBalance } from './balance.ts';
 import * as q from './sql.ts';
 
-export async function createWallet(db: Db, opts: { clientId: string; userId: string; now: Date }): Promise<q.WalletRow> {
+export async function createWallet(db: Db, opts: { clientId: string; userId: string; baseUrl: string; now: Date }): Promise<q.WalletRow> {
+  const clientAccounts = await clientAccountIds(db, opts.clientId);
   try {
     return await db.transaction(async (tx) => {
       const user = await findUser(tx, opts.clientId, opts.userId);
       if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`, { status: 400, pointer: '/data/attributes/userId' });
       const wallet = await q.insertWallet(tx, { id: uuidv7(), clientId: opts.clientId, userId: user.id, status: 'Active', createdAt: opts.now, updatedAt: opts.now });
       await openAccounts(tx, { clientId: opts.clientId, ownerType: 'wallet', ownerId: wallet.id, now: opts.now });
+      // A reward pre-issued to the user's phone number is credited to the new wallet.
+      await claimWaitingRewards(tx, { clientId: opts.clientId, walletId: wallet.id, phoneNumber: user.phoneNumber, clientAccounts, baseUrl: opts.baseUrl, now: opts.now });
       return wallet;
     });
   } catch (err) {

@@ -37,7 +37,7 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req, reply) => {
-      const wallet = await createWallet(ctx.db, { clientId: req.client.id, userId: req.body.data.attributes.userId, now: ctx.clock.now() });
+      const wallet = await createWallet(ctx.db, { clientId: req.client.id, userId: req.body.data.attributes.userId, baseUrl: ctx.config.listeners.api.publicUrl, now: ctx.clock.now() });
       reply.code(201).header('location', walletResource(wallet, base).links.self);
       return { data: walletResource(wallet, base) };
     },

@@ -137,9 +137,10 @@ describe('rewards', () => {
     const { wallet } = await fundedWallet(t, m, 0);
     const key = randomUUID();
     const res = await reward(t, m, wallet.id, 300, key, { message: 'Thanks!' });
-    assert.equal(res.status, 201);
+    assert.equal(res.status, 200);
     assert.equal(res.body.data.type, 'Reward');
-    assert.deepEqual({ ...res.body.data.attributes, createdAt: undefined }, { walletId: wallet.id, amount: 300, message: 'Thanks!', createdAt: undefined });
+    const { walletId, amount, message, kind, status } = res.body.data.attributes;
+    assert.deepEqual({ walletId, amount, message, kind, status }, { walletId: wallet.id, amount: 300, message: 'Thanks!', kind: 'immediate', status: 'Credited' });
     const again = await reward(t, m, wallet.id, 300, key, { message: 'Thanks!' });
     assert.equal(again.raw, res.raw);
     assert.equal(again.headers['idempotent-replayed'], 'true');
