@@ -31,6 +31,7 @@ import { schemas as userSchemas } from '../modules/users/schemas.ts';
 import { webhookRoutes } from '../modules/webhooks/routes.ts';
 import { schemas as widgetSchemas, widgetRoutes } from '../modules/widgets/routes.ts';
 import { schemas as webhookSchemas } from '../modules/webhooks/schemas.ts';
+import { sweepstakesRoutes } from '../modules/sweepstakes/routes.ts';
 import { errorCodesFor } from './error-codes.ts';
 import { registerOpenApi } from './openapi.ts';
 
@@ -120,6 +121,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await paymentIntentRoutes(api, ctx);
     await paymentRoutes(api, ctx);
     await widgetRoutes(api, ctx);
+    await sweepstakesRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);
