@@ -7452,7 +7452,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `NoWalletFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7548,7 +7548,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `MultipleWalletsFound`, `NoWalletFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7727,7 +7727,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `MultipleWalletsFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7805,7 +7805,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `NoLinkedAccountFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8033,7 +8033,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `UserNotFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8312,7 +8312,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8434,7 +8434,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8569,7 +8569,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `WalletNotFound` */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8647,7 +8647,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidTransaction`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8674,7 +8674,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `BarcodeNotFound`, `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8740,7 +8740,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidTransactionType`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8767,7 +8767,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
