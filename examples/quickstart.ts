@@ -47,7 +47,7 @@ log('kyc', kyc);
 const account = (await unwrap(coffer.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', { ...userPath, body: { data: { type: 'LinkedAccount', attributes: {} } } }))).data;
 const wallet = await coffer.wallets.create(user.id);
 const deposit = await coffer.deposit(wallet.id, { amount: 5_000, linkedAccountId: account.id });
-await unwrap(coffer.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/bank', { params: { path: { walletId: wallet.id } } }));
+await unwrap(coffer.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', { params: { path: { walletId: wallet.id, type: 'bank' } } }));
 log('wallet', `${wallet.id}, deposit ${deposit.id}`);
 log('balance', (await coffer.wallets.balance(wallet.id)).attributes.balance.available);
 

@@ -347,9 +347,12 @@ export const walletBarcodes = pgTable(
     /** 16 digits, what the scanner reads. Gift ids are 19 digits, so the two never collide. */
     lookUpId: text('look_up_id').notNull(),
     expiresAt: ts('expires_at').notNull(),
-    usageLimit: integer('usage_limit').notNull(),
+    /** Null: no limit (GenerateWalletBarcode without usageLimit). */
+    usageLimit: integer('usage_limit'),
     usageCount: integer('usage_count').notNull().default(0),
     createdAt: createdAt(),
+    /** Moves when the barcode is used or expired early. */
+    updatedAt: updatedAt(),
   },
   (t) => [uniqueIndex('wallet_barcodes_look_up_uq').on(t.lookUpId), index('wallet_barcodes_wallet_idx').on(t.walletId)],
 );
@@ -928,3 +931,25 @@ export const sandboxProcessorCharges = pgTable('sandbox_processor_charges', {
   calls: integer('calls').notNull().default(1),
   createdAt: createdAt(),
 });
+
+// ----- sweepstakes -----------------------------------------------------------------------
+
+/**
+ * Sweepstakes results a merchant reported (POST /sweepstakes/{id}/results): one row per
+ * sweepstakes and user, so reporting the same result again changes nothing. The sweepstakes id
+ * is the merchant's own label; Coffer keeps no sweepstakes of its own.
+ */
+export const sweepstakesResults = pgTable(
+  'sweepstakes_results',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    sweepstakesId: text('sweepstakes_id').notNull(),
+    userId: uuid('user_id').notNull().references(() => users.id),
+    /** How the merchant named the customer: ID or PhoneNumber, and the value it sent. */
+    customerIdType: text('customer_id_type').notNull(),
+    customerId: text('customer_id').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex('sweepstakes_results_uq').on(t.clientId, t.sweepstakesId, t.userId)],
+);

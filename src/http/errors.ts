@@ -87,6 +87,13 @@ export const ERRORS = {
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
   ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),
+  // Accrue's codes for widgets and sandbox barcodes and clearing (decisions §12)
+  NoWalletFound: def(400, 'WidgetException', 'No wallet found for the given identifiers.'),
+  MultipleWalletsFound: def(400, 'WidgetException', 'The given identifiers match more than one wallet.'),
+  NoLinkedAccountFound: def(400, 'WidgetException', 'No linked account found for the payment intent.'),
+  InvalidTransaction: def(400, 'Invalid transaction', 'The barcode has expired or been used up.'),
+  InvalidTransactionType: def(400, 'Invalid transaction type', 'The transaction type must be bank or card.'),
+  BarcodeNotFound: def(404, 'Not found', 'The barcode does not exist.'),
 } satisfies Record<string, ErrorDef>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -34,6 +34,7 @@ import { counterpartyTransferRoutes } from '../modules/counterparty-transfers/ro
 import { schemas as counterpartyTransferSchemas } from '../modules/counterparty-transfers/schemas.ts';
 import { externalTransactionRoutes } from '../modules/external-transactions/routes.ts';
 import { schemas as externalTransactionSchemas } from '../modules/external-transactions/schemas.ts';
+import { sweepstakesRoutes } from '../modules/sweepstakes/routes.ts';
 import { errorCodesFor } from './error-codes.ts';
 import { registerOpenApi } from './openapi.ts';
 
@@ -106,6 +107,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     // Counterparty transfers and external transactions.
     await counterpartyTransferRoutes(api, ctx);
     await externalTransactionRoutes(api, ctx);
+    await sweepstakesRoutes(api, ctx);
     // Simulation endpoints exist only in the sandbox (404 in live).
     if (config.environment === 'sandbox') {
       await linkedAccountSimulationRoutes(api, ctx);

@@ -887,11 +887,111 @@ export interface paths {
         };
         /**
          * Get the payload for embeddable wallet widgets
-         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none.
+         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`. An unknown wallet (or another merchant's) is 400 `NoWalletFound`.
          */
         get: operations["getWalletWidgetData"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/widgets/wallet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a user's wallet and get its widget payload
+         * @description The wallet of the user the filters name: `filter[userReference]` (user id, stableReferenceId or referenceId), `filter[secondaryUserReference]` (a reference id, for when the stable one may not be on file yet), `filter[phoneNumber]`. Each filter given names users; their wallets must be one (two: 400 `MultipleWalletsFound`). No filter: 400 `InvalidIdentifier`. None found: 400 `NoWalletFound`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
+         */
+        get: operations["findWalletWidgetData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/widgets/wallet/{walletId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the payload for embeddable wallet widgets (data: null when there is no such wallet)
+         * @description As GET /api/v1/widgets/wallet/{walletId}, but an unknown wallet (or another merchant's) is 200 with `data: null`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
+         */
+        get: operations["getWalletWidgetDataV2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v2/widgets/wallet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a user's wallet and get its widget payload (data: null when none is found)
+         * @description The wallet of the user the filters name: `filter[userReference]` (user id, stableReferenceId or referenceId), `filter[secondaryUserReference]` (a reference id, for when the stable one may not be on file yet), `filter[phoneNumber]`. Each filter given names users; their wallets must be one (two: 400 `MultipleWalletsFound`). No filter: 400 `InvalidIdentifier`. None found: 200 with `data: null`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
+         */
+        get: operations["findWalletWidgetDataV2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/widgets/payment-intent/{paymentIntentId}/linked-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the linked-account widget data of a payment intent
+         * @description The linked account that pays what the wallet does not cover of the intent: the one its payment drew on, else the user's first connected account (the one an authorization draws on). `dto` has its institution and last four digits, for merchants that draw their own widget; `payload` is for the widget host (15 minutes, ended early by a verified phone change). An unknown payment intent (or another merchant's) is 400 `InvalidIdentifier`; a gift's intent, or a user with no connected account, 400 `NoLinkedAccountFound`.
+         */
+        get: operations["getLinkedAccountWidgetData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/widgets/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a widget session
+         * @description A session token for a widget that needs no user: `PaymentMethods` shows how your checkout takes payment (wallet, gift, rails). It names only your client and the widget type, so it grants nothing about any user or wallet; it lives 15 minutes. 200, as Accrue's contract has it.
+         */
+        post: operations["createWidgetSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -980,6 +1080,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sweepstakes/{sweepstakesId}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a customer to a sweepstakes' results
+         * @description Records that the customer (one of your users, by phone number or by id) is in the results of your sweepstakes `sweepstakesId` (your own label). Recording the same customer again changes nothing (still 201). A customer that is not one of your users is 400 `UserNotFound`. Results move no money; reward a winner with POST /api/v1/rewards.
+         */
+        post: operations["addSweepstakesResults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/simulation/users/{userId}/linked-accounts": {
         parameters: {
             query?: never;
@@ -1000,6 +1120,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/simulation/wallets/{walletId}/backup-linked-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Link a demo card as a backup payment method (sandbox)
+         * @description Links a test card to the wallet's user: a `Connected` linked account from provider `Checkout` (type `creditCard` or `debit`), which pays what the wallet does not cover when an intent is authorized, and can fund deposits (cleared with `clear-pending/card`). The body is optional plain JSON: `{"testCardType": "visa-us-credit"}` (the default). Linking the same test card again answers 200 with the account already linked; a new one is 201. Not available in live (404).
+         */
+        post: operations["createDemoBackupPaymentMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/simulation/wallets/{walletId}/barcodes": {
         parameters: {
             query?: never;
@@ -1007,20 +1147,44 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a wallet's barcodes (sandbox)
+         * @description Newest first, paged. Barcodes past their `expiresAt` are left out unless `includeExpired=true`; used-up ones are listed (`usageCount` = `usageLimit`).
+         */
+        get: operations["listWalletBarcodes"];
         put?: never;
         /**
          * Create a scan-and-pay barcode (sandbox)
-         * @description A 16-digit `lookUpId`, valid 10 minutes and usable once unless `ttlSeconds` / `usageLimit` say otherwise. The body is optional.
+         * @description A 16-digit `lookUpId`, valid 10 minutes unless `expiresAt` (or `ttlSeconds`) says otherwise, at most 24 hours. Type `GenerateWalletBarcode` (Accrue's name): without `usageLimit` the barcode has no use limit. Types `WalletBarcode` and `SimulateWalletBarcode`, and no body at all: usable once unless `usageLimit` says otherwise. `reuseActive: true` answers with the newest barcode of the wallet still usable, when there is one. The body is optional.
          */
-        post: operations["simulateWalletBarcode"];
+        post: operations["generateWalletBarcode"];
         delete?: never;
         options?: never;
         head?: never;
         patch?: never;
         trace?: never;
     };
-    "/api/v1/simulation/wallets/{walletId}/clear-pending/bank": {
+    "/api/v1/simulation/barcodes/{lookUpId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a barcode by its lookUpId (sandbox)
+         * @description Scoped to the merchant: another merchant's barcode is 404 `BarcodeNotFound`, like an unknown one. An expired or used-up barcode is 400 `InvalidTransaction`. As in Accrue's contract, the response's `id` is the wallet's id (`attributes.walletId` too).
+         */
+        get: operations["getWalletBarcode"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/wallets/{walletId}/clear-pending/{type}": {
         parameters: {
             query?: never;
             header?: never;
@@ -1030,10 +1194,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Clear the wallet's pending deposits (sandbox)
-         * @description Every pending deposit clears: pending → available, the deposit reward is credited, `TransactionCleared` fires for each.
+         * Clear the wallet's pending deposits of one kind (sandbox)
+         * @description `bank`: every pending deposit pulled from a bank account clears; `card`: every pending deposit charged to a card (a demo backup payment method) clears. Pending → available, the deposit reward is credited, `TransactionCleared` fires for each. Any other `type` is 400 `InvalidTransactionType`.
          */
-        post: operations["simulateClearPendingDeposits"];
+        post: operations["clearPendingTransactions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1051,9 +1215,9 @@ export interface paths {
         put?: never;
         /**
          * Fail a pending deposit (sandbox)
-         * @description `transactionId` (default: the oldest pending deposit) fails: the money returns where it came from and `TransactionFailed` fires. The body is optional.
+         * @description `transactionId` (default: the oldest pending deposit) fails: the money returns where it came from and `TransactionFailed` fires with `failureReason`. Type `FailPendingTransaction` (Accrue's name) takes `reason` from `Canceled`, `HardDecline`, `SoftDecline`, `Expired`, `InsufficientFunds`, `Reversed`, `Unknown` (default `Unknown`); types `Transaction` and `SimulateFailTransaction` take any text. The body is optional.
          */
-        post: operations["simulateFailTransaction"];
+        post: operations["failPendingTransaction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1462,7 +1626,11 @@ export interface components {
                 /** @example Plaid */
                 provider: string;
                 status: "Connected" | "Disconnected";
-                accountType: "checking" | "savings";
+                /**
+                 * @description debit and creditCard: a card (the sandbox's demo backup payment methods)
+                 * @enum {unknown}
+                 */
+                accountType: "checking" | "savings" | "debit" | "creditCard";
                 accountName: string;
                 /** @description Last four digits */
                 accountMask: string;
@@ -1475,6 +1643,27 @@ export interface components {
             };
             links: {
                 self: string;
+            };
+        };
+        /** @description A demo card linked as a backup payment method (sandbox); its id is the linked account's. */
+        DemoBackupPaymentMethod: {
+            id: string;
+            /** @enum {string} */
+            type: "DemoBackupPaymentMethod";
+            attributes: {
+                linkedAccountId: string;
+                /** @description Last four digits of the card */
+                accountMask: string;
+                /** @example Visa */
+                institutionName: string;
+                /** @enum {unknown} */
+                accountType: "debit" | "creditCard";
+                /** @enum {string} */
+                status: "Connected";
+                /** Format: date-time */
+                updatedAt: string;
+                /** Format: date-time */
+                createdAt: string;
             };
         };
         Webhook: {
@@ -1640,6 +1829,7 @@ export interface components {
                 self: string;
             };
         };
+        /** @description A scan-and-pay barcode. `id` is the barcode's own id, except from GET /simulation/barcodes/{lookUpId}, where (as in Accrue's contract) it is the wallet's id; `walletId` is the wallet's id everywhere. */
         WalletBarcode: {
             id: string;
             /** @enum {string} */
@@ -1650,10 +1840,13 @@ export interface components {
                 walletId: string;
                 /** Format: date-time */
                 expiresAt: string;
-                usageLimit: number;
+                usageLimit: number | null;
                 usageCount: number;
+                referenceId: string | null;
                 /** Format: date-time */
                 createdAt: string;
+                /** Format: date-time */
+                updatedAt: string;
             };
         };
         Counterparty: {
@@ -2113,6 +2306,98 @@ export interface components {
                  * @description 15 minutes after issue
                  */
                 expiresAt: string;
+                /** @description The payload's figures, for merchants that draw their own widget (includeDto=true) */
+                dto?: {
+                    walletId: string;
+                    userId: string;
+                    purchaseAmount: number | null;
+                    /** @description Cents spendable on the purchase (rewards only as far as usable on purchaseAmount) */
+                    available: number;
+                    /** @description Cents of rewards usable on purchaseAmount (all available rewards without one) */
+                    eligibleReward: number;
+                    /** @description The merchant's smallest purchase rewards apply to, in cents */
+                    rewardMinimumPurchase: number;
+                };
+            };
+            relationships: {
+                wallet: {
+                    data: {
+                        /** @enum {string} */
+                        type: "Wallet";
+                        id: string;
+                    };
+                };
+            };
+            links: {
+                self: string;
+            };
+        };
+        /** @description The linked account that pays what the wallet does not cover of a payment intent; its id is the token's id. */
+        LinkedAccountWidgetData: {
+            id: string;
+            /** @enum {string} */
+            type: "LinkedAccountWidgetData";
+            attributes: {
+                /** @description Base64 of a signed token naming the client, the payment intent, its wallet and user, and the linked account; only the widget host reads it */
+                payload: string;
+                dto: {
+                    institutionName: string;
+                    /** @description Last four digits */
+                    accountMask: string;
+                };
+                /**
+                 * Format: date-time
+                 * @description 15 minutes after issue
+                 */
+                expiresAt: string;
+                /**
+                 * Format: date-time
+                 * @description The linked account's
+                 */
+                updatedAt: string;
+                /**
+                 * Format: date-time
+                 * @description The linked account's
+                 */
+                createdAt: string;
+            };
+            relationships: {
+                paymentIntent: {
+                    data: {
+                        /** @enum {string} */
+                        type: "PaymentIntent";
+                        id: string;
+                    };
+                };
+                linkedAccount: {
+                    data: {
+                        /** @enum {string} */
+                        type: "LinkedAccount";
+                        id: string;
+                    };
+                };
+            };
+            links: {
+                self: string;
+            };
+        };
+        /** @description A widget session; its id is the token's id. */
+        WidgetSession: {
+            id: string;
+            /** @enum {string} */
+            type: "WidgetSession";
+            attributes: {
+                /** @description `wgt_session_` and a signed token naming the client and the widget type; pass it to the widget */
+                sessionToken: string;
+                /** @enum {unknown} */
+                widgetType: "PaymentMethods";
+                /**
+                 * Format: date-time
+                 * @description 15 minutes after issue
+                 */
+                expiresAt: string;
+                /** Format: date-time */
+                createdAt: string;
             };
         };
         /** @description A movement of funds between two counterparties of the merchant. */
@@ -4849,7 +5134,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Wallet"];
-                        included?: components["schemas"]["User"][];
+                        included: components["schemas"]["User"][];
                     };
                 };
             };
@@ -4949,7 +5234,7 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Wallet"];
-                        included?: components["schemas"]["User"][];
+                        included: components["schemas"]["User"][];
                     };
                 };
             };
@@ -9096,7 +9381,10 @@ export interface operations {
     getWalletWidgetData: {
         parameters: {
             query?: {
+                /** @description Purchase amount in cents: the amount widgets use when the page gives none */
                 purchaseAmount?: number;
+                /** @description true: add `dto`, the payload's figures in plain JSON */
+                includeDto?: boolean;
             };
             header?: never;
             path: {
@@ -9114,6 +9402,185 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["WalletWidgetData"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `NoWalletFound`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    findWalletWidgetData: {
+        parameters: {
+            query?: {
+                /** @description The user's id, stableReferenceId or referenceId */
+                "filter[userReference]"?: string;
+                /** @description The user's referenceId (or stableReferenceId), for when the stable one may not be on file yet */
+                "filter[secondaryUserReference]"?: string;
+                /** @description The user's phone number (E.164) */
+                "filter[phoneNumber]"?: string;
+                /** @description Purchase amount in cents: the amount widgets use when the page gives none */
+                purchaseAmount?: number;
+                /** @description true: add `dto`, the payload's figures in plain JSON */
+                includeDto?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletWidgetData"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `MultipleWalletsFound`, `NoWalletFound`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getWalletWidgetDataV2: {
+        parameters: {
+            query?: {
+                /** @description Purchase amount in cents: the amount widgets use when the page gives none */
+                purchaseAmount?: number;
+                /** @description true: add `dto`, the payload's figures in plain JSON */
+                includeDto?: boolean;
+            };
+            header?: never;
+            path: {
+                walletId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletWidgetData"] | null;
                     };
                 };
             };
@@ -9144,8 +9611,173 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `WalletNotFound` */
-            404: {
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    findWalletWidgetDataV2: {
+        parameters: {
+            query?: {
+                /** @description The user's id, stableReferenceId or referenceId */
+                "filter[userReference]"?: string;
+                /** @description The user's referenceId (or stableReferenceId), for when the stable one may not be on file yet */
+                "filter[secondaryUserReference]"?: string;
+                /** @description The user's phone number (E.164) */
+                "filter[phoneNumber]"?: string;
+                /** @description Purchase amount in cents: the amount widgets use when the page gives none */
+                purchaseAmount?: number;
+                /** @description true: add `dto`, the payload's figures in plain JSON */
+                includeDto?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletWidgetData"] | null;
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `MultipleWalletsFound`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getLinkedAccountWidgetData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                paymentIntentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["LinkedAccountWidgetData"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `NoLinkedAccountFound`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9155,6 +9787,114 @@ export interface operations {
             };
             /** @description Path segment too long: `UriTooLong` */
             414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    createWidgetSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CreateWidgetSession";
+                        attributes: {
+                            /** @enum {unknown} */
+                            widgetType: "PaymentMethods";
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "CreateWidgetSession";
+                        attributes: {
+                            /** @enum {unknown} */
+                            widgetType: "PaymentMethods";
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WidgetSession"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9902,6 +10642,135 @@ export interface operations {
             };
         };
     };
+    addSweepstakesResults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sweepstakesId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SweepstakesResults";
+                        attributes: {
+                            customer: {
+                                /**
+                                 * @description Default PhoneNumber
+                                 * @enum {unknown}
+                                 */
+                                idType?: "ID" | "PhoneNumber";
+                                /** @description PhoneNumber: the user's phone number; ID: the user's id or one of its reference ids */
+                                id: string;
+                            };
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SweepstakesResults";
+                        attributes: {
+                            customer: {
+                                /**
+                                 * @description Default PhoneNumber
+                                 * @enum {unknown}
+                                 */
+                                idType?: "ID" | "PhoneNumber";
+                                /** @description PhoneNumber: the user's phone number; ID: the user's id or one of its reference ids */
+                                id: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `UserNotFound`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
     simulateLinkedAccount: {
         parameters: {
             query?: never;
@@ -10030,7 +10899,7 @@ export interface operations {
             };
         };
     };
-    simulateWalletBarcode: {
+    createDemoBackupPaymentMethod: {
         parameters: {
             query?: never;
             header?: never;
@@ -10042,30 +10911,33 @@ export interface operations {
         requestBody: {
             content: {
                 "application/vnd.api+json": {
-                    data: {
-                        type: "WalletBarcode" | "SimulateWalletBarcode";
-                        attributes: {
-                            /** @description Default 600 (10 minutes) */
-                            ttlSeconds?: number;
-                            /** @description Default 1 */
-                            usageLimit?: number;
-                        };
-                    };
+                    /**
+                     * @description Default visa-us-credit
+                     * @enum {unknown}
+                     */
+                    testCardType?: "visa-us-credit" | "visa-gb-credit" | "visa-gb-debit" | "mastercard-mu-credit" | "mastercard-de-debit";
                 };
                 "application/json": {
-                    data: {
-                        type: "WalletBarcode" | "SimulateWalletBarcode";
-                        attributes: {
-                            /** @description Default 600 (10 minutes) */
-                            ttlSeconds?: number;
-                            /** @description Default 1 */
-                            usageLimit?: number;
-                        };
-                    };
+                    /**
+                     * @description Default visa-us-credit
+                     * @enum {unknown}
+                     */
+                    testCardType?: "visa-us-credit" | "visa-gb-credit" | "visa-gb-debit" | "mastercard-mu-credit" | "mastercard-de-debit";
                 };
             };
         };
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["DemoBackupPaymentMethod"];
+                    };
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
@@ -10073,7 +10945,7 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.api+json": {
-                        data: components["schemas"]["WalletBarcode"];
+                        data: components["schemas"]["DemoBackupPaymentMethod"];
                     };
                 };
             };
@@ -10104,7 +10976,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `WalletNotFound` */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10160,9 +11032,15 @@ export interface operations {
             };
         };
     };
-    simulateClearPendingDeposits: {
+    listWalletBarcodes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                /** @description Also list barcodes past their expiresAt (default false) */
+                includeExpired?: boolean;
+            };
             header?: never;
             path: {
                 walletId: string;
@@ -10171,12 +11049,27 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description No content */
-            204: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletBarcode"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
             };
             /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
@@ -10205,7 +11098,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `WalletNotFound` */
+            /** @description Not found: `NotFound`, `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -10252,7 +11145,7 @@ export interface operations {
             };
         };
     };
-    simulateFailTransaction: {
+    generateWalletBarcode: {
         parameters: {
             query?: never;
             header?: never;
@@ -10265,20 +11158,361 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
-                        type: "Transaction" | "SimulateFailTransaction";
+                        type: "GenerateWalletBarcode" | "WalletBarcode" | "SimulateWalletBarcode";
+                        attributes: {
+                            /**
+                             * Format: date-time
+                             * @description When it expires: in the future, at most 24 hours ahead. Default 10 minutes from now
+                             */
+                            expiresAt?: string;
+                            /** @description Instead of expiresAt: seconds from now (default 600) */
+                            ttlSeconds?: number;
+                            /** @description Default: no limit with type GenerateWalletBarcode (as Accrue documents), 1 with the other type names or no body */
+                            usageLimit?: number;
+                            /** @description true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one */
+                            reuseActive?: boolean;
+                        };
+                    };
+                };
+                "application/json": {
+                    data: {
+                        type: "GenerateWalletBarcode" | "WalletBarcode" | "SimulateWalletBarcode";
+                        attributes: {
+                            /**
+                             * Format: date-time
+                             * @description When it expires: in the future, at most 24 hours ahead. Default 10 minutes from now
+                             */
+                            expiresAt?: string;
+                            /** @description Instead of expiresAt: seconds from now (default 600) */
+                            ttlSeconds?: number;
+                            /** @description Default: no limit with type GenerateWalletBarcode (as Accrue documents), 1 with the other type names or no body */
+                            usageLimit?: number;
+                            /** @description true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one */
+                            reuseActive?: boolean;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletBarcode"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `NotFound`, `WalletNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getWalletBarcode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                lookUpId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletBarcode"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `InvalidTransaction`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `BarcodeNotFound`, `NotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    clearPendingTransactions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                walletId: string;
+                type: "bank" | "card";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `InvalidTransactionType`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `NotFound`, `WalletNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    failPendingTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                walletId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        type: "FailPendingTransaction" | "Transaction" | "SimulateFailTransaction";
                         attributes: {
                             /** Format: uuid */
                             transactionId?: string;
+                            /**
+                             * @description With type FailPendingTransaction one of Canceled, HardDecline, SoftDecline, Expired, InsufficientFunds, Reversed, Unknown (default Unknown); with the other type names any text
+                             * @example InsufficientFunds
+                             */
                             reason?: string;
                         };
                     };
                 };
                 "application/json": {
                     data: {
-                        type: "Transaction" | "SimulateFailTransaction";
+                        type: "FailPendingTransaction" | "Transaction" | "SimulateFailTransaction";
                         attributes: {
                             /** Format: uuid */
                             transactionId?: string;
+                            /**
+                             * @description With type FailPendingTransaction one of Canceled, HardDecline, SoftDecline, Expired, InsufficientFunds, Reversed, Unknown (default Unknown); with the other type names any text
+                             * @example InsufficientFunds
+                             */
                             reason?: string;
                         };
                     };

@@ -86,7 +86,7 @@ describe('@coffer/client against a running server', () => {
     );
     const wallet = await c.wallets.create(user.id);
     const deposit = await c.deposit(wallet.id, { amount, linkedAccountId: account.data.id });
-    await unwrap(c.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/bank', { params: { path: { walletId: wallet.id } } }));
+    await unwrap(c.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', { params: { path: { walletId: wallet.id, type: 'bank' } } }));
     return { user, wallet, account: account.data, deposit };
   }
 

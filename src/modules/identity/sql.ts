@@ -107,6 +107,6 @@ export async function clearedDepositAmounts(db: Executor, clientId: string, user
 export async function expireBarcodes(db: Executor, clientId: string, walletId: string, now: Date): Promise<void> {
   await db
     .update(walletBarcodes)
-    .set({ expiresAt: now })
+    .set({ expiresAt: now, updatedAt: now })
     .where(and(eq(walletBarcodes.clientId, clientId), eq(walletBarcodes.walletId, walletId), gt(walletBarcodes.expiresAt, now)));
 }

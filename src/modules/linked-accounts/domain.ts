@@ -1,4 +1,6 @@
-// Linked bank accounts: listing, removal (irreversible, idempotent), sandbox linking.
+// Linked bank accounts: listing, removal (irreversible, idempotent), sandbox linking of bank
+// accounts and of demo cards (backup payment methods).
+import { randomBytes } from 'node:crypto';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
@@ -6,6 +8,8 @@ import { providerUnavailable } from '../../providers/http/client.ts';
 import type { Page } from '../../http/paging.ts';
 import type { BankLinkingProvider } from '../../providers/bank-linking.ts';
 import { getUser } from '../users/domain.ts';
+import { getWallet } from '../wallets/domain.ts';
+import type { TestCardType } from './schemas.ts';
 import * as q from './sql.ts';
 
 export async function listLinkedAccounts(db: Executor, opts: { clientId: string; userId: string; page: Page }) {
@@ -45,6 +49,47 @@ export async function linkAccount(
     institutionId: linked.institutionId,
     createdAt: opts.now,
     updatedAt: opts.now,
+  });
+}
+
+/** What a demo card of each type looks like: brand, credit or debit, last four digits (fixed per type). */
+const TEST_CARDS: Record<TestCardType, { brand: 'Visa' | 'Mastercard'; accountType: (typeof q.CARD_ACCOUNT_TYPES)[number]; mask: string }> = {
+  'visa-us-credit': { brand: 'Visa', accountType: 'creditCard', mask: '4242' },
+  'visa-gb-credit': { brand: 'Visa', accountType: 'creditCard', mask: '1111' },
+  'visa-gb-debit': { brand: 'Visa', accountType: 'debit', mask: '0002' },
+  'mastercard-mu-credit': { brand: 'Mastercard', accountType: 'creditCard', mask: '4444' },
+  'mastercard-de-debit': { brand: 'Mastercard', accountType: 'debit', mask: '8210' },
+};
+
+/**
+ * Sandbox: links a demo card to the wallet's user as a backup payment method: a Connected
+ * linked account from provider Checkout, which funds what the wallet does not cover (the
+ * linked part of an authorization) and card-funded deposits. Linking the same test card again
+ * answers with the account already linked (`created: false`). No provider is called: the
+ * card is made up here, as the sandbox's card network would.
+ */
+export async function linkDemoCard(db: Db, opts: { clientId: string; walletId: string; testCardType?: TestCardType; now: Date }): Promise<{ account: q.LinkedAccountRow; created: boolean }> {
+  const card = TEST_CARDS[opts.testCardType ?? 'visa-us-credit'];
+  return db.transaction(async (tx) => {
+    // Locked, so the same card linked twice at once is still one account.
+    const wallet = await getWallet(tx, { clientId: opts.clientId, walletId: opts.walletId, forUpdate: true });
+    if (wallet.status !== 'Active') throw apiError('WalletClosed');
+    const like = { provider: 'Checkout', accountType: card.accountType, institutionName: card.brand, accountMask: card.mask };
+    const existing = await q.findConnectedAccountLike(tx, opts.clientId, wallet.userId, like);
+    if (existing) return { account: existing, created: false };
+    const account = await q.insertLinkedAccount(tx, {
+      id: uuidv7(),
+      clientId: opts.clientId,
+      userId: wallet.userId,
+      ...like,
+      externalId: `card_${randomBytes(12).toString('hex')}`,
+      status: 'Connected',
+      accountName: `${card.brand} ${card.accountType === 'debit' ? 'Debit' : 'Credit'} ${card.mask}`,
+      institutionId: `ins_checkout_${card.brand.toLowerCase()}`,
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
+    return { account, created: true };
   });
 }
 

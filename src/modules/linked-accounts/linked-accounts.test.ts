@@ -1,8 +1,10 @@
-// Linked accounts: sandbox linking, listing, removal (spec rule 1, decisions §5).
+// Linked accounts: sandbox linking of bank accounts and demo cards, listing, removal (spec rule 1,
+// decisions §5).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SandboxBankLinking } from '../../providers/bank-linking.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { approvedUser, createWallet, intentFor } from '../../test/money.ts';
 
 const link = (t: TestApp, as: Merchant, userId: string, attributes?: Record<string, unknown>) =>
   t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, { as, ...(attributes ? { body: { data: { type: 'LinkedAccount', attributes } } } : {}) });
@@ -134,6 +136,67 @@ describe('linked accounts', () => {
     }
     const list = await t.request('GET', `/api/v1/users/${u.id}/linked-accounts`, { as: m });
     assert.equal(list.body.data[0].attributes.status, 'Connected', 'untouched by the other merchant');
+  });
+
+  describe('demo backup payment methods: POST /simulation/wallets/{walletId}/backup-linked-account', () => {
+    const backup = (walletId: string, body?: unknown, as = m) =>
+      t.request('POST', `/api/v1/simulation/wallets/${walletId}/backup-linked-account`, { as, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json' } } : {}) });
+    const accountsOf = async (userId: string) => (await t.request('GET', `/api/v1/users/${userId}/linked-accounts`, { as: m })).body.data;
+
+    test('201 DemoBackupPaymentMethod: a Connected Checkout card of the user; the same test card again is 200 with it', async () => {
+      const u = await createUser(t, m);
+      const w = await createWallet(t, m, u.id);
+      const res = await backup(w.id);
+      assert.equal(res.status, 201, res.raw);
+      const d = res.body.data;
+      assert.equal(d.type, 'DemoBackupPaymentMethod');
+      const now = t.clock.now().toISOString();
+      assert.deepEqual(d.attributes, { linkedAccountId: d.id, accountMask: '4242', institutionName: 'Visa', accountType: 'creditCard', status: 'Connected', updatedAt: now, createdAt: now });
+      const [listed] = await accountsOf(u.id);
+      assert.equal(listed.id, d.id);
+      assert.equal(listed.attributes.provider, 'Checkout');
+      assert.equal(listed.attributes.accountType, 'creditCard');
+      const again = await backup(w.id, { testCardType: 'visa-us-credit' });
+      assert.equal(again.status, 200, again.raw);
+      assert.equal(again.body.data.id, d.id);
+      const debit = await backup(w.id, { testCardType: 'mastercard-de-debit' });
+      assert.equal(debit.status, 201);
+      assert.deepEqual([debit.body.data.attributes.institutionName, debit.body.data.attributes.accountType], ['Mastercard', 'debit']);
+      assert.equal((await accountsOf(u.id)).length, 2);
+      const racing = await Promise.all(Array.from({ length: 3 }, () => backup(w.id, { testCardType: 'visa-gb-debit' })));
+      assert.equal(new Set(racing.map((r) => r.body.data.id)).size, 1, 'one card, however many ask at once');
+      assert.deepEqual(racing.map((r) => r.status).sort(), [200, 200, 201]);
+    });
+
+    test('it pays what the wallet does not cover: an empty wallet with only a demo card authorizes', async () => {
+      const user = await approvedUser(t, m);
+      const w = await createWallet(t, m, user.id);
+      const intentId = await intentFor(t, m, w.id, 1_200);
+      const before = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } } });
+      assert.equal(before.status, 402, 'no backup yet');
+      const card = (await backup(w.id)).body.data;
+      const again = await intentFor(t, m, w.id, 1_200);
+      const res = await t.request('POST', `/api/v1/payment-intents/${again}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } } });
+      assert.equal(res.status, 201, res.raw);
+      const linked = await t.request('GET', `/api/v1/widgets/payment-intent/${again}/linked-account`, { as: m });
+      assert.equal(linked.body.data.relationships.linkedAccount.data.id, card.id, 'the card paid');
+    });
+
+    test("bad bodies are 400 and link nothing; another merchant's or an unknown wallet is 404", async () => {
+      const u = await createUser(t, m);
+      const w = await createWallet(t, m, u.id);
+      for (const body of [{ testCardType: 'amex-us-credit' }, { testCardType: 4242 }, { data: { type: 'DemoBackupPaymentMethod', attributes: {} } }]) {
+        const res = await backup(w.id, body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(errorsOf(res)[0]!.code, 'ValidationError');
+      }
+      for (const [id, as] of [[w.id, other], [crypto.randomUUID(), m]] as const) {
+        const res = await backup(id, {}, as);
+        assert.equal(res.status, 404);
+        assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
+      }
+      assert.deepEqual(await accountsOf(u.id), [], 'nothing linked');
+    });
   });
 
   test('the simulation endpoint does not exist in live (404)', async () => {

@@ -7,7 +7,7 @@ export function linkedAccountResource(a: LinkedAccountRow, baseUrl: string) {
     attributes: {
       provider: a.provider,
       status: a.status as 'Connected' | 'Disconnected',
-      accountType: a.accountType as 'checking' | 'savings',
+      accountType: a.accountType as 'checking' | 'savings' | 'debit' | 'creditCard',
       accountName: a.accountName,
       accountMask: a.accountMask,
       institutionName: a.institutionName,
@@ -16,5 +16,21 @@ export function linkedAccountResource(a: LinkedAccountRow, baseUrl: string) {
       createdAt: a.createdAt.toISOString(),
     },
     links: { self: `${baseUrl}/api/v1/users/${a.userId}/linked-accounts/${a.id}` },
+  };
+}
+
+export function demoBackupPaymentMethodResource(a: LinkedAccountRow) {
+  return {
+    id: a.id,
+    type: 'DemoBackupPaymentMethod' as const,
+    attributes: {
+      linkedAccountId: a.id,
+      accountMask: a.accountMask,
+      institutionName: a.institutionName,
+      accountType: a.accountType as 'debit' | 'creditCard',
+      status: 'Connected' as const,
+      updatedAt: a.updatedAt.toISOString(),
+      createdAt: a.createdAt.toISOString(),
+    },
   };
 }

@@ -3,9 +3,9 @@ import type { AppContext } from '../../context.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
 import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
-import { linkAccount, listLinkedAccounts, removeLinkedAccount } from './domain.ts';
-import { linkedAccountResource } from './render.ts';
-import { LinkAccountBody, LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
+import { linkAccount, linkDemoCard, listLinkedAccounts, removeLinkedAccount } from './domain.ts';
+import { demoBackupPaymentMethodResource, linkedAccountResource } from './render.ts';
+import { DemoBackupPaymentMethod, DemoBackupPaymentMethodBody, LinkAccountBody, LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
 
 const TAGS = ['Linked accounts'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -61,7 +61,7 @@ export async function linkedAccountRoutes(app: App, ctx: AppContext): Promise<vo
   );
 }
 
-/** Sandbox only: stands in for the user linking an account in the wallet app. */
+/** Sandbox only: stands in for the user linking an account or a card in the wallet app. */
 export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;
   app.post(
@@ -89,6 +89,30 @@ export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): 
         now: ctx.clock.now(),
       });
       return reply.code(201).send({ data: linkedAccountResource(account, base) });
+    },
+  );
+
+  app.post(
+    '/api/v1/simulation/wallets/:walletId/backup-linked-account',
+    {
+      schema: {
+        tags: ['Sandbox simulations'],
+        operationId: 'createDemoBackupPaymentMethod',
+        summary: 'Link a demo card as a backup payment method (sandbox)',
+        description:
+          "Links a test card to the wallet's user: a `Connected` linked account from provider `Checkout` (type `creditCard` or `debit`), which pays what the wallet does not cover " +
+          'when an intent is authorized, and can fund deposits (cleared with `clear-pending/card`). The body is optional plain JSON: `{"testCardType": "visa-us-credit"}` (the default). ' +
+          'Linking the same test card again answers 200 with the account already linked; a new one is 201. Not available in live (404).',
+        params: idParams('walletId'),
+        querystring: NoQuery,
+        body: DemoBackupPaymentMethodBody,
+        response: responses({ 200: document(ref(DemoBackupPaymentMethod)), 201: document(ref(DemoBackupPaymentMethod)) }, [...COMMON_ERRORS, 404]),
+      },
+      preValidation: defaultBody({}),
+    },
+    async (req, reply) => {
+      const { account, created } = await linkDemoCard(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, testCardType: req.body.testCardType, now: ctx.clock.now() });
+      return reply.code(created ? 201 : 200).send({ data: demoBackupPaymentMethodResource(account) });
     },
   );
 }

@@ -8,7 +8,7 @@ export const LinkedAccount = resource(
   {
     provider: Type.String({ examples: ['Plaid'] }),
     status: Type.Union([Type.Literal('Connected'), Type.Literal('Disconnected')]),
-    accountType: Type.Union([Type.Literal('checking'), Type.Literal('savings')]),
+    accountType: Type.Enum(['checking', 'savings', 'debit', 'creditCard'], { description: 'debit and creditCard: a card (the sandbox\'s demo backup payment methods)' }),
     accountName: Type.String(),
     accountMask: Type.String({ description: 'Last four digits' }),
     institutionName: Type.String(),
@@ -44,4 +44,30 @@ export const LinkAccountBody = requestBody(
   ),
 );
 
-export const schemas = [LinkedAccount];
+
+export const DemoBackupPaymentMethod = resource(
+  'DemoBackupPaymentMethod',
+  'DemoBackupPaymentMethod',
+  {
+    linkedAccountId: Type.String(),
+    accountMask: Type.String({ description: 'Last four digits of the card' }),
+    institutionName: Type.String({ examples: ['Visa'] }),
+    accountType: Type.Enum(['debit', 'creditCard']),
+    status: Type.Literal('Connected'),
+    updatedAt: Timestamp(),
+    createdAt: Timestamp(),
+  },
+  { description: 'A demo card linked as a backup payment method (sandbox); its id is the linked account\'s.' },
+);
+
+/** The sandbox's test cards, named as Checkout.com names them (Accrue's testCardType). */
+export const TEST_CARD_TYPES = ['visa-us-credit', 'visa-gb-credit', 'visa-gb-debit', 'mastercard-mu-credit', 'mastercard-de-debit'] as const;
+export type TestCardType = (typeof TEST_CARD_TYPES)[number];
+
+/** Accrue's body: plain JSON, not a JSON:API document. */
+export const DemoBackupPaymentMethodBody = Type.Object(
+  { testCardType: Type.Optional(Type.Enum([...TEST_CARD_TYPES], { description: 'Default visa-us-credit' })) },
+  { additionalProperties: false },
+);
+
+export const schemas = [LinkedAccount, DemoBackupPaymentMethod];

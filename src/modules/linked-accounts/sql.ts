@@ -6,9 +6,41 @@ import type { Page } from '../../http/paging.ts';
 
 export type LinkedAccountRow = typeof linkedAccounts.$inferSelect;
 
+/**
+ * Account types of cards (the sandbox's demo backup payment methods, provider Checkout): a
+ * deposit from one is card-funded, not a bank transfer (clear-pending/card clears it).
+ */
+export const CARD_ACCOUNT_TYPES = ['debit', 'creditCard'] as const;
+
 export async function insertLinkedAccount(db: Executor, row: typeof linkedAccounts.$inferInsert): Promise<LinkedAccountRow> {
   const [out] = await db.insert(linkedAccounts).values(row).returning();
   return out!;
+}
+
+/** A user's connected account with exactly these details (a demo card of one test card type). */
+export async function findConnectedAccountLike(
+  db: Executor,
+  clientId: string,
+  userId: string,
+  like: Pick<LinkedAccountRow, 'provider' | 'accountType' | 'institutionName' | 'accountMask'>,
+): Promise<LinkedAccountRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(linkedAccounts)
+    .where(
+      and(
+        eq(linkedAccounts.clientId, clientId),
+        eq(linkedAccounts.userId, userId),
+        eq(linkedAccounts.status, 'Connected'),
+        eq(linkedAccounts.provider, like.provider),
+        eq(linkedAccounts.accountType, like.accountType),
+        eq(linkedAccounts.institutionName, like.institutionName),
+        eq(linkedAccounts.accountMask, like.accountMask),
+      ),
+    )
+    .orderBy(asc(linkedAccounts.createdAt), asc(linkedAccounts.id))
+    .limit(1);
+  return row;
 }
 
 export async function findLinkedAccount(

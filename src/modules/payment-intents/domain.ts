@@ -77,7 +77,7 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
         (err as { items?: { source?: unknown }[] }).items?.forEach((item) => (item.source = { pointer: '/data/attributes/lookUpId' }));
         throw err;
       }
-      await incrementBarcodeUse(tx, barcode.id);
+      await incrementBarcodeUse(tx, barcode.id, i.now);
       intent = await writeIntent(tx, batch, i, { wallet: (await q.walletIntentContext(tx, i.client.id, barcode.walletId))!, initiator: 'Customer' });
     } else {
       const gift = await findGift(tx, i.client.id, i.lookUpId!);

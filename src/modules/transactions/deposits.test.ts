@@ -436,6 +436,75 @@ describe('one-time deposits', () => {
     });
   });
 
+  describe("Accrue's simulation names: clear-pending/{type}, FailPendingTransaction", () => {
+    const demoCard = async (walletId: string) => {
+      const res = await t.request('POST', `/api/v1/simulation/wallets/${walletId}/backup-linked-account`, { as: m });
+      assert.equal(res.status, 201, res.raw);
+      return res.body.data.id as string;
+    };
+    const clear = (walletId: string, type: string, as = m) => t.request('POST', `/api/v1/simulation/wallets/${walletId}/clear-pending/${type}`, { as });
+    const statusOf = async (walletId: string, id: string) => (await t.request('GET', `/api/v1/wallets/${walletId}/transactions/${id}`, { as: m })).body.data.attributes.status;
+
+    test('a deposit charged to a demo card is card-funded: no bank pull, cleared by clear-pending/card only', async () => {
+      const { account, wallet } = await setup();
+      const card = await demoCard(wallet.id);
+      const byBank = (await deposit(t, m, wallet.id, 1_000, account.id)).body.data;
+      const byCard = await deposit(t, m, wallet.id, 2_500, card);
+      assert.equal(byCard.status, 201, byCard.raw);
+      await t.ctx.jobs.runOnce('bank-pulls');
+      assert.equal(bank.transfers.get(byBank.id)?.direction, 'pull');
+      assert.equal(bank.transfers.get(byCard.body.data.id), undefined, 'a card is not pulled over ACH');
+      assert.equal((await clear(wallet.id, 'bank')).status, 204);
+      assert.deepEqual([await statusOf(wallet.id, byBank.id), await statusOf(wallet.id, byCard.body.data.id)], ['Cleared', 'Pending']);
+      assert.equal((await balanceOf(t, m, wallet.id)).pending.deposit, 2_500);
+      assert.equal((await clear(wallet.id, 'card')).status, 204);
+      assert.equal(await statusOf(wallet.id, byCard.body.data.id), 'Cleared');
+      const b = await balanceOf(t, m, wallet.id);
+      assert.equal(b.available.deposit, 3_500);
+      assert.equal(b.pending.deposit, 0);
+      await assertLedgerSound(t);
+    });
+
+    test("any other type is 400 InvalidTransactionType and clears nothing; another merchant's wallet is 404", async () => {
+      const { account, wallet } = await setup();
+      const d = (await deposit(t, m, wallet.id, 1_000, account.id)).body.data;
+      for (const type of ['ach', 'Bank', 'x'.repeat(40)]) {
+        const res = await clear(wallet.id, type);
+        assert.equal(res.status, 400, type);
+        assert.equal(errorsOf(res)[0]!.code, 'InvalidTransactionType');
+        assert.equal(errorsOf(res)[0]!.source?.parameter, 'type');
+      }
+      assert.equal(await statusOf(wallet.id, d.id), 'Pending');
+      for (const type of ['bank', 'card']) {
+        for (const [id, as] of [[wallet.id, other], [randomUUID(), m]] as const) {
+          const res = await clear(id, type, as);
+          assert.equal(res.status, 404, `${type} ${id}`);
+          assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
+        }
+      }
+      assert.equal(await statusOf(wallet.id, d.id), 'Pending');
+    });
+
+    test("FailPendingTransaction takes Accrue's reasons (default Unknown); another reason is 400 and fails nothing", async () => {
+      const { account, wallet } = await setup();
+      const first = (await deposit(t, m, wallet.id, 1_000, account.id)).body.data;
+      const second = (await deposit(t, m, wallet.id, 1_000, account.id)).body.data;
+      const fail = (attributes: Record<string, unknown>) =>
+        t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/fail-transaction`, { as: m, body: { data: { type: 'FailPendingTransaction', attributes } } });
+      const bad = await fail({ transactionId: first.id, reason: 'R02: account closed' });
+      assert.equal(bad.status, 400);
+      assert.equal(errorsOf(bad)[0]!.source?.pointer, '/data/attributes/reason');
+      assert.equal(await statusOf(wallet.id, first.id), 'Pending');
+      assert.equal((await fail({ transactionId: first.id, reason: 'InsufficientFunds' })).status, 204);
+      assert.equal((await fail({ transactionId: second.id })).status, 204);
+      const reasons = await Promise.all([first.id, second.id].map(async (id) => (await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions/${id}`, { as: m })).body.data.attributes.failureReason));
+      assert.deepEqual(reasons, ['InsufficientFunds', 'Unknown']);
+      const foreign = await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/fail-transaction`, { as: other, body: { data: { type: 'FailPendingTransaction', attributes: {} } } });
+      assert.equal(foreign.status, 404);
+      await assertLedgerSound(t);
+    });
+  });
+
   describe('transactions list and read', () => {
     test('only NonRecurring lists data; any other type is an empty list', async () => {
       const { account, wallet } = await fundedWallet(t, m, 1500);

@@ -222,12 +222,15 @@ async function fail(tx: Executor, t: q.TransactionRow, reason: string, o: Settle
 
 const DEFAULT_FAILURE = 'The bank returned the transfer (R01: insufficient funds).';
 
-/** Sandbox: every pending deposit of the wallet clears. Returns how many did. */
-export async function clearPendingDeposits(db: Db, o: SettleOptions): Promise<number> {
+/**
+ * Sandbox: the wallet's pending deposits of one kind clear: `bank` those pulled from bank
+ * accounts, `card` those charged to a card (a demo backup payment method). Returns how many.
+ */
+export async function clearPendingDeposits(db: Db, o: SettleOptions & { funding: 'bank' | 'card' }): Promise<number> {
   const ext = await clientAccountIds(db, o.clientId);
   return db.transaction(async (tx) => {
     await getWallet(tx, o);
-    const pending = await q.lockPendingTransactions(tx, o.clientId, o.walletId);
+    const pending = await q.lockPendingTransactions(tx, o.clientId, o.walletId, o.funding);
     for (const t of pending) await clear(tx, t, o, ext);
     return pending.length;
   });

@@ -2,13 +2,16 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
-import { COMMON_ERRORS, defaultBody, document, idParams, JSONAPI, listDocument, ref, responses } from '../../http/schemas.ts';
+import { apiError } from '../../http/errors.ts';
+import { COMMON_ERRORS, defaultBody, document, idParams, JSONAPI, listDocument, ref, responses, Uuid } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { clearPendingDeposits, failDeposit, getTransaction, listTransactions } from './domain.ts';
 import { submitDeposit } from './deposit-groups.ts';
 import { depositResource, transactionResource } from './render.ts';
-import { DepositBody, FailTransactionBody, ListTransactionsQuery, OneTimeDeposit, Transaction } from './schemas.ts';
+import { DepositBody, FAILURE_REASONS, FailTransactionBody, ListTransactionsQuery, OneTimeDeposit, Transaction } from './schemas.ts';
+
+const CLEARING_TYPES = ['bank', 'card'] as const;
 
 const TAGS = ['Deposits and transactions'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -92,20 +95,36 @@ export async function transactionSimulationRoutes(app: App, ctx: AppContext): Pr
   const SIM = ['Sandbox simulations'];
 
   app.post(
-    '/api/v1/simulation/wallets/:walletId/clear-pending/bank',
+    '/api/v1/simulation/wallets/:walletId/clear-pending/:type',
     {
       schema: {
         tags: SIM,
-        operationId: 'simulateClearPendingDeposits',
-        summary: "Clear the wallet's pending deposits (sandbox)",
-        description: 'Every pending deposit clears: pending → available, the deposit reward is credited, `TransactionCleared` fires for each.',
-        params: idParams('walletId'),
+        operationId: 'clearPendingTransactions',
+        summary: "Clear the wallet's pending deposits of one kind (sandbox)",
+        description:
+          '`bank`: every pending deposit pulled from a bank account clears; `card`: every pending deposit charged to a card (a demo backup payment method) clears. ' +
+          'Pending → available, the deposit reward is credited, `TransactionCleared` fires for each. Any other `type` is 400 `InvalidTransactionType`.',
+        params: Type.Object({ walletId: Uuid(), type: Type.Enum(CLEARING_TYPES) }, { additionalProperties: false }),
         querystring: NoQuery,
         response: responses({ 204: null }, [...COMMON_ERRORS, 404]),
       },
+      // Before validation, so an unknown type is Accrue's InvalidTransactionType, not BadRequest.
+      preValidation: async (req) => {
+        const type = (req.params as { type?: string }).type;
+        if (!(CLEARING_TYPES as readonly string[]).includes(type ?? '')) {
+          throw apiError('InvalidTransactionType', `Unknown transaction type "${type}"; use bank or card.`, { parameter: 'type' });
+        }
+      },
     },
     async (req, reply) => {
-      await clearPendingDeposits(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, settings: req.client.settings, baseUrl: base, now: ctx.clock.now() });
+      await clearPendingDeposits(ctx.db, {
+        clientId: req.client.id,
+        walletId: req.params.walletId,
+        funding: req.params.type,
+        settings: req.client.settings,
+        baseUrl: base,
+        now: ctx.clock.now(),
+      });
       return reply.code(204).send();
     },
   );
@@ -115,9 +134,12 @@ export async function transactionSimulationRoutes(app: App, ctx: AppContext): Pr
     {
       schema: {
         tags: SIM,
-        operationId: 'simulateFailTransaction',
+        operationId: 'failPendingTransaction',
         summary: 'Fail a pending deposit (sandbox)',
-        description: '`transactionId` (default: the oldest pending deposit) fails: the money returns where it came from and `TransactionFailed` fires. The body is optional.',
+        description:
+          '`transactionId` (default: the oldest pending deposit) fails: the money returns where it came from and `TransactionFailed` fires with `failureReason`. ' +
+          `Type \`FailPendingTransaction\` (Accrue's name) takes \`reason\` from ${FAILURE_REASONS.map((r) => `\`${r}\``).join(', ')} (default \`Unknown\`); ` +
+          'types `Transaction` and `SimulateFailTransaction` take any text. The body is optional.',
         params: idParams('walletId'),
         querystring: NoQuery,
         body: FailTransactionBody,
@@ -126,12 +148,21 @@ export async function transactionSimulationRoutes(app: App, ctx: AppContext): Pr
       preValidation: defaultBody({ data: { type: 'Transaction', attributes: {} } }),
     },
     async (req, reply) => {
+      const { type, attributes } = req.body.data;
+      let reason = attributes.reason;
+      if (type === 'FailPendingTransaction') {
+        if (reason !== undefined && !(FAILURE_REASONS as readonly string[]).includes(reason)) {
+          throw apiError('ValidationError', `\`reason\` must be one of ${FAILURE_REASONS.map((r) => `"${r}"`).join(', ')}`, { pointer: '/data/attributes/reason' });
+        }
+        reason ??= 'Unknown';
+      }
       await failDeposit(ctx.db, {
         clientId: req.client.id,
         walletId: req.params.walletId,
         settings: req.client.settings,
         baseUrl: base,
-        ...req.body.data.attributes,
+        transactionId: attributes.transactionId,
+        reason,
         now: ctx.clock.now(),
       });
       return reply.code(204).send();

@@ -61,10 +61,23 @@ export const ListTransactionsQuery = listQuery({
   type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only NonRecurring returns data; any other value an empty list' })),
 });
 
+/** Accrue's failure reasons (FailPendingTransaction, and TransactionFailed's failureReason). */
+export const FAILURE_REASONS = ['Canceled', 'HardDecline', 'SoftDecline', 'Expired', 'InsufficientFunds', 'Reversed', 'Unknown'] as const;
+
 export const FailTransactionBody = requestBody(
-  ['Transaction', 'SimulateFailTransaction'],
+  ['FailPendingTransaction', 'Transaction', 'SimulateFailTransaction'],
   Type.Object(
-    { transactionId: Type.Optional(Uuid()), reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+    {
+      transactionId: Type.Optional(Uuid()),
+      reason: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 200,
+          examples: ['InsufficientFunds'],
+          description: `With type FailPendingTransaction one of ${FAILURE_REASONS.join(', ')} (default Unknown); with the other type names any text`,
+        }),
+      ),
+    },
     { additionalProperties: false },
   ),
 );

@@ -1,11 +1,12 @@
 // Every query on deposit transactions, scoped by client_id.
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, notInArray, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
 import { run, statement } from '../../db/statements.ts';
-import { transactions } from '../../db/schema.ts';
+import { linkedAccounts, transactions } from '../../db/schema.ts';
+import { CARD_ACCOUNT_TYPES } from '../linked-accounts/sql.ts';
 import type { Page } from '../../http/paging.ts';
 
 export type TransactionRow = typeof transactions.$inferSelect;
@@ -28,12 +29,23 @@ export async function lockTransactionById(db: Executor, id: string): Promise<Tra
   return row;
 }
 
-/** A wallet's pending deposits, oldest first, locked for clearing or failing. */
-export async function lockPendingTransactions(db: Executor, clientId: string, walletId: string): Promise<TransactionRow[]> {
+/**
+ * A wallet's pending deposits, oldest first, locked for clearing or failing; with `funding`,
+ * only those from bank accounts or only those from cards.
+ */
+export async function lockPendingTransactions(db: Executor, clientId: string, walletId: string, funding?: 'bank' | 'card'): Promise<TransactionRow[]> {
+  const conds: SQL[] = [eq(transactions.clientId, clientId), eq(transactions.walletId, walletId), eq(transactions.status, 'Pending')];
+  if (funding) {
+    const cards = db
+      .select({ id: linkedAccounts.id })
+      .from(linkedAccounts)
+      .where(and(eq(linkedAccounts.clientId, clientId), inArray(linkedAccounts.accountType, [...CARD_ACCOUNT_TYPES])));
+    conds.push(funding === 'card' ? inArray(transactions.linkedAccountId, cards) : notInArray(transactions.linkedAccountId, cards));
+  }
   return db
     .select()
     .from(transactions)
-    .where(and(eq(transactions.clientId, clientId), eq(transactions.walletId, walletId), eq(transactions.status, 'Pending')))
+    .where(and(...conds))
     .orderBy(asc(transactions.createdAt), asc(transactions.id))
     .for('update');
 }
@@ -104,10 +116,14 @@ const UNSENT_PULLS = statement(
   `select t.id, t.client_id, t.amount, la.external_id
     from transactions t join linked_accounts la on la.id = t.linked_account_id
     where t.status = 'Pending' and t.provider_ref is null
+      and la.account_type not in (${CARD_ACCOUNT_TYPES.map((c) => `'${c}'`).join(', ')})
     order by t.created_at limit $1`,
 );
 
-/** Pending deposits whose pull the provider has not acknowledged yet, with the account to pull from. */
+/**
+ * Pending deposits whose pull the provider has not acknowledged yet, with the account to pull
+ * from. Card-funded deposits are no bank transfer: the sandbox's card network clears them.
+ */
 export async function unsentPulls(db: Executor, limit: number): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
   const rows = await run<{ id: string; client_id: string; amount: number | string; external_id: string }>(db, UNSENT_PULLS, [limit]);
   return rows.map((r) => ({ id: r.id, clientId: r.client_id, amount: Number(r.amount), externalId: r.external_id }));

@@ -10,6 +10,7 @@ import { claimWaitingRewards } from '../rewards/domain.ts';
 import { resolveUserReference } from '../users/domain.ts';
 import { findUser } from '../users/sql.ts';
 import { walletBalance, type WalletBalance } from './balance.ts';
+import { BARCODE_MAX_TTL_S } from './schemas.ts';
 import * as q from './sql.ts';
 
 export async function createWallet(db: Db, opts: { clientId: string; userId: string; baseUrl: string; now: Date }): Promise<q.WalletRow> {
@@ -75,36 +76,73 @@ export async function getUserWalletBalance(db: Db, opts: { clientId: string; use
 }
 
 const BARCODE_DIGITS = 16;
+const BARCODE_DEFAULT_TTL_S = 600;
+
+export interface BarcodeOptions {
+  /** When it expires; `ttlSeconds` says the same relative to now. Default 10 minutes. */
+  expiresAt?: string;
+  ttlSeconds?: number;
+  /** null: no limit. */
+  usageLimit: number | null;
+  /** Answer with the wallet's newest usable barcode, if any, instead of making one. */
+  reuseActive?: boolean;
+}
 
 /** Sandbox: a scan-and-pay barcode for the wallet (the wallet app shows these). */
-export async function createBarcode(
-  db: Executor,
-  opts: { clientId: string; walletId: string; ttlSeconds?: number; usageLimit?: number; now: Date },
-): Promise<q.BarcodeRow> {
-  const wallet = await getWallet(db, opts);
-  if (wallet.status !== 'Active') throw apiError('WalletClosed');
+export async function createBarcode(db: Db, opts: { clientId: string; walletId: string; now: Date } & BarcodeOptions): Promise<q.BarcodeView> {
+  const expiresAt = barcodeExpiry(opts);
+  const id = await db.transaction(async (tx) => {
+    // Locked, so two requests with reuseActive never make two barcodes.
+    const wallet = await getWallet(tx, { ...opts, forUpdate: true });
+    if (wallet.status !== 'Active') throw apiError('WalletClosed');
+    if (opts.reuseActive) {
+      const active = await q.findActiveBarcode(tx, opts.clientId, wallet.id, opts.now);
+      if (active) return active.id;
+    }
+    return (await insertBarcode(tx, { clientId: opts.clientId, walletId: wallet.id, expiresAt, usageLimit: opts.usageLimit, now: opts.now })).id;
+  });
+  return (await q.findBarcodeView(db, opts.clientId, { id }))!;
+}
+
+function barcodeExpiry(o: BarcodeOptions & { now: Date }): Date {
+  if (o.expiresAt !== undefined && o.ttlSeconds !== undefined) {
+    throw apiError('ValidationError', 'Send `expiresAt` or `ttlSeconds`, not both.', { pointer: '/data/attributes/ttlSeconds' });
+  }
+  if (o.expiresAt === undefined) return new Date(o.now.getTime() + (o.ttlSeconds ?? BARCODE_DEFAULT_TTL_S) * 1000);
+  const at = new Date(o.expiresAt);
+  const ahead = at.getTime() - o.now.getTime();
+  if (!(ahead > 0 && ahead <= BARCODE_MAX_TTL_S * 1000)) {
+    throw apiError('ValidationError', '`expiresAt` must be in the future and at most 24 hours ahead.', { pointer: '/data/attributes/expiresAt' });
+  }
+  return at;
+}
+
+async function insertBarcode(tx: Executor, b: { clientId: string; walletId: string; expiresAt: Date; usageLimit: number | null; now: Date }): Promise<q.BarcodeRow> {
   for (let attempt = 0; ; attempt++) {
     const lookUpId = Array.from({ length: BARCODE_DIGITS }, (_, i) => randomInt(i === 0 ? 1 : 0, 10)).join('');
     try {
-      return await q.insertBarcode(db, {
-        id: uuidv7(),
-        clientId: opts.clientId,
-        walletId: wallet.id,
-        lookUpId,
-        expiresAt: new Date(opts.now.getTime() + (opts.ttlSeconds ?? 600) * 1000),
-        usageLimit: opts.usageLimit ?? 1,
-        createdAt: opts.now,
-      });
+      // A savepoint, so a colliding lookUpId does not end the transaction.
+      return await tx.transaction((sp) =>
+        q.insertBarcode(sp, { id: uuidv7(), clientId: b.clientId, walletId: b.walletId, lookUpId, expiresAt: b.expiresAt, usageLimit: b.usageLimit, createdAt: b.now, updatedAt: b.now }),
+      );
     } catch (err) {
       if (uniqueViolation(err) !== 'wallet_barcodes_look_up_uq' || attempt > 5) throw err;
     }
   }
 }
 
+/** Why a barcode cannot be used now, or null when it can. */
+export function barcodeUnusable(b: q.BarcodeRow, now: Date): 'expired' | 'used' | null {
+  if (b.expiresAt <= now) return 'expired';
+  if (b.usageLimit !== null && b.usageCount >= b.usageLimit) return 'used';
+  return null;
+}
+
 /** Checks a barcode is usable now: not expired, not used up. */
 export function checkBarcode(b: q.BarcodeRow, now: Date): void {
-  if (b.expiresAt <= now) throw apiError('WalletIdentifierExpired', 'The barcode has expired; ask the user to show a new one.');
-  if (b.usageCount >= b.usageLimit) throw apiError('WalletIdentifierExpired', 'The barcode has been used; ask the user to show a new one.');
+  const why = barcodeUnusable(b, now);
+  if (why === 'expired') throw apiError('WalletIdentifierExpired', 'The barcode has expired; ask the user to show a new one.');
+  if (why === 'used') throw apiError('WalletIdentifierExpired', 'The barcode has been used; ask the user to show a new one.');
 }
 
 /** GET /wallets/barcode/{lookUpId}: scoped to the merchant; a gift id never resolves here. */
@@ -113,4 +151,20 @@ export async function lookupWalletByBarcode(db: Executor, opts: { clientId: stri
   if (!b) throw apiError('WalletNotFound', 'No wallet has this barcode.');
   checkBarcode(b, opts.now);
   return getWallet(db, { clientId: opts.clientId, walletId: b.walletId });
+}
+
+/** Sandbox: a barcode by its lookUpId (another merchant's is as unknown as a missing one). */
+export async function getBarcode(db: Executor, opts: { clientId: string; lookUpId: string; now: Date }): Promise<q.BarcodeView> {
+  const b = await q.findBarcodeView(db, opts.clientId, { lookUpId: opts.lookUpId });
+  if (!b) throw apiError('BarcodeNotFound');
+  const why = barcodeUnusable(b, opts.now);
+  if (why === 'expired') throw apiError('InvalidTransaction', 'Barcode has expired.');
+  if (why === 'used') throw apiError('InvalidTransaction', 'Barcode has exceeded maximum uses.');
+  return b;
+}
+
+/** Sandbox: a wallet's barcodes, newest first. */
+export async function listBarcodes(db: Executor, opts: { clientId: string; walletId: string; includeExpired: boolean; now: Date; page: Page }) {
+  const wallet = await getWallet(db, opts);
+  return q.listBarcodeViews(db, opts.clientId, wallet.id, opts);
 }

@@ -1,5 +1,5 @@
 import type { WalletBalance } from './balance.ts';
-import type { BarcodeRow, WalletRow } from './sql.ts';
+import type { BarcodeView, WalletRow } from './sql.ts';
 
 export const walletPath = (id: string) => `/api/v1/wallets/${id}`;
 
@@ -23,9 +23,10 @@ export function walletBalanceResource(w: WalletRow, balance: WalletBalance, base
   return { ...r, attributes: { ...r.attributes, balance }, links: { self: `${baseUrl}${walletPath(w.id)}/balance` } };
 }
 
-export function barcodeResource(b: BarcodeRow) {
+/** `idOf: 'wallet'`: GET /simulation/barcodes/{lookUpId}, whose `id` Accrue documents as the wallet's. */
+export function barcodeResource(b: BarcodeView, opts: { idOf?: 'barcode' | 'wallet' } = {}) {
   return {
-    id: b.lookUpId,
+    id: opts.idOf === 'wallet' ? b.walletId : b.id,
     type: 'WalletBarcode' as const,
     attributes: {
       lookUpId: b.lookUpId,
@@ -33,7 +34,9 @@ export function barcodeResource(b: BarcodeRow) {
       expiresAt: b.expiresAt.toISOString(),
       usageLimit: b.usageLimit,
       usageCount: b.usageCount,
+      referenceId: b.referenceId,
       createdAt: b.createdAt.toISOString(),
+      updatedAt: b.updatedAt.toISOString(),
     },
   };
 }

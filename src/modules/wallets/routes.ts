@@ -6,9 +6,9 @@ import type { App } from '../../http/server.ts';
 import { userResource } from '../users/render.ts';
 import { User } from '../users/schemas.ts';
 import { findUser } from '../users/sql.ts';
-import { createBarcode, createWallet, getUserWalletBalance, getWallet, getWalletBalance, listWallets, lookupWalletByBarcode } from './domain.ts';
+import { createBarcode, createWallet, getBarcode, getUserWalletBalance, getWallet, getWalletBalance, listBarcodes, listWallets, lookupWalletByBarcode } from './domain.ts';
 import { barcodeResource, walletBalanceResource, walletResource } from './render.ts';
-import { BalanceQuery, CreateWalletBody, ListWalletsQuery, LookUpParams, SimulateBarcodeBody, Wallet, WalletBarcode, WalletQuery, WalletWithBalance } from './schemas.ts';
+import { BalanceQuery, CreateWalletBody, ListBarcodesQuery, ListWalletsQuery, LookUpParams, SimulateBarcodeBody, Wallet, WalletBarcode, WalletQuery, WalletWithBalance } from './schemas.ts';
 import type { WalletRow } from './sql.ts';
 
 const TAGS = ['Wallets'];
@@ -17,12 +17,17 @@ const INCLUDES = ['user'] as const;
 export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;
 
-  /** `included` for include=user. */
-  const included = async (clientId: string, wallet: WalletRow, include: string | undefined) => {
-    if (!parseInclude(include, INCLUDES).has('user')) return {};
+  /** `included` for include=user: the wallet's user, or nothing. */
+  const includedUsers = async (clientId: string, wallet: WalletRow, include: string | undefined) => {
+    if (!parseInclude(include, INCLUDES).has('user')) return [];
     const user = await findUser(ctx.db, clientId, wallet.userId);
-    return { included: user ? [userResource(user, base)] : [] };
+    return user ? [userResource(user, base)] : [];
   };
+  /** `included` where it is optional: present only when asked for. */
+  const included = async (clientId: string, wallet: WalletRow, include: string | undefined) =>
+    parseInclude(include, INCLUDES).has('user') ? { included: await includedUsers(clientId, wallet, include) } : {};
+  // GET wallet and GET wallet by barcode always carry `included` (Accrue's contract requires it).
+  const walletDocument = Type.Object({ data: ref(Wallet), included: Type.Array(ref(User)) });
 
   app.post(
     '/api/v1/wallets',
@@ -75,12 +80,12 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Get a wallet',
         params: idParams('walletId'),
         querystring: WalletQuery,
-        response: responses({ 200: document(ref(Wallet), [ref(User)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: walletDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
       const wallet = await getWallet(ctx.db, { clientId: req.client.id, walletId: req.params.walletId });
-      return { data: walletResource(wallet, base), ...(await included(req.client.id, wallet, req.query.include)) };
+      return { data: walletResource(wallet, base), included: await includedUsers(req.client.id, wallet, req.query.include) };
     },
   );
 
@@ -94,12 +99,12 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         description: "Scoped to the merchant. An expired or used-up barcode is 400 `WalletIdentifierExpired`; a gift's id is never a wallet (404).",
         params: LookUpParams,
         querystring: WalletQuery,
-        response: responses({ 200: document(ref(Wallet), [ref(User)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: walletDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
       const wallet = await lookupWalletByBarcode(ctx.db, { clientId: req.client.id, lookUpId: req.params.lookUpId, now: ctx.clock.now() });
-      return { data: walletResource(wallet, base), ...(await included(req.client.id, wallet, req.query.include)) };
+      return { data: walletResource(wallet, base), included: await includedUsers(req.client.id, wallet, req.query.include) };
     },
   );
 
@@ -160,16 +165,23 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
   );
 }
 
-/** Sandbox only: the barcode the wallet app would show. */
+/** Sandbox only: the barcodes the wallet app would show. */
 export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise<void> {
+  const base = ctx.config.listeners.api.publicUrl;
+  const SIM = ['Sandbox simulations'];
+
   app.post(
     '/api/v1/simulation/wallets/:walletId/barcodes',
     {
       schema: {
-        tags: ['Sandbox simulations'],
-        operationId: 'simulateWalletBarcode',
+        tags: SIM,
+        operationId: 'generateWalletBarcode',
         summary: 'Create a scan-and-pay barcode (sandbox)',
-        description: 'A 16-digit `lookUpId`, valid 10 minutes and usable once unless `ttlSeconds` / `usageLimit` say otherwise. The body is optional.',
+        description:
+          'A 16-digit `lookUpId`, valid 10 minutes unless `expiresAt` (or `ttlSeconds`) says otherwise, at most 24 hours. ' +
+          'Type `GenerateWalletBarcode` (Accrue\'s name): without `usageLimit` the barcode has no use limit. ' +
+          'Types `WalletBarcode` and `SimulateWalletBarcode`, and no body at all: usable once unless `usageLimit` says otherwise. ' +
+          '`reuseActive: true` answers with the newest barcode of the wallet still usable, when there is one. The body is optional.',
         params: idParams('walletId'),
         querystring: Type.Object({}, { additionalProperties: false }),
         body: SimulateBarcodeBody,
@@ -178,8 +190,64 @@ export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise
       preValidation: defaultBody({ data: { type: 'WalletBarcode', attributes: {} } }),
     },
     async (req, reply) => {
-      const b = await createBarcode(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, ...req.body.data.attributes, now: ctx.clock.now() });
+      const { type, attributes: a } = req.body.data;
+      const b = await createBarcode(ctx.db, {
+        clientId: req.client.id,
+        walletId: req.params.walletId,
+        expiresAt: a.expiresAt,
+        ttlSeconds: a.ttlSeconds,
+        usageLimit: a.usageLimit ?? (type === 'GenerateWalletBarcode' ? null : 1),
+        reuseActive: a.reuseActive,
+        now: ctx.clock.now(),
+      });
       return reply.code(201).send({ data: barcodeResource(b) });
+    },
+  );
+
+  app.get(
+    '/api/v1/simulation/wallets/:walletId/barcodes',
+    {
+      schema: {
+        tags: SIM,
+        operationId: 'listWalletBarcodes',
+        summary: "List a wallet's barcodes (sandbox)",
+        description: 'Newest first, paged. Barcodes past their `expiresAt` are left out unless `includeExpired=true`; used-up ones are listed (`usageCount` = `usageLimit`).',
+        params: idParams('walletId'),
+        querystring: ListBarcodesQuery,
+        response: responses({ 200: listDocument(ref(WalletBarcode)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const page = pageOf(req.query);
+      const { rows, total } = await listBarcodes(ctx.db, {
+        clientId: req.client.id,
+        walletId: req.params.walletId,
+        includeExpired: req.query.includeExpired ?? false,
+        now: ctx.clock.now(),
+        page,
+      });
+      return { data: rows.map((b) => barcodeResource(b)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+    },
+  );
+
+  app.get(
+    '/api/v1/simulation/barcodes/:lookUpId',
+    {
+      schema: {
+        tags: SIM,
+        operationId: 'getWalletBarcode',
+        summary: 'Get a barcode by its lookUpId (sandbox)',
+        description:
+          "Scoped to the merchant: another merchant's barcode is 404 `BarcodeNotFound`, like an unknown one. An expired or used-up barcode is 400 `InvalidTransaction`. " +
+          "As in Accrue's contract, the response's `id` is the wallet's id (`attributes.walletId` too).",
+        params: LookUpParams,
+        querystring: Type.Object({}, { additionalProperties: false }),
+        response: responses({ 200: document(ref(WalletBarcode)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const b = await getBarcode(ctx.db, { clientId: req.client.id, lookUpId: req.params.lookUpId, now: ctx.clock.now() });
+      return { data: barcodeResource(b, { idOf: 'wallet' }) };
     },
   );
 }

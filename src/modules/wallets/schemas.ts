@@ -32,14 +32,21 @@ export const WalletWithBalance = resource('WalletBalance', 'Wallet', { ...wallet
   description: 'A wallet with its balance (amounts in cents)',
 });
 
-export const WalletBarcode = resource('WalletBarcode', 'WalletBarcode', {
-  lookUpId: Type.String({ description: '16 digits' }),
-  walletId: Type.String(),
-  expiresAt: Timestamp(),
-  usageLimit: Type.Integer(),
-  usageCount: Type.Integer(),
-  createdAt: Timestamp(),
-});
+export const WalletBarcode = resource(
+  'WalletBarcode',
+  'WalletBarcode',
+  {
+    lookUpId: Type.String({ description: '16 digits' }),
+    walletId: Type.String(),
+    expiresAt: Timestamp(),
+    usageLimit: Nullable(Type.Integer({ description: 'Null: no limit' })),
+    usageCount: Type.Integer(),
+    referenceId: Nullable(Type.String({ description: "The wallet user's reference id (stableReferenceId, else referenceId)" })),
+    createdAt: Timestamp(),
+    updatedAt: Timestamp(),
+  },
+  { description: "A scan-and-pay barcode. `id` is the barcode's own id, except from GET /simulation/barcodes/{lookUpId}, where (as in Accrue's contract) it is the wallet's id; `walletId` is the wallet's id everywhere." },
+);
 
 export const CreateWalletBody = requestBody('Wallet', Type.Object({ userId: Uuid() }, { additionalProperties: false }));
 
@@ -65,15 +72,24 @@ export const LookUpParams = Type.Object(
   { additionalProperties: false },
 );
 
+/** The longest a sandbox barcode lives: 24 hours. */
+export const BARCODE_MAX_TTL_S = 86_400;
+
 export const SimulateBarcodeBody = requestBody(
-  ['WalletBarcode', 'SimulateWalletBarcode'],
+  ['GenerateWalletBarcode', 'WalletBarcode', 'SimulateWalletBarcode'],
   Type.Object(
     {
-      ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'Default 600 (10 minutes)' })),
-      usageLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 1' })),
+      expiresAt: Type.Optional(Timestamp({ description: 'When it expires: in the future, at most 24 hours ahead. Default 10 minutes from now' })),
+      ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: BARCODE_MAX_TTL_S, description: 'Instead of expiresAt: seconds from now (default 600)' })),
+      usageLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default: no limit with type GenerateWalletBarcode (as Accrue documents), 1 with the other type names or no body' })),
+      reuseActive: Type.Optional(Type.Boolean({ description: 'true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one' })),
     },
     { additionalProperties: false },
   ),
 );
+
+export const ListBarcodesQuery = listQuery({
+  includeExpired: Type.Optional(Type.Boolean({ description: 'Also list barcodes past their expiresAt (default false)' })),
+});
 
 export const schemas = [Wallet, WalletWithBalance, WalletBarcode];

@@ -1,5 +1,5 @@
 // Every query on wallets and barcodes, scoped by client_id.
-import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
@@ -90,6 +90,59 @@ export async function findBarcode(db: Executor, clientId: string, lookUpId: stri
   return row;
 }
 
-export async function incrementBarcodeUse(db: Executor, id: string): Promise<void> {
-  await db.update(walletBarcodes).set({ usageCount: sql`${walletBarcodes.usageCount} + 1` }).where(eq(walletBarcodes.id, id));
+export async function incrementBarcodeUse(db: Executor, id: string, now: Date): Promise<void> {
+  await db.update(walletBarcodes).set({ usageCount: sql`${walletBarcodes.usageCount} + 1`, updatedAt: now }).where(eq(walletBarcodes.id, id));
+}
+
+/** A barcode as the API shows it: with its wallet user's reference id. */
+export type BarcodeView = BarcodeRow & { referenceId: string | null };
+
+const barcodeViewColumns = { barcode: walletBarcodes, referenceId: sql<string | null>`coalesce(${users.stableReferenceId}, ${users.referenceId})` };
+
+function barcodeViews(db: Executor) {
+  return db
+    .select(barcodeViewColumns)
+    .from(walletBarcodes)
+    .innerJoin(wallets, eq(wallets.id, walletBarcodes.walletId))
+    .innerJoin(users, eq(users.id, wallets.userId));
+}
+
+const toView = (r: { barcode: BarcodeRow; referenceId: string | null }): BarcodeView => ({ ...r.barcode, referenceId: r.referenceId });
+
+export async function findBarcodeView(db: Executor, clientId: string, by: { id: string } | { lookUpId: string }): Promise<BarcodeView | undefined> {
+  const match = 'id' in by ? eq(walletBarcodes.id, by.id) : eq(walletBarcodes.lookUpId, by.lookUpId);
+  const [row] = await barcodeViews(db).where(and(eq(walletBarcodes.clientId, clientId), match));
+  return row && toView(row);
+}
+
+/** A wallet's barcodes, newest first; without `includeExpired`, only those not past expiresAt. */
+export async function listBarcodeViews(db: Executor, clientId: string, walletId: string, opts: { includeExpired: boolean; now: Date; page: Page }) {
+  const conds: SQL[] = [eq(walletBarcodes.clientId, clientId), eq(walletBarcodes.walletId, walletId)];
+  if (!opts.includeExpired) conds.push(gt(walletBarcodes.expiresAt, opts.now));
+  const where = and(...conds);
+  const rows = await barcodeViews(db)
+    .where(where)
+    .orderBy(desc(walletBarcodes.createdAt), desc(walletBarcodes.id))
+    .limit(opts.page.limit)
+    .offset(opts.page.offset);
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(walletBarcodes).where(where);
+  return { rows: rows.map(toView), total: c?.n ?? 0 };
+}
+
+/** The wallet's newest barcode still usable now (not expired, not used up), if any. */
+export async function findActiveBarcode(db: Executor, clientId: string, walletId: string, now: Date): Promise<BarcodeRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(walletBarcodes)
+    .where(
+      and(
+        eq(walletBarcodes.clientId, clientId),
+        eq(walletBarcodes.walletId, walletId),
+        gt(walletBarcodes.expiresAt, now),
+        or(isNull(walletBarcodes.usageLimit), lt(walletBarcodes.usageCount, walletBarcodes.usageLimit)),
+      ),
+    )
+    .orderBy(desc(walletBarcodes.createdAt), desc(walletBarcodes.id))
+    .limit(1);
+  return row;
 }

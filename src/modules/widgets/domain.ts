@@ -1,22 +1,51 @@
-// Embeddable widgets (decisions §11): the payload a merchant's backend fetches, and what the
-// widget host shows with it: one wallet's balance and rewards, the user check of the inline
-// flow, and the intents of that wallet.
+// Embeddable widgets (decisions §11): the tokens a merchant's backend fetches (a wallet's
+// payload, a payment intent's linked-account payload, a PaymentMethods session), and what the
+// widget host shows with each: one wallet's balance and rewards, the user check of the inline
+// flow and the intents of that wallet; one linked account's summary; the merchant's payment
+// methods.
 import type { Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { findClient } from '../clients/sql.ts';
+import { findClient, type ClientRow } from '../clients/sql.ts';
 import { resolveSettings, type ClientSettings } from '../clients/settings.ts';
+import { findLinkedAccount } from '../linked-accounts/sql.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { usableRewards, walletBalance } from '../wallets/balance.ts';
+import { usableRewards, walletBalance, type Buckets } from '../wallets/balance.ts';
 import * as q from './sql.ts';
-import { signWidgetPayload, verifyWidgetPayload, type WidgetClaims } from './token.ts';
+import {
+  signLinkedAccountPayload,
+  signWidgetPayload,
+  signWidgetSession,
+  verifyLinkedAccountPayload,
+  verifyWidgetPayload,
+  verifyWidgetSession,
+  type LinkedAccountClaims,
+  type WidgetClaims,
+  type WidgetType,
+} from './token.ts';
 
 const sessionVersion = (revokedAt: Date | null) => revokedAt?.getTime() ?? 0;
 
-export async function issueWidgetPayload(db: Executor, opts: { clientId: string; walletId: string; purchaseAmount?: number; key: Buffer; now: Date }) {
+/** The figures a wallet widget shows for a purchase amount (also the payload's `dto`). */
+function walletFigures(walletId: string, buckets: Buckets, settings: ClientSettings, amount: number | undefined) {
+  const b = walletBalance(buckets, { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
+  const eligible = amount === undefined ? b.available.reward.total : totalOf(usableRewards(buckets, amount, settings.rewardMinimumPurchase));
+  return { walletId, purchaseAmount: amount ?? null, available: b.available.total, eligibleReward: eligible, rewardMinimumPurchase: settings.rewardMinimumPurchase };
+}
+
+const totalOf = (r: { accrue: number; merchant: number }) => r.accrue + r.merchant;
+
+/**
+ * A wallet's widget payload, with its figures when `includeDto`; undefined when the merchant has
+ * no such wallet (another merchant's wallet included).
+ */
+export async function issueWidgetPayload(
+  db: Executor,
+  opts: { clientId: string; walletId: string; purchaseAmount?: number; includeDto?: boolean; settings: ClientSettings; key: Buffer; now: Date },
+) {
   const found = await q.walletWithUser(db, opts.clientId, opts.walletId);
-  if (!found) throw apiError('WalletNotFound', `No wallet ${opts.walletId}.`);
+  if (!found) return undefined;
   if (found.wallet.status !== 'Active') throw apiError('WalletClosed');
-  return signWidgetPayload(opts.key, {
+  const signed = await signWidgetPayload(opts.key, {
     clientId: opts.clientId,
     walletId: found.wallet.id,
     userId: found.user.id,
@@ -24,50 +53,120 @@ export async function issueWidgetPayload(db: Executor, opts: { clientId: string;
     purchaseAmount: opts.purchaseAmount,
     now: opts.now,
   });
+  const dto = opts.includeDto ? { ...walletFigures(found.wallet.id, found.buckets, opts.settings, opts.purchaseAmount), userId: found.user.id } : undefined;
+  return { ...signed, walletId: found.wallet.id, dto };
 }
+
+export interface WalletFilters {
+  userReference?: string;
+  secondaryUserReference?: string;
+  phoneNumber?: string;
+}
+
+/**
+ * findWalletWidgetData: the wallet of the user the filters name. Each filter given names users
+ * (`userReference`: a user id or either reference id, `secondaryUserReference`: either reference
+ * id, `phoneNumber`: the user's number); the wallets of all of them must be one. None given: 400
+ * InvalidIdentifier; two wallets: 400 MultipleWalletsFound; none: undefined.
+ */
+export async function findWidgetWallet(db: Executor, opts: { clientId: string; filters: WalletFilters }): Promise<string | undefined> {
+  const f = opts.filters;
+  if (f.userReference === undefined && f.secondaryUserReference === undefined && f.phoneNumber === undefined) {
+    throw apiError('InvalidIdentifier', 'Send filter[userReference], filter[secondaryUserReference] or filter[phoneNumber] to name the wallet.', {
+      parameter: 'filter[userReference]',
+    });
+  }
+  const wallets = await q.walletsOfUsersMatching(db, opts.clientId, f);
+  if (wallets.length > 1) throw apiError('MultipleWalletsFound', 'The filters name users with different wallets; send one that names a single user.');
+  return wallets[0];
+}
+
+/**
+ * getLinkedAccountWidgetData: the linked account that pays for what the wallet does not cover of
+ * this intent (the one its payment drew on, else the user's first connected account, which an
+ * authorization would draw on), and a payload for the widget host naming it. An unknown intent
+ * (or another merchant's) is 400 InvalidIdentifier, as Accrue declares; no account: 400
+ * NoLinkedAccountFound.
+ */
+export async function issueLinkedAccountWidgetData(db: Executor, opts: { clientId: string; paymentIntentId: string; key: Buffer; now: Date }) {
+  const intent = await q.intentById(db, opts.clientId, opts.paymentIntentId);
+  if (!intent) throw apiError('InvalidIdentifier', `No payment intent ${opts.paymentIntentId}.`, { parameter: 'paymentIntentId' });
+  const found = intent.walletId ? await q.walletWithUser(db, opts.clientId, intent.walletId) : undefined;
+  if (!found) throw apiError('NoLinkedAccountFound', "The payment intent is a gift's: no user, so no linked account.");
+  const account = await q.linkedAccountOfIntent(db, opts.clientId, intent.id, found.user.id);
+  if (!account) throw apiError('NoLinkedAccountFound', 'The user has no connected linked account.');
+  const signed = await signLinkedAccountPayload(opts.key, {
+    clientId: opts.clientId,
+    walletId: found.wallet.id,
+    userId: found.user.id,
+    sessionVersion: sessionVersion(found.user.sessionsRevokedAt),
+    paymentIntentId: intent.id,
+    linkedAccountId: account.id,
+    now: opts.now,
+  });
+  return { ...signed, intent, account };
+}
+
+export async function createWidgetSession(opts: { clientId: string; widgetType: WidgetType; key: Buffer; now: Date }) {
+  return signWidgetSession(opts.key, opts);
+}
+
+// ----- the widget host's side ------------------------------------------------------------
 
 export type WidgetSession = NonNullable<Awaited<ReturnType<typeof q.walletWithUser>>> & { claims: WidgetClaims; settings: ClientSettings };
 
 const WIDGET_AUTH = /^Widget +([A-Za-z0-9+/=]{16,4096})$/;
+const SESSION_AUTH = /^Widget +(wgt_session_[A-Za-z0-9_-]{16,4096})$/;
 
-/**
- * The session a widget frame acts in: a valid payload for this client, whose wallet is still
- * active and whose user's sessions have not been ended since it was issued.
- */
-export async function openWidgetSession(db: Executor, opts: { authorization: unknown; clientId: unknown; key: Buffer; now: Date }): Promise<WidgetSession> {
-  const m = typeof opts.authorization === 'string' ? WIDGET_AUTH.exec(opts.authorization.trim()) : null;
+function tokenFrom(authorization: unknown, pattern: RegExp): string {
+  const m = typeof authorization === 'string' ? pattern.exec(authorization.trim()) : null;
   if (!m) throw apiError('Unauthorized', 'Send Authorization: Widget <payload>.');
-  const claims = await verifyWidgetPayload(opts.key, m[1]!, opts.now);
-  if (typeof opts.clientId !== 'string' || opts.clientId.toLowerCase() !== claims.clientId) throw apiError('Unauthorized', 'The payload belongs to another client.');
-  const client = await findClient(db, claims.clientId);
+  return m[1]!;
+}
+
+/** The token's client: the one the frame says it is (Client-ID), known and enabled. */
+async function openClient(db: Executor, clientId: string, sentClientId: unknown): Promise<ClientRow> {
+  if (typeof sentClientId !== 'string' || sentClientId.toLowerCase() !== clientId) throw apiError('Unauthorized', 'The payload belongs to another client.');
+  const client = await findClient(db, clientId);
   if (!client) throw apiError('Unauthorized', 'The payload names an unknown client.');
   if (client.disabled) throw apiError('ClientDisabled');
-  const found = await q.walletWithUser(db, claims.clientId, claims.walletId);
-  if (!found || found.user.id !== claims.userId) throw apiError('Unauthorized', 'The payload names an unknown wallet.');
+  return client;
+}
+
+/** The token's wallet: still active, its user's sessions not ended since the token was issued. */
+async function openWallet(db: Executor, c: { clientId: string; walletId: string; userId: string; sessionVersion: number }) {
+  const found = await q.walletWithUser(db, c.clientId, c.walletId);
+  if (!found || found.user.id !== c.userId) throw apiError('Unauthorized', 'The payload names an unknown wallet.');
   if (found.wallet.status !== 'Active') throw apiError('WalletClosed');
-  if (sessionVersion(found.user.sessionsRevokedAt) !== claims.sessionVersion || found.user.disabled) {
+  if (sessionVersion(found.user.sessionsRevokedAt) !== c.sessionVersion || found.user.disabled) {
     throw apiError('Unauthorized', "The user's wallet session has ended (their phone number changed); fetch a new payload.");
   }
-  return { ...found, claims, settings: resolveSettings(client.settings) };
+  return found;
+}
+
+interface HostRequest {
+  authorization: unknown;
+  clientId: unknown;
+  key: Buffer;
+  now: Date;
+}
+
+/**
+ * The session a wallet widget frame acts in: a valid wallet payload for this client, whose
+ * wallet is still active and whose user's sessions have not been ended since it was issued.
+ */
+export async function openWidgetSession(db: Executor, opts: HostRequest): Promise<WidgetSession> {
+  const claims = await verifyWidgetPayload(opts.key, tokenFrom(opts.authorization, WIDGET_AUTH), opts.now);
+  const client = await openClient(db, claims.clientId, opts.clientId);
+  return { ...(await openWallet(db, claims)), claims, settings: resolveSettings(client.settings) };
 }
 
 /** The figures a widget shows. `purchaseReward`: rewards the named purchase used, once it is made. */
 export async function widgetView(db: Executor, s: WidgetSession, opts: { amount?: number; reference?: string }) {
-  opts = { ...opts, amount: opts.amount ?? s.claims.purchaseAmount };
-  const b = walletBalance(s.buckets, { purchaseAmount: opts.amount, rewardMinimumPurchase: s.settings.rewardMinimumPurchase });
-  const eligible = opts.amount === undefined ? b.available.reward.total : totalOf(usableRewards(s.buckets, opts.amount, s.settings.rewardMinimumPurchase));
+  const amount = opts.amount ?? s.claims.purchaseAmount;
   const purchase = opts.reference ? await q.promotedIntentByReference(db, s.claims.clientId, s.wallet.id, opts.reference) : undefined;
-  return {
-    walletId: s.wallet.id,
-    purchaseAmount: opts.amount ?? null,
-    available: b.available.total,
-    eligibleReward: eligible,
-    rewardMinimumPurchase: s.settings.rewardMinimumPurchase,
-    purchaseReward: purchase ? purchase.balance.eligibleReward : null,
-  };
+  return { ...walletFigures(s.wallet.id, s.buckets, s.settings, amount), purchaseReward: purchase ? purchase.balance.eligibleReward : null };
 }
-
-const totalOf = (r: { accrue: number; merchant: number }) => r.accrue + r.merchant;
 
 /**
  * The inline flow signs the user in with the page's user data: the phone number must be the
@@ -97,4 +196,32 @@ export async function intentView(db: Executor, s: WidgetSession, opts: { intentI
     payment: pays.at(-1) ?? null,
     reward: intent.balance.eligibleReward,
   };
+}
+
+/**
+ * What a linked-account payload shows: the one account it names, while it is still the user's
+ * and the wallet session holds (a verified phone change ends it, as for wallet payloads).
+ */
+export async function linkedAccountView(db: Executor, opts: HostRequest) {
+  const claims: LinkedAccountClaims = await verifyLinkedAccountPayload(opts.key, tokenFrom(opts.authorization, WIDGET_AUTH), opts.now);
+  await openClient(db, claims.clientId, opts.clientId);
+  await openWallet(db, claims);
+  const account = await findLinkedAccount(db, claims.clientId, claims.userId, claims.linkedAccountId);
+  if (!account) throw apiError('Unauthorized', 'The payload names an unknown linked account.');
+  return {
+    paymentIntentId: claims.paymentIntentId,
+    linkedAccountId: account.id,
+    institutionName: account.institutionName,
+    accountMask: account.accountMask,
+    accountType: account.accountType,
+    status: account.status,
+  };
+}
+
+/** What a PaymentMethods session shows: how the merchant's checkout takes payment; no user data. */
+export async function paymentMethodsView(db: Executor, opts: HostRequest) {
+  const claims = await verifyWidgetSession(opts.key, tokenFrom(opts.authorization, SESSION_AUTH), opts.now);
+  const client = await openClient(db, claims.clientId, opts.clientId);
+  const settings = resolveSettings(client.settings);
+  return { widgetType: claims.widgetType, paymentMethods: ['Wallet', 'Gift'], rails: settings.rails };
 }

@@ -1,5 +1,6 @@
 // The widget host ({pay_url}): main.js, the frame pages /_/{flow}/ with the merchant's widget
-// settings rendered in, their assets, and the small API the frames call with the payload.
+// settings rendered in, their assets, and the small API the frames call with the payload (and,
+// for the linked-account and PaymentMethods widgets, with their own kinds of token).
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
@@ -10,7 +11,7 @@ import { findClient } from '../clients/sql.ts';
 import { resolveSettings } from '../clients/settings.ts';
 import { FLOWS, type Flow } from '../../widget/protocol.ts';
 import { widgetAssets, type Asset } from './bundle.ts';
-import { checkUser, intentView, openWidgetSession, widgetView } from './domain.ts';
+import { checkUser, intentView, linkedAccountView, openWidgetSession, paymentMethodsView, widgetView } from './domain.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
@@ -157,4 +158,19 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
       return { data: await intentView(ctx.db, s, { intentId: req.params.intentId.toLowerCase(), baseUrl: base, now: ctx.clock.now() }) };
     },
   );
+
+  // Tokens of the other kinds: each is accepted only here, and wallet payloads are not.
+  const hostRequest = (req: FastifyRequest) => ({ authorization: req.headers.authorization, clientId: req.headers['x-client-id'], key, now: ctx.clock.now() });
+
+  app.get('/_/api/linked-account', { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } }, async (req, reply) => {
+    const view = await linkedAccountView(ctx.db, hostRequest(req));
+    noStore(reply);
+    return { data: { id: view.linkedAccountId, type: 'LinkedAccountWidgetView', attributes: view } };
+  });
+
+  app.get('/_/api/payment-methods', { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } }, async (req, reply) => {
+    const view = await paymentMethodsView(ctx.db, hostRequest(req));
+    noStore(reply);
+    return { data: { id: view.widgetType, type: 'PaymentMethodsWidgetView', attributes: view } };
+  });
 }

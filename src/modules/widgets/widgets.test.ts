@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, errorsOf, phone, randomIp as ip, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
-import { fundedWallet } from '../../test/money.ts';
+import { approvedUser, createWallet, fundedWallet, intentFor, linkAccount } from '../../test/money.ts';
 import { dateLabel } from '../identity/questions.ts';
 
 const MINUTE = 60_000;
@@ -28,6 +28,24 @@ describe('widgets', () => {
   const claimsOf = (payload: string) => {
     const [header, claims] = Buffer.from(payload, 'base64').toString('utf8').split('.');
     return { header: JSON.parse(Buffer.from(header!, 'base64url').toString()), claims: JSON.parse(Buffer.from(claims!, 'base64url').toString()) };
+  };
+  const reward = async (walletId: string, amount: number) => {
+    const res = await t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: crypto.randomUUID() } } } });
+    assert.equal(res.status, 200, res.raw);
+  };
+  /** The identity flow of identity.test.ts: a passed challenge, then a verified phone change. */
+  const changePhone = async (userId: string, accountMask: string) => {
+    const base = `/api/v1/users/${userId}/identity-verification`;
+    const challenge = (await t.request('POST', `${base}/challenges`, { as: m })).body.data;
+    const right = ['Ada Lovelace', dateLabel('1990-12-10'), accountMask];
+    const answers = challenge.attributes.questions.map((q: { id: string; options: { id: string; label: string }[] }) => ({
+      questionId: q.id,
+      optionId: q.options.find((o) => right.includes(o.label))!.id,
+    }));
+    const passed = await t.request('POST', `${base}/challenges/${challenge.id}/submissions`, { as: m, body: { data: { type: 'IdentityVerificationSubmission', attributes: { answers } } } });
+    const token = passed.body.data.attributes.verificationToken;
+    const update = await t.request('POST', `${base}/profile-updates`, { as: m, body: { data: { type: 'ProfileUpdate', attributes: { verificationToken: token, phoneNumber: phone() } } } });
+    assert.equal(update.status, 200, update.raw);
   };
   const host = async (method: string, url: string, opts: { payload?: string; clientId?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Response> => {
     const res = await t.pay.inject({
@@ -71,13 +89,32 @@ describe('widgets', () => {
       assert.ok(!decoded.includes(m.secret) && !decoded.includes(m.secret.slice(-20)), 'no client secret in the payload');
     });
 
-    test("another merchant's or an unknown wallet is 404; a bad purchaseAmount is 400", async () => {
+    test("Accrue's members: relationships.wallet and links.self; dto only with includeDto, with the widget's figures", async () => {
+      const { wallet, user } = await fundedWallet(t, m, 5_000);
+      await reward(wallet.id, 300);
+      const plain = await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}`, { as: m });
+      assert.equal(plain.status, 200, plain.raw);
+      assert.deepEqual(plain.body.data.relationships, { wallet: { data: { type: 'Wallet', id: wallet.id } } });
+      assert.equal(plain.body.data.links.self, `http://api.test/api/v1/widgets/wallet/${wallet.id}`);
+      assert.equal(plain.body.data.attributes.dto, undefined);
+      const res = await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}?includeDto=true&purchaseAmount=200`, { as: m });
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(res.body.data.attributes.dto, { walletId: wallet.id, userId: user.id, purchaseAmount: 200, available: 5_200, eligibleReward: 200, rewardMinimumPurchase: 0 });
+      assert.equal(claimsOf(res.body.data.attributes.payload).claims.amt, 200);
+    });
+
+    test("another merchant's or an unknown wallet is 400 NoWalletFound, alike; a bad purchaseAmount or includeDto is 400", async () => {
       const { wallet } = await fundedWallet(t, m, 0);
+      const answers = [];
       for (const [id, as] of [[wallet.id, other], [crypto.randomUUID(), m]] as const) {
         const res = await t.request('GET', `/api/v1/widgets/wallet/${id}`, { as });
-        assert.equal(res.status, 404);
-        assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
+        assert.equal(res.status, 400);
+        const e = errorsOf(res)[0]!;
+        assert.equal(e.code, 'NoWalletFound');
+        answers.push(e.detail);
       }
+      assert.equal(answers[0], answers[1], "another merchant's wallet reads as a missing one");
+      assert.equal((await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}?includeDto=maybe`, { as: m })).status, 400);
       const bad = await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}?purchaseAmount=-1`, { as: m });
       assert.equal(bad.status, 400);
       assert.equal(errorsOf(bad)[0]!.source?.parameter, 'purchaseAmount');
@@ -121,7 +158,7 @@ describe('widgets', () => {
 
     test("the frame API shows only the payload's wallet, with balance and rewards for the amount", async () => {
       const { wallet } = await fundedWallet(t, m, 5_000);
-      assert.equal((await t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 300, idempotencyKey: crypto.randomUUID() } } } })).status, 200);
+      await reward(wallet.id, 300);
       const payload = await payloadFor(wallet.id, m, '?purchaseAmount=2500');
       const res = await host('GET', '/_/api/widget-data', { payload, clientId: m.clientId });
       assert.equal(res.status, 200, res.raw);
@@ -160,18 +197,7 @@ describe('widgets', () => {
       const payload = await payloadFor(wallet.id);
       assert.equal((await host('GET', '/_/api/widget-data', { payload, clientId: m.clientId })).status, 200);
 
-      // The identity flow of identity.test.ts: a passed challenge, then the phone change.
-      const base = `/api/v1/users/${user.id}/identity-verification`;
-      const challenge = (await t.request('POST', `${base}/challenges`, { as: m })).body.data;
-      const right = ['Ada Lovelace', dateLabel('1990-12-10'), account.attributes.accountMask];
-      const answers = challenge.attributes.questions.map((q: { id: string; options: { id: string; label: string }[] }) => ({
-        questionId: q.id,
-        optionId: q.options.find((o) => right.includes(o.label))!.id,
-      }));
-      const passed = await t.request('POST', `${base}/challenges/${challenge.id}/submissions`, { as: m, body: { data: { type: 'IdentityVerificationSubmission', attributes: { answers } } } });
-      const token = passed.body.data.attributes.verificationToken;
-      const update = await t.request('POST', `${base}/profile-updates`, { as: m, body: { data: { type: 'ProfileUpdate', attributes: { verificationToken: token, phoneNumber: phone() } } } });
-      assert.equal(update.status, 200, update.raw);
+      await changePhone(user.id, account.attributes.accountMask);
 
       const ended = await host('GET', '/_/api/widget-data', { payload, clientId: m.clientId });
       assert.equal(ended.status, 401);
@@ -203,6 +229,225 @@ describe('widgets', () => {
       assert.equal(mine.body.data.payment, null);
       const theirs = await host('GET', `/_/api/payment-intents/${intent.body.data.id}`, { payload: await payloadFor(b.wallet.id), clientId: m.clientId });
       assert.equal(theirs.status, 404);
+    });
+  });
+  describe('finding the wallet: GET /api/v1/widgets/wallet and GET /api/v2/widgets/wallet', () => {
+    const find = (query: string, as = m, version = 'v1') => t.request('GET', `/api/${version}/widgets/wallet?${query}`, { as });
+    const setReferences = async (userId: string, attributes: Record<string, string>) => {
+      const res = await t.request('PATCH', `/api/v1/users/${userId}/attached-profile`, { as: m, body: { data: { type: 'AttachedProfile', attributes } } });
+      assert.ok(res.status < 300, res.raw);
+    };
+
+    test('each filter finds the wallet of the user it names, with a payload for that wallet and user', async () => {
+      const { wallet, user } = await fundedWallet(t, m, 1_000);
+      const stable = `stable-${user.id}`;
+      const legacy = `legacy-${user.id}`;
+      await setReferences(user.id, { stableReferenceId: stable, referenceId: legacy });
+      const queries = [
+        `filter[userReference]=${stable}`,
+        `filter[userReference]=${user.id}`,
+        `filter[secondaryUserReference]=${legacy}`,
+        `filter[phoneNumber]=${encodeURIComponent(user.attributes.profile.phoneNumber)}`,
+        // The stable id not on file yet, the legacy one is: the legacy one finds it.
+        `filter[userReference]=not-on-file&filter[secondaryUserReference]=${legacy}`,
+        `filter[userReference]=${stable}&filter[phoneNumber]=${encodeURIComponent(user.attributes.profile.phoneNumber)}&includeDto=true&purchaseAmount=300`,
+      ];
+      for (const query of queries) {
+        const res = await find(query);
+        assert.equal(res.status, 200, `${query}: ${res.raw}`);
+        assert.equal(res.body.data.relationships.wallet.data.id, wallet.id, query);
+        assert.equal(res.body.data.links.self, `http://api.test/api/v1/widgets/wallet/${wallet.id}`);
+        const { claims } = claimsOf(res.body.data.attributes.payload);
+        assert.equal(claims.wid, wallet.id);
+        assert.equal(claims.sub, user.id);
+      }
+      const withDto = await find(queries.at(-1)!);
+      assert.equal(withDto.body.data.attributes.dto.available, 1_000);
+      assert.equal(withDto.body.data.attributes.dto.purchaseAmount, 300);
+      assert.equal((await host('GET', '/_/api/widget-data', { payload: withDto.body.data.attributes.payload, clientId: m.clientId })).status, 200, 'the widget host takes it');
+    });
+
+    test('no filter is 400 InvalidIdentifier; filters naming two wallets are 400 MultipleWalletsFound; v1 and v2 alike', async () => {
+      const a = await fundedWallet(t, m, 0);
+      const b = await fundedWallet(t, m, 0);
+      for (const version of ['v1', 'v2']) {
+        const none = await find('purchaseAmount=100', m, version);
+        assert.equal(none.status, 400, none.raw);
+        assert.equal(errorsOf(none)[0]!.code, 'InvalidIdentifier');
+        const two = await find(`filter[userReference]=${a.user.id}&filter[phoneNumber]=${encodeURIComponent(b.user.attributes.profile.phoneNumber)}`, m, version);
+        assert.equal(two.status, 400, two.raw);
+        assert.equal(errorsOf(two)[0]!.code, 'MultipleWalletsFound');
+      }
+      for (const query of ['filter[userReference]=', 'filter[nickname]=ada', `filter[phoneNumber]=${'1'.repeat(33)}`, 'includeDto=yes&filter[userReference]=x']) {
+        const res = await find(query);
+        assert.equal(res.status, 400, query);
+        assert.equal(errorsOf(res)[0]!.code, 'BadRequest', query);
+      }
+    });
+
+    test("no wallet: v1 is 400 NoWalletFound, v2 is data: null; another merchant's user, a user without a wallet and nobody read alike", async () => {
+      const theirs = await fundedWallet(t, other, 0);
+      const walletless = await approvedUser(t, m);
+      const queries = [
+        `filter[userReference]=${theirs.user.id}`,
+        `filter[phoneNumber]=${encodeURIComponent(theirs.user.attributes.profile.phoneNumber)}`,
+        `filter[userReference]=${walletless.id}`,
+        'filter[secondaryUserReference]=nobody-has-this',
+      ];
+      for (const query of queries) {
+        const v1 = await find(query);
+        assert.equal(v1.status, 400, `${query}: ${v1.raw}`);
+        assert.equal(errorsOf(v1)[0]!.code, 'NoWalletFound');
+        const v2 = await find(query, m, 'v2');
+        assert.equal(v2.status, 200, v2.raw);
+        assert.deepEqual(v2.body, { data: null });
+      }
+      const mine = await find(`filter[userReference]=${theirs.user.id}`, other, 'v2');
+      assert.equal(mine.body.data.relationships.wallet.data.id, theirs.wallet.id, 'its own merchant finds it');
+      assert.equal(mine.body.data.links.self, `http://api.test/api/v2/widgets/wallet/${theirs.wallet.id}`);
+    });
+
+    test('GET /api/v2/widgets/wallet/{walletId}: the v1 shape, or data: null for an unknown or foreign wallet', async () => {
+      const { wallet } = await fundedWallet(t, m, 700);
+      const res = await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}?includeDto=true`, { as: m });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.type, 'WalletWidgetData');
+      assert.equal(res.body.data.links.self, `http://api.test/api/v2/widgets/wallet/${wallet.id}`);
+      assert.equal(res.body.data.attributes.dto.available, 700);
+      assert.equal((await host('GET', '/_/api/widget-data', { payload: res.body.data.attributes.payload, clientId: m.clientId })).status, 200);
+      for (const [id, as] of [[wallet.id, other], [crypto.randomUUID(), m]] as const) {
+        const none = await t.request('GET', `/api/v2/widgets/wallet/${id}`, { as });
+        assert.equal(none.status, 200);
+        assert.deepEqual(none.body, { data: null });
+      }
+      assert.equal((await t.request('GET', `/api/v2/widgets/wallet/not-a-uuid`, { as: m })).status, 400);
+      assert.equal((await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}`)).status, 401);
+    });
+  });
+
+  describe('GET /api/v1/widgets/payment-intent/{paymentIntentId}/linked-account', () => {
+    const linked = (intentId: string, as = m) => t.request('GET', `/api/v1/widgets/payment-intent/${intentId}/linked-account`, { as });
+
+    test("the user's first connected account, with dto and a payload only the linked-account endpoint of the host takes", async () => {
+      const { wallet, account } = await fundedWallet(t, m, 500);
+      await linkAccount(t, m, (await t.request('GET', `/api/v1/wallets/${wallet.id}`, { as: m })).body.data.relationships.user.data.id, { institutionName: 'Second Bank' });
+      const intentId = await intentFor(t, m, wallet.id, 2_000);
+      const res = await linked(intentId);
+      assert.equal(res.status, 200, res.raw);
+      const d = res.body.data;
+      assert.equal(d.type, 'LinkedAccountWidgetData');
+      assert.deepEqual(d.attributes.dto, { institutionName: account.attributes.institutionName, accountMask: account.attributes.accountMask });
+      assert.equal(d.attributes.createdAt, account.attributes.createdAt);
+      assert.deepEqual(d.relationships.linkedAccount.data, { type: 'LinkedAccount', id: account.id });
+      assert.deepEqual(d.relationships.paymentIntent.data, { type: 'PaymentIntent', id: intentId });
+      assert.equal(d.links.self, `http://api.test/api/v1/widgets/payment-intent/${intentId}/linked-account`);
+      const { claims } = claimsOf(d.attributes.payload);
+      assert.equal(claims.aud, 'coffer-widget:linked-account');
+      assert.equal(claims.lid, account.id);
+      assert.equal(claims.pid, intentId);
+      assert.equal(d.id, claims.jti);
+
+      const view = await host('GET', '/_/api/linked-account', { payload: d.attributes.payload, clientId: m.clientId });
+      assert.equal(view.status, 200, view.raw);
+      assert.equal(view.body.data.attributes.accountMask, account.attributes.accountMask);
+      assert.equal(view.body.data.attributes.paymentIntentId, intentId);
+      // It grants nothing else: not the wallet's figures, not its intents; nor does a wallet payload open the account.
+      assert.equal((await host('GET', '/_/api/widget-data', { payload: d.attributes.payload, clientId: m.clientId })).status, 401);
+      assert.equal((await host('GET', `/_/api/payment-intents/${intentId}`, { payload: d.attributes.payload, clientId: m.clientId })).status, 401);
+      assert.equal((await host('GET', '/_/api/linked-account', { payload: await payloadFor(wallet.id), clientId: m.clientId })).status, 401);
+      assert.equal((await host('GET', '/_/api/linked-account', { payload: d.attributes.payload, clientId: other.clientId })).status, 401);
+      t.clock.advance(15 * MINUTE);
+      assert.equal((await host('GET', '/_/api/linked-account', { payload: d.attributes.payload, clientId: m.clientId })).status, 401, 'expired');
+    });
+
+    test('after a payment drew on an account, that account, even once another is first', async () => {
+      const { wallet, user, account } = await fundedWallet(t, m, 0);
+      const second = await linkAccount(t, m, user.id, { institutionName: 'Second Bank' });
+      const intentId = await intentFor(t, m, wallet.id, 1_500);
+      const auth = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_500 } } } });
+      assert.equal(auth.status, 201, auth.raw);
+      assert.equal((await t.request('DELETE', `/api/v1/users/${user.id}/linked-accounts/${account.id}`, { as: m })).status, 204);
+      const res = await linked(intentId);
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.relationships.linkedAccount.data.id, account.id, 'the account the payment drew on');
+      const fresh = await linked(await intentFor(t, m, wallet.id, 100));
+      assert.equal(fresh.body.data.relationships.linkedAccount.data.id, second.id, 'a new intent: the first connected account');
+    });
+
+    test("an unknown or another merchant's intent is 400 InvalidIdentifier, alike; no account is 400 NoLinkedAccountFound", async () => {
+      const { wallet } = await fundedWallet(t, m, 100);
+      const intentId = await intentFor(t, m, wallet.id, 100);
+      const details = [];
+      for (const [id, as] of [[intentId, other], [crypto.randomUUID(), m]] as const) {
+        const res = await linked(id, as);
+        assert.equal(res.status, 400, res.raw);
+        assert.equal(errorsOf(res)[0]!.code, 'InvalidIdentifier');
+        details.push(errorsOf(res)[0]!.detail.replace(id, ''));
+      }
+      assert.equal(details[0], details[1]);
+      const user = await approvedUser(t, m);
+      const bare = await createWallet(t, m, user.id);
+      const none = await linked(await intentFor(t, m, bare.id, 100));
+      assert.equal(none.status, 400, none.raw);
+      assert.equal(errorsOf(none)[0]!.code, 'NoLinkedAccountFound');
+      const gift = (await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 500 } } } })).body.data;
+      const giftIntent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId: gift.id } } } });
+      assert.equal(giftIntent.status, 201, giftIntent.raw);
+      assert.equal(errorsOf(await linked(giftIntent.body.data.id))[0]!.code, 'NoLinkedAccountFound');
+      assert.equal((await linked('nope')).status, 400);
+    });
+
+    test("a verified phone change ends the linked-account payload too", async () => {
+      const { wallet, user, account } = await fundedWallet(t, m, 0);
+      const payload = (await linked(await intentFor(t, m, wallet.id, 100))).body.data.attributes.payload;
+      assert.equal((await host('GET', '/_/api/linked-account', { payload, clientId: m.clientId })).status, 200);
+      await changePhone(user.id, account.attributes.accountMask);
+      const ended = await host('GET', '/_/api/linked-account', { payload, clientId: m.clientId });
+      assert.equal(ended.status, 401);
+      assert.match(errorsOf(ended)[0]!.detail, /session has ended/);
+    });
+  });
+
+  describe('POST /api/v1/widgets/session', () => {
+    const create = (body: unknown, as = m) => t.request('POST', '/api/v1/widgets/session', { as, body });
+    const sessionBody = { data: { type: 'CreateWidgetSession', attributes: { widgetType: 'PaymentMethods' } } };
+
+    test("200 WidgetSession; the host shows the merchant's payment methods for it and nothing else", async () => {
+      const cm = await t.createMerchant({ rails: 'card' });
+      const res = await create(sessionBody, cm);
+      assert.equal(res.status, 200, res.raw);
+      const a = res.body.data.attributes;
+      assert.equal(res.body.data.type, 'WidgetSession');
+      assert.match(a.sessionToken, /^wgt_session_[A-Za-z0-9_-]+$/);
+      assert.equal(a.widgetType, 'PaymentMethods');
+      assert.equal(a.expiresAt, new Date(t.clock.now().getTime() + 15 * MINUTE).toISOString().replace(/\.\d{3}Z$/, '.000Z'));
+      const view = await host('GET', '/_/api/payment-methods', { payload: a.sessionToken, clientId: cm.clientId });
+      assert.equal(view.status, 200, view.raw);
+      assert.deepEqual(view.body.data.attributes, { widgetType: 'PaymentMethods', paymentMethods: ['Wallet', 'Gift'], rails: 'card' });
+      // Not a wallet payload, and a wallet payload is not a session.
+      assert.equal((await host('GET', '/_/api/widget-data', { payload: a.sessionToken, clientId: cm.clientId })).status, 401);
+      const { wallet } = await fundedWallet(t, m, 0);
+      assert.equal((await host('GET', '/_/api/payment-methods', { payload: await payloadFor(wallet.id), clientId: m.clientId })).status, 401);
+      assert.equal((await host('GET', '/_/api/payment-methods', { payload: a.sessionToken, clientId: m.clientId })).status, 401, 'another client');
+      const forged = a.sessionToken.slice(0, -4) + (a.sessionToken.endsWith('AAAA') ? 'BBBB' : 'AAAA');
+      assert.equal((await host('GET', '/_/api/payment-methods', { payload: forged, clientId: cm.clientId })).status, 401);
+      t.clock.advance(15 * MINUTE);
+      assert.equal((await host('GET', '/_/api/payment-methods', { payload: a.sessionToken, clientId: cm.clientId })).status, 401, 'expired');
+    });
+
+    test('bad bodies are 400 with a pointer; no auth is 401', async () => {
+      const cases: [unknown, string][] = [
+        [{ data: { type: 'CreateWidgetSession', attributes: { widgetType: 'Wallet' } } }, '/data/attributes/widgetType'],
+        [{ data: { type: 'CreateWidgetSession', attributes: {} } }, '/data/attributes/widgetType'],
+        [{ data: { type: 'WidgetSession', attributes: { widgetType: 'PaymentMethods' } } }, '/data/type'],
+      ];
+      for (const [body, pointer] of cases) {
+        const res = await create(body);
+        assert.equal(res.status, 400, JSON.stringify(body));
+        assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
+      }
+      assert.equal((await t.request('POST', '/api/v1/widgets/session', { as: m })).status, 400, 'no body');
+      assert.equal((await t.request('POST', '/api/v1/widgets/session', { body: sessionBody })).status, 401);
     });
   });
 });

@@ -220,7 +220,7 @@ describe('gifts', () => {
     const g = (await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 100 } } } })).body.data;
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m })).body.data.id;
+    const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m })).body.data.attributes.lookUpId;
     for (const [as, id] of [[other, g.id], [m, barcode], [m, '1234567890123456789'], [m, w.id]] as const) {
       const res = await t.request('GET', `/api/v1/gifts/${id}`, { as });
       assert.equal(res.status, 404, id);
