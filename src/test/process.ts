@@ -99,7 +99,9 @@ export async function startServer(env: Record<string, string | undefined>): Prom
     stderr: () => err,
     exited,
     kill: (signal = 'SIGTERM') => proc.kill(signal),
-    waitFor(pattern, timeoutMs = 30_000) {
+    // Generous: a start runs migrations and, on PGlite, loads PostgreSQL's WebAssembly; on a busy
+    // two-core machine that took over 30 s. A wait that succeeds returns as soon as it matches.
+    waitFor(pattern, timeoutMs = 120_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}\nstdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
         const check = () => {
