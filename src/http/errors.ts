@@ -64,6 +64,8 @@ export const ERRORS = {
   IdempotencyKeyInUse: def(409, 'Idempotency key in use', 'A request with this key is still running; retry the same request.'),
   IdempotencyKeyReused: def(409, 'Idempotency key reused', 'This key was used with different attributes; do not retry with it.'),
   AlreadyExists: def(409, 'Already exists', 'An authorization is already running or settled; retry the same request.'),
+  // JSON:API: a PATCH body's data.id names another resource than the URL.
+  Conflict: def(409, 'Conflict', "The body's id is not the resource the URL names; nothing was changed."),
   PayloadTooLarge: def(413, 'Payload too large', 'The request body is too large.'),
   UriTooLong: def(414, 'URI too long', 'A path segment is longer than 256 characters.'),
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
