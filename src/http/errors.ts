@@ -20,6 +20,9 @@ export const ERRORS = {
   InvalidUser: def(400, 'LinkedAccountException', 'The user has no wallet with this merchant.'),
   InvalidKycStatus: def(400, 'Invalid KYC status', 'The user must pass KYC before moving money.'),
   DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
+  // KYC in Accrue's codes (title BankingException, as Accrue's).
+  KycApplicationFailed: def(400, 'BankingException', 'A KYC application is already being checked or decided.'),
+  DocumentVerificationFailed: def(400, 'BankingException', 'The user\'s KYC is not waiting for documents.'),
   IllegalOperation: def(400, 'Illegal operation', 'The operation is not allowed in the resource\'s current state.'),
   LinkedAccountDisconnected: def(400, 'Linked account disconnected', 'The linked account is disconnected and cannot fund anything.'),
   LinkedAccountMissing: def(400, 'Linked account missing', 'The user has no connected linked account.'),

@@ -80,7 +80,7 @@ describe('JSON:API wire', () => {
     test('every identified problem is listed, each with its pointer', async () => {
       const res = await t.request('POST', '/api/v1/users', {
         as: m,
-        body: { data: { type: 'User', attributes: { email: 'not-an-email', firstName: 42, shoeSize: 11 } } },
+        body: { data: { type: 'User', attributes: { email: 'not-an-email', phoneNumber: '555', firstName: 42, shoeSize: 11 } } },
       });
       assert.equal(res.status, 400);
       const pointers = errorsOf(res).map((e) => e.source?.pointer).sort();

@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Create a user
-         * @description `phoneNumber` (E.164) is required and unique per merchant; `email` is optional and unique per merchant.
+         * @description A user needs `phoneNumber` (E.164) or `email` or both (Accrue requires `email`); each is unique per merchant. A user without a phone number cannot sign in to the wallet until one is set by a verified profile update.
          */
         post: operations["createUser"];
         delete?: never;
@@ -60,7 +60,7 @@ export interface paths {
         head?: never;
         /**
          * Update the merchant's attached profile
-         * @description `userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. The body may also omit the `data` wrapper (`{type, attributes}`).
+         * @description `userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user's id or the `userReference` of the URL (409 `Conflict` otherwise).
          */
         patch: operations["updateAttachedProfile"];
         trace?: never;
@@ -76,7 +76,7 @@ export interface paths {
         put?: never;
         /**
          * Accept the KYC disclosures
-         * @description Moves KYC from `NotStarted` to `DisclosuresAccepted`. Idempotent: later calls change nothing and also return 204.
+         * @description Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.
          */
         post: operations["acceptKycDisclosures"];
         delete?: never;
@@ -96,9 +96,29 @@ export interface paths {
         put?: never;
         /**
          * Submit a KYC application
-         * @description Needs accepted disclosures (else 400 `DisclosuresNotAccepted`). KYC becomes `Pending`; the sandbox decides within a second by e-mail: `*@highrisk.test` → `AwaitingDocuments`, `*@declined.test` → `Declined`, otherwise `Approved`. Stores the name and date of birth on the profile.
+         * @description Takes Coffer's body (type `KycApplication`, a nested `address` with its `country`) or Accrue's (type `Kyc`, a flat US address and `phone`). Needs accepted disclosures (else 400 `DisclosuresNotAccepted`); accepted after disclosures or while `AwaitingDocuments` (else 400 `KycApplicationFailed`). KYC becomes `Pending`; the provider's answer arrives as webhook events. The sandbox decides within a second by e-mail address: `*@highrisk.com` → `ManualReview`, `*@highrisk.test` → `AwaitingDocuments`, `*@veryhighrisk.com` and `*@declined.test` → `Denied`, any other (`*@lowrisk.com`) → `Approved`; after documents it approves, unless the local part ends in `+denied`. Stores the name and date of birth on the profile.
          */
         post: operations["submitKycApplication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user's KYC status
+         * @description Every user has a KYC record from creation: `NotStarted` until an application (never `null`).
+         */
+        get: operations["getKycStatus"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -112,10 +132,53 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a user's KYC status */
+        /**
+         * Get a user's KYC status
+         * @description Every user has a KYC record from creation: `NotStarted` until an application (never `null`).
+         */
         get: operations["getKyc"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/document-verification-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a document verification link
+         * @description A link to the KYC provider's page where the user uploads identity documents, while KYC is `AwaitingDocuments` or `ManualReview` (else 400 `DocumentVerificationFailed`). Send the user there; the page sends them back to `redirectUrl`, and then call `document-verification/complete`. Each call makes a new link. In the sandbox the link is a page of the widget host that needs no documents.
+         */
+        post: operations["getDocumentVerificationLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/document-verification/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete document verification
+         * @description The user has finished uploading documents: KYC goes back to `Pending` (`KycPending`) and the provider reviews them; its decision arrives as webhook events. Only while `AwaitingDocuments` or `ManualReview` (else 400 `DocumentVerificationFailed`); once completed, calling again answers the current status and changes nothing. The sandbox decides within a second by e-mail address: `*@highrisk.com` → `ManualReview`, `*@highrisk.test` → `AwaitingDocuments`, `*@veryhighrisk.com` and `*@declined.test` → `Denied`, any other (`*@lowrisk.com`) → `Approved`; after documents it approves, unless the local part ends in `+denied`.
+         */
+        post: operations["completeDocumentVerification"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1092,12 +1155,19 @@ export interface components {
             /** @enum {string} */
             type: "Kyc";
             attributes: {
-                status: "NotStarted" | "DisclosuresAccepted" | "Pending" | "Approved" | "AwaitingDocuments" | "Declined";
+                /** @description NotStarted (see disclosuresAcceptedAt), Pending (the provider is checking), ManualReview (the provider is reviewing; documents may be uploaded), AwaitingDocuments (the user must upload documents), Approved, Denied */
+                status: "NotStarted" | "Pending" | "ManualReview" | "AwaitingDocuments" | "Approved" | "Denied" | "Unknown";
                 disclosuresAcceptedAt: string | null;
                 submittedAt: string | null;
+                documentsSubmittedAt: string | null;
                 decidedAt: string | null;
                 /** Format: date-time */
                 updatedAt: string;
+                /**
+                 * Format: date-time
+                 * @description The KYC record's creation: the user's
+                 */
+                createdAt: string;
             };
             relationships: {
                 user: {
@@ -1110,6 +1180,34 @@ export interface components {
             };
             links: {
                 self: string;
+            };
+        };
+        /** @description A link for one user to upload identity documents. */
+        DocumentVerificationLink: {
+            id: string;
+            /** @enum {string} */
+            type: "DocumentVerificationLink";
+            attributes: {
+                /**
+                 * Format: uri
+                 * @description The KYC provider's page where the user uploads identity documents
+                 */
+                url: string;
+                /** @description Where that page sends the user when they are done */
+                redirectUrl: string;
+                /** Format: date-time */
+                updatedAt: string;
+                /** Format: date-time */
+                createdAt: string;
+            };
+            relationships: {
+                user: {
+                    data: {
+                        /** @enum {string} */
+                        type: "User";
+                        id: string;
+                    };
+                };
             };
         };
         IdentityVerificationChallenge: {
@@ -1173,8 +1271,7 @@ export interface components {
             /** @enum {string} */
             type: "ProfileUpdateResult";
             attributes: {
-                /** @description The user's phone number after the update */
-                phoneNumber: string;
+                phoneNumber: string | null;
                 email: string | null;
                 /** Format: date-time */
                 appliedAt: string;
@@ -1222,6 +1319,7 @@ export interface components {
             type: "Webhook";
             attributes: {
                 name: string;
+                /** @description Empty when the webhook has no receiver (nothing is sent) */
                 url: string;
                 topics: string[];
                 enabled: boolean;
@@ -1840,7 +1938,7 @@ export interface operations {
                         type: "User";
                         attributes: {
                             /** @example +14155550123 */
-                            phoneNumber: string;
+                            phoneNumber?: string;
                             /**
                              * Format: email
                              * @example ada@example.com
@@ -1850,6 +1948,18 @@ export interface operations {
                             lastName?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -1857,7 +1967,7 @@ export interface operations {
                         type: "User";
                         attributes: {
                             /** @example +14155550123 */
-                            phoneNumber: string;
+                            phoneNumber?: string;
                             /**
                              * Format: email
                              * @example ada@example.com
@@ -1866,6 +1976,18 @@ export interface operations {
                             firstName?: string;
                             lastName?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -2066,6 +2188,8 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "AttachedProfile";
                         attributes: {
@@ -2080,7 +2204,21 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
+                    /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                    id?: string;
                     /** @enum {string} */
                     type: "AttachedProfile";
                     attributes: {
@@ -2097,6 +2235,8 @@ export interface operations {
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "AttachedProfile";
                         attributes: {
@@ -2111,7 +2251,21 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
+                    /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                    id?: string;
                     /** @enum {string} */
                     type: "AttachedProfile";
                     attributes: {
@@ -2333,10 +2487,7 @@ export interface operations {
                         attributes: {
                             firstName: string;
                             lastName: string;
-                            /**
-                             * Format: date
-                             * @description YYYY-MM-DD, in the past
-                             */
+                            /** @description YYYY-MM-DD, a real date in the past */
                             dateOfBirth: string;
                             /**
                              * Format: email
@@ -2351,7 +2502,58 @@ export interface operations {
                                 postalCode: string;
                                 country: string;
                             };
+                            phone?: string;
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    data: {
+                        /** @enum {string} */
+                        type: "Kyc";
+                        attributes: {
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
+                            firstName: string;
+                            lastName: string;
+                            phone: string;
+                            /** @description YYYY-MM-DD, a real date in the past */
+                            dateOfBirth: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            email: string;
+                            street: string;
+                            street2?: string;
+                            city: string;
+                            state: string;
+                            postalCode: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
@@ -2361,10 +2563,7 @@ export interface operations {
                         attributes: {
                             firstName: string;
                             lastName: string;
-                            /**
-                             * Format: date
-                             * @description YYYY-MM-DD, in the past
-                             */
+                            /** @description YYYY-MM-DD, a real date in the past */
                             dateOfBirth: string;
                             /**
                              * Format: email
@@ -2379,14 +2578,65 @@ export interface operations {
                                 postalCode: string;
                                 country: string;
                             };
+                            phone?: string;
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    data: {
+                        /** @enum {string} */
+                        type: "Kyc";
+                        attributes: {
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
+                            firstName: string;
+                            lastName: string;
+                            phone: string;
+                            /** @description YYYY-MM-DD, a real date in the past */
+                            dateOfBirth: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            email: string;
+                            street: string;
+                            street2?: string;
+                            city: string;
+                            state: string;
+                            postalCode: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2434,6 +2684,102 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getKycStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Kyc"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2529,6 +2875,260 @@ export interface operations {
                 };
             };
             /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getDocumentVerificationLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "DocumentVerificationLink";
+                        attributes: {
+                            /**
+                             * Format: uri
+                             * @description http(s): where the document page sends the user when they are done
+                             */
+                            redirectUrl: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "DocumentVerificationLink";
+                        attributes: {
+                            /**
+                             * Format: uri
+                             * @description http(s): where the document page sends the user when they are done
+                             */
+                            redirectUrl: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["DocumentVerificationLink"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    completeDocumentVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Kyc"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2701,6 +3301,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -2716,6 +3328,18 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -2842,6 +3466,18 @@ export interface operations {
                             email?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -2857,6 +3493,18 @@ export interface operations {
                              */
                             email?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -3275,12 +3923,24 @@ export interface operations {
                         type: "Webhook";
                         attributes: {
                             name: string;
-                            /** @description http or https; in live, public addresses only */
-                            url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
+                            url?: string;
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
@@ -3289,12 +3949,24 @@ export interface operations {
                         type: "Webhook";
                         attributes: {
                             name: string;
-                            /** @description http or https; in live, public addresses only */
-                            url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
+                            url?: string;
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -3577,28 +4249,56 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "Webhook";
                         attributes: {
                             name?: string;
-                            /** @description http or https; in live, public addresses only */
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "Webhook";
                         attributes: {
                             name?: string;
-                            /** @description http or https; in live, public addresses only */
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated")[];
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -3644,6 +4344,15 @@ export interface operations {
             };
             /** @description Not found: `WebhookNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3800,7 +4509,7 @@ export interface operations {
                 /** @description 1 or more; values above 50 are capped */
                 "page[limit]"?: number;
                 "page[offset]"?: number;
-                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "WebhookTest";
+                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "WebhookTest";
                 /** @description Inclusive */
                 "filter[createdAfter]"?: string;
                 /** @description Exclusive */
@@ -4010,6 +4719,18 @@ export interface operations {
                             webhookId?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -4022,6 +4743,18 @@ export interface operations {
                              */
                             webhookId?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -4233,6 +4966,18 @@ export interface operations {
                             userId: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -4242,6 +4987,18 @@ export interface operations {
                             /** Format: uuid */
                             userId: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -4852,6 +5609,18 @@ export interface operations {
                             accountType: "checking" | "savings";
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -4864,6 +5633,18 @@ export interface operations {
                             /** @enum {unknown} */
                             accountType: "checking" | "savings";
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5186,6 +5967,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5207,6 +6000,18 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5434,6 +6239,18 @@ export interface operations {
                             idempotencyKey?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5445,6 +6262,18 @@ export interface operations {
                             /** @description Optional: makes retries safe (same rules as deposits) */
                             idempotencyKey?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5576,6 +6405,18 @@ export interface operations {
                             message?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5590,6 +6431,18 @@ export interface operations {
                             idempotencyKey: string;
                             message?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5913,6 +6766,18 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5942,6 +6807,18 @@ export interface operations {
                             /** @example +14155550123 */
                             phoneNumber?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6253,6 +7130,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6276,6 +7165,18 @@ export interface operations {
                                 };
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6546,6 +7447,18 @@ export interface operations {
                             idempotencyKey?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6577,6 +7490,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6796,6 +7721,18 @@ export interface operations {
                             amount: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6805,6 +7742,18 @@ export interface operations {
                             /** @description Integer cents */
                             amount: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7022,6 +7971,18 @@ export interface operations {
                             idempotencyKey: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7032,6 +7993,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7258,6 +8231,18 @@ export interface operations {
                             accountMask?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7267,6 +8252,18 @@ export interface operations {
                             accountType?: "checking" | "savings";
                             accountMask?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7387,6 +8384,18 @@ export interface operations {
                             usageLimit?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7397,6 +8406,18 @@ export interface operations {
                             /** @description Default 1 */
                             usageLimit?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7608,6 +8629,18 @@ export interface operations {
                             reason?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7617,6 +8650,18 @@ export interface operations {
                             transactionId?: string;
                             reason?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7729,6 +8774,18 @@ export interface operations {
                             amount: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7737,6 +8794,18 @@ export interface operations {
                             /** @description Integer cents */
                             amount: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7837,6 +8906,18 @@ export interface operations {
                             amount?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7845,6 +8926,18 @@ export interface operations {
                             /** @description Default: all that the step allows */
                             amount?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7972,6 +9065,18 @@ export interface operations {
                             amount?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7980,6 +9085,18 @@ export interface operations {
                             /** @description Default: all that the step allows */
                             amount?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8107,6 +9224,18 @@ export interface operations {
                             amount?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -8115,6 +9244,18 @@ export interface operations {
                             /** @description Default: all that the step allows */
                             amount?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8337,6 +9478,18 @@ export interface operations {
                             reason?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -8344,6 +9497,18 @@ export interface operations {
                         attributes: {
                             reason?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };

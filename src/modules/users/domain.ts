@@ -19,16 +19,20 @@ function newPublicId(): string {
   return out;
 }
 
+/** Creates a user known by a phone number, an e-mail address or both (unique per merchant). */
 export async function createUser(
   db: Executor,
-  opts: { clientId: string; phoneNumber: string; email?: string; firstName?: string; lastName?: string; now: Date },
+  opts: { clientId: string; phoneNumber?: string; email?: string; firstName?: string; lastName?: string; now: Date },
 ): Promise<q.UserRow> {
+  if (opts.phoneNumber === undefined && opts.email === undefined) {
+    throw apiError('ValidationError', 'A user needs `phoneNumber` or `email` (or both).', { pointer: '/data/attributes' });
+  }
   try {
     return await q.insertUser(db, {
       id: uuidv7(),
       clientId: opts.clientId,
       publicId: newPublicId(),
-      phoneNumber: opts.phoneNumber,
+      phoneNumber: opts.phoneNumber ?? null,
       email: opts.email?.toLowerCase() ?? null,
       firstName: opts.firstName ?? null,
       lastName: opts.lastName ?? null,

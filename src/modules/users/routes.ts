@@ -31,7 +31,9 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'createUser',
         summary: 'Create a user',
-        description: '`phoneNumber` (E.164) is required and unique per merchant; `email` is optional and unique per merchant.',
+        description:
+          'A user needs `phoneNumber` (E.164) or `email` or both (Accrue requires `email`); each is unique per merchant. ' +
+          'A user without a phone number cannot sign in to the wallet until one is set by a verified profile update.',
         body: CreateUserBody,
         response: responses({ 201: document(ref(User)) }, [...COMMON_ERRORS, 409]),
       },
