@@ -3,6 +3,7 @@
 // deserialises responses and errors) and ts-japi (a serializer that adds the top-level jsonapi
 // and meta members). What they send is what a merchant's JSON:API stack sends.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import Kitsu from 'kitsu';
 import tsJapi from 'ts-japi';
@@ -65,6 +66,26 @@ describe('JSON:API libraries as clients', () => {
     const res = await failure(api.request({ method: 'PATCH', url: `webhooks/${a.data.id}`, type: 'Webhook', body: { id: b.data.id, name: 'Hijacked' } }));
     assert.deepEqual(res, { status: 409, errors: [['Conflict', '/data/id']] });
     assert.deepEqual([(await api.get(`webhooks/${a.data.id}`)).data.name, (await api.get(`webhooks/${b.data.id}`)).data.name], ['A', 'B']);
+  });
+
+  test("kitsu goes through KYC as Accrue documents it: a user by e-mail alone, a Kyc application, a document link", async () => {
+    const email = `kitsu.${randomUUID().slice(0, 8)}@highrisk.test`;
+    const user = await api.request({ method: 'POST', url: 'users', type: 'User', body: { email } });
+    assert.deepEqual([user.status, user.data.profile.email, user.data.profile.phoneNumber], [201, email, null]);
+    assert.equal((await fetch(`${base}/users/${user.data.id}/disclosures/kyc`, { method: 'POST', headers: m.headers })).status, 204);
+    const applied = await api.request({
+      method: 'POST',
+      url: `users/${user.data.id}/kyc/application`,
+      type: 'Kyc',
+      body: { firstName: 'Kit', lastName: 'Su', phone: '5551234567', dateOfBirth: '1990-01-15', email, street: '123 Main Street', city: 'New York', state: 'NY', postalCode: '10001' },
+    });
+    assert.deepEqual([applied.status, applied.data.type, applied.data.status], [200, 'Kyc', 'Pending']);
+    t.clock.advance(500);
+    await t.ctx.jobs.runOnce('kyc-decisions');
+    assert.equal((await api.get(`users/${user.data.id}/kyc/status`)).data.status, 'AwaitingDocuments');
+    const link = await api.request({ method: 'POST', url: `users/${user.data.id}/kyc/document-verification-link`, type: 'DocumentVerificationLink', body: { redirectUrl: 'https://shop.example.com/kyc' } });
+    assert.equal(link.status, 200);
+    assert.equal(link.data.url, `http://pay.test/kyc/documents/${link.data.id}`);
   });
 
   test('ts-japi documents (top-level jsonapi and meta, data.id on the update) are accepted', async () => {
