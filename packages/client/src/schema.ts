@@ -2321,7 +2321,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict: `ReferenceIdTaken` */
+            /** @description Conflict: `Conflict`, `ReferenceIdTaken` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2646,7 +2646,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `DisclosuresNotAccepted`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `DisclosuresNotAccepted`, `KycApplicationFailed`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2778,7 +2778,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -2996,7 +2996,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `DocumentVerificationFailed`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3023,7 +3023,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,7 +3101,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `DocumentVerificationFailed`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3128,7 +3128,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found */
+            /** @description Not found: `UserNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4351,7 +4351,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict */
+            /** @description Conflict: `Conflict` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4429,7 +4429,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
