@@ -2487,7 +2487,10 @@ export interface operations {
                         attributes: {
                             firstName: string;
                             lastName: string;
-                            /** @description YYYY-MM-DD, a real date in the past */
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
                             dateOfBirth: string;
                             /**
                              * Format: email
@@ -2529,7 +2532,10 @@ export interface operations {
                             firstName: string;
                             lastName: string;
                             phone: string;
-                            /** @description YYYY-MM-DD, a real date in the past */
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
                             dateOfBirth: string;
                             /**
                              * Format: email
@@ -2563,7 +2569,10 @@ export interface operations {
                         attributes: {
                             firstName: string;
                             lastName: string;
-                            /** @description YYYY-MM-DD, a real date in the past */
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
                             dateOfBirth: string;
                             /**
                              * Format: email
@@ -2605,7 +2614,10 @@ export interface operations {
                             firstName: string;
                             lastName: string;
                             phone: string;
-                            /** @description YYYY-MM-DD, a real date in the past */
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
                             dateOfBirth: string;
                             /**
                              * Format: email

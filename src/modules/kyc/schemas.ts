@@ -41,7 +41,7 @@ export const DocumentVerificationLink = resource(
 );
 
 /** Accrue's pattern; that it is a real date in the past is checked after (domain.ts). */
-const DateOfBirth = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-pattern-hint': 'a date as YYYY-MM-DD', description: 'YYYY-MM-DD, a real date in the past' });
+const DateOfBirth = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$', 'x-pattern-hint': 'a date as YYYY-MM-DD', description: 'YYYY-MM-DD, a real date in the past', examples: ['1990-01-15'] });
 
 /** Coffer's application body: type KycApplication, a nested address with its country. */
 export const KycApplicationBody = requestBody(
