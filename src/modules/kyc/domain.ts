@@ -2,6 +2,7 @@
 // (decisions §5 and §12; docs/decisions.md "KYC").
 import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Static } from 'typebox';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
@@ -11,7 +12,7 @@ import type { KycAnswer, KycProvider, KycSubmission } from '../../providers/kyc.
 import { getUser } from '../users/domain.ts';
 import { updateUserRow, type UserRow } from '../users/sql.ts';
 import { recordKycChange } from './events.ts';
-import type { KycStatus } from './schemas.ts';
+import type { AccrueKycApplicationBody, KycStatus } from './schemas.ts';
 import * as q from './sql.ts';
 
 /** Accepting disclosures is recorded once, before any application; later calls change nothing. */
@@ -34,19 +35,7 @@ export interface KycApplicationInput {
 }
 
 /** Accrue's body (type Kyc: a flat US address) as Coffer's. */
-export function fromAccrueApplication(a: {
-  ipAddress?: string;
-  firstName: string;
-  lastName: string;
-  phone: string;
-  dateOfBirth: string;
-  email: string;
-  street: string;
-  street2?: string;
-  city: string;
-  state: string;
-  postalCode: string;
-}): KycApplicationInput {
+export function fromAccrueApplication(a: Static<typeof AccrueKycApplicationBody>['data']['attributes']): KycApplicationInput {
   const { street, street2, city, state, postalCode, ...rest } = a;
   return { ...rest, address: { street, ...(street2 !== undefined ? { street2 } : {}), city, state, postalCode, country: 'US' } };
 }
