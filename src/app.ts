@@ -11,11 +11,8 @@ import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import { WebhookDispatcher } from './modules/events/dispatcher.ts';
-import { recordEvent } from './modules/events/record.ts';
-import type { Topic } from './modules/events/topics.ts';
 import { checkDueTransfers, STATUS_BATCH } from './modules/bank-transfers/domain.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
-import { userResource } from './modules/users/render.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
@@ -79,27 +76,14 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
   return ctx;
 }
 
-const KYC_TOPICS: Record<string, Topic> = {
-  Approved: 'ApplicationApproved',
-  AwaitingDocuments: 'ApplicationAwaitingDocuments',
-  Declined: 'ApplicationDeclined',
-};
-
 function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   const now = () => ctx.clock.now();
   const base = ctx.config.listeners.api.publicUrl;
   ctx.jobs.register({
     name: 'kyc-decisions',
     intervalMs: 200,
-    run: () =>
-      decideDueKycApplications(ctx.db, {
-        provider: ctx.providers.kyc,
-        now,
-        log: ctx.log,
-        // The decision's event is written in the decision's transaction (spec: included[0] is the user).
-        onDecision: (tx, e) =>
-          recordEvent(tx, { clientId: e.user.clientId, topic: KYC_TOPICS[e.decision]!, userId: e.user.id, resource: userResource(e.user, base), now: e.now }).then(() => {}),
-      }),
+    // A change's events are written in the change's transaction (modules/kyc/events.ts).
+    run: () => decideDueKycApplications(ctx.db, { provider: ctx.providers.kyc, now, baseUrl: base, log: ctx.log }),
   });
   ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
   const bank = ctx.providers.bankTransfers;

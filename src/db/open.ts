@@ -165,15 +165,16 @@ async function lockDataDir(dir: string): Promise<() => Promise<void>> {
   }
 }
 
-async function runMigrations(database: Database): Promise<void> {
+/** Runs the migrations not yet applied (`folder`: another set of them, for tests of a data migration). */
+export async function runMigrations(database: Database, folder = MIGRATIONS): Promise<void> {
   if (database.kind === 'pglite') {
     const { migrate } = await import('drizzle-orm/pglite/migrator');
-    await migrate(database.db as never, { migrationsFolder: MIGRATIONS });
+    await migrate(database.db as never, { migrationsFolder: folder });
     return;
   }
   const { migrate } = await import('drizzle-orm/node-postgres/migrator');
   // Several processes may start at once against one server: one migrates, the others wait.
-  await withSessionLock(database.db, () => migrate(database.db as never, { migrationsFolder: MIGRATIONS }));
+  await withSessionLock(database.db, () => migrate(database.db as never, { migrationsFolder: folder }));
 }
 
 /**

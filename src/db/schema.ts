@@ -77,7 +77,8 @@ export const users = pgTable(
     firstName: text('first_name'),
     lastName: text('last_name'),
     email: text('email'),
-    phoneNumber: text('phone_number').notNull(),
+    /** Null for a user created by e-mail address only (Accrue's CreateUser). */
+    phoneNumber: text('phone_number'),
     emailVerified: boolean('email_verified').notNull().default(false),
     phoneVerified: boolean('phone_verified').notNull().default(false),
     dateOfBirth: date('date_of_birth', { mode: 'string' }),
@@ -85,6 +86,7 @@ export const users = pgTable(
     stableReferenceId: text('stable_reference_id'),
     attachedEmail: text('attached_email'),
     attachedPhoneNumber: text('attached_phone_number'),
+    /** Accrue's KYC statuses: NotStarted (disclosures accepted or not), Pending, ManualReview, AwaitingDocuments, Approved, Denied. */
     kycStatus: text('kyc_status').notNull().default('NotStarted'),
     disclosuresAcceptedAt: ts('disclosures_accepted_at'),
     /** Wallet sessions begun before this are over (a verified phone change sets it). */
@@ -156,9 +158,9 @@ export const profileUpdates = pgTable(
     clientId: uuid('client_id').notNull().references(() => clients.id),
     userId: uuid('user_id').notNull().references(() => users.id),
     challengeId: uuid('challenge_id').notNull().references(() => identityChallenges.id),
-    phoneNumber: text('phone_number').notNull(),
+    phoneNumber: text('phone_number'),
     email: text('email'),
-    previousPhoneNumber: text('previous_phone_number').notNull(),
+    previousPhoneNumber: text('previous_phone_number'),
     previousEmail: text('previous_email'),
     appliedAt: ts('applied_at').notNull(),
     createdAt: createdAt(),
@@ -172,24 +174,50 @@ export const kycApplications = pgTable(
     id: uuid('id').primaryKey(),
     clientId: uuid('client_id').notNull().references(() => clients.id),
     userId: uuid('user_id').notNull().references(() => users.id),
+    /** Pending, ManualReview (both asked about), AwaitingDocuments, Approved or Denied. */
     status: text('status').notNull(),
     firstName: text('first_name').notNull(),
     lastName: text('last_name').notNull(),
     dateOfBirth: date('date_of_birth', { mode: 'string' }).notNull(),
     email: text('email').notNull(),
     address: jsonb('address').$type<Record<string, string>>().notNull(),
-    /** When the KYC job next sends the application or asks for the provider's answer. */
+    /** Accrue's application body carries these; Coffer's may not. */
+    phone: text('phone'),
+    ipAddress: text('ip_address'),
+    /** When the KYC job next sends the application (or the documents) or asks for the provider's answer. */
     decideAfter: ts('decide_after').notNull(),
     /** When the provider acknowledged the application; null until it has it. */
     sentAt: ts('sent_at'),
+    /** When the provider's answer last changed the status (ManualReview on the way, or the decision). */
     decidedAt: ts('decided_at'),
+    /** When the user last finished uploading documents (POST …/document-verification/complete). */
+    documentsSubmittedAt: ts('documents_submitted_at'),
+    /** When the provider acknowledged that upload; null while the report is still to be sent. */
+    documentsSentAt: ts('documents_sent_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     index('kyc_applications_user_idx').on(t.clientId, t.userId, t.createdAt),
-    index('kyc_applications_due_idx').on(t.decideAfter).where(sql`status = 'Pending'`),
+    index('kyc_applications_due_idx').on(t.decideAfter).where(sql`status in ('Pending', 'ManualReview')`),
   ],
+);
+
+/** Links to the KYC provider's document upload page, one per request for one (the provider's call is keyed by the id). */
+export const kycDocumentLinks = pgTable(
+  'kyc_document_links',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    userId: uuid('user_id').notNull().references(() => users.id),
+    applicationId: uuid('application_id').notNull().references(() => kycApplications.id),
+    redirectUrl: text('redirect_url').notNull(),
+    /** The provider's page; null until the provider answered. */
+    url: text('url'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('kyc_document_links_user_idx').on(t.clientId, t.userId, t.createdAt)],
 );
 
 export const linkedAccounts = pgTable(

@@ -47,6 +47,7 @@ function sample(schema: any, doc: any): unknown {
     case 'boolean':
       return false;
     case 'string':
+      if (schema.examples?.length) return schema.examples[0];
       if (schema.format === 'uuid') return randomUUID();
       if (schema.format === 'email') return 'someone@example.com';
       if (schema.format === 'date') return '1990-01-01';

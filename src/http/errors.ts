@@ -20,6 +20,9 @@ export const ERRORS = {
   InvalidUser: def(400, 'LinkedAccountException', 'The user has no wallet with this merchant.'),
   InvalidKycStatus: def(400, 'Invalid KYC status', 'The user must pass KYC before moving money.'),
   DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
+  // KYC in Accrue's codes (title BankingException, as Accrue's).
+  KycApplicationFailed: def(400, 'BankingException', 'A KYC application is already being checked or decided.'),
+  DocumentVerificationFailed: def(400, 'BankingException', 'The user\'s KYC is not waiting for documents.'),
   IllegalOperation: def(400, 'Illegal operation', 'The operation is not allowed in the resource\'s current state.'),
   LinkedAccountDisconnected: def(400, 'Linked account disconnected', 'The linked account is disconnected and cannot fund anything.'),
   LinkedAccountMissing: def(400, 'Linked account missing', 'The user has no connected linked account.'),
@@ -66,6 +69,8 @@ export const ERRORS = {
   IdempotencyKeyInUse: def(409, 'Idempotency key in use', 'A request with this key is still running; retry the same request.'),
   IdempotencyKeyReused: def(409, 'Idempotency key reused', 'This key was used with different attributes; do not retry with it.'),
   AlreadyExists: def(409, 'Already exists', 'An authorization is already running or settled; retry the same request.'),
+  // JSON:API: a PATCH body's data.id names another resource than the URL.
+  Conflict: def(409, 'Conflict', "The body's id is not the resource the URL names; nothing was changed."),
   PayloadTooLarge: def(413, 'Payload too large', 'The request body is too large.'),
   UriTooLong: def(414, 'URI too long', 'A path segment is longer than 256 characters.'),
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
@@ -79,7 +84,6 @@ export const ERRORS = {
   CounterpartyHasBalance: def(409, 'CounterpartyHasBalanceException', 'The counterparty still holds a balance and cannot be deleted; pay it out first.'),
   CounterpartyInUse: def(409, 'Counterparty in use', 'Money may still reach the counterparty (a payout in flight, an unsettled payment\'s disbursement) or it pays the merchant\'s fees.'),
   // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
-  Conflict: def(409, 'Conflict', 'The id in the body is not the id in the path.'),
   RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
   InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
   WalletNotIssuable: def(409, 'RewardConflictException', "The recipient's wallet cannot receive rewards in its current state."),

@@ -10,6 +10,7 @@ import type { Clock } from '../clock.ts';
 import { redactQuery } from '../log.ts';
 import { apiError } from './errors.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
+import { documentJsonApiRequest, normalizeJsonApiRequest } from './jsonapi-request.ts';
 import { refuseNulInUrl } from './nul.ts';
 import { makeErrorHandler } from './error-handler.ts';
 import { JSONAPI, responses, sharedSchemas } from './schemas.ts';
@@ -98,6 +99,18 @@ export function createServer(opts: ServerOptions): App {
   }
   // Every listener parses JSON the same way (the depth limit and U+0000 included).
   registerJsonParsers(app);
+  if (!opts.plainContent) {
+    // JSON:API request documents (src/http/jsonapi-request.ts): jsonapi/meta/links ignored, a PATCH's data.id checked.
+    app.addHook('onRoute', documentJsonApiRequest);
+    app.addHook('preValidation', (req, _reply, done) => {
+      try {
+        normalizeJsonApiRequest(req);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done();
+    });
+  }
 
   // 404 and 405: a second router mirrors every route so an unmatched request can tell a
   // wrong method (405 with Allow) from a path that does not exist (404).

@@ -69,6 +69,26 @@ function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }
     if (consumed.has(u)) continue;
     consumed.add(u);
     const branches = errors.filter((e) => e !== u && e.schemaPath.startsWith(`${u.schemaPath}/`));
+    // Resource objects of different `type`s (a body in one of two shapes): the branch whose
+    // `type` matched is the one meant; with none, the complaint is the `type`.
+    const byBranch = new Map<string, ErrorObject[]>();
+    for (const e of branches) {
+      const branch = e.schemaPath.slice(u.schemaPath.length + 1).split('/')[0]!;
+      byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
+    }
+    const wrongType = (errs: ErrorObject[]) => errs.find((e) => (e.keyword === 'const' || e.keyword === 'enum') && e.instancePath.endsWith('/type'));
+    const untyped = [...byBranch.values()].filter((errs) => wrongType(errs));
+    if (byBranch.size > 1 && untyped.length > 0) {
+      for (const errs of untyped) for (const e of errs) consumed.add(e);
+      if (untyped.length === byBranch.size) {
+        const allowed = untyped.flatMap((errs) => {
+          const p = wrongType(errs)!.params as { allowedValue?: unknown; allowedValues?: unknown[] };
+          return (p.allowedValues ?? [p.allowedValue]).map(quote);
+        });
+        out.push({ path: wrongType(untyped[0]!)!.instancePath, detail: `must be one of ${[...new Set(allowed)].join(', ')}` });
+      }
+      continue;
+    }
     const deeper = branches.filter((e) => e.instancePath !== u.instancePath);
     if (deeper.length > 0) {
       // The branch that matched the value's type is the one meant; its own complaints stand.

@@ -1,9 +1,10 @@
 // The widget host ({pay_url}): main.js, the widget frames /_/{flow}/ and the API they call
-// with the widget payload (decisions §11).
+// with the widget payload (decisions §11); in the sandbox also the KYC document page.
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
+import { kycDocumentPageRoutes } from '../modules/kyc/portal.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
@@ -20,5 +21,7 @@ export async function buildPayListener(ctx: AppContext): Promise<App> {
     strictTransportSecurity: ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
   });
   await widgetHostRoutes(app, ctx);
+  // The sandbox's stand-in for a KYC provider's document upload page.
+  if (ctx.config.environment === 'sandbox') await kycDocumentPageRoutes(app, ctx);
   return app;
 }

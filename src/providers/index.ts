@@ -27,14 +27,14 @@ export interface Providers {
   kyc: KycProvider;
 }
 
-/** The sandbox's providers; `cardKey` keys the sandbox card issuer. */
-export function sandboxProviders(db: Db | undefined, cardKey: Buffer): Providers {
+/** The sandbox's providers; `cardKey` keys the sandbox card issuer, `payUrl` is the widget host (the sandbox's KYC document page). */
+export function sandboxProviders(db: Db | undefined, cardKey: Buffer, payUrl: string): Providers {
   return {
     bankLinking: new SandboxBankLinking(),
     bankTransfers: new SandboxBankTransfers(),
     cardProcessor: db ? new SandboxCardProcessor(db) : unavailableProcessor,
     cardIssuer: new SandboxCardIssuer(cardKey),
-    kyc: new SandboxKyc(),
+    kyc: new SandboxKyc(payUrl),
   };
 }
 
@@ -61,7 +61,11 @@ export function httpProviders(c: ProviderConfig): Partial<Providers> {
  */
 export function createProviders(config: Config, db: Db | undefined, overrides: Partial<Providers> = {}): Providers {
   const live = config.environment === 'live';
-  const providers = { ...(live ? {} : sandboxProviders(db, config.cardEncryptionKey!)), ...httpProviders(config.providers), ...overrides } as Providers;
+  const providers = {
+    ...(live ? {} : sandboxProviders(db, config.cardEncryptionKey!, config.listeners.pay.publicUrl)),
+    ...httpProviders(config.providers),
+    ...overrides,
+  } as Providers;
   if (live) {
     for (const port of PROVIDER_PORTS) {
       if (!(providers[port] instanceof HttpPort)) throw new Error(`live never runs a sandbox provider: ${port} has no adapter (${PROVIDER_URL_VARIABLES[port]})`);

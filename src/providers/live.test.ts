@@ -9,7 +9,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { PROVIDER_PORTS } from '../config.ts';
 import { rowsOf } from '../db/open.ts';
-import { kycApplication } from '../test/fixtures.ts';
+import { accrueKycApplication, kycApplication } from '../test/fixtures.ts';
 import { createTestApp, createUser, errorsOf, PROVIDER_SIGNING_SECRET, providerEnv, type Merchant, type TestApp } from '../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, intentFor } from '../test/money.ts';
 import { isLuhnValid } from './card-issuing.ts';
@@ -84,7 +84,7 @@ describe("live on the operator's provider adapters", () => {
 
   test('every port is served by the adapter: live never wires a sandbox provider', () => {
     for (const port of PROVIDER_PORTS) assert.ok(t.ctx.providers[port] instanceof HttpPort, port);
-    assert.throws(() => createProviders(t.ctx.config, t.ctx.db, { kyc: new SandboxKyc() }), /live never runs a sandbox provider: kyc has no adapter \(KYC_PROVIDER_URL\)/);
+    assert.throws(() => createProviders(t.ctx.config, t.ctx.db, { kyc: new SandboxKyc('http://pay.test') }), /live never runs a sandbox provider: kyc has no adapter \(KYC_PROVIDER_URL\)/);
   });
 
   test('a sandbox uses an adapter for each port that has a URL and its own providers for the rest', async () => {
@@ -106,7 +106,7 @@ describe("live on the operator's provider adapters", () => {
       as: m,
       body: kycApplication('fake.person@declined.test', { firstName: 'Fake', lastName: 'Person', dateOfBirth: '1900-01-01' }),
     });
-    assert.equal(applied.status, 201, applied.raw);
+    assert.equal(applied.status, 200, applied.raw);
     // Far past the sandbox's half second: nobody but the adapter decides.
     for (let i = 0; i < 5; i++) await run('kyc-decisions', 2_000);
     const kyc = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc`, { as: m })).body.data.attributes.status;
@@ -124,7 +124,58 @@ describe("live on the operator's provider adapters", () => {
 
     adapter.kycDecisionMs = 0;
     await run('kyc-decisions', 600_000);
-    assert.equal(await kyc(), 'Declined', "the adapter's decision");
+    assert.equal(await kyc(), 'Denied', "the adapter's decision");
+  });
+
+  test('document verification through the adapter: review asked about, a link keyed by its id, the finished upload reported once, then the review decides', async () => {
+    const u = await createUser(t, m);
+    await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m });
+    const applied = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: accrueKycApplication('review@highrisk.com') });
+    assert.equal(applied.status, 200, applied.raw);
+    await run('kyc-decisions', 0);
+    const kyc = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: m })).body.data.attributes.status;
+    assert.equal(await kyc(), 'ManualReview', "the adapter's first answer");
+    const [sent] = adapter.calls.filter((c) => c.operation === 'submitKycApplication' && c.body?.userId === u.id);
+    const reference = sent!.idempotencyKey!;
+    assert.deepEqual([sent!.body!.phone, sent!.body!.ipAddress, (sent!.body!.address as { country: string }).country], ['5551234567', '203.0.113.7', 'US'], "Accrue's fields reach the provider");
+    const asked = () => adapter.callsFor(reference).filter((c) => c.operation === 'getKycApplication').length;
+    const before = asked();
+    await run('kyc-decisions', 2_000);
+    assert.equal(asked(), before + 1, 'an application in review is asked about');
+
+    const linkBody = { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://shop.example.com/kyc/done' } } };
+    adapter.faults.push({ path: '/v1/kyc/document-links', kind: 'status', status: 500 });
+    const failed = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { as: m, body: linkBody });
+    assert.equal(failed.status, 503, failed.raw);
+    assert.equal(errorsOf(failed)[0]!.code, 'ServiceUnavailable');
+    const link = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { as: m, body: linkBody });
+    assert.equal(link.status, 200, link.raw);
+    const [linkCall] = adapter.callsFor(link.body.data.id);
+    assert.deepEqual([linkCall?.operation, linkCall?.signed, linkCall?.body?.application, linkCall?.body?.redirectUrl], ['createKycDocumentLink', true, reference, 'https://shop.example.com/kyc/done']);
+    assert.match(link.body.data.attributes.url, /^https:\/\/verify\.example\.com\/session\//, "the adapter's page");
+
+    // The user uploaded; the report's answer is lost once: sent again with the same key, done once.
+    adapter.kycDecisionMs = 3_600_000;
+    const done = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification/complete`, { as: m });
+    assert.equal(done.body.data.attributes.status, 'Pending');
+    adapter.faults.push({ path: '/v1/kyc/documents', method: 'POST', kind: 'delay', ms: 1_000 });
+    await run('kyc-decisions', 0);
+    await run('kyc-decisions', 61_000);
+    const reports = adapter.calls.filter((c) => c.operation === 'submitKycDocuments' && c.body?.application === reference);
+    assert.equal(reports.length, 2);
+    assert.deepEqual(
+      reports.map((c) => [c.idempotencyKey, c.replayed]),
+      [
+        [`${reference}:documents:${Date.parse(done.body.data.attributes.documentsSubmittedAt)}`, false],
+        [`${reference}:documents:${Date.parse(done.body.data.attributes.documentsSubmittedAt)}`, true],
+      ],
+    );
+    assert.equal(await kyc(), 'Pending', 'the review has not decided');
+    await run('kyc-decisions', 600_000);
+    assert.equal(adapter.calls.filter((c) => c.operation === 'submitKycDocuments' && c.body?.application === reference).length, 2, 'reported, then asked about');
+    adapter.kycDecisionMs = 0;
+    await run('kyc-decisions', 600_000);
+    assert.equal(await kyc(), 'Approved', "the review's decision");
   });
 
   test('deposits: pulled with the transaction id as Idempotency-Key, then cleared or failed by what the bank reports', async () => {

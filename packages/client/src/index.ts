@@ -72,7 +72,8 @@ export function createCoffer(o: CofferOptions) {
     api,
 
     users: {
-      create: (a: { phoneNumber: string; email?: string; firstName?: string; lastName?: string }) =>
+      /** A user needs `phoneNumber` or `email`, or both. */
+      create: (a: ({ phoneNumber: string; email?: string } | { phoneNumber?: string; email: string }) & { firstName?: string; lastName?: string }) =>
         unwrap(api.POST('/api/v1/users', { body: body('User', a) })).then((r) => r.data),
       get: (userId: string) => unwrap(api.GET('/api/v1/users/{userId}', { params: { path: { userId } } })).then((r) => r.data),
     },

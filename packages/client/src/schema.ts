@@ -16,7 +16,7 @@ export interface paths {
         put?: never;
         /**
          * Create a user
-         * @description `phoneNumber` (E.164) is required and unique per merchant; `email` is optional and unique per merchant.
+         * @description A user needs `phoneNumber` (E.164) or `email` or both (Accrue requires `email`); each is unique per merchant. A user without a phone number cannot sign in to the wallet until one is set by a verified profile update.
          */
         post: operations["createUser"];
         delete?: never;
@@ -60,7 +60,7 @@ export interface paths {
         head?: never;
         /**
          * Update the merchant's attached profile
-         * @description `userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. The body may also omit the `data` wrapper (`{type, attributes}`).
+         * @description `userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user's id or the `userReference` of the URL (409 `Conflict` otherwise).
          */
         patch: operations["updateAttachedProfile"];
         trace?: never;
@@ -76,7 +76,7 @@ export interface paths {
         put?: never;
         /**
          * Accept the KYC disclosures
-         * @description Moves KYC from `NotStarted` to `DisclosuresAccepted`. Idempotent: later calls change nothing and also return 204.
+         * @description Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.
          */
         post: operations["acceptKycDisclosures"];
         delete?: never;
@@ -96,9 +96,29 @@ export interface paths {
         put?: never;
         /**
          * Submit a KYC application
-         * @description Needs accepted disclosures (else 400 `DisclosuresNotAccepted`). KYC becomes `Pending`; the sandbox decides within a second by e-mail: `*@highrisk.test` → `AwaitingDocuments`, `*@declined.test` → `Declined`, otherwise `Approved`. Stores the name and date of birth on the profile.
+         * @description Takes Coffer's body (type `KycApplication`, a nested `address` with its `country`) or Accrue's (type `Kyc`, a flat US address and `phone`). Needs accepted disclosures (else 400 `DisclosuresNotAccepted`); accepted after disclosures or while `AwaitingDocuments` (else 400 `KycApplicationFailed`). KYC becomes `Pending`; the provider's answer arrives as webhook events. The sandbox decides within a second by e-mail address: `*@highrisk.com` → `ManualReview`, `*@highrisk.test` → `AwaitingDocuments`, `*@veryhighrisk.com` and `*@declined.test` → `Denied`, any other (`*@lowrisk.com`) → `Approved`; after documents it approves, unless the local part ends in `+denied`. Stores the name and date of birth on the profile.
          */
         post: operations["submitKycApplication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user's KYC status
+         * @description Every user has a KYC record from creation: `NotStarted` until an application (never `null`).
+         */
+        get: operations["getKycStatus"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -112,10 +132,53 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a user's KYC status */
+        /**
+         * Get a user's KYC status
+         * @description Every user has a KYC record from creation: `NotStarted` until an application (never `null`).
+         */
         get: operations["getKyc"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/document-verification-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a document verification link
+         * @description A link to the KYC provider's page where the user uploads identity documents, while KYC is `AwaitingDocuments` or `ManualReview` (else 400 `DocumentVerificationFailed`). Send the user there; the page sends them back to `redirectUrl`, and then call `document-verification/complete`. Each call makes a new link. In the sandbox the link is a page of the widget host that needs no documents.
+         */
+        post: operations["getDocumentVerificationLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/users/{userId}/kyc/document-verification/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete document verification
+         * @description The user has finished uploading documents: KYC goes back to `Pending` (`KycPending`) and the provider reviews them; its decision arrives as webhook events. Only while `AwaitingDocuments` or `ManualReview` (else 400 `DocumentVerificationFailed`); once completed, calling again answers the current status and changes nothing. The sandbox decides within a second by e-mail address: `*@highrisk.com` → `ManualReview`, `*@highrisk.test` → `AwaitingDocuments`, `*@veryhighrisk.com` and `*@declined.test` → `Denied`, any other (`*@lowrisk.com`) → `Approved`; after documents it approves, unless the local part ends in `+denied`.
+         */
+        post: operations["completeDocumentVerification"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1517,12 +1580,19 @@ export interface components {
             /** @enum {string} */
             type: "Kyc";
             attributes: {
-                status: "NotStarted" | "DisclosuresAccepted" | "Pending" | "Approved" | "AwaitingDocuments" | "Declined";
+                /** @description NotStarted (see disclosuresAcceptedAt), Pending (the provider is checking), ManualReview (the provider is reviewing; documents may be uploaded), AwaitingDocuments (the user must upload documents), Approved, Denied */
+                status: "NotStarted" | "Pending" | "ManualReview" | "AwaitingDocuments" | "Approved" | "Denied" | "Unknown";
                 disclosuresAcceptedAt: string | null;
                 submittedAt: string | null;
+                documentsSubmittedAt: string | null;
                 decidedAt: string | null;
                 /** Format: date-time */
                 updatedAt: string;
+                /**
+                 * Format: date-time
+                 * @description The KYC record's creation: the user's
+                 */
+                createdAt: string;
             };
             relationships: {
                 user: {
@@ -1535,6 +1605,34 @@ export interface components {
             };
             links: {
                 self: string;
+            };
+        };
+        /** @description A link for one user to upload identity documents. */
+        DocumentVerificationLink: {
+            id: string;
+            /** @enum {string} */
+            type: "DocumentVerificationLink";
+            attributes: {
+                /**
+                 * Format: uri
+                 * @description The KYC provider's page where the user uploads identity documents
+                 */
+                url: string;
+                /** @description Where that page sends the user when they are done */
+                redirectUrl: string;
+                /** Format: date-time */
+                updatedAt: string;
+                /** Format: date-time */
+                createdAt: string;
+            };
+            relationships: {
+                user: {
+                    data: {
+                        /** @enum {string} */
+                        type: "User";
+                        id: string;
+                    };
+                };
             };
         };
         IdentityVerificationChallenge: {
@@ -1598,8 +1696,7 @@ export interface components {
             /** @enum {string} */
             type: "ProfileUpdateResult";
             attributes: {
-                /** @description The user's phone number after the update */
-                phoneNumber: string;
+                phoneNumber: string | null;
                 email: string | null;
                 /** Format: date-time */
                 appliedAt: string;
@@ -1672,6 +1769,7 @@ export interface components {
             type: "Webhook";
             attributes: {
                 name: string;
+                /** @description Empty when the webhook has no receiver (nothing is sent) */
                 url: string;
                 topics: string[];
                 enabled: boolean;
@@ -2620,7 +2718,7 @@ export interface operations {
                         type: "User";
                         attributes: {
                             /** @example +14155550123 */
-                            phoneNumber: string;
+                            phoneNumber?: string;
                             /**
                              * Format: email
                              * @example ada@example.com
@@ -2630,6 +2728,18 @@ export interface operations {
                             lastName?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -2637,7 +2747,7 @@ export interface operations {
                         type: "User";
                         attributes: {
                             /** @example +14155550123 */
-                            phoneNumber: string;
+                            phoneNumber?: string;
                             /**
                              * Format: email
                              * @example ada@example.com
@@ -2646,6 +2756,18 @@ export interface operations {
                             firstName?: string;
                             lastName?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -2846,6 +2968,8 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "AttachedProfile";
                         attributes: {
@@ -2860,7 +2984,21 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
+                    /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                    id?: string;
                     /** @enum {string} */
                     type: "AttachedProfile";
                     attributes: {
@@ -2877,6 +3015,8 @@ export interface operations {
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "AttachedProfile";
                         attributes: {
@@ -2891,7 +3031,21 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
+                    /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                    id?: string;
                     /** @enum {string} */
                     type: "AttachedProfile";
                     attributes: {
@@ -2947,7 +3101,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict: `ReferenceIdTaken` */
+            /** @description Conflict: `Conflict`, `ReferenceIdTaken` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3114,8 +3268,8 @@ export interface operations {
                             firstName: string;
                             lastName: string;
                             /**
-                             * Format: date
-                             * @description YYYY-MM-DD, in the past
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
                              */
                             dateOfBirth: string;
                             /**
@@ -3131,7 +3285,61 @@ export interface operations {
                                 postalCode: string;
                                 country: string;
                             };
+                            phone?: string;
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    data: {
+                        /** @enum {string} */
+                        type: "Kyc";
+                        attributes: {
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
+                            firstName: string;
+                            lastName: string;
+                            phone: string;
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
+                            dateOfBirth: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            email: string;
+                            street: string;
+                            street2?: string;
+                            city: string;
+                            state: string;
+                            postalCode: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
@@ -3142,8 +3350,8 @@ export interface operations {
                             firstName: string;
                             lastName: string;
                             /**
-                             * Format: date
-                             * @description YYYY-MM-DD, in the past
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
                              */
                             dateOfBirth: string;
                             /**
@@ -3159,14 +3367,68 @@ export interface operations {
                                 postalCode: string;
                                 country: string;
                             };
+                            phone?: string;
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                } | {
+                    data: {
+                        /** @enum {string} */
+                        type: "Kyc";
+                        attributes: {
+                            /** @description The applicant's IPv4 or IPv6 address */
+                            ipAddress?: string;
+                            firstName: string;
+                            lastName: string;
+                            phone: string;
+                            /**
+                             * @description YYYY-MM-DD, a real date in the past
+                             * @example 1990-01-15
+                             */
+                            dateOfBirth: string;
+                            /**
+                             * Format: email
+                             * @example ada@example.com
+                             */
+                            email: string;
+                            street: string;
+                            street2?: string;
+                            city: string;
+                            state: string;
+                            postalCode: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3176,7 +3438,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `DisclosuresNotAccepted`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `DisclosuresNotAccepted`, `KycApplicationFailed`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3259,6 +3521,102 @@ export interface operations {
             };
         };
     };
+    getKycStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Kyc"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
     getKyc: {
         parameters: {
             query?: never;
@@ -3282,6 +3640,260 @@ export interface operations {
                 };
             };
             /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getDocumentVerificationLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "DocumentVerificationLink";
+                        attributes: {
+                            /**
+                             * Format: uri
+                             * @description http(s): where the document page sends the user when they are done
+                             */
+                            redirectUrl: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "DocumentVerificationLink";
+                        attributes: {
+                            /**
+                             * Format: uri
+                             * @description http(s): where the document page sends the user when they are done
+                             */
+                            redirectUrl: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["DocumentVerificationLink"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `DocumentVerificationFailed`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    completeDocumentVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Kyc"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `DocumentVerificationFailed`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3481,6 +4093,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -3496,6 +4120,18 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -3622,6 +4258,18 @@ export interface operations {
                             email?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -3637,6 +4285,18 @@ export interface operations {
                              */
                             email?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -4055,12 +4715,24 @@ export interface operations {
                         type: "Webhook";
                         attributes: {
                             name: string;
-                            /** @description http or https; in live, public addresses only */
-                            url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
+                            url?: string;
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
@@ -4069,12 +4741,24 @@ export interface operations {
                         type: "Webhook";
                         attributes: {
                             name: string;
-                            /** @description http or https; in live, public addresses only */
-                            url: string;
-                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
+                            url?: string;
+                            topics: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             /** @default true */
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -4357,28 +5041,56 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "Webhook";
                         attributes: {
                             name?: string;
-                            /** @description http or https; in live, public addresses only */
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "Webhook";
                         attributes: {
                             name?: string;
-                            /** @description http or https; in live, public addresses only */
+                            /** @description http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent */
                             url?: string;
-                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
+                            topics?: ("*" | "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated")[];
                             enabled?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -4424,6 +5136,15 @@ export interface operations {
             };
             /** @description Not found: `WebhookNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict: `Conflict` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4500,7 +5221,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4580,7 +5301,7 @@ export interface operations {
                 /** @description 1 or more; values above 50 are capped */
                 "page[limit]"?: number;
                 "page[offset]"?: number;
-                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated" | "WebhookTest";
+                "filter[topic]"?: "ApplicationApproved" | "ApplicationAwaitingDocuments" | "ApplicationDeclined" | "KycCreated" | "KycPending" | "KycManualReview" | "KycAwaitingDocuments" | "KycApproved" | "KycDeclined" | "UserProfileUpdated" | "TransactionCleared" | "TransactionFailed" | "PaymentIntentCreated" | "PaymentIntentUpdated" | "PaymentCreated" | "PaymentUpdated" | "PaymentCaptured" | "RefundCreated" | "CounterpartyIncomingPayment" | "CounterpartyPayoutCreated" | "CounterpartyPayoutSent" | "CounterpartyPayoutCompleted" | "CounterpartyPayoutReturned" | "RewardCreated" | "RewardUpdated" | "WebhookTest";
                 /** @description Inclusive */
                 "filter[createdAfter]"?: string;
                 /** @description Exclusive */
@@ -4790,6 +5511,18 @@ export interface operations {
                             webhookId?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -4802,6 +5535,18 @@ export interface operations {
                              */
                             webhookId?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5013,6 +5758,18 @@ export interface operations {
                             userId: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5022,6 +5779,18 @@ export interface operations {
                             /** Format: uuid */
                             userId: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5635,6 +6404,18 @@ export interface operations {
                             accountType: "Checking" | "Savings" | "checking" | "savings";
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -5650,6 +6431,18 @@ export interface operations {
                              */
                             accountType: "Checking" | "Savings" | "checking" | "savings";
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5942,18 +6735,46 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         type: "UpdateCounterparty" | "Counterparty";
                         attributes: {
                             label?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         type: "UpdateCounterparty" | "Counterparty";
                         attributes: {
                             label?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -5999,6 +6820,15 @@ export interface operations {
             };
             /** @description Not found: `CounterpartyNotFound` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6196,6 +7026,18 @@ export interface operations {
                             idempotencyKey: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6207,6 +7049,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6460,6 +7314,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6481,6 +7347,18 @@ export interface operations {
                                 deviceSessionId?: string;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6708,6 +7586,18 @@ export interface operations {
                             idempotencyKey?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6719,6 +7609,18 @@ export interface operations {
                             /** @description Optional: makes retries safe (same rules as deposits) */
                             idempotencyKey?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -6958,6 +7860,18 @@ export interface operations {
                             notificationEmail?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -6987,6 +7901,18 @@ export interface operations {
                              */
                             notificationEmail?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -7306,6 +8232,18 @@ export interface operations {
                             notificationEmail?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
                     /**
                      * Format: uuid
@@ -7346,6 +8284,18 @@ export interface operations {
                              */
                             notificationEmail?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 } | {
                     /**
@@ -7706,6 +8656,18 @@ export interface operations {
                             phoneNumber?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -7735,6 +8697,18 @@ export interface operations {
                             /** @example +14155550123 */
                             phoneNumber?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8047,6 +9021,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -8071,6 +9057,18 @@ export interface operations {
                                 };
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8341,6 +9339,18 @@ export interface operations {
                             idempotencyKey?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -8372,6 +9382,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8595,6 +9617,18 @@ export interface operations {
                             reference: string | null;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 } | {
                     /**
                      * Format: uuid
@@ -8619,6 +9653,18 @@ export interface operations {
                         attributes: {
                             reference: string | null;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 } | {
                     /**
@@ -8758,6 +9804,18 @@ export interface operations {
                             amount: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -8767,6 +9825,18 @@ export interface operations {
                             /** @description Integer cents */
                             amount: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -8986,6 +10056,8 @@ export interface operations {
             content: {
                 "application/vnd.api+json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "IncreaseAuthorization";
                         attributes: {
@@ -8995,9 +10067,23 @@ export interface operations {
                             idempotencyKey?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
+                        /** @description The resource's id: when present it must be the resource the URL names (409 Conflict otherwise) */
+                        id?: string;
                         /** @enum {string} */
                         type: "IncreaseAuthorization";
                         attributes: {
@@ -9006,6 +10092,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -9260,6 +10358,18 @@ export interface operations {
                             idempotencyKey: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -9270,6 +10380,18 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -9841,6 +10963,18 @@ export interface operations {
                             widgetType: "PaymentMethods";
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -9850,6 +10984,18 @@ export interface operations {
                             /** @enum {unknown} */
                             widgetType: "PaymentMethods";
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -10058,6 +11204,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -10077,6 +11235,18 @@ export interface operations {
                                 [key: string]: string;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -10421,6 +11591,18 @@ export interface operations {
                             };
                         };
                     }[];
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -10466,6 +11648,18 @@ export interface operations {
                             };
                         };
                     }[];
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
             };
         };
@@ -10669,6 +11863,18 @@ export interface operations {
                             };
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -10685,6 +11891,18 @@ export interface operations {
                                 id: string;
                             };
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -10791,6 +12009,18 @@ export interface operations {
                             accountMask?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -10800,6 +12030,18 @@ export interface operations {
                             accountType?: "checking" | "savings";
                             accountMask?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11173,6 +12415,18 @@ export interface operations {
                             reuseActive?: boolean;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -11190,6 +12444,18 @@ export interface operations {
                             /** @description true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one */
                             reuseActive?: boolean;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11502,6 +12768,18 @@ export interface operations {
                             reason?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -11515,6 +12793,18 @@ export interface operations {
                              */
                             reason?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11627,6 +12917,18 @@ export interface operations {
                             amount: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -11635,6 +12937,18 @@ export interface operations {
                             /** @description Integer cents */
                             amount: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11846,6 +13160,18 @@ export interface operations {
                             amount?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -11854,6 +13180,18 @@ export interface operations {
                             /** @description Default: all that the step allows */
                             amount?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -12105,6 +13443,18 @@ export interface operations {
                             authorizationRequestId?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -12118,6 +13468,18 @@ export interface operations {
                              */
                             authorizationRequestId?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -12246,6 +13608,18 @@ export interface operations {
                             amount?: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -12254,6 +13628,18 @@ export interface operations {
                             /** @description Default: all that the step allows */
                             amount?: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -12477,6 +13863,18 @@ export interface operations {
                             reason?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -12484,6 +13882,18 @@ export interface operations {
                         attributes: {
                             reason?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -12603,6 +14013,18 @@ export interface operations {
                             amount: number;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -12612,6 +14034,18 @@ export interface operations {
                             /** @description Cents */
                             amount: number;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -12821,6 +14255,18 @@ export interface operations {
                             returnReason?: string;
                         };
                     };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
                 };
                 "application/json": {
                     data: {
@@ -12830,6 +14276,18 @@ export interface operations {
                             returnCode?: string;
                             returnReason?: string;
                         };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
                     };
                 };
             };

@@ -3,6 +3,7 @@ import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
+import { checkReceives } from '../webhooks/domain.ts';
 import { findWebhook } from '../webhooks/sql.ts';
 import { TEST_TOPIC } from './topics.ts';
 import * as q from './sql.ts';
@@ -29,7 +30,7 @@ export async function replayEvent(db: Db, opts: { clientId: string; eventId: str
     if (opts.webhookId) {
       const w = await findWebhook(tx, opts.clientId, opts.webhookId);
       if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`, { status: 400, pointer: '/data/attributes/webhookId' });
-      if (!w.enabled) throw apiError('IllegalOperation', 'The webhook is disabled.', { pointer: '/data/attributes/webhookId' });
+      checkReceives(w, '/data/attributes/webhookId');
       targets = [w.id];
     } else if (event.topic === TEST_TOPIC) {
       const { deliveries } = await q.deliveriesOf(tx, event.id);

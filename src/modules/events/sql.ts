@@ -1,5 +1,5 @@
 // Every query on events, deliveries and attempts.
-import { and, asc, desc, eq, gte, isNull, lt, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-orm';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
@@ -34,7 +34,7 @@ export function deliveriesInsertPart(e: { id: string; clientId: string; topic: s
       select ${id}, w.client_id, $2::uuid, w.id, '${webhookId ? 'test' : 'event'}', 'pending', $4::timestamptz, $4::timestamptz, $4::timestamptz
       from webhooks w
       where w.client_id = $1::uuid and ${
-        webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and (w.topics ? '*' or w.topics ? $3::text)`
+        webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`
       }`,
     params: [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, base],
     ...(!webhookId && {
@@ -52,17 +52,18 @@ const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, web
   select encode(overlay(uuid_send(e.base) placing int2send((row_number() over (partition by e.event_id order by w.id))::int2) from 15 for 2), 'hex')::uuid,
     w.client_id, e.event_id, w.id, 'event', 'pending', e.created_at, e.created_at, e.created_at
   from json_to_recordset($1::json) as e(client_id uuid, event_id uuid, topic text, created_at timestamptz, base uuid)
-  join webhooks w on w.client_id = e.client_id and w.enabled and w.deleted_at is null and (w.topics ? '*' or w.topics ? e.topic)`;
+  join webhooks w on w.client_id = e.client_id and w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? e.topic)`;
 
 export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert)[]): Promise<void> {
   if (rows.length > 0) await db.insert(eventDeliveries).values(rows);
 }
 
+/** The webhooks that receive events: enabled, not deleted, with a url. */
 export async function enabledWebhooks(db: Executor, clientId: string): Promise<{ id: string; topics: string[] }[]> {
   return db
     .select({ id: webhooks.id, topics: webhooks.topics })
     .from(webhooks)
-    .where(and(eq(webhooks.clientId, clientId), eq(webhooks.enabled, true), isNull(webhooks.deletedAt)));
+    .where(and(eq(webhooks.clientId, clientId), eq(webhooks.enabled, true), isNull(webhooks.deletedAt), ne(webhooks.url, '')));
 }
 
 /**

@@ -5,6 +5,13 @@ export const TOPICS = [
   'ApplicationApproved',
   'ApplicationAwaitingDocuments',
   'ApplicationDeclined',
+  // KYC in Accrue's topics (every change of status; modules/kyc/events.ts): included[0] is the Kyc resource.
+  'KycCreated',
+  'KycPending',
+  'KycManualReview',
+  'KycAwaitingDocuments',
+  'KycApproved',
+  'KycDeclined',
   // Identity verification: a verified phone or e-mail change.
   'UserProfileUpdated',
   // Deposits.

@@ -86,7 +86,7 @@ export const ProfileUpdateResult = resource(
   'ProfileUpdateResult',
   'ProfileUpdateResult',
   {
-    phoneNumber: Type.String({ description: "The user's phone number after the update" }),
+    phoneNumber: Nullable(Type.String({ description: "The user's phone number after the update (null: a user known by e-mail only)" })),
     email: Nullable(Type.String({ description: "The user's e-mail after the update" })),
     appliedAt: Timestamp(),
     updatedAt: Timestamp(),

@@ -1,21 +1,26 @@
-// KYC: disclosures, the application, the provider's decision (decisions §5).
+// KYC: disclosures, the application, the provider's answers, document verification
+// (decisions §5 and §12; docs/decisions.md "KYC").
+import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import type { Static } from 'typebox';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { nextCheckAt } from '../../jobs/backoff.ts';
-import type { KycDecision, KycProvider, KycSubmission } from '../../providers/kyc.ts';
+import { providerUnavailable } from '../../providers/http/client.ts';
+import type { KycAnswer, KycProvider, KycSubmission } from '../../providers/kyc.ts';
 import { getUser } from '../users/domain.ts';
 import { updateUserRow, type UserRow } from '../users/sql.ts';
-import type { KycStatus } from './schemas.ts';
+import { recordKycChange } from './events.ts';
+import type { AccrueKycApplicationBody, KycStatus } from './schemas.ts';
 import * as q from './sql.ts';
 
-/** Accepting disclosures moves NotStarted to DisclosuresAccepted; any later status stays. */
+/** Accepting disclosures is recorded once, before any application; later calls change nothing. */
 export async function acceptKycDisclosures(db: Db, opts: { clientId: string; userId: string; now: Date }): Promise<void> {
   await db.transaction(async (tx) => {
     const user = await getUser(tx, { ...opts, forUpdate: true });
-    if (user.kycStatus !== 'NotStarted') return;
-    await updateUserRow(tx, opts.clientId, user.id, { kycStatus: 'DisclosuresAccepted', disclosuresAcceptedAt: opts.now, updatedAt: opts.now });
+    if (user.kycStatus !== 'NotStarted' || user.disclosuresAcceptedAt) return;
+    await updateUserRow(tx, opts.clientId, user.id, { disclosuresAcceptedAt: opts.now, updatedAt: opts.now });
   });
 }
 
@@ -25,25 +30,43 @@ export interface KycApplicationInput {
   dateOfBirth: string;
   email: string;
   address: { street: string; street2?: string; city: string; state: string; postalCode: string; country: string };
+  phone?: string;
+  ipAddress?: string;
 }
 
-/** Which statuses may (re)apply: after disclosures, or to answer a request for documents. */
-const CAN_APPLY: ReadonlySet<string> = new Set<KycStatus>(['DisclosuresAccepted', 'AwaitingDocuments']);
+/** Accrue's body (type Kyc: a flat US address) as Coffer's. */
+export function fromAccrueApplication(a: Static<typeof AccrueKycApplicationBody>['data']['attributes']): KycApplicationInput {
+  const { street, street2, city, state, postalCode, ...rest } = a;
+  return { ...rest, address: { street, ...(street2 !== undefined ? { street2 } : {}), city, state, postalCode, country: 'US' } };
+}
+
+/** Which statuses may (re)apply: after disclosures, or to answer a request for documents with a new application. */
+const CAN_APPLY: ReadonlySet<string> = new Set<KycStatus>(['NotStarted', 'AwaitingDocuments']);
+/** Where the provider wants documents. */
+const WANTS_DOCUMENTS: ReadonlySet<string> = new Set<KycStatus>(['AwaitingDocuments', 'ManualReview']);
+
+function checkApplication(a: KycApplicationInput, now: Date): void {
+  const dob = new Date(`${a.dateOfBirth}T00:00:00Z`);
+  const real = !Number.isNaN(dob.getTime()) && dob.toISOString().slice(0, 10) === a.dateOfBirth;
+  if (!real || dob >= now || now.getUTCFullYear() - dob.getUTCFullYear() > 130) {
+    throw apiError('ValidationError', '`dateOfBirth` must be a real date in the past.', { pointer: '/data/attributes/dateOfBirth' });
+  }
+  if (a.ipAddress !== undefined && isIP(a.ipAddress) === 0) {
+    throw apiError('ValidationError', '`ipAddress` must be an IPv4 or IPv6 address.', { pointer: '/data/attributes/ipAddress' });
+  }
+}
 
 export async function submitKycApplication(
   db: Db,
-  opts: { clientId: string; userId: string; application: KycApplicationInput; provider: KycProvider; now: Date },
+  opts: { clientId: string; userId: string; application: KycApplicationInput; provider: KycProvider; now: Date; baseUrl: string },
 ): Promise<{ user: UserRow; application: q.KycApplicationRow }> {
   const a = opts.application;
-  const dob = new Date(`${a.dateOfBirth}T00:00:00Z`);
-  if (Number.isNaN(dob.getTime()) || dob >= opts.now || opts.now.getUTCFullYear() - dob.getUTCFullYear() > 130) {
-    throw apiError('ValidationError', '`dateOfBirth` must be a real date in the past.', { pointer: '/data/attributes/dateOfBirth' });
-  }
+  checkApplication(a, opts.now);
   return db.transaction(async (tx) => {
     const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId, forUpdate: true });
-    if (user.kycStatus === 'NotStarted') throw apiError('DisclosuresNotAccepted');
+    if (user.kycStatus === 'NotStarted' && !user.disclosuresAcceptedAt) throw apiError('DisclosuresNotAccepted');
     if (!CAN_APPLY.has(user.kycStatus)) {
-      throw apiError('IllegalOperation', `KYC is ${user.kycStatus}; an application is accepted only after disclosures or when documents are requested.`);
+      throw apiError('KycApplicationFailed', `KYC is ${user.kycStatus}; an application is accepted only after disclosures or when documents are requested.`);
     }
     const application = await q.insertApplication(tx, {
       id: uuidv7(),
@@ -55,6 +78,8 @@ export async function submitKycApplication(
       dateOfBirth: a.dateOfBirth,
       email: a.email.toLowerCase(),
       address: a.address,
+      phone: a.phone ?? null,
+      ipAddress: a.ipAddress ?? null,
       decideAfter: new Date(opts.now.getTime() + opts.provider.decisionDelayMs),
       createdAt: opts.now,
       updatedAt: opts.now,
@@ -66,6 +91,7 @@ export async function submitKycApplication(
       dateOfBirth: a.dateOfBirth,
       updatedAt: opts.now,
     });
+    await recordKycChange(tx, { user: updated, application, created: true, now: opts.now, baseUrl: opts.baseUrl });
     return { user: updated, application };
   });
 }
@@ -76,51 +102,125 @@ export async function getKyc(db: Executor, opts: { clientId: string; userId: str
   return { user, application };
 }
 
-/** Hook run in the decision's transaction (the webhook outbox subscribes here). */
-export type KycDecisionListener = (tx: Executor, e: { user: UserRow; application: q.KycApplicationRow; decision: KycDecision; now: Date }) => Promise<void>;
+/** The user's latest application, when the provider wants documents for it; else 400 DocumentVerificationFailed. */
+function applicationWantingDocuments(user: UserRow, application: q.KycApplicationRow | undefined): q.KycApplicationRow {
+  if (!application || !WANTS_DOCUMENTS.has(application.status) || application.status !== user.kycStatus) {
+    throw apiError('DocumentVerificationFailed', `KYC is ${user.kycStatus}; documents are taken only while it is AwaitingDocuments or ManualReview.`);
+  }
+  return application;
+}
+
+/**
+ * A link to the provider's document page. The link is recorded, then asked of the provider
+ * outside any transaction with the link's id as its key; a provider that does not answer is
+ * 503 (the link stays unanswered and unused; asking again makes a new one).
+ */
+export async function createDocumentVerificationLink(
+  db: Db,
+  opts: { clientId: string; userId: string; redirectUrl: string; provider: KycProvider; now: Date },
+): Promise<q.KycDocumentLinkRow> {
+  const url = URL.canParse(opts.redirectUrl) ? new URL(opts.redirectUrl) : undefined;
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
+    throw apiError('ValidationError', '`redirectUrl` must be an http or https URL.', { pointer: '/data/attributes/redirectUrl' });
+  }
+  const link = await db.transaction(async (tx) => {
+    const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId });
+    const application = applicationWantingDocuments(user, await q.latestApplication(tx, opts.clientId, user.id));
+    return q.insertDocumentLink(tx, {
+      id: uuidv7(),
+      clientId: opts.clientId,
+      userId: user.id,
+      applicationId: application.id,
+      redirectUrl: opts.redirectUrl,
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
+  });
+  let page: { url: string };
+  try {
+    page = await opts.provider.createDocumentLink({ reference: link.id, application: link.applicationId, userId: link.userId, redirectUrl: link.redirectUrl });
+  } catch (err) {
+    throw providerUnavailable(err, 'The KYC provider did not answer; ask for a link again.');
+  }
+  return q.recordDocumentLinkUrl(db, link.id, page.url, opts.now);
+}
+
+/**
+ * The user has finished uploading documents: the application goes back to Pending and the
+ * decision job tells the provider (once, keyed) and asks for its review. Calling it again while
+ * that review runs, or after it decided, answers the current status and changes nothing.
+ */
+export async function completeDocumentVerification(
+  db: Db,
+  opts: { clientId: string; userId: string; provider: KycProvider; now: Date; baseUrl: string },
+): Promise<{ user: UserRow; application: q.KycApplicationRow }> {
+  return db.transaction(async (tx) => {
+    const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId, forUpdate: true });
+    const latest = await q.latestApplication(tx, opts.clientId, user.id, { forUpdate: true });
+    if (latest?.documentsSubmittedAt && !WANTS_DOCUMENTS.has(latest.status)) return { user, application: latest };
+    const decideAfter = new Date(opts.now.getTime() + opts.provider.decisionDelayMs);
+    const application = await q.markDocumentsSubmitted(tx, applicationWantingDocuments(user, latest).id, opts.now, decideAfter);
+    const updated = await updateUserRow(tx, opts.clientId, user.id, { kycStatus: 'Pending', updatedAt: opts.now });
+    await recordKycChange(tx, { user: updated, application, now: opts.now, baseUrl: opts.baseUrl });
+    return { user: updated, application };
+  });
+}
+
+/** Hook run in the transaction of a change the provider made (tests use it to fail one). */
+export type KycChangeListener = (tx: Executor, e: { user: UserRow; application: q.KycApplicationRow; now: Date }) => Promise<void>;
 
 /** How long a claimed application belongs to the process asking the provider about it. */
 const DECISION_LEASE_MS = 60_000;
 
 /**
- * One round of the provider's answers. Due applications are claimed with a lease; each is sent to
- * the provider (once: its id is the provider's idempotency key) or, once sent, its answer asked
- * for, all at once and outside any transaction. A decision is recorded (user status and
- * application together) in its own transaction; an application still pending is asked about
- * again later, less often the longer it waits; one the provider did not answer for stays leased
- * and is tried again when the lease runs out.
+ * One round of the provider's answers. Due applications (Pending, or in ManualReview) are
+ * claimed with a lease; each is sent to the provider (once: its id is the provider's
+ * idempotency key), or its finished documents reported (once, keyed), or its answer asked for,
+ * all at once and outside any transaction. A changed status is recorded (application, user and
+ * events together) in its own transaction; an application still open is asked about again
+ * later, less often the longer it waits; one the provider did not answer for stays leased and
+ * is tried again when the lease runs out.
  */
 export async function decideDueKycApplications(
   db: Db,
-  opts: { provider: KycProvider; now: () => Date; onDecision?: KycDecisionListener; log?: FastifyBaseLogger },
+  opts: { provider: KycProvider; now: () => Date; baseUrl: string; onChange?: KycChangeListener; log?: FastifyBaseLogger },
 ): Promise<number> {
   const now = opts.now();
   const claimed = await q.claimDueApplications(db, now, new Date(now.getTime() + DECISION_LEASE_MS), 50);
-  let decided = 0;
+  let changed = 0;
   await Promise.all(
     claimed.map(async (app) => {
-      let answer;
+      const submission = submissionOf(app);
+      const reportsDocuments = app.sentAt !== null && app.documentsSubmittedAt !== null && app.documentsSentAt === null;
+      let answer: KycAnswer;
       try {
-        answer = app.sentAt ? await opts.provider.status(submissionOf(app)) : await opts.provider.submit(submissionOf(app));
+        answer = !app.sentAt
+          ? await opts.provider.submit(submission)
+          : reportsDocuments
+            ? await opts.provider.submitDocuments({ reference: `${app.id}:documents:${app.documentsSubmittedAt!.getTime()}`, application: submission })
+            : await opts.provider.status(submission);
       } catch (err) {
         opts.log?.warn({ err, applicationId: app.id }, 'the KYC provider did not answer; the application is tried again later');
         return;
       }
       const at = opts.now();
-      if (answer === 'Pending') {
-        const sentAt = app.sentAt ?? at;
-        return q.awaitDecision(db, app.id, sentAt, nextCheckAt(at, sentAt));
+      const ack = { sentAt: app.sentAt ?? at, documentsSentAt: reportsDocuments ? at : app.documentsSentAt };
+      if (answer === app.status) {
+        // Still checking (since it was sent or the documents reported), or still in review (since it went there).
+        const waitingSince = app.status === 'ManualReview' ? app.decidedAt ?? at : ack.documentsSentAt ?? ack.sentAt;
+        return q.awaitAnswer(db, app, { ...ack, decideAfter: nextCheckAt(at, waitingSince) });
       }
       await db.transaction(async (tx) => {
-        const row = await q.decideApplication(tx, app.id, answer, at);
+        const row = await q.changeApplicationStatus(tx, app, { ...ack, status: answer, at, decideAfter: nextCheckAt(at, at) });
         if (!row) return;
         const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: answer, updatedAt: at });
-        await opts.onDecision?.(tx, { user, application: row, decision: answer, now: at });
-        decided++;
+        await recordKycChange(tx, { user, application: row, now: at, baseUrl: opts.baseUrl });
+        await opts.onChange?.(tx, { user, application: row, now: at });
+        changed++;
       });
     }),
   );
-  return decided;
+  return changed;
 }
 
 function submissionOf(app: q.KycApplicationRow): KycSubmission {
@@ -132,5 +232,8 @@ function submissionOf(app: q.KycApplicationRow): KycSubmission {
     dateOfBirth: app.dateOfBirth,
     email: app.email,
     address: app.address as KycSubmission['address'],
+    ...(app.phone !== null ? { phone: app.phone } : {}),
+    ...(app.ipAddress !== null ? { ipAddress: app.ipAddress } : {}),
+    ...(app.documentsSubmittedAt ? { documentsSubmittedAt: app.documentsSubmittedAt.toISOString() } : {}),
   };
 }

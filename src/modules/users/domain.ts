@@ -4,6 +4,7 @@ import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { uniqueViolation } from '../../db/errors.ts';
 import { apiError, type ErrorCode } from '../../http/errors.ts';
+import { resourceIdConflict } from '../../http/jsonapi-request.ts';
 import type { Page } from '../../http/paging.ts';
 import * as q from './sql.ts';
 
@@ -18,16 +19,20 @@ function newPublicId(): string {
   return out;
 }
 
+/** Creates a user known by a phone number, an e-mail address or both (unique per merchant). */
 export async function createUser(
   db: Executor,
-  opts: { clientId: string; phoneNumber: string; email?: string; firstName?: string; lastName?: string; now: Date },
+  opts: { clientId: string; phoneNumber?: string; email?: string; firstName?: string; lastName?: string; now: Date },
 ): Promise<q.UserRow> {
+  if (opts.phoneNumber === undefined && opts.email === undefined) {
+    throw apiError('ValidationError', 'A user needs `phoneNumber` or `email` (or both).', { pointer: '/data/attributes' });
+  }
   try {
     return await q.insertUser(db, {
       id: uuidv7(),
       clientId: opts.clientId,
       publicId: newPublicId(),
-      phoneNumber: opts.phoneNumber,
+      phoneNumber: opts.phoneNumber ?? null,
       email: opts.email?.toLowerCase() ?? null,
       firstName: opts.firstName ?? null,
       lastName: opts.lastName ?? null,
@@ -94,13 +99,17 @@ export interface AttachedProfilePatch {
 /**
  * Updates the merchant-kept profile. Reference ids are unique per merchant across both
  * columns and immutable once set; e-mail and phone here are the merchant's own copies.
+ * `resourceId` (a JSON:API body's id) must be the user's id or the reference in the URL.
  */
 export async function updateAttachedProfile(
   db: Db,
-  opts: { clientId: string; userReference: string; patch: AttachedProfilePatch; now: Date },
+  opts: { clientId: string; userReference: string; resourceId?: string; patch: AttachedProfilePatch; now: Date },
 ): Promise<q.UserRow> {
   return db.transaction(async (tx) => {
     const found = await resolveUserReference(tx, { clientId: opts.clientId, reference: opts.userReference, notFound: { code: 'InvalidIdentifier', status: 400 } });
+    if (opts.resourceId !== undefined && opts.resourceId !== found.id && opts.resourceId !== opts.userReference) {
+      throw resourceIdConflict(opts.resourceId, opts.userReference);
+    }
     const touchesRefs = opts.patch.referenceId !== undefined || opts.patch.stableReferenceId !== undefined;
     if (touchesRefs) await q.lockReferenceIds(tx, opts.clientId);
     const user = (await q.findUser(tx, opts.clientId, found.id, { forUpdate: true }))!;

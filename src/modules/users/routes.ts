@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { AppContext } from '../../context.ts';
-import { ApiError } from '../../http/errors.ts';
+import { unwrapBarePointers } from '../../http/jsonapi-request.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
@@ -31,7 +31,9 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'createUser',
         summary: 'Create a user',
-        description: '`phoneNumber` (E.164) is required and unique per merchant; `email` is optional and unique per merchant.',
+        description:
+          'A user needs `phoneNumber` (E.164) or `email` or both (Accrue requires `email`); each is unique per merchant. ' +
+          'A user without a phone number cannot sign in to the wallet until one is set by a verified profile update.',
         body: CreateUserBody,
         response: responses({ 201: document(ref(User)) }, [...COMMON_ERRORS, 409]),
       },
@@ -86,7 +88,8 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
   );
 
   // The spec's sample sends `type` and `attributes` without a `data` wrapper; both are
-  // accepted. A bare body is wrapped before validation and error pointers are unwrapped after.
+  // accepted. The JSON:API request hook wraps a bare body before validation (config.jsonApi),
+  // and error pointers are unwrapped after.
   const wrappedValidator = (validatorCompiler as FastifySchemaCompiler<unknown>)({ schema: AttachedProfileBody, method: 'PATCH', url: '', httpPart: 'body' });
   app.patch(
     '/api/v1/users/:userReference/attached-profile',
@@ -97,21 +100,16 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: "Update the merchant's attached profile",
         description:
           '`userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. ' +
-          'The body may also omit the `data` wrapper (`{type, attributes}`).',
+          'The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user\'s id or the `userReference` of the URL ' +
+          '(409 `Conflict` otherwise).',
         params: UserReferenceParams,
         body: Type.Union([AttachedProfileBody, AttachedProfileBareBody]),
         response: responses({ 200: document(ref(AttachedProfile)) }, [...COMMON_ERRORS, 409]),
       },
+      config: { jsonApi: { bareResource: true, idCheckedByRoute: true } },
       validatorCompiler: (route) => (route.httpPart === 'body' ? wrappedValidator : validatorCompiler(route)),
-      preValidation: async (req) => {
-        const body = req.body as Record<string, unknown> | undefined;
-        if (body && typeof body === 'object' && !Array.isArray(body) && !('data' in body)) {
-          (req as { bareBody?: boolean }).bareBody = true;
-          req.body = { data: body } as never;
-        }
-      },
       errorHandler: (err, req, reply) => {
-        if ((req as { bareBody?: boolean }).bareBody) unwrapPointers(err);
+        unwrapBarePointers(err, req);
         return reply.send(err);
       },
     },
@@ -120,19 +118,11 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
       const user = await updateAttachedProfile(ctx.db, {
         clientId: req.client.id,
         userReference: req.params.userReference,
+        resourceId: req.jsonApi?.id,
         patch: body.data.attributes,
         now: ctx.clock.now(),
       });
       return { data: attachedProfileResource(user, base) };
     },
   );
-}
-
-/** Pointers into a bare body lose their `/data` prefix; validation errors get the same fix. */
-function unwrapPointers(err: unknown): void {
-  if (err instanceof ApiError) {
-    for (const i of err.items) if (i.source?.pointer?.startsWith('/data')) i.source.pointer = i.source.pointer.slice(5);
-  }
-  const v = (err as { validation?: { instancePath: string; params: Record<string, unknown> }[] }).validation;
-  if (Array.isArray(v)) for (const e of v) if (e.instancePath.startsWith('/data')) e.instancePath = e.instancePath.slice(5);
 }

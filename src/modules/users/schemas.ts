@@ -42,11 +42,12 @@ export const AttachedProfile = resource('AttachedProfile', 'AttachedProfile', {
   updatedAt: Timestamp(),
 }, { links: { self: Type.String() } });
 
+/** Coffer's users are known by phone number, Accrue's CreateUser requires an e-mail: either (or both) will do. */
 export const CreateUserBody = requestBody(
   'User',
   Type.Object(
     {
-      phoneNumber: E164(),
+      phoneNumber: Type.Optional(E164()),
       email: Type.Optional(Email()),
       firstName: Type.Optional(Text(100)),
       lastName: Type.Optional(Text(100)),

@@ -34,10 +34,24 @@ describe('users', () => {
       assert.equal(u.attributes.updatedAt, u.attributes.createdAt);
     });
 
-    test('phoneNumber is required and must be E.164', async () => {
-      const missing = await t.request('POST', '/api/v1/users', { as: m, body: body({ email: uniqueEmail() }) });
-      assert.equal(missing.status, 400);
-      assert.equal(errorsOf(missing)[0]!.source?.pointer, '/data/attributes/phoneNumber');
+    test("Accrue's CreateUser: an e-mail address without a phone number is a user too", async () => {
+      const email = uniqueEmail('accrue');
+      const res = await t.request('POST', '/api/v1/users', { as: m, body: body({ email, firstName: 'Grace', lastName: 'Hopper' }) });
+      assert.equal(res.status, 201, res.raw);
+      assert.deepEqual(res.body.data.attributes.profile, { firstName: 'Grace', lastName: 'Hopper', email, phoneNumber: null });
+      const again = await t.request('POST', '/api/v1/users', { as: m, body: body({ email }) });
+      assert.equal(again.status, 409);
+      assert.equal(errorsOf(again)[0]!.code, 'UserAlreadyExists');
+      // Several users without a phone number: none is another's duplicate.
+      assert.equal((await t.request('POST', '/api/v1/users', { as: m, body: body({ email: uniqueEmail('accrue') }) })).status, 201);
+    });
+
+    test('a user needs a phone number or an e-mail address; the phone number must be E.164', async () => {
+      for (const attrs of [{}, { firstName: 'Nobody' }]) {
+        const missing = await t.request('POST', '/api/v1/users', { as: m, body: body(attrs) });
+        assert.equal(missing.status, 400);
+        assert.deepEqual(errorsOf(missing).map((e) => [e.code, e.source?.pointer]), [['ValidationError', '/data/attributes']]);
+      }
       for (const bad of ['4155550123', '+0155550123', '+1 415 555 0123', '+1415555012345678', '+', 'phone', '']) {
         const res = await t.request('POST', '/api/v1/users', { as: m, body: body({ phoneNumber: bad }) });
         assert.equal(res.status, 400, bad);

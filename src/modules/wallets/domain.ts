@@ -21,8 +21,11 @@ export async function createWallet(db: Db, opts: { clientId: string; userId: str
       if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`, { status: 400, pointer: '/data/attributes/userId' });
       const wallet = await q.insertWallet(tx, { id: uuidv7(), clientId: opts.clientId, userId: user.id, status: 'Active', createdAt: opts.now, updatedAt: opts.now });
       await openAccounts(tx, { clientId: opts.clientId, ownerType: 'wallet', ownerId: wallet.id, now: opts.now });
-      // A reward pre-issued to the user's phone number is credited to the new wallet.
-      await claimWaitingRewards(tx, { clientId: opts.clientId, walletId: wallet.id, phoneNumber: user.phoneNumber, clientAccounts, baseUrl: opts.baseUrl, now: opts.now });
+      // A reward pre-issued to the user's phone number is credited to the new wallet (a user
+      // known by e-mail alone has none waiting).
+      if (user.phoneNumber) {
+        await claimWaitingRewards(tx, { clientId: opts.clientId, walletId: wallet.id, phoneNumber: user.phoneNumber, clientAccounts, baseUrl: opts.baseUrl, now: opts.now });
+      }
       return wallet;
     });
   } catch (err) {

@@ -24,8 +24,9 @@ function checkTopics(topics: string[] | undefined): void {
   }
 }
 
+/** An empty url is a webhook without a receiver: its events are recorded, nothing is sent (Accrue's CreateWebhook). */
 function checkUrl(url: string | undefined, policy: Pick<WebhookPolicy, 'allowPrivate'>): void {
-  if (url === undefined) return;
+  if (url === undefined || url === '') return;
   const problem = checkWebhookUrl(url, policy);
   if (problem) throw apiError('ValidationError', `\`url\` ${problem.detail}.`, { pointer: '/data/attributes/url' });
 }
@@ -36,7 +37,7 @@ function checkUrl(url: string | undefined, policy: Pick<WebhookPolicy, 'allowPri
  */
 export async function createWebhook(
   db: Db,
-  opts: { clientId: string; name: string; url: string; topics: string[]; enabled?: boolean; policy: WebhookPolicy; sealer: Sealer; now: Date },
+  opts: { clientId: string; name: string; url?: string; topics: string[]; enabled?: boolean; policy: WebhookPolicy; sealer: Sealer; now: Date },
 ): Promise<{ webhook: q.WebhookRow; secret: string }> {
   checkTopics(opts.topics);
   checkUrl(opts.url, opts.policy);
@@ -51,7 +52,7 @@ export async function createWebhook(
       id,
       clientId: opts.clientId,
       name: opts.name,
-      url: opts.url,
+      url: opts.url ?? '',
       topics: opts.topics,
       enabled: opts.enabled ?? true,
       secretSealed: opts.sealer.seal(secret, 'webhook-secret', `webhooks:${id}`),
@@ -72,15 +73,25 @@ export async function listWebhooks(db: Executor, opts: { clientId: string; page:
   return q.listWebhookRows(db, opts.clientId, opts.page);
 }
 
+/** Updates a webhook. Emptying its url stops sending: deliveries not yet made are canceled. */
 export async function updateWebhook(
-  db: Executor,
+  db: Db,
   opts: { clientId: string; webhookId: string; patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean }; policy: Pick<WebhookPolicy, 'allowPrivate'>; now: Date },
 ): Promise<q.WebhookRow> {
   checkTopics(opts.patch.topics);
   checkUrl(opts.patch.url, opts.policy);
-  const w = await q.updateWebhookRow(db, opts.clientId, opts.webhookId, { ...opts.patch, updatedAt: opts.now });
-  if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
-  return w;
+  return db.transaction(async (tx) => {
+    const w = await q.updateWebhookRow(tx, opts.clientId, opts.webhookId, { ...opts.patch, updatedAt: opts.now });
+    if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
+    if (w.url === '') await cancelPendingDeliveries(tx, w.id, opts.now);
+    return w;
+  });
+}
+
+/** Refuses to send to a webhook that cannot receive: disabled, or without a url. */
+export function checkReceives(w: q.WebhookRow, pointer?: string): void {
+  if (!w.enabled) throw apiError('IllegalOperation', 'The webhook is disabled; enable it to send to it.', pointer ? { pointer } : {});
+  if (w.url === '') throw apiError('IllegalOperation', 'The webhook has no url: its events are recorded but nothing is sent. Set a url to send to it.', pointer ? { pointer } : {});
 }
 
 /** Deletes a webhook; deliveries not yet made to it are canceled. Its history stays readable. */
@@ -96,7 +107,7 @@ export async function deleteWebhook(db: Db, opts: { clientId: string; webhookId:
 export async function sendTestEvent(db: Db, opts: { clientId: string; webhookId: string; now: Date }) {
   return db.transaction(async (tx) => {
     const w = await getWebhook(tx, opts);
-    if (!w.enabled) throw apiError('IllegalOperation', 'The webhook is disabled; enable it to send a test event.');
+    checkReceives(w);
     return recordEvent(
       tx,
       {

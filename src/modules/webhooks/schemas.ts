@@ -5,7 +5,10 @@ import { TOPICS } from '../events/topics.ts';
 
 const TopicOrAll = Type.Enum(['*', ...TOPICS], { description: 'A topic, or "*" (alone) for all' });
 const Topics = Type.Array(TopicOrAll, { minItems: 1, maxItems: TOPICS.length + 1, uniqueItems: true });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'http or https; in live, public addresses only' });
+const Url = Type.String({
+  maxLength: 2048,
+  description: 'http or https; in live, public addresses only. Empty (or omitted on create): events are recorded and listed by the events API, but nothing is sent',
+});
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 
 export const Webhook = resource(
@@ -13,7 +16,7 @@ export const Webhook = resource(
   'Webhook',
   {
     name: Type.String(),
-    url: Type.String(),
+    url: Type.String({ description: 'Empty when the webhook has no receiver (nothing is sent)' }),
     topics: Type.Array(Type.String()),
     enabled: Type.Boolean(),
     secret: Type.Optional(Type.String({ description: 'whsec_ + base64 of 32 bytes; shown only in the create response' })),
@@ -25,7 +28,7 @@ export const Webhook = resource(
 
 export const CreateWebhookBody = requestBody(
   'Webhook',
-  Type.Object({ name: Name, url: Url, topics: Topics, enabled: Type.Optional(Type.Boolean({ default: true })) }, { additionalProperties: false }),
+  Type.Object({ name: Name, url: Type.Optional(Url), topics: Topics, enabled: Type.Optional(Type.Boolean({ default: true })) }, { additionalProperties: false }),
 );
 
 export const UpdateWebhookBody = requestBody(

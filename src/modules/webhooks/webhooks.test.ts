@@ -6,6 +6,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, errorsOf, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import { approvedUser } from '../../test/money.ts';
 
 describe('webhook registration', () => {
   let t: TestApp;
@@ -103,13 +104,62 @@ describe('webhook registration', () => {
   });
 
   test('only http(s) URLs without credentials or fragments', async () => {
-    for (const url of ['ftp://example.com/x', 'javascript:alert(1)', 'not a url', '/relative', 'https://user:pw@example.com/h', 'https://example.com/h#frag', '']) {
+    for (const url of ['ftp://example.com/x', 'javascript:alert(1)', 'not a url', '/relative', 'https://user:pw@example.com/h', 'https://example.com/h#frag', ' ']) {
       const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
       assert.equal(res.status, 400, url);
       assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/url', url);
     }
-    const missing = await t.request('POST', '/api/v1/webhooks', { as: m, body: { data: { type: 'Webhook', attributes: { name: 'x', topics: ['*'] } } } });
-    assert.equal(errorsOf(missing)[0]!.source?.pointer, '/data/attributes/url');
+  });
+
+  describe("a webhook without a url (Accrue's CreateWebhook): events recorded, nothing sent", () => {
+    const deliveriesOf = async (as: Merchant) => {
+      const events = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as })).body.data as { id: string }[];
+      const all = await Promise.all(events.map(async (e) => (await t.request('GET', `/api/v1/webhook-events/${e.id}`, { as })).body.data.attributes.deliveries));
+      return { events: events.length, deliveries: all.flat() as { state: string }[] };
+    };
+
+    test('created without a url, or with an empty one, it receives nothing until a url is set', async () => {
+      const wm = await t.createMerchant();
+      const res = await t.request('POST', '/api/v1/webhooks', { as: wm, body: { data: { type: 'Webhook', attributes: { name: 'Recorder', topics: ['*'], enabled: true } } } });
+      assert.equal(res.status, 201, res.raw);
+      assert.equal(res.body.data.attributes.url, '');
+      assert.match(res.body.data.attributes.secret, /^whsec_/);
+      const empty = await t.request('POST', '/api/v1/webhooks', { as: wm, body: webhookBody({ url: '' }) });
+      assert.equal(empty.status, 201, empty.raw);
+      await approvedUser(t, wm);
+      const before = await deliveriesOf(wm);
+      assert.ok(before.events > 0, 'the events are recorded');
+      assert.deepEqual(before.deliveries, [], 'and sent nowhere');
+      const test = await t.request('POST', `/api/v1/webhooks/${res.body.data.id}/test`, { as: wm });
+      assert.equal(test.status, 400);
+      assert.equal(errorsOf(test)[0]!.code, 'IllegalOperation');
+      const [event] = (await t.request('GET', '/api/v1/webhook-events', { as: wm })).body.data;
+      const replay = await t.request('POST', `/api/v1/webhook-events/${event.id}/replay`, { as: wm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: res.body.data.id } } } });
+      assert.deepEqual(errorsOf(replay).map((e) => [e.code, e.source?.pointer]), [['IllegalOperation', '/data/attributes/webhookId']]);
+      // With a url it receives the next events.
+      const set = await t.request('PATCH', `/api/v1/webhooks/${res.body.data.id}`, { as: wm, body: { data: { type: 'Webhook', id: res.body.data.id, attributes: { url: 'http://127.0.0.1:9/hooks' } } } });
+      assert.equal(set.status, 200, set.raw);
+      await approvedUser(t, wm);
+      const after = await deliveriesOf(wm);
+      assert.ok(after.deliveries.length > 0 && after.deliveries.every((d) => d.state === 'pending'));
+      // Nothing left pending for the shared database's other tests to send.
+      assert.equal((await t.request('DELETE', `/api/v1/webhooks/${res.body.data.id}`, { as: wm })).status, 204);
+    });
+
+    test('emptying the url stops sending: deliveries not yet made are canceled', async () => {
+      const wm = await t.createMerchant();
+      const id = (await t.request('POST', '/api/v1/webhooks', { as: wm, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) })).body.data.id;
+      await approvedUser(t, wm);
+      assert.ok((await deliveriesOf(wm)).deliveries.every((d) => d.state === 'pending'));
+      const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: wm, body: { data: { type: 'Webhook', attributes: { url: '' } } } });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.attributes.url, '');
+      const { deliveries } = await deliveriesOf(wm);
+      assert.ok(deliveries.length > 0 && deliveries.every((d) => d.state === 'canceled'), JSON.stringify(deliveries));
+      // A PATCH that leaves the url out keeps it (empty here).
+      await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: wm, body: { data: { type: 'Webhook', attributes: { name: 'Quiet' } } } });
+      assert.equal((await t.request('GET', `/api/v1/webhooks/${id}`, { as: wm })).body.data.attributes.url, '');
+    });
   });
 
   test("another merchant's webhook is 404", async () => {

@@ -5,6 +5,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { Type, type Static, type TSchema } from 'typebox';
+import { KYC_ANSWERS } from '../kyc.ts';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
@@ -12,9 +13,6 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 const Reference = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9:_-]+$' });
 const Amount = Type.Integer({ minimum: 1, maximum: 100_000_000_000 });
 const Short = (max = 200) => Type.String({ minLength: 1, maxLength: max });
-
-export const KYC_ANSWERS = ['Pending', 'Approved', 'AwaitingDocuments', 'Declined'] as const;
-export type KycAnswer = (typeof KYC_ANSWERS)[number];
 
 export const KycApplicationRequest = Type.Object(
   {
@@ -33,10 +31,30 @@ export const KycApplicationRequest = Type.Object(
       postalCode: Short(20),
       country: Type.String({ pattern: '^[A-Z]{2}$' }),
     }),
+    phone: Type.Optional(Short(32)),
+    ipAddress: Type.Optional(Short(45)),
   },
   { additionalProperties: false },
 );
 export const KycApplicationAnswer = Type.Object({ reference: Reference, status: Type.Union(KYC_ANSWERS.map((s) => Type.Literal(s))) });
+
+/** A link to the provider's page where the user uploads identity documents. */
+export const KycDocumentLinkRequest = Type.Object(
+  {
+    type: Type.Literal('KycDocumentLink'),
+    reference: Reference,
+    /** The application's reference. */
+    application: Reference,
+    userId: Reference,
+    /** Where the provider's page sends the user when they are done. */
+    redirectUrl: Type.String({ minLength: 1, maxLength: 2048 }),
+  },
+  { additionalProperties: false },
+);
+export const KycDocumentLinkAnswer = Type.Object({ reference: Reference, url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }) });
+
+/** The user has finished uploading documents for the application; the answer is where it stands. */
+export const KycDocumentsRequest = Type.Object({ type: Type.Literal('KycDocuments'), reference: Reference, application: Reference }, { additionalProperties: false });
 
 export const LinkAccountRequest = Type.Object(
   {
@@ -118,6 +136,8 @@ export const CardAuthorizationAnswer = Type.Object({
 export const OPERATIONS = {
   submitKycApplication: { method: 'POST', path: '/v1/kyc/applications', request: KycApplicationRequest, answer: KycApplicationAnswer },
   getKycApplication: { method: 'GET', path: '/v1/kyc/applications/:reference', request: null, answer: KycApplicationAnswer },
+  createKycDocumentLink: { method: 'POST', path: '/v1/kyc/document-links', request: KycDocumentLinkRequest, answer: KycDocumentLinkAnswer },
+  submitKycDocuments: { method: 'POST', path: '/v1/kyc/documents', request: KycDocumentsRequest, answer: KycApplicationAnswer },
   linkAccount: { method: 'POST', path: '/v1/bank-linking/accounts', request: LinkAccountRequest, answer: LinkedAccountAnswer },
   deactivateAccount: { method: 'POST', path: '/v1/bank-linking/deactivations', request: DeactivateAccountRequest, answer: DeactivationAnswer },
   createBankTransfer: { method: 'POST', path: '/v1/bank-transfers', request: BankTransferRequest, answer: BankTransferAnswer },

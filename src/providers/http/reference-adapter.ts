@@ -4,8 +4,9 @@
 // first answer (a different body under a used key is 409), and signs every answer. It moves no
 // money and keeps everything in memory: never point a live deployment at it.
 //
-//   KYC            decided `kycDecisionMs` after submission, by e-mail domain: @highrisk.test →
-//                  AwaitingDocuments, @declined.test → Declined, any other → Approved
+//   KYC            decided `kycDecisionMs` after submission by e-mail address, as the sandbox
+//                  decides (providers/kyc.ts: sandboxKycDecision); after a documents report,
+//                  decided again `kycDecisionMs` later; document links point at a made-up page
 //   bank linking   an account made up from the reference (and the optional details sent)
 //   bank transfers pending, then `settleMs` after acceptance settled, or failed (R01) when the
 //                  amount's last two digits are 04
@@ -65,7 +66,8 @@ export class ReferenceAdapter {
   readonly calls: AdapterCall[] = [];
   readonly faults: Fault[] = [];
   /** What each operation did, once per key: the adapter's own records. */
-  readonly applications = new Map<string, { email: string; submittedAt: number }>();
+  readonly applications = new Map<string, { email: string; submittedAt: number; documentsAt?: number }>();
+  readonly documentLinks = new Map<string, { application: string; redirectUrl: string }>();
   readonly transfers = new Map<string, { direction: 'pull' | 'push'; amount: number; accountId: string; acceptedAt: number }>();
   readonly authorizations = new Map<string, { amount: number; approved: boolean }>();
   readonly cards = new Set<string>();
@@ -158,6 +160,7 @@ export class ReferenceAdapter {
       call.body = parsed;
       const valid = validatorOf(OPERATIONS[name].request!);
       if (!valid(parsed)) return finish(400, { error: 'the body does not match the operation', detail: valid.errors?.[0] });
+      if (name === 'submitKycDocuments' && !this.applications.has(String(parsed.application))) return finish(404, { error: `unknown application ${String(parsed.application)}` });
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key !== parsed.reference) return finish(400, { error: 'Idempotency-Key must equal the body\'s reference' });
       call.idempotencyKey = key;
@@ -209,6 +212,16 @@ export class ReferenceAdapter {
         const a = r as RequestOf<'submitKycApplication'>;
         this.applications.set(a.reference, { email: a.email, submittedAt: now });
         return this.#read('getKycApplication', a.reference) as AnswerOf<N>;
+      }
+      case 'createKycDocumentLink': {
+        const l = r as RequestOf<'createKycDocumentLink'>;
+        this.documentLinks.set(l.reference, { application: l.application, redirectUrl: l.redirectUrl });
+        return { reference: l.reference, url: `https://verify.example.com/session/${this.#digest(l.reference).slice(0, 24)}` } as AnswerOf<N>;
+      }
+      case 'submitKycDocuments': {
+        const d = r as RequestOf<'submitKycDocuments'>;
+        this.applications.get(d.application)!.documentsAt = now;
+        return { reference: d.reference, status: (this.#read('getKycApplication', d.application) as { status: string }).status } as AnswerOf<N>;
       }
       case 'linkAccount': {
         const a = r as RequestOf<'linkAccount'>;
@@ -262,8 +275,9 @@ export class ReferenceAdapter {
     if (name === 'getKycApplication') {
       const a = this.applications.get(reference);
       if (!a) return undefined;
-      const decided = now - a.submittedAt >= this.kycDecisionMs;
-      return { reference, status: decided ? sandboxKycDecision(a.email) : 'Pending' };
+      const since = a.documentsAt ?? a.submittedAt;
+      const decided = now - since >= this.kycDecisionMs;
+      return { reference, status: decided ? sandboxKycDecision(a.email, a.documentsAt !== undefined) : 'Pending' };
     }
     if (name === 'getBankTransfer') {
       const t = this.transfers.get(reference);

@@ -1,0 +1,67 @@
+// The migration that moves stored KYC statuses to Accrue's vocabulary (docs/decisions.md "KYC"):
+// a database migrated up to the one before it, holding the old statuses, is migrated the rest of
+// the way; DisclosuresAccepted becomes NotStarted (its acceptance time kept) and Declined Denied.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { openDatabase, rowsOf, runMigrations, type Database } from '../../db/open.ts';
+import { freshDatabaseUrl } from '../../test/harness.ts';
+
+const MIGRATIONS = fileURLToPath(new URL('../../db/migrations', import.meta.url));
+const TAG = /_accrue_kyc_users$/;
+
+let dir: string;
+let database: Database;
+before(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), 'coffer-kyc-migration-'));
+  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
+});
+after(async () => {
+  await database?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+test('stored DisclosuresAccepted and Declined become NotStarted and Denied; other statuses stay', async () => {
+  // The migrations before this one: a copy of the folder whose journal stops short of it.
+  const earlier = path.join(dir, 'earlier');
+  await cp(MIGRATIONS, earlier, { recursive: true });
+  const journalFile = path.join(earlier, 'meta', '_journal.json');
+  const journal = JSON.parse(await readFile(journalFile, 'utf8')) as { entries: { tag: string }[] };
+  const at = journal.entries.findIndex((e) => TAG.test(e.tag));
+  assert.ok(at > 0, 'the migration is in the journal');
+  await writeFile(journalFile, JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }));
+  await runMigrations(database, earlier);
+
+  const client = randomUUID();
+  const accepted = new Date('2026-05-01T10:00:00Z');
+  const users = { disclosed: randomUUID(), declined: randomUUID(), approved: randomUUID(), fresh: randomUUID() };
+  const db = database.db;
+  await db.execute(sql`insert into clients (id, name) values (${client}, 'Old statuses')`);
+  for (const [name, status] of [['disclosed', 'DisclosuresAccepted'], ['declined', 'Declined'], ['approved', 'Approved'], ['fresh', 'NotStarted']] as const) {
+    await db.execute(sql`insert into users (id, client_id, public_id, phone_number, kyc_status, disclosures_accepted_at)
+      values (${users[name]}, ${client}, ${name}, ${`+1415555${String(Object.keys(users).indexOf(name)).padStart(4, '0')}`}, ${status}, ${status === 'NotStarted' ? null : accepted.toISOString()})`);
+  }
+  const application = randomUUID();
+  await db.execute(sql`insert into kyc_applications (id, client_id, user_id, status, first_name, last_name, date_of_birth, email, address, decide_after)
+    values (${application}, ${client}, ${users.declined}, 'Declined', 'D', 'E', '1990-01-01', 'd@declined.test', '{}'::jsonb, now())`);
+
+  await runMigrations(database);
+
+  const rows = rowsOf<{ id: string; kyc_status: string; disclosures_accepted_at: Date | string | null }>(
+    await db.execute(sql`select id, kyc_status, disclosures_accepted_at from users where client_id = ${client}`),
+  );
+  const byId = Object.fromEntries(rows.map((r) => [r.id, [r.kyc_status, r.disclosures_accepted_at && new Date(r.disclosures_accepted_at).toISOString()]]));
+  assert.deepEqual(byId, {
+    [users.disclosed]: ['NotStarted', accepted.toISOString()],
+    [users.declined]: ['Denied', accepted.toISOString()],
+    [users.approved]: ['Approved', accepted.toISOString()],
+    [users.fresh]: ['NotStarted', null],
+  });
+  const [app] = rowsOf<{ status: string }>(await db.execute(sql`select status from kyc_applications where id = ${application}`));
+  assert.equal(app!.status, 'Denied');
+});
