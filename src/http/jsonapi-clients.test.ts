@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import Kitsu from 'kitsu';
 import tsJapi from 'ts-japi';
-import { createTestApp, phone, uniqueEmail, type Merchant, type TestApp } from '../test/harness.ts';
+import { createTestApp, LOCAL_RECEIVERS, phone, uniqueEmail, type Merchant, type TestApp } from '../test/harness.ts';
 
 const { Serializer, Metaizer } = tsJapi;
 
@@ -17,7 +17,8 @@ describe('JSON:API libraries as clients', () => {
   let base: string;
   let api: Kitsu;
   before(async () => {
-    t = await createTestApp();
+    // The webhooks these clients register point at loopback.
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     base = `${await t.api.listen({ port: 0, host: '127.0.0.1' })}/api/v1`;
     // Coffer's types are singular PascalCase (User, Webhook): no pluralising or re-casing.

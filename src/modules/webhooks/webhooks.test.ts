@@ -13,7 +13,7 @@ describe('webhook registration', () => {
   let m: Merchant;
   let other: Merchant;
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
     m = await t.createMerchant();
     other = await t.createMerchant();
   });
