@@ -41,7 +41,7 @@ export interface ContextOptions {
 export async function createContext(config: Config, opts: ContextOptions): Promise<AppContext> {
   const database =
     opts.database ??
-    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize }));
+    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements }));
   const clock = opts.clock ?? systemClock;
   if (!config.cardEncryptionKey) throw new Error('CARD_ENCRYPTION_KEY is not set (the sandbox generates one in DATA_DIR at start)');
   const sealer = new Sealer(config.cardEncryptionKey, config.cardEncryptionOldKeys);

@@ -16,9 +16,14 @@ describe('configuration', () => {
       { api: [3000, 'http://localhost:3000'], card: [3001, 'http://localhost:3001'], pay: [3002, 'http://localhost:3002'], admin: [3003, 'http://localhost:3003'] },
     );
     assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.databasePreparedStatements, true);
     assert.match(c.dataDir, /\.coffer\/data$/);
     assert.equal(c.rateLimit.perMinute, 10_000);
     assert.deepEqual(c.enabledListeners, ['api', 'card', 'pay', 'admin']);
+  });
+
+  test('DATABASE_PREPARED_STATEMENTS=false sends the hot statements unnamed (behind PgBouncer before 1.21)', () => {
+    assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements, false);
   });
 
   test('public URLs, listeners and limits come from the environment', () => {

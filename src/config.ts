@@ -21,6 +21,8 @@ export interface Config {
   /** PostgreSQL URL; undefined means embedded PGlite in dataDir. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Named (server-side) prepared statements on the hot paths; off behind a pooler that cannot keep them (docs/scaling.md). */
+  databasePreparedStatements: boolean;
   dataDir: string;
   /** Undefined in sandbox until resolved from DATA_DIR (see secrets.ts). */
   adminToken: string | undefined;
@@ -230,6 +232,7 @@ export function loadConfig(env: Env = process.env): Config {
     enabledListeners,
     databaseUrl,
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
     dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
     adminToken,
     cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import * as schema from './schema.ts';
+import { markUnnamed } from './statements.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -47,10 +48,12 @@ export interface OpenOptions {
   migrate?: boolean;
   /** PGlite only: keep the database in memory instead of dataDir (tests). */
   inMemory?: boolean;
+  /** PostgreSQL only: named prepared statements on the hot paths (default true; false behind a transaction-mode pooler that cannot keep them). */
+  preparedStatements?: boolean;
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize) : await openPglite(opts);
+  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize, opts.preparedStatements ?? true) : await openPglite(opts);
   if (opts.migrate !== false) {
     try {
       await runMigrations(database);
@@ -62,7 +65,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return database;
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
+async function openPostgres(url: string, poolSize: number, preparedStatements: boolean): Promise<Database> {
   const { default: pg } = await import('pg');
   const { drizzle } = await import('drizzle-orm/node-postgres');
   // Process-wide: Drizzle passes its own per-query parsers that fall back to pg's global ones,
@@ -78,7 +81,11 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   // throw; this listener keeps it quiet, the next statement on it fails as retryable (a 503),
   // and the pool discards it on release because it is no longer queryable.
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    if (!preparedStatements) markUnnamed(client);
+  });
+  if (!preparedStatements) markUnnamed(pool);
   const client = await pool.connect(); // fail fast on a bad URL
   client.release();
   const db = drizzle({ client: pool, schema }) as unknown as Db;
@@ -178,16 +185,20 @@ export async function runMigrations(database: Database, folder = MIGRATIONS): Pr
 }
 
 /**
- * Holds a session-level advisory lock on one pooled connection while `fn` runs on others.
+ * Holds an advisory lock on one pooled connection while `fn` runs on others. The lock is a
+ * transaction's, held by a transaction left open until `fn` ends: a session-level lock would
+ * stay behind on whichever server connection a transaction-mode pooler (PgBouncer) gave the
+ * lock statement, while an open transaction keeps its server connection until it ends.
  */
 async function withSessionLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
   const pool = (db as unknown as { $client: import('pg').Pool }).$client;
   const conn = await pool.connect();
   try {
-    await conn.query(`select pg_advisory_lock(hashtext('coffer:migrations'))`);
+    await conn.query('begin');
+    await conn.query(`select pg_advisory_xact_lock(hashtext('coffer:migrations'))`);
     return await fn();
   } finally {
-    await conn.query(`select pg_advisory_unlock(hashtext('coffer:migrations'))`).catch(() => {});
+    await conn.query('commit').catch(() => {});
     conn.release();
   }
 }

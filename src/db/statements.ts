@@ -24,12 +24,26 @@ interface Queryable {
   query(config: unknown, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
+/**
+ * Marks a node-postgres pool or connection as one that sends statements unnamed: behind a
+ * transaction-mode pooler without prepared-statement tracking (PgBouncer before 1.21), a
+ * statement prepared on one server connection is unknown on the next
+ * (DATABASE_PREPARED_STATEMENTS=false; docs/scaling.md#behind-pgbouncer).
+ */
+export function markUnnamed(client: object): void {
+  (client as Record<symbol, boolean>)[UNNAMED] = true;
+}
+
+const UNNAMED = Symbol('coffer.unnamedStatements');
+
 /** Runs a statement on the executor's own connection (inside its transaction, if any). */
 export async function run<R>(ex: Executor, st: Statement, params: unknown[]): Promise<R[]> {
   const client = (ex as unknown as { session: { client: Queryable & { constructor: { name: string } } } }).session.client;
   // node-postgres (a Pool or a transaction's PoolClient) takes a named query config; PGlite
   // takes the text and keeps its own statement cache.
-  if (isPgClient(client)) return (await client.query({ name: st.name, text: st.text, values: params })).rows as R[];
+  if (isPgClient(client) && !(client as unknown as Record<symbol, boolean>)[UNNAMED]) {
+    return (await client.query({ name: st.name, text: st.text, values: params })).rows as R[];
+  }
   return (await client.query(st.text, params)).rows as R[];
 }
 

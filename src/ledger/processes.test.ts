@@ -1,7 +1,8 @@
-// Two server processes on one PostgreSQL, behind nothing but different ports: deposits,
-// authorizes and captures sent to both at once (with retries of the same request crossing
-// between them) charge once, every event is delivered once to a real receiver, and the ledger
-// is sound. PGlite is one process by design, so this runs on PostgreSQL only.
+// Two server processes on one PostgreSQL, connected directly and through PgBouncer in
+// transaction mode: deposits, authorizes and captures sent to both at once (with retries of the
+// same request crossing between them) charge once, every event is delivered once to a real
+// receiver, and the ledger is sound. PGlite is one process by design, so this runs on
+// PostgreSQL only.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,12 +12,23 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { dbKind, freshDatabaseUrl, LOCAL_RECEIVERS } from '../test/harness.ts';
+import { pgbouncerSkip, startPgBouncer, type Bouncer } from '../test/pgbouncer.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant, type RemoteCall } from '../test/remote.ts';
 
 const ADMIN_TOKEN = 'EAIdFvOSTjdacnc++hVe/10SdBc746WXO+3Upa+yRXDs8SP7GbCOYa5elWRhcEGU';
 
-describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false }, () => {
+const PGLITE_SKIP = dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false;
+
+describe('two server processes on one PostgreSQL', { skip: PGLITE_SKIP }, () => twoProcesses({ bouncer: false }));
+
+// CI sets REQUIRE_PGBOUNCER so that a missing PgBouncer fails instead of skipping.
+describe('two server processes through PgBouncer (transaction pooling, statements unnamed)', { skip: PGLITE_SKIP || pgbouncerSkip(Boolean(process.env.REQUIRE_PGBOUNCER)) }, () =>
+  twoProcesses({ bouncer: true }),
+);
+
+function twoProcesses(o: { bouncer: boolean }): void {
+  let bouncer: Bouncer | undefined;
   const servers: ServerProcess[] = [];
   const dirs: string[] = [];
   let receiver: http.Server;
@@ -36,11 +48,17 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
       });
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const databaseUrl = await freshDatabaseUrl();
+    let databaseUrl = (await freshDatabaseUrl())!;
+    const extra: Record<string, string> = {};
+    if (o.bouncer) {
+      bouncer = await startPgBouncer(databaseUrl);
+      databaseUrl = bouncer.through(databaseUrl);
+      extra.DATABASE_PREPARED_STATEMENTS = 'false';
+    }
     for (let i = 0; i < 2; i++) {
       const dir = await mkdtemp(path.join(tmpdir(), 'coffer-procs-'));
       dirs.push(dir);
-      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', ...LOCAL_RECEIVERS }));
+      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', ...LOCAL_RECEIVERS, ...extra }));
       await s.waitFor(/Stop with Ctrl-C/);
       servers.push(s);
     }
@@ -50,6 +68,7 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
     for (const s of servers) s.kill('SIGTERM');
     await Promise.all(servers.map((s) => s.exited));
     receiver?.close();
+    await bouncer?.stop();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
 
@@ -125,4 +144,4 @@ describe('two server processes on one PostgreSQL', { skip: dbKind === 'pglite' ?
     assert.equal(ids.length, total, 'none delivered twice');
     assert.ok(deliveries.every((d) => d.signatureOk));
   });
-});
+}
