@@ -11,6 +11,7 @@ import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import { WebhookDispatcher } from './modules/events/dispatcher.ts';
+import { purgeOldEvents, RETENTION_BATCH } from './modules/events/retention.ts';
 import { checkDueTransfers, STATUS_BATCH } from './modules/bank-transfers/domain.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { purgeExpiredKeys } from './http/idempotency.ts';
@@ -108,6 +109,13 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // same thresholds, checked every minute.
   if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
+  const eventRetentionMs = ctx.config.webhooks.eventRetentionDays * 86_400_000;
+  ctx.jobs.register({
+    name: 'event-retention',
+    intervalMs: 600_000,
+    batch: RETENTION_BATCH,
+    run: () => purgeOldEvents(ctx.db, { before: new Date(now().getTime() - eventRetentionMs) }),
+  });
   // Key rotation: values sealed with an earlier key (or format) move to the current key. Values
   // sealed from now on are current, so once a pass finds nothing the job stays idle.
   let sealedValuesCurrent = false;

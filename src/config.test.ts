@@ -45,7 +45,7 @@ describe('configuration', () => {
     }
   });
 
-  test('webhook receivers: public addresses only, 16 webhooks and 16 attempts in flight per merchant, a 3 s connect timeout', () => {
+  test('webhook receivers: public addresses only, 16 webhooks and 16 attempts in flight per merchant, a 3 s connect timeout, events kept 30 days', () => {
     const c = loadConfig({});
     assert.deepEqual(
       { ...c.webhooks, retryDelaysS: undefined },
@@ -54,6 +54,7 @@ describe('configuration', () => {
         retryDelaysS: undefined,
         pollMs: 250,
         concurrency: 128,
+        eventRetentionDays: 30,
         allowPrivate: false,
         maxPerMerchant: 16,
         merchantConcurrency: 16,

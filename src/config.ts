@@ -71,6 +71,8 @@ export interface Config {
     pollMs: number;
     /** Deliveries in flight at once per process. */
     concurrency: number;
+    /** Events (with their deliveries and attempts) older than this are deleted (EVENT_RETENTION_DAYS). */
+    eventRetentionDays: number;
   } & WebhookGuards;
   /** The outside providers' adapters (docs/providers.md); see loadProviderConfig. */
   providers: ProviderConfig;
@@ -261,10 +263,17 @@ export function loadConfig(env: Env = process.env): Config {
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
       concurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1024),
+      eventRetentionDays: int('EVENT_RETENTION_DAYS', 30, 1, 3650),
       ...webhookGuards,
     },
     providers: loadProviderConfig({ read, int, environment, problems }),
   };
+
+  // An event must outlive its last retry, or a delivery still due would lose its event.
+  const retrySpanS = config.webhooks.retryDelaysS.reduce((a, b) => a + b, 0);
+  if (config.webhooks.eventRetentionDays * 86_400 <= retrySpanS) {
+    problems.push(`EVENT_RETENTION_DAYS must be longer than the webhook retry schedule (${Math.ceil(retrySpanS / 86_400)} days)`);
+  }
 
   // Live handles real money: no embedded database and no generated secrets.
   if (environment === 'live') {
