@@ -11,7 +11,7 @@ import { registerOpenApi } from './openapi.ts';
 export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
-  const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  const app = createServer({ listener: 'admin', config, clock: ctx.clock, logger: ctx.log });
   // Before the token check: wrong tokens count too.
   await registerRateLimit(app, ctx, { name: 'admin', perMinute: config.rateLimit.adminPerMinute });
   for (const s of [...adminSchemas, ...linkedAccountSchemas]) app.addSchema(s);
