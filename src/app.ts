@@ -25,6 +25,7 @@ import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
+import { checkLedger } from './observability/ledger-check.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
@@ -129,6 +130,17 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
       return resealed;
     },
   });
+  // The ledger's invariants (ledger/invariants.ts), their result and time in the metrics. It reads
+  // the whole ledger: hourly by default, the first a minute after start.
+  const ledgerCheckMs = ctx.config.observability.ledgerCheckIntervalMs;
+  if (ledgerCheckMs > 0) {
+    ctx.jobs.register({
+      name: 'ledger-check',
+      intervalMs: ledgerCheckMs,
+      firstRunMs: Math.min(ledgerCheckMs, 60_000),
+      run: async () => (await checkLedger(ctx.db, ctx.log)).length,
+    });
+  }
   ctx.jobs.register({
     name: 'linked-account-deactivations',
     intervalMs: 30_000,

@@ -154,6 +154,26 @@ describe('configuration', () => {
     assert.equal(loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy, '10.0.0.0/8, 192.168.1.7');
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
   });
+
+  test('observability: metrics token, ledger check interval, tracing off unless an OTLP endpoint is given', () => {
+    const d = loadConfig({}).observability;
+    assert.deepEqual(d, { metricsToken: undefined, ledgerCheckIntervalMs: 3_600_000, otlpEndpoint: undefined, serviceName: 'coffer' });
+    const set = loadConfig({ METRICS_TOKEN: STRONG_TOKEN, LEDGER_CHECK_INTERVAL_S: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_SERVICE_NAME: 'coffer-eu' }).observability;
+    assert.deepEqual(set, { metricsToken: STRONG_TOKEN, ledgerCheckIntervalMs: 0, otlpEndpoint: 'http://collector:4318', serviceName: 'coffer-eu' });
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (err) {
+        return (err as ConfigError).problems.join('\n');
+      }
+    };
+    assert.match(problems({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 32 characters/);
+    assert.match(problems({ METRICS_TOKEN: 'a'.repeat(40) }), /METRICS_TOKEN is too guessable/);
+    assert.match(problems({ LEDGER_CHECK_INTERVAL_S: '5' }), /LEDGER_CHECK_INTERVAL_S must be 0 \(off\) or at least 60/);
+    assert.match(problems({ LEDGER_CHECK_INTERVAL_S: 'often' }), /LEDGER_CHECK_INTERVAL_S must be an integer/);
+    assert.match(problems({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }), /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+  });
 });
 
 const LIVE = {

@@ -76,6 +76,19 @@ export interface Config {
   } & WebhookGuards;
   /** The outside providers' adapters (docs/providers.md); see loadProviderConfig. */
   providers: ProviderConfig;
+  /** Prometheus metrics and OpenTelemetry traces (docs/operations.md#metrics). */
+  observability: ObservabilityConfig;
+}
+
+export interface ObservabilityConfig {
+  /** A bearer token that reads GET /metrics on the admin listener besides ADMIN_TOKEN (a scraper needs no admin rights). */
+  metricsToken: string | undefined;
+  /** How often the jobs runner checks the ledger's invariants; 0: never (the admin API still can). */
+  ledgerCheckIntervalMs: number;
+  /** OTLP/HTTP base URL (`/v1/traces` is appended); undefined: tracing off. */
+  otlpEndpoint: string | undefined;
+  /** `service.name` of the spans. */
+  serviceName: string;
 }
 
 /** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
@@ -267,6 +280,7 @@ export function loadConfig(env: Env = process.env): Config {
       ...webhookGuards,
     },
     providers: loadProviderConfig({ read, int, environment, problems }),
+    observability: loadObservabilityConfig({ read, int, problems }),
   };
 
   // An event must outlive its last retry, or a delivery still due would lose its event.
@@ -292,6 +306,40 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+// ----- metrics and traces (docs/operations.md#metrics, #traces) ------------------------------
+
+function loadObservabilityConfig(c: {
+  read: (name: string) => string | undefined;
+  int: (name: string, fallback: number, min: number, max: number) => number;
+  problems: string[];
+}): ObservabilityConfig {
+  const { read, problems } = c;
+  const metricsToken = read('METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 32) problems.push('METRICS_TOKEN must be at least 32 characters');
+  else if (metricsToken !== undefined && estimateEntropyBits(metricsToken) < MIN_TOKEN_ENTROPY_BITS) {
+    problems.push('METRICS_TOKEN is too guessable: generate one with openssl rand -base64 48');
+  }
+  let otlpEndpoint = read('OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (otlpEndpoint !== undefined) {
+    try {
+      const u = new URL(otlpEndpoint);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      otlpEndpoint = otlpEndpoint.replace(/\/+$/, '');
+    } catch {
+      problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (got "${otlpEndpoint}")`);
+      otlpEndpoint = undefined;
+    }
+  }
+  const seconds = c.int('LEDGER_CHECK_INTERVAL_S', 3600, 0, 7 * 86_400);
+  if (seconds > 0 && seconds < 60) problems.push(`LEDGER_CHECK_INTERVAL_S must be 0 (off) or at least 60 (got "${seconds}")`);
+  return {
+    metricsToken,
+    ledgerCheckIntervalMs: seconds * 1000,
+    otlpEndpoint,
+    serviceName: read('OTEL_SERVICE_NAME') ?? 'coffer',
+  };
 }
 
 // ----- provider adapters (docs/providers.md) ------------------------------------------------

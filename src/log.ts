@@ -2,6 +2,7 @@
 // bodies, but any object that reaches a log line with these names is censored.
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.ts';
+import { traceMixin } from './observability/tracing.ts';
 
 export const REDACT_PATHS = [
   'authorization',
@@ -36,10 +37,12 @@ export function redactQuery(url: string): string {
   return q < 0 ? url : url.slice(0, q + 1) + url.slice(q + 1).replace(/=[^&]*/g, '=[redacted]');
 }
 
-export function createLogger(config: Pick<Config, 'logLevel' | 'environment'>, destination?: pino.DestinationStream): Logger {
+export function createLogger(config: Pick<Config, 'logLevel' | 'environment'> & { observability?: Pick<Config['observability'], 'otlpEndpoint'> }, destination?: pino.DestinationStream): Logger {
   return pino(
     {
       level: config.logLevel,
+      // With tracing on, each line written inside a span carries its trace id; off, no mixin runs.
+      ...(config.observability?.otlpEndpoint ? { mixin: traceMixin } : {}),
       base: { service: 'coffer', env: config.environment },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,

@@ -7,6 +7,7 @@ import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deploym
 import { buildListeners, closeListeners, listen } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
+import { startTracing, stopTracing } from './observability/tracing.ts';
 
 async function main(): Promise<void> {
   // Everything this process writes (DATA_DIR: PGlite's files, the lock, the sandbox's secrets)
@@ -27,6 +28,9 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config);
+  // Before anything that makes spans: the listeners add their hooks only with tracing on.
+  const otlp = config.observability.otlpEndpoint;
+  if (otlp) await startTracing({ endpoint: otlp, serviceName: config.observability.serviceName, environment: config.environment });
   if (config.trustProxy === true) {
     // Live refuses it (config.ts); the sandbox only warns.
     log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
@@ -55,6 +59,7 @@ async function main(): Promise<void> {
     await ctx.webhooks.close();
     await closeProviders(ctx.providers);
     await ctx.database.close();
+    await stopTracing().catch((err: unknown) => log.warn({ err }, 'could not send the last spans'));
     log.flush();
   });
   // After the handlers: a supervisor may signal as soon as it reads the banner, and a signal

@@ -25,7 +25,7 @@ function scheduler() {
         }),
       );
     },
-    { rowOf: (r) => r.row },
+    { name: 'test', rowOf: (r) => r.row },
   );
   // The queue is per database; this one is only its key, never queried.
   const db = {} as Db;

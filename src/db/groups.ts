@@ -5,6 +5,7 @@
 // the group; on two cores shared with PostgreSQL those, not the rows, are most of a request's
 // cost (docs/architecture.md). A quiet server runs each request at once, as a group of one.
 import type { Db } from './open.ts';
+import { groupCommitSize } from '../observability/metrics.ts';
 
 export type Member<T, R> = T & { resolve(result: R): void; reject(err: unknown): void };
 
@@ -32,6 +33,8 @@ interface Queue<M> {
 }
 
 export interface GroupOptions<T> {
+  /** The kind of write (deposit, authorize, capture): the `kind` label of coffer_group_commit_size. */
+  name: string;
   /**
    * A row the request will lock that another group's request may lock too (an authorize's
    * wallet), when known before the group runs. A request whose row a running group holds waits
@@ -47,8 +50,9 @@ export interface GroupOptions<T> {
  * A submit function for requests served by `serve`, which must settle every member it is given
  * (if it throws instead, every member is rejected with its error, so none is left waiting).
  */
-export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Promise<void>, opts: GroupOptions<T> = {}): (db: Db, request: T) => Promise<R> {
+export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Promise<void>, opts: GroupOptions<T>): (db: Db, request: T) => Promise<R> {
   type W = Waiting<Member<T, R>>;
+  const sizes = groupCommitSize.labels(opts.name);
   const queues = new WeakMap<Db, Queue<Member<T, R>>>();
   /** The next group: in order, skipping requests whose row a running group or a skipped request holds. */
   const take = (q: Queue<Member<T, R>>): W[] => {
@@ -82,6 +86,7 @@ export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Pr
       const members = group.map((w) => w.member);
       q.running++;
       hold(q, group, 1);
+      sizes.observe(members.length);
       serve(db, members)
         // Settling twice is harmless: this only guards against a bug leaving one hanging.
         .catch((err: unknown) => {

@@ -7,6 +7,9 @@ import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import * as schema from './schema.ts';
 import { markUnnamed } from './statements.ts';
+import { dbQueryDuration } from '../observability/metrics.ts';
+import { trackCommits } from './commit-hooks.ts';
+import { endSpan, SpanKind, startChildSpan, tracing, type Span } from '../observability/tracing.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -22,6 +25,8 @@ export function rowsOf<T>(result: unknown): T[] {
 export interface Database {
   db: Db;
   kind: 'pglite' | 'postgres';
+  /** Connections busy and requests waiting for one, for the metrics (PGlite: one session). */
+  poolStats(): { inUse: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -83,13 +88,15 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   pool.on('error', () => {});
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    instrumentQueries(client as unknown as Queryable);
     if (!preparedStatements) markUnnamed(client);
   });
   if (!preparedStatements) markUnnamed(pool);
   const client = await pool.connect(); // fail fast on a bad URL
   client.release();
   const db = drizzle({ client: pool, schema }) as unknown as Db;
-  return { db, kind: 'postgres', close: () => pool.end() };
+  trackCommits(db);
+  return { db, kind: 'postgres', poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }), close: () => pool.end() };
 }
 
 async function openPglite(opts: OpenOptions): Promise<Database> {
@@ -112,15 +119,83 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
     await release?.();
     throw err;
   }
+  const busy = instrumentQueries(client as unknown as Queryable);
+  // A transaction's statements run on the handle it is given: time those too.
+  const transaction = client.transaction.bind(client);
+  client.transaction = ((fn: (tx: unknown) => Promise<unknown>) =>
+    transaction((tx) => {
+      instrumentQueries(tx as unknown as Queryable, busy);
+      return fn(tx) as never;
+    })) as typeof client.transaction;
   const db = drizzle({ client, schema }) as unknown as Db;
+  trackCommits(db);
   return {
     db,
     kind: 'pglite',
+    poolStats: () => ({ inUse: busy.n > 0 ? 1 : 0, waiting: Math.max(0, busy.n - 1) }),
     close: async () => {
       await client.close();
       await release?.();
     },
   };
+}
+
+interface Queryable {
+  query(...args: unknown[]): unknown;
+}
+
+/**
+ * Times every statement of a connection (coffer_db_query_duration_seconds) and, with tracing on,
+ * makes it a child span of the request or call it serves. `pg` takes a callback (pg-pool's
+ * query) or returns a promise; PGlite returns a promise. `inFlight` counts statements running.
+ */
+function instrumentQueries(conn: Queryable, inFlight: { n: number } = { n: 0 }): { n: number } {
+  const query = conn.query;
+  conn.query = function instrumented(this: unknown, ...args: unknown[]) {
+    const first = args[0] as { text?: string; submit?: unknown } | string;
+    // A Submittable (cursor, stream) reports through its own events: passed through untimed.
+    if (typeof first === 'object' && first !== null && typeof first.submit === 'function') return query.apply(this, args);
+    const started = performance.now();
+    const span = tracing.enabled ? statementSpan(first) : undefined;
+    inFlight.n++;
+    const done = (err?: unknown) => {
+      inFlight.n--;
+      dbQueryDuration.observe((performance.now() - started) / 1000);
+      if (span) endSpan(span, err ?? undefined);
+    };
+    const last = args[args.length - 1];
+    if (typeof last === 'function') {
+      args[args.length - 1] = (err: unknown, res: unknown) => {
+        done(err ?? undefined);
+        (last as (e: unknown, r: unknown) => void)(err, res);
+      };
+      return query.apply(this, args);
+    }
+    let result: Promise<unknown>;
+    try {
+      result = query.apply(this, args) as Promise<unknown>;
+    } catch (err) {
+      done(err);
+      throw err;
+    }
+    return result.then(
+      (res) => {
+        done();
+        return res;
+      },
+      (err: unknown) => {
+        done(err);
+        throw err;
+      },
+    );
+  };
+  return inFlight;
+}
+
+/** A database statement's span: its text (parameters are never included), not its values. */
+function statementSpan(q: { text?: string } | string): Span | undefined {
+  const text = typeof q === 'string' ? q : (q?.text ?? '');
+  return startChildSpan('db.query', SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.query.text': text.length > 2_000 ? `${text.slice(0, 2_000)}…` : text });
 }
 
 /**

@@ -8,13 +8,15 @@ import { isRetryableDatabaseError } from '../db/errors.ts';
 import { ApiError, apiError, errorItem, type ErrorItem } from './errors.ts';
 import { JSONAPI } from './schemas.ts';
 import { validationErrorItems, type ValidationContext } from './validation.ts';
+import { idempotencyConflicts, rateLimitRefusals } from '../observability/metrics.ts';
+import { traceIdOf, tracing } from '../observability/tracing.ts';
 
 export interface ErrorRenderContext {
   environment: Environment;
   now: () => Date;
 }
 
-export function renderErrorDocument(items: ErrorItem[], path: string, ctx: ErrorRenderContext): string {
+export function renderErrorDocument(items: ErrorItem[], path: string, ctx: ErrorRenderContext, traceId?: string): string {
   const timestamp = ctx.now().toISOString();
   return JSON.stringify({
     errors: items.map((i) => ({
@@ -24,7 +26,7 @@ export function renderErrorDocument(items: ErrorItem[], path: string, ctx: Error
       title: i.title,
       detail: i.detail,
       ...(i.source ? { source: i.source } : {}),
-      meta: { environment: ctx.environment, timestamp, path, ...i.meta },
+      meta: { environment: ctx.environment, timestamp, path, ...(traceId ? { traceId } : {}), ...i.meta },
     })),
   });
 }
@@ -63,9 +65,13 @@ export function toApiError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
-export function makeErrorHandler(ctx: ErrorRenderContext) {
+export function makeErrorHandler(ctx: ErrorRenderContext, listener: string) {
+  const refused = rateLimitRefusals.labels(listener);
   return function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply) {
     let apiErr = toApiError(err);
+    const code = apiErr?.items[0]?.code;
+    if (code === 'RateLimitExceeded') refused.inc();
+    else if (code === 'IdempotencyKeyInUse' || code === 'IdempotencyKeyReused') idempotencyConflicts.labels(code).inc();
     if (apiErr === undefined) {
       req.log.error({ err }, 'unhandled error');
       apiErr = new ApiError([errorItem('InternalError')]);
@@ -76,6 +82,6 @@ export function makeErrorHandler(ctx: ErrorRenderContext) {
     return reply
       .code(apiErr.status)
       .type(JSONAPI)
-      .send(renderErrorDocument(apiErr.items, req.url.split('?')[0] ?? req.url, ctx));
+      .send(renderErrorDocument(apiErr.items, req.url.split('?')[0] ?? req.url, ctx, tracing.enabled ? traceIdOf(req) : undefined));
   };
 }

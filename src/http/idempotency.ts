@@ -19,6 +19,7 @@ import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { run as runStatement, shiftParams, statement } from '../db/statements.ts';
 import { apiError } from './errors.ts';
 import { JSONAPI } from './schemas.ts';
+import { idempotentReplays } from '../observability/metrics.ts';
 
 export const RETENTION_MS = 48 * 3600_000;
 
@@ -41,6 +42,8 @@ export interface StoredOutcome {
   body: string;
   /** True when this is a replay of an earlier request's outcome. */
   replayed: boolean;
+  /** An authorize's 402 that asks the user to act (link an account), not a decline (metrics only). */
+  requiresAction?: true;
 }
 
 /** A stable hash of any JSON value (object keys sorted at every level). */
@@ -62,7 +65,10 @@ function canonical(v: unknown): string {
 
 /** Sends an outcome: the same bytes every time, marked when replayed. */
 export function sendOutcome(reply: FastifyReply, o: StoredOutcome): FastifyReply {
-  if (o.replayed) reply.header('idempotent-replayed', 'true');
+  if (o.replayed) {
+    idempotentReplays.inc();
+    reply.header('idempotent-replayed', 'true');
+  }
   return reply.code(o.status).type(JSONAPI).send(o.body);
 }
 

@@ -112,6 +112,7 @@ export const ErrorObject = Type.Object(
       path: Type.String(),
       retryAfter: Type.Optional(Timestamp()),
       paymentId: Type.Optional(Type.String({ description: 'A declined authorization: the Failed payment' })),
+      traceId: Type.Optional(Type.String({ description: "With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend" })),
     }),
   },
   { $id: 'Error' },

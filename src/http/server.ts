@@ -8,6 +8,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import { redactQuery } from '../log.ts';
+import { httpMetrics } from '../observability/metrics.ts';
+import { context, endSpan, requestSpans, SpanKind, startSpan, trace, tracing } from '../observability/tracing.ts';
 import { apiError } from './errors.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
 import { documentJsonApiRequest, normalizeJsonApiRequest } from './jsonapi-request.ts';
@@ -26,6 +28,8 @@ declare module 'fastify' {
 }
 
 export interface ServerOptions {
+  /** Which listener this is: the `listener` label of its metrics. */
+  listener: string;
   config: Config;
   clock: Clock;
   logger: FastifyBaseLogger;
@@ -67,8 +71,11 @@ export function createServer(opts: ServerOptions): App {
   app.setSchemaErrorFormatter((errors, context) => Object.assign(new Error('validation'), { validation: errors, validationContext: context }));
   for (const s of sharedSchemas) app.addSchema(s);
 
+  // First of all hooks: the request's span, active for the hooks and the handler after it.
+  if (tracing.enabled) traceRequests(app, opts.listener);
+
   const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
-  const errorHandler = makeErrorHandler(errorCtx);
+  const errorHandler = makeErrorHandler(errorCtx, opts.listener);
   app.setErrorHandler(errorHandler);
 
   // Hooks on every request are callback-style: an async hook costs a promise per request.
@@ -150,7 +157,10 @@ export function createServer(opts: ServerOptions): App {
   // Every other line, req.log's included, is still redacted. Query values are replaced in the
   // URL (redactQuery): they carry e-mails and phone numbers.
   const requestLog = opts.logger.child({}, { redact: { paths: [] } });
+  const countRequest = httpMetrics(opts.listener);
   app.addHook('onResponse', (req, reply, done) => {
+    // The route's template, never its path (ids); 'unmatched' for what no route matched.
+    countRequest(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
     requestLog.info({ reqId: req.id, method: req.method, url: redactQuery(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
     done();
   });
@@ -161,4 +171,39 @@ export function createServer(opts: ServerOptions): App {
   });
 
   return app;
+}
+
+/**
+ * A SERVER span per request: named by method and route template, with the merchant (once the
+ * client auth hook has identified it) and the status. The span is the active context for the
+ * hooks after this one and, entered again before the handler (a body is read on the socket's
+ * own context), for the handler and every statement and call it makes.
+ */
+function traceRequests(app: App, listener: string): void {
+  app.addHook('onRequest', (req, _reply, done) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    const span = startSpan(`${req.method} ${route}`, SpanKind.SERVER, {
+      'http.request.method': req.method,
+      'http.route': route,
+      'coffer.listener': listener,
+    });
+    const ctx = trace.setSpan(context.active(), span);
+    requestSpans.set(req, { span, ctx });
+    context.with(ctx, done);
+  });
+  app.addHook('preHandler', (req, _reply, done) => {
+    const s = requestSpans.get(req);
+    if (s) context.with(s.ctx, done);
+    else done();
+  });
+  app.addHook('onResponse', (req, reply, done) => {
+    const s = requestSpans.get(req);
+    if (!s) return done();
+    const merchant = (req as { client?: { id?: string } }).client?.id;
+    if (merchant) s.span.setAttribute('coffer.merchant_id', merchant);
+    s.span.setAttribute('http.response.status_code', reply.statusCode);
+    endSpan(s.span, reply.statusCode >= 500 ? new Error(`status ${reply.statusCode}`) : undefined);
+    // The request's log line (the next onResponse hook) carries the trace id.
+    context.with(s.ctx, done);
+  });
 }

@@ -12,6 +12,8 @@ export interface Job {
    * worked off at full speed (bank pulls kept up with 2,000 deposits a second only this way).
    */
   batch?: number;
+  /** When the first run starts after start() (intervalMs by default). */
+  firstRunMs?: number;
   /** Does one batch of due work; returns how many items it handled. */
   run(): Promise<number>;
 }
@@ -62,7 +64,7 @@ export class JobRunner {
       const full = job.batch !== undefined && handled >= job.batch;
       if (this.#started) this.#timers.set(job.name, setTimeout(tick, full ? 0 : job.intervalMs).unref());
     };
-    this.#timers.set(job.name, setTimeout(tick, job.intervalMs).unref());
+    this.#timers.set(job.name, setTimeout(tick, job.firstRunMs ?? job.intervalMs).unref());
   }
 
   #run(job: Job): Promise<number> {

@@ -11,6 +11,8 @@ import type { Executor } from '../db/open.ts';
 import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { run, statement } from '../db/statements.ts';
 import { trackingOf } from './accounts.ts';
+import { afterCommit } from '../db/commit-hooks.ts';
+import { countMovement } from '../observability/metrics.ts';
 
 export interface Posting {
   accountId: string;
@@ -120,6 +122,7 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
     // A balance changed twice in one batch adds up (its part is additive); any other row
     // written twice flushes the earlier write first.
     for (const p of parts) await batch.put(tx, p);
+    afterCommit(tx, () => countMovement(input.kind, 'committed'));
     return entryId;
   }
   const own = new WriteBatch();
@@ -127,9 +130,13 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   try {
     await own.flush(tx);
   } catch (err) {
-    if (checkViolation(err) === 'ledger_accounts_non_negative') throw new InsufficientFundsError();
+    if (checkViolation(err) === 'ledger_accounts_non_negative') {
+      countMovement(input.kind, 'insufficient_funds');
+      throw new InsufficientFundsError();
+    }
     throw err;
   }
+  afterCommit(tx, () => countMovement(input.kind, 'committed'));
   return entryId;
 }
 
@@ -210,6 +217,9 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
     }
   }
   if (entries.length === 0) return;
+  afterCommit(tx, () => {
+    for (const e of entries) countMovement(e.kind, 'committed');
+  });
   const ordered = summed(changes);
   if (ordered.length > 1) await lockAccounts(tx, ordered.map(([id]) => id));
   batch.add(entriesPart(entries));

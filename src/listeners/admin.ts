@@ -7,11 +7,12 @@ import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts
 import { linkedAccountAdminRoutes } from '../modules/linked-accounts/routes.ts';
 import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
 import { registerOpenApi } from './openapi.ts';
+import { metricsRoute } from '../observability/routes.ts';
 
 export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;
   if (!config.adminToken) throw new Error('the admin listener needs ADMIN_TOKEN');
-  const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  const app = createServer({ listener: 'admin', config, clock: ctx.clock, logger: ctx.log });
   // Before the token check: wrong tokens count too.
   await registerRateLimit(app, ctx, { name: 'admin', perMinute: config.rateLimit.adminPerMinute });
   for (const s of [...adminSchemas, ...linkedAccountSchemas]) app.addSchema(s);
@@ -24,6 +25,8 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
     security: 'admin',
     protect: auth,
   });
+  // Its own token check (METRICS_TOKEN or ADMIN_TOKEN), outside /admin/v1.
+  metricsRoute(app, ctx);
   await app.register(async (admin) => {
     admin.addHook('onRequest', auth);
     await adminRoutes(admin, ctx);

@@ -45,7 +45,7 @@ export interface ApiListener {
 
 export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   const { config } = ctx;
-  const app = createServer({ config, clock: ctx.clock, logger: ctx.log });
+  const app = createServer({ listener: 'api', config, clock: ctx.clock, logger: ctx.log });
   for (const s of [
     ...userSchemas,
     ...kycSchemas,

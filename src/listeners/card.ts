@@ -9,7 +9,7 @@ import { cardRoutes } from '../modules/payments/cards.ts';
 import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 
 export async function buildCardListener(ctx: AppContext): Promise<App> {
-  const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log });
+  const app = createServer({ listener: 'card', config: ctx.config, clock: ctx.clock, logger: ctx.log });
   await registerRateLimit(app, ctx, { name: 'card', perMinute: ctx.config.rateLimit.cardPerMinute });
   for (const s of paymentSchemas) if (!sharedSchemas.includes(s)) app.addSchema(s);
   app.decorateRequest('client', null as never);

@@ -8,7 +8,7 @@ import { kycDocumentPageRoutes } from '../modules/kyc/portal.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
-  const app = createServer({ config: ctx.config, clock: ctx.clock, logger: ctx.log, plainContent: true });
+  const app = createServer({ listener: 'pay', config: ctx.config, clock: ctx.clock, logger: ctx.log, plainContent: true });
   await registerRateLimit(app, ctx, { name: 'pay', perMinute: ctx.config.rateLimit.payPerMinute });
   // The usual browser-facing headers, except what embedding needs: frame pages set their own
   // CSP (with frame-ancestors *, so no X-Frame-Options), and main.js is loaded cross-origin.

@@ -1502,6 +1502,8 @@ export interface components {
                 retryAfter?: string;
                 /** @description A declined authorization: the Failed payment */
                 paymentId?: string;
+                /** @description With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend */
+                traceId?: string;
             };
         };
         ErrorDocument: {

@@ -8,7 +8,7 @@ import type { App } from '../../http/server.ts';
 import { createClient, getClient, removeClientSecret, rotateClientSecret, updateClient } from '../clients/domain.ts';
 import { ClientSettingsSchema, EffectiveSettingsSchema, resolveSettings } from '../clients/settings.ts';
 import { listClientRows, listSecretRows, type ClientRow, type ClientSecretRow } from '../clients/sql.ts';
-import { verifyLedger } from '../../ledger/invariants.ts';
+import { checkLedger } from '../../observability/ledger-check.ts';
 
 const TAGS = ['Admin'];
 const ADMIN_ERRORS = [400, 401, 415] as const;
@@ -206,7 +206,7 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async () => {
-      const violations = await verifyLedger(ctx.db);
+      const violations = await checkLedger(ctx.db, ctx.log);
       return { data: { id: 'ledger', type: 'LedgerReport' as const, attributes: { sound: violations.length === 0, violations, checkedAt: ctx.clock.now().toISOString() } } };
     },
   );

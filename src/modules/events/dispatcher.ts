@@ -26,6 +26,15 @@ import { hostOf, isPublicAddress, notAllowed, publicOnlyLookup, systemLookup, ty
 import { isRetryableDatabaseError } from '../../db/errors.ts';
 import { ReceiverBreakers } from './breaker.ts';
 import { claimDueDeliveries, holdDeliveries, recordAttempt, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
+import { webhookAttempts } from '../../observability/metrics.ts';
+import { endSpan, SpanKind, startSpan, tracing } from '../../observability/tracing.ts';
+
+const attemptOutcomes = {
+  succeeded: webhookAttempts.labels('succeeded'),
+  pending: webhookAttempts.labels('retrying'),
+  failed: webhookAttempts.labels('failed'),
+  canceled: webhookAttempts.labels('canceled'),
+};
 
 /** How long a lease outlasts the attempt's timeout: time to record the attempt. */
 const LEASE_MARGIN_MS = 5_000;
@@ -250,6 +259,7 @@ export class WebhookDispatcher {
         // An IP literal is checked before connecting (a name, by the pool's DNS guard).
         if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notAllowed(`${address} is not a public address`);
         const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`).toString('utf8');
+        const span = tracing.enabled ? startSpan('webhook delivery', SpanKind.CLIENT, { 'coffer.merchant_id': d.clientId, 'coffer.webhook.attempt': d.attempt, 'http.request.method': 'POST', 'server.address': address }) : undefined;
         const res = await request(url, {
           method: 'POST',
           dispatcher: viaPublic ? this.#public : this.#private!,
@@ -262,8 +272,15 @@ export class WebhookDispatcher {
           },
           body: d.body,
           signal,
+        }).catch((err: unknown) => {
+          if (span) endSpan(span, err);
+          throw err;
         });
         statusCode = res.statusCode;
+        if (span) {
+          span.setAttribute('http.response.status_code', statusCode);
+          endSpan(span, statusCode >= 300 ? new Error(`receiver answered ${statusCode}`) : undefined);
+        }
         // What a receiver on a non-public address answered is never kept or shown.
         if (viaPublic) excerpt = await readExcerpt(res.body);
         else await res.body.dump();
@@ -282,6 +299,7 @@ export class WebhookDispatcher {
     const opened = d.webhookActive ? this.#breakers.record(host, d, answered, now) : undefined;
     const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
     const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';
+    attemptOutcomes[state].inc();
     // While the host's breaker is open, the retry waits for the end of its cool-down.
     const openUntil = this.#breakers.openUntil(host)?.getTime() ?? 0;
     const outcome: AttemptOutcome = {

@@ -14,6 +14,8 @@ import { updateUserRow, type UserRow } from '../users/sql.ts';
 import { recordKycChange } from './events.ts';
 import type { AccrueKycApplicationBody, KycStatus } from './schemas.ts';
 import * as q from './sql.ts';
+import { afterCommit } from '../../db/commit-hooks.ts';
+import { kycDecisions } from '../../observability/metrics.ts';
 
 /** Accepting disclosures is recorded once, before any application; later calls change nothing. */
 export async function acceptKycDisclosures(db: Db, opts: { clientId: string; userId: string; now: Date }): Promise<void> {
@@ -217,6 +219,7 @@ export async function decideDueKycApplications(
         await recordKycChange(tx, { user, application: row, now: at, baseUrl: opts.baseUrl });
         await opts.onChange?.(tx, { user, application: row, now: at });
         changed++;
+        afterCommit(tx, () => kycDecisions.labels(answer).inc());
       });
     }),
   );

@@ -53,6 +53,7 @@ interface AuthorizeRequest {
 type Member = GroupMember<AuthorizeRequest, StoredOutcome> & { scope?: IdempotencyScope; ext?: Record<ClientCode, string> };
 
 const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => runGroup(members), {
+  name: 'authorize',
   // The wallet whose accounts the group's read locks (only when the wallet's balance is applied).
   rowOf: (r) => (r.input.applyWalletBalance ? walletOfIntent(r.input.intentId) : undefined),
 });

@@ -160,7 +160,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
         environment: deps.environment,
         now: () => now,
       });
-      return { kind: 'done', outcome: { status: 402, body: doc, replayed: false } };
+      return { kind: 'done', outcome: { status: 402, body: doc, replayed: false, requiresAction: true } };
     }
     const { sourcing } = plan;
     const { attemptId, request, locked } = await reserve(tx, { i, intent: intent.row, c, plan, now, batch });

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.ts';
-import { apiError } from '../../http/errors.ts';
+import { ApiError, apiError } from '../../http/errors.ts';
 import { sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
@@ -14,6 +14,7 @@ import { cancelIntent, createIntent, getIntent, listIntents, refreshBalance } fr
 import { intentResource } from './render.ts';
 import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent, PROCESSOR_META_MAX_BYTES } from './schemas.ts';
 import { INTENT_SORT_FIELDS, type IntentRow } from './sql.ts';
+import { authorizations } from '../../observability/metrics.ts';
 
 const TAGS = ['Payment intents'];
 
@@ -177,18 +178,29 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       if (a.meta?.processor && Buffer.byteLength(JSON.stringify(a.meta.processor)) > PROCESSOR_META_MAX_BYTES) {
         throw apiError('ValidationError', `\`meta.processor\` must be at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.`, { pointer: '/data/attributes/meta/processor' });
       }
-      const outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
-        clientId: req.client.id,
-        settings: req.client.settings,
-        intentId: req.params.paymentIntentId,
-        amount: a.amount,
-        applyWalletBalance: a.applyWalletBalance ?? true,
-        idempotencyKey: a.idempotencyKey,
-        reference: a.reference,
-        channel: a.channel,
-        risk: a.risk,
-        processorMeta: a.meta?.processor,
-      });
+      let outcome: Awaited<ReturnType<typeof submitAuthorize>>;
+      try {
+        outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
+          clientId: req.client.id,
+          settings: req.client.settings,
+          intentId: req.params.paymentIntentId,
+          amount: a.amount,
+          applyWalletBalance: a.applyWalletBalance ?? true,
+          idempotencyKey: a.idempotencyKey,
+          reference: a.reference,
+          channel: a.channel,
+          risk: a.risk,
+          processorMeta: a.meta?.processor,
+        });
+      } catch (err) {
+        // Refused before any decision (over the amount, the balance changed): a decline.
+        if (err instanceof ApiError && err.status === 402) authorizations.labels('declined').inc();
+        throw err;
+      }
+      // 200 (authorized before) and replays decide nothing.
+      if (!outcome.replayed && (outcome.status === 201 || outcome.status === 402)) {
+        authorizations.labels(outcome.status === 201 ? 'approved' : outcome.requiresAction ? 'requires_action' : 'declined').inc();
+      }
       return sendOutcome(reply, outcome);
     },
   );

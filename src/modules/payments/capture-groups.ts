@@ -23,7 +23,7 @@ type Member = GroupMember<CaptureInput, ChangedPayment>;
 
 
 /** Captures a bank-rail payment in the next group to run. */
-export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup);
+export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup, { name: 'capture' });
 
 const runAlone = (db: Db, m: Member) => capturePayment(db, m).then(m.resolve, m.reject);
 

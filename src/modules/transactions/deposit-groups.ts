@@ -34,7 +34,7 @@ export interface DepositRequest {
 type Member = GroupMember<DepositRequest, StoredOutcome>;
 
 /** Makes a deposit (or replays its key's outcome) in the next group to run. */
-export const submitDeposit = groupCommit<DepositRequest, StoredOutcome>(runGroup);
+export const submitDeposit = groupCommit<DepositRequest, StoredOutcome>(runGroup, { name: 'deposit' });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
   // The same key twice in one group: the later request is concurrent with the first, which is

@@ -9,6 +9,7 @@ import { Agent, request } from 'undici';
 import type { ProviderPort } from '../../config.ts';
 import { apiError, type ApiError } from '../../http/errors.ts';
 import { firstErrorOf, OPERATIONS, validatorOf, type AnswerOf, type OperationName, type RequestOf } from './protocol.ts';
+import { inSpan, SpanKind, tracing } from '../../observability/tracing.ts';
 
 /** The largest answer read; anything longer is not an answer of this protocol. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -54,7 +55,15 @@ export class AdapterClient {
     this.#agent = new Agent({ keepAliveTimeout: 10_000, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs, connect: { timeout: o.timeoutMs } });
   }
 
-  async call<N extends OperationName>(name: N, input: Input<N>): Promise<AnswerOf<N>> {
+  call<N extends OperationName>(name: N, input: Input<N>): Promise<AnswerOf<N>> {
+    if (!tracing.enabled) return this.#call(name, input);
+    const op = OPERATIONS[name];
+    return inSpan(`provider ${this.#o.port} ${name}`, SpanKind.CLIENT, { 'coffer.provider': this.#o.port, 'coffer.provider.operation': name, 'http.request.method': op.method, 'url.template': op.path }, () =>
+      this.#call(name, input),
+    );
+  }
+
+  async #call<N extends OperationName>(name: N, input: Input<N>): Promise<AnswerOf<N>> {
     const op = OPERATIONS[name];
     const fail = (message: string, cause?: unknown): never => {
       throw new ProviderError(this.#o.port, `${name} ${input.reference}: ${message}`, { cause });

@@ -1,0 +1,152 @@
+// GET /metrics on the admin listener (docs/operations.md#metrics): the token, never on the API
+// listener, and the counters moving with requests, deposits, authorizes, replays, 409s, 429s,
+// webhook attempts, KYC decisions and the scheduled ledger check. The registry is the
+// process's, shared by every app of the run: each test compares before and after.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
+import { clearPending, createWallet, deposit, fundedWallet, intentFor, linkAccount, approvedUser } from '../test/money.ts';
+
+const METRICS_TOKEN = 'Qm9vbGVhbi1zY3JhcGVyLXRva2VuLWZvci10ZXN0cy0xMjM0NTY3ODkw+/zXk';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** The samples of a Prometheus text exposition. */
+function parse(text: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `not a sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const [, k, v] of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[k!] = v!;
+    out.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** The sum of the samples of `name` whose labels include `labels`. */
+function valueOf(samples: Sample[], name: string, labels: Record<string, string> = {}): number {
+  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+}
+
+describe('metrics', () => {
+  let t: TestApp;
+  let m: Merchant;
+  const scrape = async (token = METRICS_TOKEN) => {
+    const res = await t.admin.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    return parse(res.body);
+  };
+  before(async () => {
+    t = await createTestApp({ env: { METRICS_TOKEN, RATE_LIMIT_PER_MINUTE: '100000000' } });
+    m = await t.createMerchant();
+  });
+  after(() => t.close());
+
+  test('on the admin listener for METRICS_TOKEN or ADMIN_TOKEN only (401 without, 404 on the API listener)', async () => {
+    const none = await t.admin.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(none.statusCode, 401);
+    assert.equal(JSON.parse(none.body).errors[0].code, 'Unauthorized');
+    const wrong = await t.admin.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN.slice(1)}x` } });
+    assert.equal(wrong.statusCode, 401);
+    // The metrics token opens nothing else.
+    assert.equal((await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).statusCode, 401);
+    const admin = await t.adminRequest('GET', '/metrics');
+    assert.equal(admin.status, 200);
+    await scrape();
+    for (const headers of [{}, { authorization: `Bearer ${METRICS_TOKEN}` }, m.headers]) {
+      assert.equal((await t.api.inject({ method: 'GET', url: '/metrics', headers })).statusCode, 404);
+    }
+  });
+
+  test('requests by listener, route template (never the ids in the path), method and status, and their latency', async () => {
+    const user = (await t.request('POST', '/api/v1/users', { as: m, body: { data: { type: 'User', attributes: { phoneNumber: `+1415${String(Date.now()).slice(-7)}` } } } })).body.data;
+    const labels = { listener: 'api', route: '/api/v1/users/:userId', method: 'GET' };
+    const before = await scrape();
+    assert.equal((await t.request('GET', `/api/v1/users/${user.id}`, { as: m })).status, 200);
+    assert.equal((await t.request('GET', `/api/v1/users/${randomUUID()}`, { as: m })).status, 404);
+    assert.equal((await t.request('GET', `/api/v1/no-such-thing/${randomUUID()}`, { as: m })).status, 404);
+    const after = await scrape();
+    assert.equal(valueOf(after, 'coffer_http_requests_total', { ...labels, status: '200' }) - valueOf(before, 'coffer_http_requests_total', { ...labels, status: '200' }), 1);
+    assert.equal(valueOf(after, 'coffer_http_requests_total', { ...labels, status: '404' }) - valueOf(before, 'coffer_http_requests_total', { ...labels, status: '404' }), 1);
+    const unmatched = { listener: 'api', route: 'unmatched', method: 'GET', status: '404' };
+    assert.equal(valueOf(after, 'coffer_http_requests_total', unmatched) - valueOf(before, 'coffer_http_requests_total', unmatched), 1);
+    assert.equal(valueOf(after, 'coffer_http_request_duration_seconds_count', labels) - valueOf(before, 'coffer_http_request_duration_seconds_count', labels), 2);
+    // No id reaches a label.
+    const ids = new RegExp(`${user.id}|${m.clientId}`);
+    for (const s of after) for (const v of Object.values(s.labels)) assert.doesNotMatch(v, ids, `${s.name} ${JSON.stringify(s.labels)}`);
+    // Statements are timed; the pool's gauges and the event loop's lag are there.
+    assert.ok(valueOf(after, 'coffer_db_query_duration_seconds_count') > valueOf(before, 'coffer_db_query_duration_seconds_count'));
+    for (const name of ['coffer_db_pool_in_use', 'coffer_db_pool_waiting', 'nodejs_eventloop_lag_seconds', 'coffer_webhook_due_deliveries', 'coffer_webhook_oldest_undelivered_age_seconds']) {
+      assert.ok(after.some((s) => s.name === name), name);
+    }
+  });
+
+  test('a deposit: a committed money movement, a group of its kind, a replay; a reused key is a 409', async () => {
+    const before = await scrape();
+    const user = await approvedUser(t, m);
+    const account = await linkAccount(t, m, user.id);
+    const wallet = await createWallet(t, m, user.id);
+    const key = randomUUID();
+    assert.equal((await deposit(t, m, wallet.id, 1234, account.id, { idempotencyKey: key })).status, 201);
+    const replay = await deposit(t, m, wallet.id, 1234, account.id, { idempotencyKey: key });
+    assert.equal(replay.status, 201);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    assert.equal((await deposit(t, m, wallet.id, 999, account.id, { idempotencyKey: key })).status, 409);
+    await clearPending(t, m, wallet.id);
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels);
+    assert.equal(delta('coffer_money_movements_total', { kind: 'deposit.initiate', outcome: 'committed' }), 1);
+    assert.equal(delta('coffer_money_movements_total', { kind: 'deposit.clear', outcome: 'committed' }), 1);
+    // The replay and the reused key are checked in a group too (the key check is the group's first statement).
+    assert.equal(delta('coffer_group_commit_size_count', { kind: 'deposit' }), 3);
+    assert.equal(delta('coffer_idempotent_replays_total'), 1);
+    assert.equal(delta('coffer_idempotency_conflicts_total', { code: 'IdempotencyKeyReused' }), 1);
+    assert.ok(delta('coffer_kyc_decisions_total', { status: 'Approved' }) >= 1);
+  });
+
+  test('authorizes by outcome: approved, declined (over the balance), requires action (no linked account)', async () => {
+    const { wallet } = await fundedWallet(t, m, 5000);
+    const authorize = (intentId: string, amount: number) =>
+      t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID() } } } });
+    const unlinked = await createWallet(t, m, (await approvedUser(t, m, 'unlinked@example.com')).id);
+    const before = await scrape();
+    assert.equal((await authorize(await intentFor(t, m, wallet.id, 3000), 3000)).status, 201);
+    assert.equal((await authorize(await intentFor(t, m, wallet.id, 2000), 2001)).status, 402);
+    assert.equal((await authorize(await intentFor(t, m, unlinked.id, 2000), 2000)).status, 402);
+    const after = await scrape();
+    const delta = (outcome: string) => valueOf(after, 'coffer_authorizations_total', { outcome }) - valueOf(before, 'coffer_authorizations_total', { outcome });
+    assert.deepEqual({ approved: delta('approved'), declined: delta('declined'), requires_action: delta('requires_action') }, { approved: 1, declined: 1, requires_action: 1 });
+    assert.equal(valueOf(after, 'coffer_money_movements_total', { kind: 'payment.reserve' }) - valueOf(before, 'coffer_money_movements_total', { kind: 'payment.reserve' }), 1);
+  });
+
+  test('rate limit refusals by listener', async () => {
+    const limited = await createTestApp({ env: { RATE_LIMIT_PER_MINUTE: '1' } });
+    try {
+      const before = await scrape();
+      const ip = '203.0.113.77';
+      const statuses: number[] = [];
+      for (let i = 0; i < 2; i++) statuses.push((await limited.api.inject({ method: 'GET', url: '/api/v1/users', remoteAddress: ip, headers: m.headers })).statusCode);
+      assert.deepEqual(statuses.slice(-1), [429]);
+      const after = await scrape();
+      assert.equal(valueOf(after, 'coffer_rate_limit_refusals_total', { listener: 'api' }) - valueOf(before, 'coffer_rate_limit_refusals_total', { listener: 'api' }), 1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('the ledger check: a job of the runner, its result and time in the metrics', async () => {
+    await t.ctx.jobs.runOnce('ledger-check');
+    const after = await scrape();
+    assert.equal(valueOf(after, 'coffer_ledger_invariant_check_violations'), 0);
+    const at = valueOf(after, 'coffer_ledger_invariant_check_timestamp_seconds');
+    assert.ok(at > Date.now() / 1000 - 600 && at <= Date.now() / 1000 + 1, String(at));
+  });
+});
