@@ -248,6 +248,7 @@ describe('a database belongs to one environment', () => {
       ADMIN_TOKEN: LIVE_TOKEN,
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+      ...providerEnv('http://127.0.0.1:9'),
     });
     assert.equal((await p.exited).code, 78, p.stderr());
     assert.match(p.stderr(), /this database belongs to the sandbox environment; a live process/);
