@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     else log.info({ signal }, 'shutting down');
     await closeListeners(listeners);
     await ctx.jobs.stop();
+    await ctx.requestLog.flush(ctx.db).catch((err: unknown) => log.warn({ err }, 'the request log could not be written'));
     await ctx.webhooks.close();
     await closeProviders(ctx.providers);
     await ctx.database.close();
