@@ -131,9 +131,9 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);
-  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
-  return { rows: [], total: c?.n ?? 0 };
+  return { rows: [], total: c?.n ?? 0, capped: false };
 }
 
 /** Uncaptured authorizations past their expiry (read only: the job locks each in order). */
