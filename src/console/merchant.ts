@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
 import { MAX_PAGE_LIMIT, MAX_PAGE_OFFSET, type Page } from '../http/paging.ts';
 import type { App } from '../http/server.ts';
-import { postingsOfOwner, postingsOfRef } from '../ledger/history.ts';
+import { postingsOfOwner, postingsOfRefs } from '../ledger/history.ts';
 import { balancesOf, WALLET_CODES } from '../ledger/accounts.ts';
 import type { ClientRow } from '../modules/clients/sql.ts';
 import { resolveSettings } from '../modules/clients/settings.ts';
@@ -16,7 +16,7 @@ import { TOPICS } from '../modules/events/topics.ts';
 import { latestApplication } from '../modules/kyc/sql.ts';
 import { findIntent, listIntentRows } from '../modules/payment-intents/sql.ts';
 import { failBankPull, networkAuthorize, networkCapture, settlePaymentNow } from '../modules/payments/domain.ts';
-import { dailyPaymentStats, findPayment, listPaymentRows, paymentIdsOfIntent } from '../modules/payments/sql.ts';
+import { attemptsOfPayment, dailyPaymentStats, findPayment, listPaymentRows, paymentIdsOfIntent } from '../modules/payments/sql.ts';
 import { renderContext } from '../modules/payment-intents/routes.ts';
 import { findRequestRow, listRequestRows } from '../modules/request-log/sql.ts';
 import { clearPendingDeposits } from '../modules/transactions/domain.ts';
@@ -351,8 +351,12 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     if (!isUuid(paymentId)) throw notFound();
     const payment = await findPayment(ctx.db, v.client.id, paymentId);
     if (!payment) throw notFound();
-    const postings = await postingsOfRef(ctx.db, { clientId: v.client.id, refType: 'payment', refId: payment.id });
-    const steps: [Date, string][] = [[payment.createdAt, `Created (authorized ${money(payment.amount)})`]];
+    const attempts = await attemptsOfPayment(ctx.db, v.client.id, payment);
+    const postings = await postingsOfRefs(ctx.db, { clientId: v.client.id, refs: [{ refType: 'payment', refId: payment.id }, ...attempts.map((a) => ({ refType: 'attempt', refId: a.id }))] });
+    const steps: [Date, string][] = [
+      ...attempts.map((a): [Date, string] => [a.createdAt, `Authorization attempt ${a.id}: ${a.state}${a.idempotencyKey ? ` (idempotency key ${a.idempotencyKey})` : ''}`]),
+      [payment.createdAt, `Created (authorized ${money(payment.amount)})`],
+    ];
     if (payment.capturedAt) steps.push([payment.capturedAt, `Captured ${money(payment.capturedAmount)}`]);
     if (payment.settledAt) steps.push([payment.settledAt, `Settled: ${payment.status}`]);
     if (payment.canceledAt) steps.push([payment.canceledAt, 'Canceled']);

@@ -1,5 +1,5 @@
 // What moved an owner's balances: its postings, newest first, each with its entry and account.
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, or, sql } from 'drizzle-orm';
 import type { Executor } from '../db/open.ts';
 import { ledgerAccounts, ledgerEntries, ledgerPostings } from '../db/schema.ts';
 import type { Page } from '../http/paging.ts';
@@ -49,8 +49,9 @@ export async function postingsOfOwner(db: Executor, o: { clientId: string; owner
   return { rows, total: Math.min(n, o.totalCap), capped: n > o.totalCap };
 }
 
-/** The postings of one ledger entry (what a payment, deposit or withdrawal moved), scoped by client. */
-export async function postingsOfRef(db: Executor, o: { clientId: string; refType?: string; refId: string }) {
+/** The postings of the entries made for some references (what a payment, deposit or withdrawal moved), scoped by client. */
+export async function postingsOfRefs(db: Executor, o: { clientId: string; refs: { refType: string; refId: string }[] }) {
+  if (o.refs.length === 0) return [];
   return db
     .select({
       id: ledgerPostings.id,
@@ -67,6 +68,6 @@ export async function postingsOfRef(db: Executor, o: { clientId: string; refType
     .from(ledgerEntries)
     .innerJoin(ledgerPostings, eq(ledgerPostings.entryId, ledgerEntries.id))
     .innerJoin(ledgerAccounts, eq(ledgerAccounts.id, ledgerPostings.accountId))
-    .where(and(eq(ledgerEntries.clientId, o.clientId), eq(ledgerEntries.refId, o.refId), ...(o.refType ? [eq(ledgerEntries.refType, o.refType)] : [])))
+    .where(and(eq(ledgerEntries.clientId, o.clientId), or(...o.refs.map((r) => and(eq(ledgerEntries.refType, r.refType), eq(ledgerEntries.refId, r.refId))))))
     .orderBy(ledgerEntries.createdAt, ledgerEntries.id, ledgerPostings.id);
 }

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
+import { ApiError } from '../http/errors.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { PageError, registerSessions } from '../console/auth.ts';
@@ -37,13 +38,13 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   const page = (status: number, title: string, message: string) => layout(title, html`<p>${message}</p><p><a href="/">Back</a></p>`, { environment: ctx.config.environment });
   app.setErrorHandler((err, req, reply) => {
     if (err instanceof PageError && err.status === 401 && req.method === 'GET') return reply.redirect('/sign-in', 303);
-    const status = err instanceof PageError ? err.status : typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500 ? (err as { statusCode: number }).statusCode : 500;
+    // The shared 404/405 handler (http/server.ts) throws ApiErrors: rendered here as pages.
+    const status = err instanceof PageError || err instanceof ApiError ? err.status : typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500 ? (err as { statusCode: number }).statusCode : 500;
     if (status >= 500) req.log.error({ err }, 'console page failed');
     const title = status === 404 ? 'Not found' : status === 403 ? 'Refused' : status === 401 ? 'Sign in' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Bad request';
-    const message = err instanceof PageError ? err.message : status >= 500 ? 'The page could not be shown; the error is in the log.' : err instanceof Error && err.message ? err.message : title;
+    const message = err instanceof PageError ? err.message : err instanceof ApiError ? (err.items[0]?.detail ?? title) : status >= 500 ? 'The page could not be shown; the error is in the log.' : err instanceof Error && err.message ? err.message : title;
     return reply.code(status).type('text/html; charset=utf-8').send(page(status, title, message));
   });
-  app.setNotFoundHandler((_req, reply) => reply.code(404).type('text/html; charset=utf-8').send(page(404, 'Not found', 'There is nothing here.')));
 
   app.get('/console.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
   registerSessions(app, ctx);

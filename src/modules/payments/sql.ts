@@ -426,3 +426,13 @@ export async function dailyPaymentStats(db: Executor, clientId: string, since: D
     .groupBy(day)
     .orderBy(day);
 }
+
+/** The authorization attempts that made a payment (through its intent's index); the console's timeline. */
+export async function attemptsOfPayment(db: Executor, clientId: string, p: { id: string; intentId: string | null }): Promise<AttemptRow[]> {
+  if (!p.intentId) return [];
+  return db
+    .select()
+    .from(authorizationAttempts)
+    .where(and(eq(authorizationAttempts.clientId, clientId), eq(authorizationAttempts.intentId, p.intentId), eq(authorizationAttempts.paymentId, p.id)))
+    .orderBy(asc(authorizationAttempts.createdAt));
+}
