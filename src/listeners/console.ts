@@ -35,21 +35,26 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
     return payload;
   });
 
-  const page = (status: number, title: string, message: string) => layout(title, html`<p>${message}</p><p><a href="/">Back</a></p>`, { environment: ctx.config.environment });
-  app.setErrorHandler((err, req, reply) => {
-    if (err instanceof PageError && err.status === 401 && req.method === 'GET') return reply.redirect('/sign-in', 303);
-    // The shared 404/405 handler (http/server.ts) throws ApiErrors: rendered here as pages.
-    const status = err instanceof PageError || err instanceof ApiError ? err.status : typeof (err as { statusCode?: number }).statusCode === 'number' && (err as { statusCode: number }).statusCode < 500 ? (err as { statusCode: number }).statusCode : 500;
-    if (status >= 500) req.log.error({ err }, 'console page failed');
-    const title = status === 404 ? 'Not found' : status === 403 ? 'Refused' : status === 401 ? 'Sign in' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Bad request';
-    const message = err instanceof PageError ? err.message : err instanceof ApiError ? (err.items[0]?.detail ?? title) : status >= 500 ? 'The page could not be shown; the error is in the log.' : err instanceof Error && err.message ? err.message : title;
-    return reply.code(status).type('text/html; charset=utf-8').send(page(status, title, message));
-  });
-
+  const page = (title: string, message: string) => layout(title, html`<p>${message}</p><p><a href="/">Back</a></p>`, { environment: ctx.config.environment });
   app.get('/console.css', async (_req, reply) => reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS));
-  registerSessions(app, ctx);
-  operatorRoutes(app, ctx);
-  merchantRoutes(app, ctx);
+  // The pages in a context of their own: failures render as HTML pages, not JSON:API documents.
+  await app.register(async (pages) => {
+    pages.setErrorHandler((err, req, reply) => {
+      if (err instanceof PageError && err.status === 401 && req.method === 'GET') return reply.redirect('/sign-in', 303);
+      const code = (err as { statusCode?: unknown }).statusCode;
+      const status = err instanceof PageError || err instanceof ApiError ? err.status : typeof code === 'number' && code >= 400 && code < 500 ? code : 500;
+      if (status >= 500) req.log.error({ err }, 'console page failed');
+      const title = status === 404 ? 'Not found' : status === 403 ? 'Refused' : status === 401 ? 'Sign in' : status === 429 ? 'Too many requests' : status >= 500 ? 'Something went wrong' : 'Bad request';
+      const message = err instanceof PageError ? err.message : err instanceof ApiError ? (err.items[0]?.detail ?? title) : status >= 500 ? 'The page could not be shown; the error is in the log.' : title;
+      return reply.code(status).type('text/html; charset=utf-8').send(page(title, message));
+    });
+    registerSessions(pages, ctx);
+    operatorRoutes(pages, ctx);
+    merchantRoutes(pages, ctx);
+    pages.get('/*', async () => {
+      throw new PageError(404, 'There is nothing here.');
+    });
+  });
 
   ctx.jobs.register({ name: 'console-sessions-purge', intervalMs: 3_600_000, run: () => purgeExpiredSessions(ctx.db, ctx.clock.now()) });
   return app;
