@@ -74,7 +74,7 @@ function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, 
     ...(on('card') ? [`  Secure cards  ${l.card.publicUrl}`] : []),
     ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
     ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
-    ...(on('console') ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the ADMIN_TOKEN)`] : []),
+    ...(on('console') ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the admin token)`] : []),
   ];
   // Only a token the sandbox generated is printed: one from the environment stays out of the
   // terminal and of whatever collects stdout.
