@@ -26,6 +26,7 @@ import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
 import { checkLedger } from './observability/ledger-check.ts';
+import { purgeRequestLog, RequestLogBuffer } from './modules/request-log/record.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
@@ -66,6 +67,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       lookup: opts.webhookLookup,
       isPublicAddress: opts.webhookIsPublicAddress,
     }),
+    requestLog: new RequestLogBuffer({ clock, enabled: config.console.requestLog }),
   };
   if (config.webhooks.allowPrivate) {
     opts.log.warn('WEBHOOK_ALLOW_PRIVATE is on: webhooks may reach loopback and private addresses (local development only)');
@@ -141,6 +143,13 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
       run: async () => (await checkLedger(ctx.db, ctx.log)).length,
     });
   }
+  // The console's request log: written a second behind the requests, kept for its retention.
+  ctx.jobs.register({ name: 'request-log-flush', intervalMs: 1_000, run: () => ctx.requestLog.flush(ctx.db) });
+  ctx.jobs.register({
+    name: 'request-log-retention',
+    intervalMs: 3_600_000,
+    run: () => purgeRequestLog(ctx.db, { now: now(), retentionDays: ctx.config.console.requestLogRetentionDays }),
+  });
   ctx.jobs.register({
     name: 'linked-account-deactivations',
     intervalMs: 30_000,

@@ -13,13 +13,13 @@ describe('configuration', () => {
     assert.equal(c.host, '127.0.0.1');
     assert.deepEqual(
       Object.fromEntries(Object.entries(c.listeners).map(([k, v]) => [k, [v.port, v.publicUrl]])),
-      { api: [3000, 'http://localhost:3000'], card: [3001, 'http://localhost:3001'], pay: [3002, 'http://localhost:3002'], admin: [3003, 'http://localhost:3003'] },
+      { api: [3000, 'http://localhost:3000'], card: [3001, 'http://localhost:3001'], pay: [3002, 'http://localhost:3002'], admin: [3003, 'http://localhost:3003'], console: [3004, 'http://localhost:3004'] },
     );
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.databasePreparedStatements, true);
     assert.match(c.dataDir, /\.coffer\/data$/);
     assert.equal(c.rateLimit.perMinute, 10_000);
-    assert.deepEqual(c.enabledListeners, ['api', 'card', 'pay', 'admin']);
+    assert.deepEqual(c.enabledListeners, ['api', 'card', 'pay', 'admin', 'console']);
   });
 
   test('DATABASE_PREPARED_STATEMENTS=false sends the hot statements unnamed (behind PgBouncer before 1.21)', () => {

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { estimateEntropyBits, MIN_TOKEN_ENTROPY_BITS } from './crypto/entropy.ts';
 
 export type Environment = 'sandbox' | 'live';
-export type ListenerName = 'api' | 'card' | 'pay' | 'admin';
-export const LISTENER_NAMES: readonly ListenerName[] = ['api', 'card', 'pay', 'admin'];
+export type ListenerName = 'api' | 'card' | 'pay' | 'admin' | 'console';
+export const LISTENER_NAMES: readonly ListenerName[] = ['api', 'card', 'pay', 'admin', 'console'];
 
 export interface ListenerConfig {
   port: number;
@@ -78,6 +78,8 @@ export interface Config {
   providers: ProviderConfig;
   /** Prometheus metrics and OpenTelemetry traces (docs/operations.md#metrics). */
   observability: ObservabilityConfig;
+  /** The web console and the API request log it shows (docs/operations.md#the-console). */
+  console: ConsoleConfig;
 }
 
 export interface ObservabilityConfig {
@@ -89,6 +91,19 @@ export interface ObservabilityConfig {
   otlpEndpoint: string | undefined;
   /** `service.name` of the spans. */
   serviceName: string;
+}
+
+export interface ConsoleConfig {
+  /** How long a console session lasts after sign-in. */
+  sessionTtlMs: number;
+  /** Sign-in attempts per source address per minute (wrong ones count too). */
+  signInPerMinute: number;
+  /** Console pages per source address per minute. */
+  perMinute: number;
+  /** API requests are recorded for the console's request log (off: nothing is recorded). */
+  requestLog: boolean;
+  /** Days the request log keeps a request. */
+  requestLogRetentionDays: number;
 }
 
 /** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
@@ -187,11 +202,13 @@ export function loadConfig(env: Env = process.env): Config {
   const cardPort = port('CARD_PORT', 3001);
   const payPort = port('PAY_PORT', 3002);
   const adminPort = port('ADMIN_PORT', 3003);
+  const consolePort = port('CONSOLE_PORT', 3004);
   const listeners: Record<ListenerName, ListenerConfig> = {
     api: { port: apiPort, publicUrl: url('BASE_URL', apiPort) },
     card: { port: cardPort, publicUrl: url('SECURE_URL', cardPort) },
     pay: { port: payPort, publicUrl: url('PAY_URL', payPort) },
     admin: { port: adminPort, publicUrl: `http://localhost:${adminPort}` },
+    console: { port: consolePort, publicUrl: url('CONSOLE_URL', consolePort) },
   };
 
   let enabledListeners: ListenerName[] = [...LISTENER_NAMES];
@@ -281,6 +298,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
     providers: loadProviderConfig({ read, int, environment, problems }),
     observability: loadObservabilityConfig({ read, int, problems }),
+    console: {
+      sessionTtlMs: int('CONSOLE_SESSION_HOURS', 12, 1, 24 * 30) * 3_600_000,
+      signInPerMinute: int('CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE', 10, 1, 100_000),
+      perMinute: int('CONSOLE_RATE_LIMIT_PER_MINUTE', 600, 1, 100_000_000),
+      requestLog: bool('REQUEST_LOG', true),
+      requestLogRetentionDays: int('REQUEST_LOG_RETENTION_DAYS', 7, 1, 3650),
+    },
   };
 
   // An event must outlive its last retry, or a delivery still due would lose its event.

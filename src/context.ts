@@ -8,6 +8,7 @@ import type { Database, Db } from './db/open.ts';
 import type { JobRunner } from './jobs/runner.ts';
 import type { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import type { WebhookDispatcher } from './modules/events/dispatcher.ts';
+import type { RequestLogBuffer } from './modules/request-log/record.ts';
 import type { Providers } from './providers/index.ts';
 
 export interface AppContext {
@@ -22,4 +23,6 @@ export interface AppContext {
   /** Encrypts values kept at rest that must be read back (webhook secrets, card data). */
   sealer: Sealer;
   webhooks: WebhookDispatcher;
+  /** API requests waiting to be written to the console's request log. */
+  requestLog: RequestLogBuffer;
 }

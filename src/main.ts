@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     else log.info({ signal }, 'shutting down');
     await closeListeners(listeners);
     await ctx.jobs.stop();
+    await ctx.requestLog.flush(ctx.db).catch((err: unknown) => log.warn({ err }, 'the request log could not be written'));
     await ctx.webhooks.close();
     await closeProviders(ctx.providers);
     await ctx.database.close();
@@ -78,6 +79,7 @@ function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, 
     ...(on('card') ? [`  Secure cards  ${l.card.publicUrl}`] : []),
     ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
     ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
+    ...(on('console') ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the admin token)`] : []),
   ];
   // Only a token the sandbox generated is printed: one from the environment stays out of the
   // terminal and of whatever collects stdout.

@@ -24,3 +24,15 @@ export async function pagedRows<T extends PgTable>(
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(table as PgTable).where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
+
+/**
+ * How many rows match, counting no further than `cap` (a list over a million rows pages in
+ * milliseconds, where an exact total would count them all): { total, capped } where capped
+ * means there are more than `total`.
+ */
+export async function cappedCount(db: Executor, table: PgTable, where: SQL | undefined, cap: number): Promise<{ total: number; capped: boolean }> {
+  const inner = db.select({ one: sql`1` }).from(table).where(where).limit(cap + 1).as('capped');
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(inner);
+  const n = c?.n ?? 0;
+  return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
+}

@@ -981,3 +981,48 @@ export const sweepstakesResults = pgTable(
   },
   (t) => [uniqueIndex('sweepstakes_results_uq').on(t.clientId, t.sweepstakesId, t.userId)],
 );
+
+/**
+ * Signed-in console sessions (docs/operations.md#the-console). The cookie carries a random
+ * 32-byte id; only its SHA-256 is stored, so a read of this table signs nobody in. `client_id`
+ * is the merchant a developer signed in as; null for the operator.
+ */
+export const consoleSessions = pgTable(
+  'console_sessions',
+  {
+    idHash: bytea('id_hash').primaryKey(),
+    /** operator | merchant */
+    role: text('role').notNull(),
+    clientId: uuid('client_id').references(() => clients.id),
+    /** The form token every POST of the session must carry. */
+    csrfToken: text('csrf_token').notNull(),
+    createdAt: createdAt(),
+    expiresAt: ts('expires_at').notNull(),
+  },
+  (t) => [index('console_sessions_expiry_idx').on(t.expiresAt), check('console_sessions_role', sql`${t.role} in ('operator', 'merchant')`)],
+);
+
+/**
+ * The API requests of each merchant, for the console's request log: written in batches off the
+ * request path (modules/request-log), kept REQUEST_LOG_RETENTION_DAYS. Bodies are stored with
+ * secrets and card data redacted. No foreign key: it is written on every request.
+ */
+export const requestLog = pgTable(
+  'request_log',
+  {
+    id: uuid('id').primaryKey(),
+    clientId: uuid('client_id'),
+    requestId: text('request_id').notNull(),
+    method: text('method').notNull(),
+    /** The route's pattern (/api/v1/payments/:paymentId); the path itself when no route matched. */
+    route: text('route').notNull(),
+    path: text('path').notNull(),
+    status: integer('status').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    idempotencyKey: text('idempotency_key'),
+    /** The request body, redacted and cut to a few kilobytes; null without one. */
+    body: text('body'),
+    createdAt: createdAt(),
+  },
+  (t) => [index('request_log_client_idx').on(t.clientId, t.createdAt, t.id), index('request_log_created_idx').on(t.createdAt)],
+);

@@ -86,6 +86,8 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   });
 
   app.decorateRequest('client', null as never);
+  // The console's request log (modules/request-log): a push per request, written by a job.
+  app.addHook('onResponse', ctx.requestLog.hook);
   await app.register(async (api) => {
     api.addHook('onRequest', clientAuthHook(ctx.auth));
     api.addHook('onRequest', keyedRateLimit(app, { perMinute: config.rateLimit.perClientPerMinute, key: (req) => `client:${req.client.id}`, what: 'for this client' }));

@@ -5,6 +5,7 @@ import type { App } from '../http/server.ts';
 import { buildAdminListener } from './admin.ts';
 import { buildApiListener } from './api.ts';
 import { buildCardListener } from './card.ts';
+import { buildConsoleListener } from './console.ts';
 import { buildPayListener } from './pay.ts';
 
 export type Listeners = Partial<Record<ListenerName, App>>;
@@ -16,6 +17,7 @@ export async function buildListeners(ctx: AppContext): Promise<Listeners> {
     if (name === 'card') out.card = await buildCardListener(ctx);
     if (name === 'pay') out.pay = await buildPayListener(ctx);
     if (name === 'admin') out.admin = await buildAdminListener(ctx);
+    if (name === 'console') out.console = await buildConsoleListener(ctx);
   }
   return out;
 }

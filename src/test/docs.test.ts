@@ -262,7 +262,7 @@ async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !['DATABASE_URL', 'ADMIN_TOKEN', 'COFFER_ADMIN_URL'].includes(k)) env[k] = v;
   // The reader's shell next to `npm start`: the sandbox's data folder and ports (the CLI reads both).
-  Object.assign(env, { DOCS_OUT: out, DATA_DIR: dataDir, PORT: String(ports.api), CARD_PORT: String(ports.card), PAY_PORT: String(ports.pay), ADMIN_PORT: String(ports.admin) });
+  Object.assign(env, { DOCS_OUT: out, DATA_DIR: dataDir, PORT: String(ports.api), CARD_PORT: String(ports.card), PAY_PORT: String(ports.pay), ADMIN_PORT: String(ports.admin), CONSOLE_PORT: String(ports.console) });
   const bash = spawn('bash', [path.join(out, 'script.sh')], { cwd: ROOT, env, stdio: 'ignore', detached: true });
   const timer = setTimeout(() => process.kill(-bash.pid!, 'SIGKILL'), 240_000); // the session and whatever it started
   await new Promise((resolve) => bash.once('exit', resolve));

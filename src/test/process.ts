@@ -36,7 +36,7 @@ function bindable(port: number): Promise<boolean> {
 
 export interface ServerProcess {
   proc: ChildProcess;
-  ports: { api: number; card: number; pay: number; admin: number };
+  ports: { api: number; card: number; pay: number; admin: number; console: number };
   stdout(): string;
   stderr(): string;
   /** Resolves when stdout (or stderr) matches; rejects on exit or timeout. */
@@ -61,7 +61,7 @@ export function serverEnv(dir: string, databaseUrl: string | undefined, adminTok
 
 /** Spawns `node --import tsx src/main.ts` with free ports and the given environment. */
 export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const ports = { api: await freePort(), card: await freePort(), pay: await freePort(), admin: await freePort() };
+  const ports = { api: await freePort(), card: await freePort(), pay: await freePort(), admin: await freePort(), console: await freePort() };
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...env })) {
     if (v !== undefined) childEnv[k] = v;
@@ -71,6 +71,7 @@ export async function startServer(env: Record<string, string | undefined>): Prom
     CARD_PORT: String(ports.card),
     PAY_PORT: String(ports.pay),
     ADMIN_PORT: String(ports.admin),
+    CONSOLE_PORT: String(ports.console),
     ...Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined)),
   });
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];

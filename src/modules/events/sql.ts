@@ -3,6 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
+import { cappedCount } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -86,13 +87,18 @@ export interface EventFilters {
   deliveryState?: EventDeliveryState;
 }
 
-export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page) {
+/** A page of events and their total; with `totalCap` (the console), counted no further than the cap (listPaymentRows). */
+export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number } = {}) {
   const conds: SQL[] = [eq(events.clientId, clientId)];
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
   if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
   if (f.deliveryState) conds.push(sql`${stateOf} = ${f.deliveryState}`);
   const where = and(...conds);
+  if (opts.totalCap !== undefined) {
+    const rows = await db.select({ event: events, state: stateOf }).from(events).where(where).orderBy(desc(events.createdAt), desc(events.id)).limit(page.limit).offset(page.offset);
+    return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), ...(await cappedCount(db, events, where, opts.totalCap)) };
+  }
   const rows = await db
     .select({ event: events, state: stateOf, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(events)
@@ -100,9 +106,9 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(page.limit)
     .offset(page.offset);
-  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total, capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
-  return { rows: [], total: c?.n ?? 0 };
+  return { rows: [], total: c?.n ?? 0, capped: false };
 }
 
 export async function findEvent(db: Executor, clientId: string, id: string): Promise<(EventRow & { deliveryState: EventDeliveryState }) | undefined> {

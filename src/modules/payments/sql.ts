@@ -4,6 +4,7 @@ import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
+import { cappedCount } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
@@ -107,7 +108,11 @@ const SORTABLE = { createdAt: payments.createdAt, updatedAt: payments.updatedAt,
 export type PaymentSortField = keyof typeof SORTABLE;
 export const PAYMENT_SORT_FIELDS = Object.keys(SORTABLE) as PaymentSortField[];
 
-export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page) {
+/**
+ * A page of payments and their total. With `totalCap` (the console), the total is counted no
+ * further than the cap (`capped` says there are more), so a page costs only its rows.
+ */
+export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number } = {}) {
   const conds: SQL[] = [eq(payments.clientId, clientId)];
   if (f.status) conds.push(eq(payments.status, f.status));
   if (f.paymentIntentId) conds.push(eq(payments.intentId, f.paymentIntentId));
@@ -115,6 +120,10 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   if (f.channel) conds.push(eq(payments.channel, f.channel));
   const where = and(...conds);
   const order = [...sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
+  if (opts.totalCap !== undefined) {
+    const rows = await db.select().from(payments).where(where).orderBy(...order).limit(page.limit).offset(page.offset);
+    return { rows, ...(await cappedCount(db, payments, where, opts.totalCap)) };
+  }
   const rows = await db
     .select({ p: payments, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(payments)
@@ -122,9 +131,9 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);
-  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
-  return { rows: [], total: c?.n ?? 0 };
+  return { rows: [], total: c?.n ?? 0, capped: false };
 }
 
 /** Uncaptured authorizations past their expiry (read only: the job locks each in order). */
@@ -390,4 +399,40 @@ export async function captureRows(
     })),
     total: rows.length > 0 ? Number(rows[0]!.total) : 0,
   };
+}
+
+export interface DailyPaymentStats {
+  day: string;
+  count: number;
+  failed: number;
+  captured: number;
+}
+
+/**
+ * Payments per day since `since` (UTC days): how many, how many failed, and the money captured
+ * (the console's charts). Reads the merchant's range of payments_client_idx.
+ */
+export async function dailyPaymentStats(db: Executor, clientId: string, since: Date): Promise<DailyPaymentStats[]> {
+  const day = sql<string>`to_char(date_trunc('day', ${payments.createdAt} at time zone 'UTC'), 'YYYY-MM-DD')`;
+  return db
+    .select({
+      day,
+      count: sql<number>`count(*)`.mapWith(Number),
+      failed: sql<number>`count(*) filter (where ${payments.status} = 'Failed')`.mapWith(Number),
+      captured: sql<number>`coalesce(sum(${payments.capturedAmount}), 0)`.mapWith(Number),
+    })
+    .from(payments)
+    .where(and(eq(payments.clientId, clientId), sql`${payments.createdAt} >= ${since}`))
+    .groupBy(day)
+    .orderBy(day);
+}
+
+/** The authorization attempts that made a payment (through its intent's index); the console's timeline. */
+export async function attemptsOfPayment(db: Executor, clientId: string, p: { id: string; intentId: string | null }): Promise<AttemptRow[]> {
+  if (!p.intentId) return [];
+  return db
+    .select()
+    .from(authorizationAttempts)
+    .where(and(eq(authorizationAttempts.clientId, clientId), eq(authorizationAttempts.intentId, p.intentId), eq(authorizationAttempts.paymentId, p.id)))
+    .orderBy(asc(authorizationAttempts.createdAt));
 }

@@ -1,5 +1,6 @@
 // Every query on withdrawals, scoped by client_id.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { pagedRows } from '../../db/paged.ts';
 import type { Executor } from '../../db/open.ts';
 import { linkedAccounts, transactions, withdrawals } from '../../db/schema.ts';
 
@@ -36,4 +37,9 @@ export async function findWithdrawalById(db: Executor, id: string): Promise<With
 
 export async function recordProviderRef(db: Executor, id: string, providerRef: string): Promise<void> {
   await db.update(withdrawals).set({ providerRef }).where(eq(withdrawals.id, id));
+}
+
+/** A page of a wallet's withdrawals, newest first (the console). */
+export async function listWithdrawalRows(db: Executor, clientId: string, walletId: string, page: { limit: number; offset: number }) {
+  return pagedRows(db, withdrawals, and(eq(withdrawals.clientId, clientId), eq(withdrawals.walletId, walletId)), [desc(withdrawals.createdAt), desc(withdrawals.id)], page);
 }

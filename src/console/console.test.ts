@@ -1,0 +1,301 @@
+// The console through HTTP (inject) on the test database: sign-in, cookies, CSRF, isolation
+// between merchants, the pages with data, an event replay, a simulation, the request log.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { buildConsoleListener } from '../listeners/console.ts';
+import type { App } from '../http/server.ts';
+import { webhookBody } from '../test/fixtures.ts';
+import { ADMIN_TOKEN, createTestApp, randomIp, type Merchant, type TestApp } from '../test/harness.ts';
+import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
+import { redactBody } from '../modules/request-log/record.ts';
+import { getEvent } from '../modules/events/domain.ts';
+
+interface Browser {
+  cookies: Map<string, string>;
+  ip: string;
+}
+
+const browser = (): Browser => ({ cookies: new Map(), ip: randomIp() });
+
+async function call(app: App, b: Browser, method: 'GET' | 'POST', url: string, form?: Record<string, string>) {
+  const res = await app.inject({
+    method,
+    url,
+    remoteAddress: b.ip,
+    headers: {
+      cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    },
+    ...(form ? { payload: new URLSearchParams(form).toString() } : {}),
+  });
+  const set = res.headers['set-cookie'];
+  for (const c of set === undefined ? [] : Array.isArray(set) ? set : [set]) {
+    const [pair] = c.split(';');
+    const [name, value] = pair!.split('=') as [string, string];
+    if (value === '' || /Max-Age=0/.test(c)) b.cookies.delete(name);
+    else b.cookies.set(name, value);
+  }
+  return res;
+}
+
+const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
+
+async function signIn(app: App, b: Browser, fields: Record<string, string>) {
+  const form = await call(app, b, 'GET', '/sign-in');
+  return call(app, b, 'POST', '/sign-in', { _csrf: csrfOf(form.body), ...fields });
+}
+
+describe('console', () => {
+  let t: TestApp;
+  let app: App;
+  let a: Merchant;
+  let other: Merchant;
+  let paymentId: string;
+  let walletId: string;
+  let otherPaymentId: string;
+  let userId: string;
+
+  async function paidOnce(m: Merchant) {
+    const { wallet, user } = await fundedWallet(t, m, 10_000);
+    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 2_500, walletId: wallet.id } } } });
+    assert.equal(intent.status, 201, intent.raw);
+    const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
+      as: m,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2_500, idempotencyKey: `key-${randomUUID()}` } } },
+    });
+    assert.equal(res.status, 201, res.raw);
+    return { walletId: wallet.id, userId: user.id, paymentId: res.body.included[0].id as string };
+  }
+
+  before(async () => {
+    t = await createTestApp();
+    app = await buildConsoleListener(t.ctx);
+    await app.ready();
+    a = await t.createMerchant();
+    other = await t.createMerchant();
+    const hook = await t.request('POST', '/api/v1/webhooks', { as: a, body: webhookBody({ topics: ['*'] }) });
+    assert.equal(hook.status, 201, hook.raw);
+    ({ walletId, paymentId, userId } = await paidOnce(a));
+    ({ paymentId: otherPaymentId } = await paidOnce(other));
+    await t.ctx.jobs.runOnce('request-log-flush');
+  });
+  after(async () => {
+    await app.close();
+    await t.close();
+  });
+
+  test('pages need a session: the sign-in page, and a redirect to it', async () => {
+    const b = browser();
+    const res = await call(app, b, 'GET', `/m/${a.clientId}/payments`);
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, '/sign-in');
+    const page = await call(app, b, 'GET', '/sign-in');
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-type']), /text\/html/);
+    assert.match(String(page.headers['content-security-policy']), /default-src 'none'/);
+    assert.match(page.body, /Client-ID/);
+  });
+
+  test('a wrong secret, a wrong admin token and a forged sign-in form are refused; no session cookie is set', async () => {
+    const b = browser();
+    const wrong = await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: `${a.secret}x` });
+    assert.equal(wrong.statusCode, 401);
+    assert.match(wrong.body, /wrong secret/);
+    const op = await signIn(app, b, { role: 'operator', adminToken: 'not-the-token' });
+    assert.equal(op.statusCode, 401);
+    const forged = await call(app, b, 'POST', '/sign-in', { _csrf: 'forged', role: 'operator', adminToken: ADMIN_TOKEN });
+    assert.equal(forged.statusCode, 403);
+    assert.ok(![...b.cookies.keys()].includes('coffer_console'));
+  });
+
+  test('sign-in attempts are limited per address', async () => {
+    const b = browser();
+    const limit = t.ctx.config.console.signInPerMinute;
+    let last = 0;
+    for (let i = 0; i <= limit; i++) last = (await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: 'wrong' })).statusCode;
+    assert.equal(last, 429);
+  });
+
+  test('merchant sign-in: an HttpOnly, SameSite=Strict cookie; its own pages; sign-out ends the session', async () => {
+    const b = browser();
+    const res = await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, `/m/${a.clientId}`);
+    const cookie = ([res.headers['set-cookie']].flat() as string[]).find((c) => c.startsWith('coffer_console='))!;
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Strict/);
+    assert.match(cookie, /Path=\//);
+    assert.doesNotMatch(cookie, /Secure/, 'http console URL: no Secure flag');
+    const home = await call(app, b, 'GET', `/m/${a.clientId}`);
+    assert.equal(home.statusCode, 200);
+    assert.match(home.body, /<svg/);
+    assert.equal(home.headers['cache-control'], 'no-store');
+    // The operator's pages are not a merchant's.
+    assert.equal((await call(app, b, 'GET', '/operator')).statusCode, 404);
+    const out = await call(app, b, 'POST', '/sign-out', { _csrf: csrfOf(home.body) });
+    assert.equal(out.statusCode, 303);
+    assert.equal((await call(app, b, 'GET', `/m/${a.clientId}`)).statusCode, 303);
+  });
+
+  test('the session cookie is Secure (and __Host-) when the console URL is https', async () => {
+    const s = await createTestApp({ env: { CONSOLE_URL: 'https://console.example.com' } });
+    const c = await buildConsoleListener(s.ctx);
+    try {
+      const b = browser();
+      const res = await signIn(c, b, { role: 'operator', adminToken: ADMIN_TOKEN });
+      assert.equal(res.statusCode, 303);
+      const cookie = ([res.headers['set-cookie']].flat() as string[]).find((x) => x.startsWith('__Host-coffer_console='))!;
+      assert.match(cookie, /; Secure/);
+      assert.match(cookie, /HttpOnly/);
+    } finally {
+      await c.close();
+      await s.close();
+    }
+  });
+
+  test('CSRF: a POST without the token or with a wrong one is 403 and does nothing', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const events = await call(app, b, 'GET', `/m/${a.clientId}/events?topic=PaymentCreated`);
+    const eventId = /\/events\/([0-9a-f-]{36})"/.exec(events.body)![1]!;
+    const before = (await getEvent(t.ctx.db, { clientId: a.clientId, eventId })).deliveries.length;
+    assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, {})).statusCode, 403);
+    assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: 'x'.repeat(43) })).statusCode, 403);
+    assert.equal((await call(app, b, 'POST', '/sign-out', { _csrf: 'nope' })).statusCode, 403);
+    assert.equal((await getEvent(t.ctx.db, { clientId: a.clientId, eventId })).deliveries.length, before, 'no replay was queued');
+  });
+
+  test("isolation: another merchant's pages and resources are 404", async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    assert.equal((await call(app, b, 'GET', `/m/${a.clientId}/payments/${paymentId}`)).statusCode, 200);
+    assert.equal((await call(app, b, 'GET', `/m/${a.clientId}/payments/${otherPaymentId}`)).statusCode, 404);
+    assert.equal((await call(app, b, 'GET', `/m/${other.clientId}/payments/${otherPaymentId}`)).statusCode, 404);
+    assert.equal((await call(app, b, 'GET', `/m/${other.clientId}`)).statusCode, 404);
+    assert.equal((await call(app, b, 'GET', `/m/${a.clientId}/payments/not-a-uuid`)).statusCode, 404);
+    // Finding another merchant's payment by id finds nothing.
+    const found = await call(app, b, 'GET', `/m/${a.clientId}/payments?id=${otherPaymentId}`);
+    assert.equal(found.statusCode, 303);
+    assert.match(String(found.headers.location), /error=/);
+    const home = await call(app, b, 'GET', `/m/${a.clientId}`);
+    assert.equal((await call(app, b, 'POST', `/m/${other.clientId}/payments/${otherPaymentId}/settle`, { _csrf: csrfOf(home.body) })).statusCode, 404);
+  });
+
+  test('pages render with data; find a payment by id; its timeline and ledger postings', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const base = `/m/${a.clientId}`;
+    const list = await call(app, b, 'GET', `${base}/payments?status=Created&page[limit]=50`);
+    assert.equal(list.statusCode, 200);
+    assert.ok(list.body.includes(paymentId));
+    const found = await call(app, b, 'GET', `${base}/payments?id=${paymentId}`);
+    assert.equal(found.statusCode, 303);
+    assert.equal(found.headers.location, `${base}/payments/${paymentId}`);
+    const captured = await t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: a, body: { data: { type: 'CapturePayment', attributes: { amount: 2_500 } } } });
+    assert.equal(captured.status, 200, captured.raw);
+    const detail = await call(app, b, 'GET', `${base}/payments/${paymentId}`);
+    assert.match(detail.body, /Timeline/);
+    assert.match(detail.body, /Captured 25\.00/);
+    assert.match(detail.body, /Ledger: payment\./);
+    assert.match(detail.body, /Settle now/);
+    for (const p of ['/users', '/wallets', `/wallets/${walletId}`, '/intents', '/events', '/webhooks', '/requests']) {
+      const res = await call(app, b, 'GET', `${base}${p}`);
+      assert.equal(res.statusCode, 200, p);
+      assert.match(res.body, /<table>/, p);
+    }
+    const wallet = await call(app, b, 'GET', `${base}/wallets/${walletId}`);
+    assert.match(wallet.body, /deposit\.available/);
+    assert.match(wallet.body, /Ledger entries/);
+    // Pages paginate like the API.
+    const paged = await call(app, b, 'GET', `${base}/events?page[limit]=1`);
+    assert.match(paged.body, /1–1 of \d+/);
+    assert.match(paged.body, /rel="next"/);
+  });
+
+  test('replay an event: a replay delivery is queued', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const events = await call(app, b, 'GET', `/m/${a.clientId}/events?topic=PaymentCreated`);
+    const eventId = /\/events\/([0-9a-f-]{36})"/.exec(events.body)![1]!;
+    const page = await call(app, b, 'GET', `/m/${a.clientId}/events/${eventId}`);
+    assert.match(page.body, /Replay/);
+    const res = await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: csrfOf(page.body) });
+    assert.equal(res.statusCode, 303);
+    assert.match(String(res.headers.location), /notice=Replay%20queued/);
+    const after = await call(app, b, 'GET', `/m/${a.clientId}/events/${eventId}`);
+    assert.match(after.body, /<td>replay<\/td>/);
+  });
+
+  test('a simulation: clear pending deposits from the wallet page', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const account = await linkAccount(t, a, userId);
+    assert.equal((await deposit(t, a, walletId, 1_234, account.id)).status, 201);
+    const page = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
+    const res = await call(app, b, 'POST', `/m/${a.clientId}/wallets/${walletId}/clear-deposits`, { _csrf: csrfOf(page.body), type: 'bank' });
+    assert.equal(res.statusCode, 303);
+    assert.match(decodeURIComponent(String(res.headers.location)), /1 pending bank deposit cleared/);
+    const balance = await t.request('GET', `/api/v1/wallets/${walletId}/balance`, { as: a });
+    assert.equal(balance.status, 200);
+    const after = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
+    assert.match(after.body, /deposit\.clear/);
+  });
+
+  test('the request log records API requests (route, status, idempotency key) with bodies redacted', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const probe = await t.request('POST', '/api/v1/users', {
+      as: a,
+      body: { data: { type: 'User', attributes: { phoneNumber: 'not a phone', email: 'x@example.com', cardNumber: '4111111111111111', note: 'card 4242 4242 4242 4242', secret: 's3cr3t' } } },
+    });
+    assert.equal(probe.status, 400);
+    await t.ctx.jobs.runOnce('request-log-flush');
+    const list = await call(app, b, 'GET', `/m/${a.clientId}/requests?status=4xx&path=/api/v1/users`);
+    assert.equal(list.statusCode, 200);
+    const id = /\/requests\/([0-9a-f-]{36})"/.exec(list.body)?.[1];
+    assert.ok(id, 'the request is listed');
+    const detail = await call(app, b, 'GET', `/m/${a.clientId}/requests/${id}`);
+    assert.match(detail.body, /POST \/api\/v1\/users/);
+    assert.match(detail.body, /x@example.com/);
+    assert.doesNotMatch(detail.body, /4111111111111111|4242 4242|s3cr3t/);
+    assert.match(detail.body, /\[redacted\]/);
+    // An authorize's idempotency key is recorded.
+    const keyed = await call(app, b, 'GET', `/m/${a.clientId}/requests?path=/api/v1/payment-intents/`);
+    assert.match(keyed.body, /key-[0-9a-f-]{36}/);
+    // Another merchant's request is not in this log.
+    const mine = await call(app, b, 'GET', `/m/${a.clientId}/requests?page[limit]=50`);
+    assert.ok(!mine.body.includes(otherPaymentId));
+  });
+
+  test('redaction covers secrets, card data and long digit runs wherever they are', () => {
+    assert.deepEqual(redactBody({ data: { attributes: { cvv: '123', pan: '4111111111111111', nested: [{ accountNumber: '000123456789' }], text: 'call 4111-1111-1111-1111 now', amount: 1234 } } }), {
+      data: { attributes: { cvv: '[redacted]', pan: '[redacted]', nested: [{ accountNumber: '[redacted]' }], text: 'call [redacted] now', amount: 1234 } },
+    });
+  });
+
+  test('operator: health and merchants; opens any merchant; creates one and rotates its secret', async () => {
+    const b = browser();
+    const res = await signIn(app, b, { role: 'operator', adminToken: ADMIN_TOKEN });
+    assert.equal(res.headers.location, '/operator');
+    const home = await call(app, b, 'GET', '/operator');
+    assert.equal(home.statusCode, 200);
+    assert.match(home.body, /System health/);
+    assert.equal((await call(app, b, 'GET', `/m/${other.clientId}/payments/${otherPaymentId}`)).statusCode, 200);
+    assert.equal((await call(app, b, 'GET', `/m/${randomUUID()}`)).statusCode, 404);
+    const created = await call(app, b, 'POST', '/operator/merchants', { _csrf: csrfOf(home.body), name: 'Console <b>shop</b>' });
+    assert.equal(created.statusCode, 201);
+    assert.ok(!created.body.includes('<b>shop</b>'), 'names are escaped');
+    const clientId = /<code>([0-9a-f-]{36})<\/code>/.exec(created.body)![1]!;
+    const secret = /<code>(sk_sandbox_[^<]+)<\/code>/.exec(created.body)![1]!;
+    const dev = browser();
+    assert.equal((await signIn(app, dev, { role: 'merchant', clientId, secret })).statusCode, 303);
+    const merchant = await call(app, b, 'GET', `/operator/merchants/${clientId}`);
+    const rotated = await call(app, b, 'POST', `/operator/merchants/${clientId}/rotate-secret`, { _csrf: csrfOf(merchant.body) });
+    assert.equal(rotated.statusCode, 200);
+    assert.match(rotated.body, /sk_sandbox_/);
+    const disabled = await call(app, b, 'POST', `/operator/merchants/${clientId}/disable`, { _csrf: csrfOf(merchant.body) });
+    assert.equal(disabled.statusCode, 303);
+    assert.equal((await call(app, dev, 'GET', `/m/${clientId}`)).statusCode, 403, "a disabled merchant's session shows nothing");
+  });
+});

@@ -1,0 +1,121 @@
+// Server-rendered HTML: a tagged template that escapes every interpolated value unless it is
+// already Html (built by this template), so no text from the database or the request reaches
+// the page unescaped. No client-side script: links, forms and inline SVG only.
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+
+export class Html {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
+}
+
+type Part = Html | string | number | boolean | null | undefined | Date | readonly Part[];
+
+function render(v: Part): string {
+  if (v === null || v === undefined || v === false) return '';
+  if (v instanceof Html) return v.value;
+  if (Array.isArray(v)) return v.map(render).join('');
+  if (v instanceof Date) return escapeHtml(v.toISOString());
+  return escapeHtml(String(v));
+}
+
+/** html`<p>${text}</p>`: interpolations are escaped; Html values and arrays of them are kept. */
+export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
+  return new Html(out);
+}
+
+/** Markup made elsewhere and known safe (the SVG charts build theirs from numbers). */
+export const trusted = (s: string) => new Html(s);
+
+/** Cents as money: 123456 → "1,234.56". */
+export function money(cents: number | null | undefined): string {
+  if (cents === null || cents === undefined) return '';
+  const sign = cents < 0 ? '-' : '';
+  const abs = Math.abs(cents);
+  return `${sign}${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+export function when(d: Date | null | undefined): Html {
+  if (!d) return html``;
+  return html`<time datetime="${d.toISOString()}">${d.toISOString().replace('T', ' ').slice(0, 19)}</time>`;
+}
+
+/** A query string from the non-empty values (for links that keep a page's filters). */
+export function queryString(params: Record<string, string | number | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+
+export function badge(status: string | null | undefined): Html {
+  if (!status) return html``;
+  const tone = /^(Sent|Cleared|Approved|Succeeded|succeeded|Captured|Completed|Settled|2\d\d|enabled)$/.test(status)
+    ? 'ok'
+    : /^(Failed|Denied|Canceled|Declined|Returned|failed|Expired|5\d\d|4\d\d|disabled)$/.test(status)
+      ? 'bad'
+      : 'wait';
+  return html`<span class="badge ${tone}">${status}</span>`;
+}
+
+export interface PageNav {
+  /** Where each link of the header goes (merchant pages), or none (sign-in). */
+  nav?: { href: string; label: string; current?: boolean }[];
+  who?: string;
+  csrf?: string;
+  environment: string;
+}
+
+export function layout(title: string, body: Html, o: PageNav): string {
+  return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
+<body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
+<nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
+${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button></form>` : ''}
+</header><main><h1>${title}</h1>${body}</main></body></html>`.value}`;
+}
+
+/** A table: headers and rows of cells (each escaped unless Html). */
+export function table(headers: string[], rows: Part[][], empty = 'Nothing here yet.'): Html {
+  if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
+  return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>`;
+}
+
+/** Previous/next links over a list paged like the API (page[offset], page[limit]); the total may be capped ("10,000+"). */
+export function pager(path: string, query: Record<string, string | undefined>, page: { limit: number; offset: number }, total: number, capped = false): Html {
+  const link = (offset: number) => `${path}${queryString({ ...query, 'page[offset]': offset, 'page[limit]': page.limit === 25 ? undefined : page.limit })}`;
+  const last = Math.min(page.offset + page.limit, total);
+  return html`<p class="pager">${total === 0 ? 'None' : `${page.offset + 1}–${last} of ${total.toLocaleString('en-US')}${capped ? '+' : ''}`}
+${page.offset > 0 ? html` <a rel="prev" href="${link(Math.max(0, page.offset - page.limit))}">← Previous</a>` : ''}
+${page.offset + page.limit < total ? html` <a rel="next" href="${link(page.offset + page.limit)}">Next →</a>` : ''}</p>`;
+}
+
+/** A filter form (GET) with selects and text inputs. */
+export function filterForm(action: string, fields: { name: string; label: string; value?: string; options?: string[] }[]): Html {
+  return html`<form method="get" action="${action}" class="filters">${fields.map((f) =>
+    f.options
+      ? html`<label>${f.label} <select name="${f.name}"><option value="">any</option>${f.options.map((o) => html`<option${o === f.value ? trusted(' selected') : ''}>${o}</option>`)}</select></label>`
+      : html`<label>${f.label} <input name="${f.name}" value="${f.value ?? ''}"></label>`,
+  )}<button>Filter</button></form>`;
+}
+
+/** A POST button carrying the session's CSRF token. */
+export function action(path: string, label: string, csrf: string, fields: Record<string, string> = {}, cls = ''): Html {
+  return html`<form method="post" action="${path}" class="action ${cls}"><input type="hidden" name="_csrf" value="${csrf}">${Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}<button>${label}</button></form>`;
+}
+
+export function dl(items: [string, Part][]): Html {
+  return html`<dl>${items.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`;
+}
+
+export function json(value: unknown): Html {
+  return html`<pre>${JSON.stringify(value, null, 2)}</pre>`;
+}

@@ -1,0 +1,99 @@
+// The API request log the console shows: each authenticated API request (method, route, path,
+// status, duration, idempotency key, its body with secrets and card data redacted), kept in
+// memory on the request path and written in batches by a job (flush), so a request costs an
+// array push, never a database round trip. Rows older than the retention are deleted by a job.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../../db/open.ts';
+import type { Clock } from '../../clock.ts';
+import { uuidv7 } from '../../ids.ts';
+import { insertRequestRows, purgeRequestRows, type RequestLogRow } from './sql.ts';
+
+/** The most requests held between two flushes; more are dropped (and counted) rather than grow without bound. */
+export const REQUEST_LOG_BUFFER = 20_000;
+/** Rows per insert statement. */
+const INSERT_BATCH = 1_000;
+/** A stored body is cut to this many characters. */
+export const BODY_LIMIT = 4_096;
+
+const REDACTED = '[redacted]';
+/** Keys whose values are never stored: secrets, credentials, card and bank account data. */
+const SECRET_KEY = /secret|password|passcode|token|authorization|signature|cardnumber|card_number|^pan$|cvv|cvc|securitycode|expir|accountnumber|account_number|routingnumber|routing_number|^ssn$|taxid|^pin$|dateofbirth/i;
+/** Card numbers and other long digit runs (12 to 19 digits, spaces or dashes allowed) inside any string. */
+const LONG_DIGITS = /\d(?:[ -]?\d){11,18}/g;
+
+/** A copy of a parsed JSON body with secrets and card data replaced by "[redacted]". */
+export function redactBody(value: unknown, depth = 0): unknown {
+  if (depth > 20) return REDACTED;
+  if (typeof value === 'string') return value.replace(LONG_DIGITS, REDACTED);
+  if (typeof value === 'number') return /^\d{12,19}$/.test(String(value)) ? REDACTED : value;
+  if (Array.isArray(value)) return value.map((v) => redactBody(v, depth + 1));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redactBody(v, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+function idempotencyKeyOf(req: FastifyRequest): string | null {
+  const header = req.headers['idempotency-key'];
+  if (typeof header === 'string' && header.length > 0) return header.slice(0, 255);
+  const key = (req.body as { data?: { attributes?: { idempotencyKey?: unknown } } } | undefined)?.data?.attributes?.idempotencyKey;
+  return typeof key === 'string' ? key.slice(0, 255) : null;
+}
+
+export class RequestLogBuffer {
+  #rows: RequestLogRow[] = [];
+  #dropped = 0;
+  readonly #clock: Clock;
+  readonly #enabled: boolean;
+
+  constructor(opts: { clock: Clock; enabled: boolean }) {
+    this.#clock = opts.clock;
+    this.#enabled = opts.enabled;
+  }
+
+  /** Requests dropped because the buffer was full (the database fell behind). */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  /** An onResponse hook: records the request of an authenticated merchant. */
+  readonly hook = (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    const client = (req as { client?: { id: string } | null }).client;
+    if (this.#enabled && client) {
+      if (this.#rows.length >= REQUEST_LOG_BUFFER) this.#dropped++;
+      else {
+        const body = req.body === undefined || req.body === null ? null : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
+        this.#rows.push({
+          id: uuidv7(),
+          clientId: client.id,
+          requestId: String(req.id),
+          method: req.method,
+          route: req.routeOptions.url ?? req.url.split('?')[0]!,
+          path: req.url.split('?')[0]!.slice(0, 2048),
+          status: reply.statusCode,
+          durationMs: Math.round(reply.elapsedTime),
+          idempotencyKey: idempotencyKeyOf(req),
+          body,
+          createdAt: this.#clock.now(),
+        });
+      }
+    }
+    done();
+  };
+
+  /** Writes what was recorded since the last flush; returns how many rows. */
+  async flush(db: Db): Promise<number> {
+    if (this.#rows.length === 0) return 0;
+    const rows = this.#rows;
+    this.#rows = [];
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) await insertRequestRows(db, rows.slice(i, i + INSERT_BATCH));
+    return rows.length;
+  }
+}
+
+/** Deletes requests older than the retention; returns how many. */
+export function purgeRequestLog(db: Db, opts: { now: Date; retentionDays: number }): Promise<number> {
+  return purgeRequestRows(db, new Date(opts.now.getTime() - opts.retentionDays * 86_400_000));
+}
