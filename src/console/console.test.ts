@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
-import { webhookBody } from '../test/fixtures.ts';
-import { ADMIN_TOKEN, createTestApp, randomIp, type Merchant, type TestApp } from '../test/harness.ts';
+import { kycApplication, webhookBody } from '../test/fixtures.ts';
+import { ADMIN_TOKEN, createTestApp, createUser, randomIp, type Merchant, type TestApp } from '../test/harness.ts';
 import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
@@ -240,6 +240,28 @@ describe('console', () => {
     assert.equal(balance.status, 200);
     const after = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
     assert.match(after.body, /deposit\.clear/);
+  });
+
+  test('a simulation: approve KYC from the user page; decided once; another merchant\'s user is 404', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const u = await createUser(t, a);
+    await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: a });
+    assert.equal((await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: a, body: kycApplication(`console${Date.now()}@example.com`) })).status, 200);
+    const page = await call(app, b, 'GET', `/m/${a.clientId}/users/${u.id}`);
+    assert.match(page.body, /Approve KYC/);
+    const res = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Approved' });
+    assert.equal(res.statusCode, 303);
+    assert.match(decodeURIComponent(String(res.headers.location)), /KYC approved/);
+    const kycStatus = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: a })).body.data.attributes.status;
+    assert.equal(await kycStatus(), 'Approved');
+    const events = await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: a });
+    assert.ok(events.body.data.some((e: { attributes: { userId: string } }) => e.attributes.userId === u.id), 'the decision\'s event is recorded');
+    const again = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Declined' });
+    assert.match(decodeURIComponent(String(again.headers.location)), /no KYC application waiting for a decision \(the latest is Approved\)/);
+    assert.equal(await kycStatus(), 'Approved');
+    const foreign = await createUser(t, other);
+    assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/users/${foreign.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Approved' })).statusCode, 404);
   });
 
   test('the request log records API requests (route, status, idempotency key) with bodies redacted', async () => {

@@ -13,6 +13,7 @@ import { resolveSettings } from '../modules/clients/settings.ts';
 import { replayEvent } from '../modules/events/domain.ts';
 import { deliveriesOf, findEvent, listEventRows } from '../modules/events/sql.ts';
 import { TOPICS } from '../modules/events/topics.ts';
+import { simulateKycDecision } from '../modules/kyc/domain.ts';
 import { latestApplication } from '../modules/kyc/sql.ts';
 import { findIntent, listIntentRows } from '../modules/payment-intents/sql.ts';
 import { failBankPull, networkAuthorize, networkCapture, settlePaymentNow } from '../modules/payments/domain.ts';
@@ -204,8 +205,21 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
               ['Documents submitted', when(application.documentsSubmittedAt)],
             ])
           : html`<p class="empty">No application.</p>`
+      }${
+        sandbox && application && ['Pending', 'ManualReview', 'AwaitingDocuments'].includes(application.status)
+          ? html`<h2>Sandbox simulations</h2>${action(`${v.base}/users/${user.id}/kyc-decision`, 'Approve KYC', v.session.csrfToken, { status: 'Approved' })}${action(`${v.base}/users/${user.id}/kyc-decision`, 'Decline KYC', v.session.csrfToken, { status: 'Declined' }, 'quiet')}`
+          : ''
       }`,
     );
+  });
+
+  act('/users/:userId/kyc-decision', async (v, body) => {
+    if (!sandbox) throw notFound();
+    const userId = (v.req.params as { userId: string }).userId;
+    if (!isUuid(userId) || !(await findUser(ctx.db, v.client.id, userId))) throw notFound();
+    const status = body.status === 'Declined' ? 'Declined' : 'Approved';
+    await simulateKycDecision(ctx.db, { clientId: v.client.id, userId, status, now: ctx.clock.now(), baseUrl: rc.baseUrl });
+    return { back: `${v.base}/users/${userId}`, notice: `KYC ${status.toLowerCase()}.` };
   });
 
   // ----- wallets, balances and the ledger behind them; deposits and withdrawals ---------------

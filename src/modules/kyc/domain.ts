@@ -168,6 +168,32 @@ export async function completeDocumentVerification(
   });
 }
 
+/** Applications still waiting for the provider's decision. */
+const UNDECIDED: ReadonlySet<string> = new Set<KycStatus>(['Pending', 'ManualReview', 'AwaitingDocuments']);
+
+/**
+ * Sandbox only (the console's buttons): decides the user's undecided application at once, as
+ * if the provider had answered, with the user's status and the events the decision job records.
+ */
+export async function simulateKycDecision(
+  db: Db,
+  opts: { clientId: string; userId: string; status: 'Approved' | 'Declined'; now: Date; baseUrl: string },
+): Promise<UserRow> {
+  return db.transaction(async (tx) => {
+    const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId, forUpdate: true });
+    const app = await q.latestApplication(tx, opts.clientId, user.id, { forUpdate: true });
+    if (!app || !UNDECIDED.has(app.status)) {
+      throw apiError('IllegalOperation', `The user has no KYC application waiting for a decision${app ? ` (the latest is ${app.status})` : ''}.`);
+    }
+    const ack = { sentAt: app.sentAt ?? opts.now, documentsSentAt: app.documentsSentAt, decideAfter: nextCheckAt(opts.now, opts.now) };
+    const row = (await q.changeApplicationStatus(tx, app, { ...ack, status: opts.status, at: opts.now }))!;
+    const updated = await updateUserRow(tx, opts.clientId, user.id, { kycStatus: opts.status, updatedAt: opts.now });
+    await recordKycChange(tx, { user: updated, application: row, now: opts.now, baseUrl: opts.baseUrl });
+    afterCommit(tx, () => kycDecisions.labels(opts.status).inc());
+    return updated;
+  });
+}
+
 /** Hook run in the transaction of a change the provider made (tests use it to fail one). */
 export type KycChangeListener = (tx: Executor, e: { user: UserRow; application: q.KycApplicationRow; now: Date }) => Promise<void>;
 
