@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { DIFFERENCES, OPERATIONS, renderCompatibilityDoc, tolerated, violationsOf, type Difference, type Violation } from './accrue/contract.ts';
+import { dateLabel } from '../modules/identity/questions.ts';
 import { accrueKycApplication } from './fixtures.ts';
 import { createTestApp, JSONAPI, phone, uniqueEmail, type Merchant, type Response, type TestApp } from './harness.ts';
 
@@ -78,8 +79,13 @@ describe("Accrue's contract: every operation", () => {
     const ids = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((n) => !NOT_A_RESOURCE[operationId]?.includes(n));
     if (ids.length > 0) {
       const res = await send(operationId, other, c.params, c.query, c.body);
-      if (res.status !== 404) crossMerchant.push(`${operationId}: another merchant got ${res.status} ${res.raw.slice(0, 200)}`);
-      else judge(operationId, res);
+      if (res.status === 404) judge(operationId, res);
+      else {
+        const v: Violation = { operationId, status: res.status, kind: 'cross-merchant', pointer: '', keyword: 'status', message: res.raw.slice(0, 200) };
+        const d = tolerated(v);
+        if (d) (used.get(d.id) ?? used.set(d.id, new Set()).get(d.id)!).add(operationId);
+        else crossMerchant.push(`${operationId}: another merchant got ${res.status} ${res.raw.slice(0, 200)}`);
+      }
     }
     const res = await send(operationId, c.as, c.params, c.query, c.body);
     covered.add(operationId);
@@ -135,7 +141,7 @@ describe("Accrue's contract: every operation", () => {
     const res = await call('authorizePayment', {
       as: m,
       params: { paymentIntentId: intentId },
-      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, reference: `order-${randomUUID().slice(0, 8)}`, channel: { type: 'Store', id: 'nyc-1' }, risk: { deviceSessionId: 'dev-1' } } } },
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, reference: `order-${randomUUID().slice(0, 8)}`, channel: 'nyc-store-1', risk: { deviceSessionId: 'dev-1' } } } },
       expect: 201,
     });
     return res.body.included[0].id as string;
@@ -185,7 +191,6 @@ describe("Accrue's contract: every operation", () => {
       expect: 204,
     });
     await call('closedLoopWithdraw', { as: bank, params: { walletId: wallet.id }, body: { data: { type: 'Withdraw', attributes: { amount: 100 } } }, expect: 201 });
-    await call('createDemoBackupPaymentMethod', { as: bank, params: { walletId: wallet.id } });
 
     // Barcodes
     const barcode = (
@@ -197,9 +202,9 @@ describe("Accrue's contract: every operation", () => {
 
     // Identity verification
     const challenge = (await call('createIdentityVerificationChallenge', { as: bank, params: { userIdentifier: user.id } })).body.data;
-    const right = ['Ada Lovelace', '4321'];
+    const right = ['Ada Lovelace', '4321', dateLabel('1990-12-10')];
     const answers = challenge.attributes.questions.map((q: { id: string; prompt: string; options: { id: string; label: string }[] }) => {
-      const pick = q.options.find((o) => right.includes(o.label) || /1990/.test(o.label) && /Dec|12/.test(o.label)) ?? q.options[0]!;
+      const pick = q.options.find((o) => right.includes(o.label)) ?? q.options[0]!;
       return { questionId: q.id, optionId: pick.id };
     });
     const result = (
@@ -216,7 +221,8 @@ describe("Accrue's contract: every operation", () => {
       body: { data: { type: 'ProfileUpdate', attributes: { verificationToken: result.attributes.verificationToken, email: uniqueEmail('verified') } } },
     });
 
-    // Linked accounts
+    // Linked accounts (the demo backup method after the challenge, whose third question asks for the newest account)
+    await call('createDemoBackupPaymentMethod', { as: bank, params: { walletId: wallet.id } });
     await call('getLinkedAccounts', { as: bank, params: { userId: user.id } });
     const spare = await linkAccount(bank, user.id);
     await call('deleteLinkedAccount', { as: bank, params: { userId: user.id, linkedAccountId: spare }, expect: 204 });
@@ -264,7 +270,7 @@ describe("Accrue's contract: every operation", () => {
     const paymentId = await authorize(bank, intentId, 1500);
     await call('getPayment', { as: bank, params: { paymentId } });
     await call('listPayments', { as: bank, query: '?include=paymentIntent' });
-    await call('updatePayment', { as: bank, params: { paymentId }, body: { data: { id: paymentId, type: 'UpdatePayment', attributes: { reference: 'order-42' } } } });
+    await call('updatePayment', { as: bank, params: { paymentId }, body: { data: { id: paymentId, type: 'Payment', attributes: { reference: 'order-42' } } } });
     await call('capturePayment', { as: bank, params: { paymentId }, body: { data: { type: 'CapturePayment', attributes: { amount: 1500 } } } });
     await call('refund', { as: bank, params: { paymentId }, body: { data: { type: 'RefundPayment', attributes: { amount: 500, idempotencyKey: randomUUID() } } } });
     const direct = await call('createPayment', { as: bank, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 700, linkedAccountId: accountId, reference: 'direct-1' } } } });
@@ -329,12 +335,14 @@ describe("Accrue's contract: every operation", () => {
     await call('listExternalTransactions', { as: bank });
     await call('getExternalTransaction', { as: bank, params: { externalTransactionId: added.body.data[0].id } });
 
-    const hook = await call('createWebhook', { as: bank, body: { data: { type: 'Webhook', attributes: { enabled: true, name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['UserCreated'] } } }, expect: 201 });
+    const hook = await call('createWebhook', { as: bank, body: { data: { type: 'Webhook', attributes: { enabled: true, name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['KycPending'] } } }, expect: 201 });
     const webhookId = hook.body.data.id as string;
     await call('getWebhooks', { as: bank });
     await call('getWebhook', { as: bank, params: { webhookId } });
     await call('updateWebhook', { as: bank, params: { webhookId }, body: { data: { id: webhookId, type: 'Webhook', attributes: { enabled: false, name: 'Orders (paused)' } } } });
-    await createUserOp(bank);
+    const email = uniqueEmail('events');
+    const u = (await createUserOp(bank, { email })).body.data;
+    await kycApproved(bank, u.id, email);
     const events = await call('listWebhookEvents', { as: bank });
     await call('getWebhookEvent', { as: bank, params: { webhookEventId: events.body.data[0].id } });
     await call('deleteWebhook', { as: bank, params: { webhookId }, expect: 204 });

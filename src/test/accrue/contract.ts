@@ -48,7 +48,8 @@ const esc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 // ----- violations and the differences that tolerate them -----------------------------------
 
-export type ViolationKind = 'status' | 'schema' | 'error-document';
+/** `cross-merchant`: another merchant's id on a by-id operation answered `status`, not 404. */
+export type ViolationKind = 'status' | 'schema' | 'error-document' | 'cross-merchant';
 
 export interface Violation {
   operationId: string;
@@ -91,8 +92,48 @@ export const DIFFERENCES: readonly Difference[] = [
     title: "Another merchant's resource is 404",
     reason:
       "Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, or nothing), an id of another merchant's resource is 404 in Coffer: existence never leaks across merchants and an unknown id is always 404 (decisions §3).",
-    operations: [],
+    operations: ['authorizePayment', 'getVirtualDebitCard', 'simulateCardAuthorizationCapture', 'createKycApplication', 'getKycStatus', 'getDocumentVerificationLink', 'completeDocumentVerification'],
     match: { kind: 'status', status: 404 },
+  },
+  {
+    id: 'attached-profile-answer',
+    title: 'The attached-profile PATCH answers 200 with the user',
+    reason:
+      "Accrue answers 204 without content. The spec's operation table gives this PATCH a response (\"attached-profile result\"), and the spec binds before Accrue's contract (decisions §12), so Coffer answers 200 with the updated User; a client that ignores the body of a 2xx works with either.",
+    operations: ['updateUser'],
+    match: { kind: 'status', status: 200 },
+  },
+  {
+    id: 'attached-profile-unknown-reference',
+    title: 'An unknown user reference is 400 InvalidIdentifier',
+    reason:
+      "`userReference` is a user id or either reference id. Accrue lists no 404 for the attached-profile PATCH: a reference that matches no user is its 400 `InvalidIdentifier`, and Coffer keeps Accrue's answer; another merchant's user matches none, so it gets the same answer as an id that does not exist and nothing about it leaks.",
+    operations: ['updateUser'],
+    match: { kind: 'cross-merchant', status: 400 },
+  },
+  {
+    id: 'attached-profile-null',
+    title: 'Unset attached-profile members are null',
+    reason:
+      "A user's `attachedProfile` carries all five members (`referenceId`, `stableReferenceId`, `effectiveReferenceId`, `email`, `phoneNumber`), null while unset. Accrue's schema types them as strings without requiring them; null says \"not set\" where an empty string would be a value, and every member is always present for typed clients.",
+    operations: ['createUser', 'listUsers'],
+    match: { kind: 'schema', pointer: /\/attachedProfile\/\w+$/, keyword: 'type' },
+  },
+  {
+    id: 'virtual-debit-card-link',
+    title: 'A payment without a card links no card',
+    reason:
+      "Accrue requires `links.virtualDebitCard` (a string) on every Payment. The spec gives the link to payments that have a virtual debit card (card rails, gifts); a bank-rails payment has none, so its link is null rather than a URL that can only answer an error.",
+    operations: ['authorizePayment', 'getPayment', 'listPayments'],
+    match: { kind: 'schema', pointer: /\/links\/virtualDebitCard$/, keyword: 'type' },
+  },
+  {
+    id: 'card-simulation-answers',
+    title: 'Card-network simulations answer what they recorded',
+    reason:
+      "Accrue answers the sandbox card-network simulations with 201 and an empty object (authorization, capture) or `{success, error}` (authorization and capture). Coffer answers 200 with the payment and the AuthorizationRequest or Capture it recorded in `included`, which the sandbox tests read; a declined step is a 402 error document.",
+    operations: ['simulateCardAuthorization', 'simulateCardCapture'],
+    match: { kind: 'status', status: 200 },
   },
 ];
 
@@ -117,8 +158,23 @@ function validator(): Ajv2020 {
   if (ajv) return ajv;
   ajv = new Ajv2020({ strict: false, allErrors: true });
   (addFormats as unknown as (a: Ajv2020) => void)(ajv);
-  ajv.addSchema(condensed, 'accrue');
+  ajv.addSchema(nullableEnums(structuredClone(condensed)), 'accrue');
   return ajv;
+}
+
+/**
+ * Accrue's schemas write a nullable enum as `type: [string, 'null']` with an `enum` that lacks
+ * null (OpenAPI 3.0's `nullable` carried over); read literally, no null would pass. Its intent is
+ * that null is allowed, so null joins such enums.
+ */
+function nullableEnums<T>(node: T): T {
+  if (Array.isArray(node)) node.forEach(nullableEnums);
+  else if (node && typeof node === 'object') {
+    const o = node as Record<string, unknown>;
+    if (Array.isArray(o.type) && o.type.includes('null') && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
+    Object.values(o).forEach(nullableEnums);
+  }
+  return node;
 }
 
 /** Every way a response departs from Accrue's contract for the operation. */
