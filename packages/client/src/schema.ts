@@ -2546,9 +2546,10 @@ export interface components {
                     /** @enum {unknown} */
                     method: "Cash" | "DebitCard" | "CreditCard" | "Wire" | "GiftCard" | "Wallet" | "Other" | "Unknown";
                 }[];
-                payload: {
+                /** @description Absent when none was sent */
+                payload?: {
                     [key: string]: unknown;
-                } | null;
+                };
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
