@@ -92,7 +92,17 @@ export const DIFFERENCES: readonly Difference[] = [
     title: "Another merchant's resource is 404",
     reason:
       "Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, or nothing), an id of another merchant's resource is 404 in Coffer: existence never leaks across merchants and an unknown id is always 404 (decisions §3).",
-    operations: ['authorizePayment', 'getVirtualDebitCard', 'simulateCardAuthorizationCapture', 'createKycApplication', 'getKycStatus', 'getDocumentVerificationLink', 'completeDocumentVerification'],
+    operations: [
+      'authorizePayment',
+      'capturePayment',
+      'refund',
+      'getVirtualDebitCard',
+      'simulateCardAuthorizationCapture',
+      'createKycApplication',
+      'getKycStatus',
+      'getDocumentVerificationLink',
+      'completeDocumentVerification',
+    ],
     match: { kind: 'status', status: 404 },
   },
   {
@@ -124,7 +134,7 @@ export const DIFFERENCES: readonly Difference[] = [
     title: 'A payment without a card links no card',
     reason:
       "Accrue requires `links.virtualDebitCard` (a string) on every Payment. The spec gives the link to payments that have a virtual debit card (card rails, gifts); a bank-rails payment has none, so its link is null rather than a URL that can only answer an error.",
-    operations: ['authorizePayment', 'getPayment', 'listPayments'],
+    operations: ['authorizePayment', 'getPayment', 'listPayments', 'updatePayment', 'capturePayment', 'cancelPayment', 'refund'],
     match: { kind: 'schema', pointer: /\/links\/virtualDebitCard$/, keyword: 'type' },
   },
   {
