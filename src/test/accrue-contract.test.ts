@@ -141,7 +141,7 @@ describe("Accrue's contract: every operation", () => {
     const res = await call('authorizePayment', {
       as: m,
       params: { paymentIntentId: intentId },
-      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, reference: `order-${randomUUID().slice(0, 8)}`, channel: 'nyc-store-1', risk: { deviceSessionId: 'dev-1' } } } },
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, reference: `order-${randomUUID().slice(0, 8)}`, channel: { type: 'Store', id: 'nyc-store-1' }, risk: { deviceSessionId: 'dev-1' } } } },
       expect: 201,
     });
     return res.body.included[0].id as string;

@@ -186,7 +186,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         applyWalletBalance: a.applyWalletBalance ?? true,
         idempotencyKey: a.idempotencyKey,
         reference: a.reference,
-        channel: a.channel,
+        channel: typeof a.channel === 'object' ? `${a.channel.type}:${a.channel.id}` : a.channel,
         risk: a.risk,
         processorMeta: a.meta?.processor,
       });

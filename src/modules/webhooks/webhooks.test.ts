@@ -58,7 +58,8 @@ describe('webhook registration', () => {
   });
 
   test('PATCH changes name, url, topics and enabled', async () => {
-    const id = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data.id;
+    const created = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data;
+    const id = created.id;
     t.clock.advance(1000);
     const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
       as: m,
@@ -67,7 +68,7 @@ describe('webhook registration', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(
       { ...res.body.data.attributes, createdAt: undefined },
-      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
+      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, secret: created.attributes.secret, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
     );
     const empty = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: {} } } });
     assert.equal(empty.status, 400);

@@ -91,7 +91,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'not-found-across-merchants',
     title: "Another merchant's resource is 404",
     reason:
-      "Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, or nothing), an id of another merchant's resource is 404 in Coffer: existence never leaks across merchants and an unknown id is always 404 (decisions §3).",
+      "Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, 200 `{\"data\":null}`, or nothing), an id in the path of a resource the merchant does not have, its own unknown or another merchant's, is 404 in Coffer: existence never leaks across merchants and a resource named in the path is 404 when not found (decisions §3).",
     operations: [
       'authorizePayment',
       'capturePayment',
@@ -102,6 +102,9 @@ export const DIFFERENCES: readonly Difference[] = [
       'getKycStatus',
       'getDocumentVerificationLink',
       'completeDocumentVerification',
+      'getWalletWidgetData',
+      'getWalletWidgetDataV2',
+      'getLinkedAccountWidgetData',
     ],
     match: { kind: 'status', status: 404 },
   },
@@ -122,14 +125,6 @@ export const DIFFERENCES: readonly Difference[] = [
     match: { kind: 'cross-merchant', status: 400 },
   },
   {
-    id: 'attached-profile-null',
-    title: 'Unset attached-profile members are null',
-    reason:
-      "A user's `attachedProfile` carries all five members (`referenceId`, `stableReferenceId`, `effectiveReferenceId`, `email`, `phoneNumber`), null while unset. Accrue's schema types them as strings without requiring them; null says \"not set\" where an empty string would be a value, and every member is always present for typed clients.",
-    operations: ['createUser', 'listUsers'],
-    match: { kind: 'schema', pointer: /\/attachedProfile\/\w+$/, keyword: 'type' },
-  },
-  {
     id: 'virtual-debit-card-link',
     title: 'A payment without a card links no card',
     reason:
@@ -141,9 +136,25 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'card-simulation-answers',
     title: 'Card-network simulations answer what they recorded',
     reason:
-      "Accrue answers the sandbox card-network simulations with 201 and an empty object (authorization, capture) or `{success, error}` (authorization and capture). Coffer answers 200 with the payment and the AuthorizationRequest or Capture it recorded in `included`, which the sandbox tests read; a declined step is a 402 error document.",
+      "Accrue answers the sandbox card authorization and capture with 201 and an empty object. Coffer answers 200 with the payment and the AuthorizationRequest or Capture it recorded in `included`, which sandbox tests read; a declined step is a 402 error document. (Authorization-and-capture answers 200 as Accrue does, with Accrue's `success` and `error` beside the same members.)",
     operations: ['simulateCardAuthorization', 'simulateCardCapture'],
     match: { kind: 'status', status: 200 },
+  },
+  {
+    id: 'gift-id-is-its-reference',
+    title: "A gift's id is its 19-digit reference",
+    reason:
+      "Accrue's `Gift` schema formats `id` as a uuid. The spec says a gift's `id` is its public reference, the string a customer presents and a merchant scans and sends back as `lookUpId`, and the spec binds before Accrue's contract (decisions §12); Coffer's references are 19 digits, which no wallet barcode (16 digits) can be mistaken for.",
+    operations: ['getGiftByLookUpId'],
+    match: { kind: 'schema', pointer: /^\/data\/id$/, keyword: 'format' },
+  },
+  {
+    id: 'webhook-list',
+    title: 'The webhook list is a list',
+    reason:
+      "Accrue's `WebhooksResponse` for `GET /webhooks` has one `Webhook` in `data`, where its name, its description (\"Get webhooks\") and every other list in the contract say an array; it reads as a slip in the schema. Coffer answers an array of webhooks with `meta` and `links`, like every list.",
+    operations: ['getWebhooks'],
+    match: { kind: 'schema', pointer: /^\/data$/, keyword: 'type' },
   },
 ];
 
