@@ -110,9 +110,9 @@ export const DIFFERENCES: readonly Difference[] = [
   },
   {
     id: 'attached-profile-answer',
-    title: 'The attached-profile PATCH answers 200 with the user',
+    title: 'The attached-profile PATCH answers 200 with the profile',
     reason:
-      "Accrue answers 204 without content. The spec's operation table gives this PATCH a response (\"attached-profile result\"), and the spec binds before Accrue's contract (decisions §12), so Coffer answers 200 with the updated User; a client that ignores the body of a 2xx works with either.",
+      "Accrue answers 204 without content. The spec's operation table gives this PATCH a response (\"attached-profile result\"), and the spec binds before Accrue's contract (decisions §12), so Coffer answers 200 with the updated AttachedProfile resource; a client that ignores the body of a 2xx works with either.",
     operations: ['updateUser'],
     match: { kind: 'status', status: 200 },
   },
