@@ -297,7 +297,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook
-         * @description Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (shown only here). Only http(s) URLs on public addresses (loopback and private networks are refused unless the operator allows them for local development). A merchant has at most `WEBHOOK_MAX_PER_MERCHANT` webhooks (16 by default).
+         * @description Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (also shown on every read of the webhook). Only http(s) URLs on public addresses (loopback and private networks are refused unless the operator allows them for local development). A merchant has at most `WEBHOOK_MAX_PER_MERCHANT` webhooks (16 by default).
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -932,7 +932,7 @@ export interface paths {
         put?: never;
         /**
          * Refund a payment
-         * @description `Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet's deposit, accrue and merchant rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required.
+         * @description `Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet's deposit, accrue and merchant rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required. Answers 200 (Accrue's status) with the payment, its `refunds` and `captures` relationships, the new Refund in `included` and its id in `meta.refundId`.
          */
         post: operations["refundPayment"];
         delete?: never;
@@ -950,7 +950,7 @@ export interface paths {
         };
         /**
          * Get the payload for embeddable wallet widgets
-         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`. An unknown wallet (or another merchant's) is 400 `NoWalletFound`.
+         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`. An unknown wallet (or another merchant's) is 404 `WalletNotFound`.
          */
         get: operations["getWalletWidgetData"];
         put?: never;
@@ -989,8 +989,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get the payload for embeddable wallet widgets (data: null when there is no such wallet)
-         * @description As GET /api/v1/widgets/wallet/{walletId}, but an unknown wallet (or another merchant's) is 200 with `data: null`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
+         * Get the payload for embeddable wallet widgets (version 2)
+         * @description As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 404 `WalletNotFound`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
          */
         get: operations["getWalletWidgetDataV2"];
         put?: never;
@@ -1030,7 +1030,7 @@ export interface paths {
         };
         /**
          * Get the linked-account widget data of a payment intent
-         * @description The linked account that pays what the wallet does not cover of the intent: the one its payment drew on, else the user's first connected account (the one an authorization draws on). `dto` has its institution and last four digits, for merchants that draw their own widget; `payload` is for the widget host (15 minutes, ended early by a verified phone change). An unknown payment intent (or another merchant's) is 400 `InvalidIdentifier`; a gift's intent, or a user with no connected account, 400 `NoLinkedAccountFound`.
+         * @description The linked account that pays what the wallet does not cover of the intent: the one its payment drew on, else the user's first connected account (the one an authorization draws on). `dto` has its institution and last four digits, for merchants that draw their own widget; `payload` is for the widget host (15 minutes, ended early by a verified phone change). An unknown payment intent (or another merchant's) is 404 `PaymentIntentNotFound`; a gift's intent, or a user with no connected account, 400 `NoLinkedAccountFound`.
          */
         get: operations["getLinkedAccountWidgetData"];
         put?: never;
@@ -1366,7 +1366,7 @@ export interface paths {
         put?: never;
         /**
          * Card network: authorize and capture (sandbox)
-         * @description Both steps at once; both records are in `included`.
+         * @description Both steps at once; both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level.
          */
         post: operations["simulateCardAuthorizationCapture"];
         delete?: never;
@@ -1523,11 +1523,12 @@ export interface components {
                     phoneNumber: string | null;
                 };
                 attachedProfile: {
-                    referenceId: string | null;
-                    stableReferenceId: string | null;
-                    effectiveReferenceId: string | null;
-                    email: string | null;
-                    phoneNumber: string | null;
+                    referenceId?: string;
+                    stableReferenceId?: string;
+                    /** @description stableReferenceId if set, else referenceId */
+                    effectiveReferenceId?: string;
+                    email?: string;
+                    phoneNumber?: string;
                 };
                 /** Format: date-time */
                 updatedAt: string;
@@ -1564,11 +1565,12 @@ export interface components {
             /** @enum {string} */
             type: "AttachedProfile";
             attributes: {
-                referenceId: string | null;
-                stableReferenceId: string | null;
-                effectiveReferenceId: string | null;
-                email: string | null;
-                phoneNumber: string | null;
+                referenceId?: string;
+                stableReferenceId?: string;
+                /** @description stableReferenceId if set, else referenceId */
+                effectiveReferenceId?: string;
+                email?: string;
+                phoneNumber?: string;
                 /** Format: date-time */
                 updatedAt: string;
             };
@@ -1775,8 +1777,8 @@ export interface components {
                 url: string;
                 topics: string[];
                 enabled: boolean;
-                /** @description whsec_ + base64 of 32 bytes; shown only in the create response */
-                secret?: string;
+                /** @description The signing secret: whsec_ + base64 of 32 bytes. Shown on every read of the merchant's own webhook, as Accrue's contract requires */
+                secret: string;
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -1791,10 +1793,19 @@ export interface components {
             /** @enum {string} */
             type: "WebhookEvent";
             attributes: {
+                /** @description The event's id again (Accrue's member) */
+                id: string;
                 topic: string;
                 clientId: string;
-                userId: string | null;
-                walletId: string | null;
+                /** @description The user the event concerns; absent when none */
+                userId?: string;
+                /** @description The wallet the event concerns; absent when none */
+                walletId?: string;
+                /**
+                 * Format: date-time
+                 * @description An event never changes: its createdAt
+                 */
+                updatedAt: string;
                 /** Format: date-time */
                 createdAt: string;
                 /**
@@ -2277,6 +2288,13 @@ export interface components {
                         id: string;
                     }[];
                 };
+                captures?: {
+                    data: {
+                        /** @enum {string} */
+                        type: "Capture";
+                        id: string;
+                    }[];
+                };
             };
             links: {
                 self: string;
@@ -2548,9 +2566,10 @@ export interface components {
                     /** @enum {unknown} */
                     method: "Cash" | "DebitCard" | "CreditCard" | "Wire" | "GiftCard" | "Wallet" | "Other" | "Unknown";
                 }[];
-                payload: {
+                /** @description Absent when none was sent */
+                payload?: {
                     [key: string]: unknown;
-                } | null;
+                };
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -9011,7 +9030,12 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey?: string;
                             reference?: string;
-                            channel?: string;
+                            /** @description A string, or Accrue's object form `{type: App|Store, id}`, which the payment's `channel` records as `{type}:{id}` (e.g. `Store:nyc-1`) */
+                            channel?: string | {
+                                /** @enum {unknown} */
+                                type: "App" | "Store";
+                                id: string;
+                            };
                             risk?: {
                                 deviceSessionId?: string;
                             };
@@ -9048,7 +9072,12 @@ export interface operations {
                             /** @description Reuse it for every retry of this one operation (UUID v4 recommended) */
                             idempotencyKey?: string;
                             reference?: string;
-                            channel?: string;
+                            /** @description A string, or Accrue's object form `{type: App|Store, id}`, which the payment's `channel` records as `{type}:{id}` (e.g. `Store:nyc-1`) */
+                            channel?: string | {
+                                /** @enum {unknown} */
+                                type: "App" | "Store";
+                                id: string;
+                            };
                             risk?: {
                                 deviceSessionId?: string;
                             };
@@ -9401,8 +9430,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10399,14 +10428,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Created */
-            201: {
+            /** @description OK */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/vnd.api+json": {
-                        data: components["schemas"]["Refund"];
+                        data: components["schemas"]["Payment"];
+                        links: {
+                            self: string;
+                        };
+                        included: components["schemas"]["Refund"][];
+                        meta: {
+                            message: string;
+                            /** @description The id of the Refund this request made (in `included`) */
+                            refundId: string;
+                        };
                     };
                 };
             };
@@ -10529,7 +10567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `NoWalletFound`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10549,6 +10587,15 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10704,7 +10751,7 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.api+json": {
-                        data: components["schemas"]["WalletWidgetData"] | null;
+                        data: components["schemas"]["WalletWidgetData"];
                     };
                 };
             };
@@ -10728,6 +10775,15 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10882,7 +10938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `InvalidIdentifier`, `NoLinkedAccountFound`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `NoLinkedAccountFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10902,6 +10958,15 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `PaymentIntentNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13655,7 +13720,11 @@ export interface operations {
                 content: {
                     "application/vnd.api+json": {
                         data: components["schemas"]["Payment"];
-                        included?: (components["schemas"]["AuthorizationRequest"] | components["schemas"]["Capture"])[];
+                        included: (components["schemas"]["AuthorizationRequest"] | components["schemas"]["Capture"])[];
+                        /** @description Accrue's member: true (a declined step is a 402 error document) */
+                        success: boolean;
+                        /** @description Accrue's member: null on success */
+                        error: null;
                     };
                 };
             };

@@ -68,7 +68,7 @@ describe('webhook delivery', () => {
     assert.ok(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000) < 30, 'webhook-timestamp is the real send time');
     const body = JSON.parse(r.body);
     assert.equal(body.data.id, r.headers['webhook-id']);
-    assert.deepEqual(body.data.attributes, { topic: 'ApplicationApproved', clientId: m.clientId, userId, createdAt: t.clock.now().toISOString() });
+    assert.deepEqual(body.data.attributes, { id: body.data.id, topic: 'ApplicationApproved', clientId: m.clientId, userId, updatedAt: t.clock.now().toISOString(), createdAt: t.clock.now().toISOString() });
     assert.deepEqual(body.data.relationships.event.data, { type: 'User', id: userId });
     assert.equal(body.included[0].type, 'User');
     assert.equal(body.included[0].id, userId);

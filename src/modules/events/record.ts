@@ -29,11 +29,14 @@ export function envelope(id: string, e: EventInput): string {
     data: {
       id,
       type: 'WebhookEvent',
+      // Accrue's WebhookEvent: `id` repeated in attributes, `updatedAt` (an event never changes: its createdAt).
       attributes: {
+        id,
         topic: e.topic,
         clientId: e.clientId,
         ...(e.userId ? { userId: e.userId } : {}),
         ...(e.walletId ? { walletId: e.walletId } : {}),
+        updatedAt: e.now.toISOString(),
         createdAt: e.now.toISOString(),
       },
       relationships: { event: { data: { type: e.resource.type, id: e.resource.id } } },

@@ -4,11 +4,14 @@ export function eventResource(e: EventRow & { deliveryState: EventDeliveryState 
   return {
     id: e.id,
     type: 'WebhookEvent' as const,
+    // Accrue's WebhookEvent: `id` repeated in attributes, `updatedAt`, and userId/walletId only when the event concerns one.
     attributes: {
+      id: e.id,
       topic: e.topic,
       clientId: e.clientId,
-      userId: e.userId,
-      walletId: e.walletId,
+      ...(e.userId ? { userId: e.userId } : {}),
+      ...(e.walletId ? { walletId: e.walletId } : {}),
+      updatedAt: e.createdAt.toISOString(),
       createdAt: e.createdAt.toISOString(),
       deliveryState: e.deliveryState,
       payload: JSON.parse(e.body) as Record<string, unknown>,

@@ -29,10 +29,12 @@ export const WebhookEvent = resource(
   'WebhookEvent',
   'WebhookEvent',
   {
+    id: Type.String({ description: "The event's id again (Accrue's member)" }),
     topic: Type.String(),
     clientId: Type.String(),
-    userId: Nullable(Type.String()),
-    walletId: Nullable(Type.String()),
+    userId: Type.Optional(Type.String({ description: 'The user the event concerns; absent when none' })),
+    walletId: Type.Optional(Type.String({ description: 'The wallet the event concerns; absent when none' })),
+    updatedAt: Timestamp({ description: 'An event never changes: its createdAt' }),
     createdAt: Timestamp(),
     deliveryState: Type.Enum(['pending', 'succeeded', 'failed', 'none'], {
       description: 'pending while any delivery is; else failed if any failed; succeeded if all did; none without deliveries',

@@ -27,7 +27,7 @@ function externalTransactionResource(r: ExternalTransactionRow) {
       source: { id: r.sourceId, createdAt: r.sourceCreatedAt.toISOString(), ...(r.sourceCustomerId !== null ? { customerId: r.sourceCustomerId } : {}) },
       channel: r.channel,
       payments: r.payments as { amount: number; method: PaymentMethod }[],
-      payload: r.payload,
+      ...(r.payload !== null ? { payload: r.payload as Record<string, unknown> } : {}),
       createdAt: r.createdAt.toISOString(),
       updatedAt: r.updatedAt.toISOString(),
     },

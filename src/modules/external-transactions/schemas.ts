@@ -35,7 +35,7 @@ export const ExternalTransaction = resource(
     source: Type.Object({ id: Type.String(), createdAt: Timestamp(), customerId: Type.Optional(Type.String()) }),
     channel: Nullable(Type.String()),
     payments: Type.Array(Type.Object({ amount: Type.Integer(), method: Type.Enum([...METHODS]) })),
-    payload: Nullable(Type.Object({}, { additionalProperties: true })),
+    payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Absent when none was sent' })),
     createdAt: Timestamp(),
     updatedAt: Timestamp(),
   },

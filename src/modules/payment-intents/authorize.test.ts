@@ -65,6 +65,20 @@ describe('authorize', () => {
     await assertLedgerSound(t);
   });
 
+  test("channel in Accrue's object form {type, id} is recorded as type:id; a bad one is 400", async () => {
+    const { wallet } = await fundedWallet(t, m, 5000);
+    const res = await authorizeReq(t, m, await intentFor(t, m, wallet.id, 500), { amount: 500, channel: { type: 'Store', id: 'nyc-store-1' } });
+    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.body.included[0].attributes.channel, 'Store:nyc-store-1');
+    const listed = await t.request('GET', '/api/v1/payments?filter[channel]=Store:nyc-store-1', { as: m });
+    assert.deepEqual(listed.body.data.map((p: { id: string }) => p.id), [res.body.included[0].id]);
+    for (const channel of [{ type: 'Kiosk', id: 'k1' }, { type: 'App' }, { type: 'App', id: '' }, { type: 'App', id: 'a', extra: 1 }, 7]) {
+      const bad = await authorizeReq(t, m, await intentFor(t, m, wallet.id, 100), { amount: 100, channel });
+      assert.equal(bad.status, 400, JSON.stringify(channel));
+      assert.equal(errorsOf(bad)[0]!.code, 'ValidationError');
+    }
+  });
+
   describe('idempotency (decisions §4)', () => {
     test('the same key and attributes replay the first success byte for byte', async () => {
       const { wallet } = await fundedWallet(t, m, 5000);

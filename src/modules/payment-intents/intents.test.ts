@@ -640,7 +640,7 @@ describe('payment intents: list and get', () => {
     }
   });
 
-  test("get: include=client and include=payments; include=balance is not offered there; another merchant's intent is 404", async () => {
+  test("get: its payments always in included (Accrue's GetPaymentIntentResponse), include=client adds the client; include=balance is not offered there; another merchant's intent is 404", async () => {
     const gm = await t.createMerchant();
     const name = (await t.adminRequest('GET', `/admin/v1/clients/${gm.clientId}`)).body.data.attributes.name;
     const { wallet } = await fundedWallet(t, gm, 5000);
@@ -648,10 +648,12 @@ describe('payment intents: list and get', () => {
     const payment = await authorize(t, gm, i.id, 1000);
 
     const plain = await getIntent(t, gm, i.id);
-    assert.equal(plain.included, undefined);
+    assert.deepEqual(plain.included.map((r: { type: string; id: string }) => `${r.type}:${r.id}`), [`Payment:${payment.id}`], 'the payments without include');
     assert.equal(plain.data.attributes.status, 'PromotedToPayment');
     assert.deepEqual(plain.data.relationships.payments.data, [{ type: 'Payment', id: payment.id }]);
-    assert.deepEqual((await getIntent(t, gm, i.id, '?include=client')).included, [{ type: 'Client', id: gm.clientId, attributes: { name } }]);
+    const withClient = (await getIntent(t, gm, i.id, '?include=client')).included;
+    assert.deepEqual(withClient.find((r: { type: string }) => r.type === 'Client'), { type: 'Client', id: gm.clientId, attributes: { name } });
+    assert.deepEqual(withClient.map((r: { type: string }) => r.type).sort(), ['Client', 'Payment']);
     const withPayments = await getIntent(t, gm, i.id, '?include=payments');
     assert.equal(withPayments.included.length, 1);
     assert.equal(withPayments.included[0].type, 'Payment');
@@ -659,9 +661,10 @@ describe('payment intents: list and get', () => {
     assert.deepEqual(withPayments.included[0].attributes, (await paymentOf(t, gm, payment.id)).attributes);
     const both = await getIntent(t, gm, i.id, '?include=payments,client');
     assert.deepEqual(both.included.map((r: { type: string }) => r.type).sort(), ['Client', 'Payment']);
-    // Get without payments: the include gives an empty list.
+    // Get without payments: included is an empty list, with or without the include.
     const fresh = await createIntent(t, gm, { amount: 10, walletId: wallet.id });
     assert.deepEqual((await getIntent(t, gm, fresh.id, '?include=payments')).included, []);
+    assert.deepEqual((await getIntent(t, gm, fresh.id)).included, []);
 
     for (const q of ['?include=balance', '?include=wallet']) {
       assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}${q}`, { as: gm }), 400, 'BadRequest', { parameter: 'include' });

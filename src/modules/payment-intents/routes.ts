@@ -125,8 +125,9 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     async (req) => {
       const include = parseInclude(req.query.include, ['client', 'payments'] as const);
       const intent = await getIntent(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId });
-      const { data, included } = await render(req.client, [intent], include);
-      return { data: data[0]!, ...(include.size > 0 ? { included } : {}) };
+      // Accrue's GetPaymentIntentResponse always carries `included` with the intent's payments.
+      const { data, included } = await render(req.client, [intent], new Set([...include, 'payments' as const]));
+      return { data: data[0]!, included };
     },
   );
 
@@ -188,7 +189,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
           applyWalletBalance: a.applyWalletBalance ?? true,
           idempotencyKey: a.idempotencyKey,
           reference: a.reference,
-          channel: a.channel,
+          channel: typeof a.channel === 'object' ? `${a.channel.type}:${a.channel.id}` : a.channel,
           risk: a.risk,
           processorMeta: a.meta?.processor,
         });

@@ -79,7 +79,15 @@ export const AuthorizeBody = requestBody(
       applyWalletBalance: Type.Optional(Type.Boolean({ default: true })),
       idempotencyKey: Type.Optional(IdempotencyKey),
       reference: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-      channel: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+      channel: Type.Optional(
+        Type.Union(
+          [
+            Type.String({ minLength: 1, maxLength: 64 }),
+            Type.Object({ type: Type.Enum(['App', 'Store']), id: Type.String({ minLength: 1, maxLength: 58 }) }, { additionalProperties: false }),
+          ],
+          { description: "A string, or Accrue's object form `{type: App|Store, id}`, which the payment's `channel` records as `{type}:{id}` (e.g. `Store:nyc-1`)" },
+        ),
+      ),
       risk: Type.Optional(Type.Object({ deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false })),
       meta: Type.Optional(
         Type.Object(

@@ -354,9 +354,9 @@ describe('card rails: the sandbox card network', () => {
 
     // Refunds come back from the card network to the wallet.
     const r1 = await refund(t, cm, id, 500);
-    assert.equal(r1.status, 201, r1.raw);
-    assert.equal(r1.body.data.attributes.returned.deposit, 500);
-    assert.equal((await refund(t, cm, id, 1000)).status, 201);
+    assert.equal(r1.status, 200, r1.raw);
+    assert.equal(r1.body.included[0].attributes.returned.deposit, 500);
+    assert.equal((await refund(t, cm, id, 1000)).status, 200);
     assert.equal((await getPayment(t, cm, id)).status, 'Returned');
     assert.equal((await balanceOf(t, cm, wallet.id)).available.deposit, 5000);
     assert.equal((await money(t, cm)).cardNetwork, before.cardNetwork);
@@ -501,8 +501,8 @@ describe('card rails: the gift flow', () => {
 
     // A refund goes back to the gift.
     const r = await refund(t, m, id, 1000);
-    assert.equal(r.status, 201, r.raw);
-    assert.deepEqual(r.body.data.attributes.returned, { linked: 0, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 1000 });
+    assert.equal(r.status, 200, r.raw);
+    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 0, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 1000 });
     assert.deepEqual(await giftOf(t, m, lookUpId), { available: 3000, originalAmount: 5000 });
     assert.equal((await money(t, m)).cardNetwork - before.cardNetwork, 2000);
     await assertLedgerSound(t);

@@ -166,7 +166,7 @@ describe('payments: the state machine', () => {
     assert.equal(b.available.reward.merchant, 0, 'the reward was captured');
     assert.equal(b.available.deposit, 900, '300 of deposit released');
     const r = await refund(t, rm, id, 700);
-    assert.deepEqual(r.body.data.attributes.returned, { linked: 0, deposit: 200, accrueReward: 0, merchantReward: 500, gift: 0 });
+    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 0, deposit: 200, accrueReward: 0, merchantReward: 500, gift: 0 });
     await assertLedgerSound(t);
   });
 
@@ -231,7 +231,7 @@ describe('payments: the state machine', () => {
     assert.equal(before.bank - after.bank, 800);
     assert.equal(after.settlement - before.settlement, 800);
     const r = await refund(t, m, id, 800);
-    assert.deepEqual(r.body.data.attributes.returned, { linked: 800, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 });
+    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 800, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 });
     after = await money(t, m);
     assert.deepEqual(after, before);
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1000);
@@ -334,8 +334,8 @@ describe('payments: the state machine', () => {
     const { id } = await authorized(t, m, wallet.id, 1500); // 1000 deposit + 500 bank
     await capture(t, m, id, 1500);
     const r = await refund(t, m, id, 500);
-    assert.equal(r.status, 201, r.raw);
-    assert.deepEqual(r.body.data.attributes.returned, { linked: 500, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 }, 'the bank part first');
+    assert.equal(r.status, 200, r.raw);
+    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 500, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 }, 'the bank part first');
     assert.equal((await failPull(t, m, id)).status, 200);
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.available.deposit, 1000, 'the wallet paid 1000 and none of it was refunded yet: all of it comes back');
@@ -402,7 +402,7 @@ describe('payments: the state machine', () => {
     const returned = await authorized(t, m, wallet.id, AMOUNT);
     await capture(t, m, returned.id, AMOUNT);
     await settle(t);
-    assert.equal((await refund(t, m, returned.id, AMOUNT)).status, 201);
+    assert.equal((await refund(t, m, returned.id, AMOUNT)).status, 200);
     const canceled = await authorized(t, m, wallet.id, AMOUNT);
     await cancel(t, m, canceled.id);
     const created = await authorized(t, m, wallet.id, AMOUNT);
@@ -541,8 +541,11 @@ describe('payments: refunds', () => {
     const refundIds: string[] = [];
     for (const [amount, returned, wallet_] of steps) {
       const res = await refund(t, m, id, amount);
-      assert.equal(res.status, 201, res.raw);
-      const r = res.body.data;
+      assert.equal(res.status, 200, res.raw);
+      const r = res.body.included[0];
+      assert.equal(res.body.meta.refundId, r.id);
+      assert.equal(res.body.data.id, id, 'the answer is the payment');
+      assert.deepEqual(res.body.data.relationships.refunds.data.at(-1), { type: 'Refund', id: r.id });
       refundIds.push(r.id);
       assert.equal(r.type, 'Refund');
       assert.deepEqual(r.attributes, { paymentId: id, amount, status: 'Sent', returned, updatedAt: t.clock.now().toISOString(), createdAt: t.clock.now().toISOString() });
@@ -583,12 +586,12 @@ describe('payments: refunds', () => {
     assert.equal(over.status, 400);
     assert.equal(errorsOf(over)[0]!.code, 'ValidationError');
     assert.equal(errorsOf(over)[0]!.source?.pointer, '/data/attributes/amount');
-    assert.equal((await refund(t, m, id, 600)).status, 201);
+    assert.equal((await refund(t, m, id, 600)).status, 200);
     const over2 = await refund(t, m, id, 401);
     assert.equal(over2.status, 400);
     assert.equal(errorsOf(over2)[0]!.code, 'ValidationError');
     assert.equal(await statusOf(t, m, id), 'Sent');
-    assert.equal((await refund(t, m, id, 400)).status, 201);
+    assert.equal((await refund(t, m, id, 400)).status, 200);
     assert.equal(await statusOf(t, m, id), 'Returned', 'what was captured, not what was authorized, is the whole');
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.available.deposit, 3000);
@@ -605,9 +608,9 @@ describe('payments: refunds', () => {
     await capture(t, m, id, 1000);
     await settle(t);
     const results = await Promise.all(Array.from({ length: 5 }, () => refund(t, m, id, 300)));
-    const ok = results.filter((r) => r.status === 201);
+    const ok = results.filter((r) => r.status === 200);
     assert.equal(ok.length, 3, results.map((r) => r.raw).join('\n'));
-    for (const r of results.filter((r) => r.status !== 201)) {
+    for (const r of results.filter((r) => r.status !== 200)) {
       assert.equal(r.status, 400, r.raw);
       assert.equal(errorsOf(r)[0]!.code, 'ValidationError');
     }
@@ -625,11 +628,11 @@ describe('payments: refunds', () => {
     await settle(t);
     const key = randomUUID();
     const first = await refund(t, m, id, 700, key);
-    assert.equal(first.status, 201);
+    assert.equal(first.status, 200);
     assert.equal(first.headers['idempotent-replayed'], undefined);
     t.clock.advance(60_000);
     const again = await refund(t, m, id, 700, key);
-    assert.equal(again.status, 201);
+    assert.equal(again.status, 200);
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.raw, first.raw, 'byte-identical');
     assert.equal((await getPayment(t, m, id)).body.data.attributes.refundedAmount, 700, 'refunded once');
@@ -645,7 +648,7 @@ describe('payments: refunds', () => {
     // A refused refund stores nothing: the key can be used once the request is right.
     const fresh = randomUUID();
     assert.equal((await refund(t, m, second.id, 501, fresh)).status, 400);
-    assert.equal((await refund(t, m, second.id, 500, fresh)).status, 201);
+    assert.equal((await refund(t, m, second.id, 500, fresh)).status, 200);
     assert.equal((await getPayment(t, m, id)).body.data.attributes.refundedAmount, 700);
     await assertLedgerSound(t);
   });
@@ -656,9 +659,9 @@ describe('payments: refunds', () => {
     await capture(t, m, partial.id, 1000);
     const full = await authorized(t, m, wallet.id, 800);
     await capture(t, m, full.id, 800);
-    assert.equal((await refund(t, m, partial.id, 300)).status, 201);
-    assert.equal((await refund(t, m, full.id, 500)).status, 201);
-    assert.equal((await refund(t, m, full.id, 300)).status, 201);
+    assert.equal((await refund(t, m, partial.id, 300)).status, 200);
+    assert.equal((await refund(t, m, full.id, 500)).status, 200);
+    assert.equal((await refund(t, m, full.id, 300)).status, 200);
     assert.equal(await statusOf(t, m, partial.id), 'Processing');
     assert.equal(await statusOf(t, m, full.id), 'Processing', 'still with the bank');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 3000 - 700);
@@ -676,14 +679,14 @@ describe('payments: refunds', () => {
     const { wallet, account } = await fundedWallet(t, m, 1000);
     const before = await money(t, m);
     const res = await createPayment(t, m, { walletId: wallet.id, amount: 2000, linkedAccountId: account.id, externalPayments: [{ method: 'Cash', amount: 500 }] });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     const id = res.body.data.id;
     assert.equal(res.body.data.attributes.capturedAmount, 1500);
     const over = await refund(t, m, id, 1501);
     assert.equal(over.status, 400);
     const r = await refund(t, m, id, 1500);
-    assert.equal(r.status, 201, r.raw);
-    assert.deepEqual(r.body.data.attributes.returned, { linked: 500, deposit: 1000, accrueReward: 0, merchantReward: 0, gift: 0 });
+    assert.equal(r.status, 200, r.raw);
+    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 500, deposit: 1000, accrueReward: 0, merchantReward: 0, gift: 0 });
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1000);
     assert.deepEqual(await money(t, m), before);
     await settle(t);
@@ -710,7 +713,7 @@ describe('payments: direct payments (POST /payments)', () => {
     await t.close();
   });
 
-  test('201 Processing: the wallet pays in the spending order, the linked account the rest; externalPayments are recorded, not moved; PaymentCreated', async () => {
+  test('200 Processing: the wallet pays in the spending order, the linked account the rest; externalPayments are recorded, not moved; PaymentCreated', async () => {
     const { wallet, account } = await fundedWallet(t, m, 2000);
     assert.equal((await reward(t, m, wallet.id, 100)).status, 200);
     const before = await money(t, m);
@@ -722,7 +725,7 @@ describe('payments: direct payments (POST /payments)', () => {
       reference: 'order-77',
       externalPayments: [{ method: 'Cash', amount: 500 }],
     });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     const p = res.body.data;
     assert.equal(p.type, 'Payment');
     assert.equal(p.attributes.status, 'Processing');
@@ -761,12 +764,12 @@ describe('payments: direct payments (POST /payments)', () => {
     const { wallet } = await fundedWallet(t, rm, 2000);
     assert.equal((await reward(t, rm, wallet.id, 500)).status, 200);
     const small = await createPayment(t, rm, { walletId: wallet.id, amount: 900 });
-    assert.equal(small.status, 201, small.raw);
+    assert.equal(small.status, 200, small.raw);
     let b = await balanceOf(t, rm, wallet.id);
     assert.equal(b.available.reward.merchant, 500, 'a 900 purchase cannot use rewards');
     assert.equal(b.available.deposit, 1100);
     const res = await createPayment(t, rm, { walletId: wallet.id, amount: 1200, externalPayments: [{ method: 'Cash', amount: 500 }] });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     b = await balanceOf(t, rm, wallet.id);
     assert.equal(b.available.reward.merchant, 0, 'a 1200 purchase is at least 1000: the merchant reward is spent first');
     assert.equal(b.available.deposit, 900);
@@ -777,11 +780,11 @@ describe('payments: direct payments (POST /payments)', () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const before = await money(t, m);
     const res = await createPayment(t, m, { walletId: wallet.id, amount: 1000 });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     assert.equal((await balanceOf(t, m, wallet.id)).total.total, 0);
     assert.equal((await money(t, m)).bank, before.bank);
     const cashOnly = await createPayment(t, m, { walletId: wallet.id, amount: 300, externalPayments: [{ method: 'Cash', amount: 300 }] });
-    assert.equal(cashOnly.status, 201, cashOnly.raw);
+    assert.equal(cashOnly.status, 200, cashOnly.raw);
     assert.equal(cashOnly.body.data.attributes.capturedAmount, 0);
     await assertLedgerSound(t);
   });
@@ -800,7 +803,7 @@ describe('payments: direct payments (POST /payments)', () => {
         { counterpartyId: b, amount: 500, remit: true },
       ],
     });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     assert.deepEqual(res.body.data.attributes.disbursement, [
       { counterpartyId: a, amount: 1000, fee: 0, remit: false },
       { counterpartyId: b, amount: 500, fee: 0, remit: true },
@@ -834,7 +837,7 @@ describe('payments: direct payments (POST /payments)', () => {
         ...(toB ? [{ counterpartyId: b, amount: toB }] : []),
       ];
       const res = await createPayment(t, m, { walletId: wallet.id, amount, linkedAccountId: account.id, disbursement });
-      assert.equal(res.status, 201, res.raw);
+      assert.equal(res.status, 200, res.raw);
       ids.push(res.body.data.id);
     }
     await settle(t);
@@ -858,7 +861,7 @@ describe('payments: direct payments (POST /payments)', () => {
     const a = await counterparty(t, m, 'A');
     const before = await money(t, m);
     const res = await createPayment(t, m, { walletId: wallet.id, amount: 1800, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 900 }] });
-    assert.equal(res.status, 201, res.raw);
+    assert.equal(res.status, 200, res.raw);
     const failed = await failPull(t, m, res.body.data.id);
     assert.equal(failed.status, 200, failed.raw);
     assert.equal(failed.body.data.attributes.status, 'Failed');
@@ -876,10 +879,10 @@ describe('payments: direct payments (POST /payments)', () => {
     const before = await money(t, m);
     const full = await createPayment(t, m, { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 400 }] });
     const partial = await createPayment(t, m, { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 300 }] });
-    assert.equal(full.status, 201, full.raw);
-    assert.equal(partial.status, 201, partial.raw);
-    assert.equal((await refund(t, m, full.body.data.id, 1000)).status, 201);
-    assert.equal((await refund(t, m, partial.body.data.id, 200)).status, 201);
+    assert.equal(full.status, 200, full.raw);
+    assert.equal(partial.status, 200, partial.raw);
+    assert.equal((await refund(t, m, full.body.data.id, 1000)).status, 200);
+    assert.equal((await refund(t, m, partial.body.data.id, 200)).status, 200);
     await settle(t);
     assert.equal(await statusOf(t, m, full.body.data.id), 'Returned');
     assert.equal(await statusOf(t, m, partial.body.data.id), 'Sent');
@@ -941,7 +944,7 @@ describe('payments: direct payments (POST /payments)', () => {
     const list = await t.request('GET', '/api/v1/payments', { as: lm });
     assert.equal(list.body.meta.total, 0, 'refused payments are not recorded');
     const atLimit = await createPayment(t, lm, { walletId: wallet.id, amount: 1500, linkedAccountId: account.id });
-    assert.equal(atLimit.status, 201, atLimit.raw);
+    assert.equal(atLimit.status, 200, atLimit.raw);
     assert.equal(before.bank - (await money(t, lm)).bank, 1000);
     await assertLedgerSound(t);
   });
@@ -961,9 +964,9 @@ describe('payments: direct payments (POST /payments)', () => {
     const key = randomUUID();
     const attributes = { walletId: wallet.id, amount: 1200, linkedAccountId: account.id, reference: 'r-1', idempotencyKey: key };
     const first = await createPayment(t, m, attributes);
-    assert.equal(first.status, 201, first.raw);
+    assert.equal(first.status, 200, first.raw);
     const again = await createPayment(t, m, attributes);
-    assert.equal(again.status, 201);
+    assert.equal(again.status, 200);
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.raw, first.raw);
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1800, 'paid once');
@@ -995,7 +998,7 @@ describe('payments: reads and lists', () => {
     t.clock.advance(1000);
     const p2 = await authorized(t, lm, wallet.id, 300, { reference: 'order-2', channel: 'pos' });
     await capture(t, lm, p2.id, 300);
-    assert.equal((await refund(t, lm, p2.id, 100)).status, 201);
+    assert.equal((await refund(t, lm, p2.id, 100)).status, 200);
     t.clock.advance(1000);
     const p3 = (await createPayment(t, lm, { walletId: wallet.id, amount: 200, linkedAccountId: account.id, reference: 'order-3', channel: 'pos' })).body.data.id as string;
     t.clock.advance(1000);
@@ -1070,7 +1073,7 @@ describe('payments: reads and lists', () => {
     const { wallet } = await fundedWallet(t, m, 2000);
     const { id, intentId } = await authorized(t, m, wallet.id, 900, { reference: 'inv-9', channel: 'web' });
     await capture(t, m, id, 900);
-    const r = (await refund(t, m, id, 200)).body.data;
+    const r = (await refund(t, m, id, 200)).body.included[0];
     const plain = await getPayment(t, m, id);
     assert.equal(plain.status, 200);
     assert.equal(plain.headers['content-type'], 'application/vnd.api+json');

@@ -56,6 +56,14 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 /** Accrue's answer to a payment action: the payment, `links.self` (this request) and its intent in `included` (always present). */
 const PaymentActionDocument = Type.Object({ data: ref(Payment), links: Type.Object({ self: Type.String() }), included: Type.Array(ref(PaymentIntent)) });
 
+/** Accrue's answer to a refund: the payment with its refunds and captures, the new Refund in `included`, `meta.refundId` naming it. */
+const RefundDocument = Type.Object({
+  data: ref(Payment),
+  links: Type.Object({ self: Type.String() }),
+  included: Type.Array(ref(Refund)),
+  meta: Type.Object({ message: Type.String(), refundId: Type.String({ description: 'The id of the Refund this request made (in `included`)' }) }),
+});
+
 export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
 
@@ -97,7 +105,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
           'then the `linkedAccountId` (up to the merchant\'s bankFundingLimit). The payment starts `Processing` and settles to `Sent`, when `disbursement` reaches its counterparties. ' +
           'Needs KYC `Approved`. `idempotencyKey` optional (same rules as deposits).',
         body: CreatePaymentBody,
-        response: responses({ 201: document(ref(Payment)) }, [...COMMON_ERRORS, 402, 409]),
+        response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 402, 409]),
       },
     },
     async (req, reply) => {
@@ -105,7 +113,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const ext = await clientAccountIds(ctx.db, req.client.id);
       return keyed(reply, { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: attributes }, async (tx) => {
         const p = await createDirectPayment(tx, { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now() });
-        return { status: 201, body: { data: paymentResource(p, rc) } };
+        return { status: 200, body: { data: paymentResource(p, rc) } };
       });
     },
   );
@@ -281,10 +289,11 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Refund a payment',
         description:
           '`Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet\'s deposit, accrue and merchant ' +
-          'rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required.',
+          'rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required. ' +
+          "Answers 200 (Accrue's status) with the payment, its `refunds` and `captures` relationships, the new Refund in `included` and its id in `meta.refundId`.",
         params: idParams('paymentId'),
         body: RefundBody,
-        response: responses({ 201: document(ref(Refund)) }, [...COMMON_ERRORS, 404, 409]),
+        response: responses({ 200: RefundDocument }, [...COMMON_ERRORS, 404, 409]),
       },
     },
     async (req, reply) => {
@@ -295,8 +304,18 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         { clientId: req.client.id, operation: 'refund', key: idempotencyKey, fingerprint: fingerprintOf([req.params.paymentId, { amount }]) },
         { db: ctx.db, clock: ctx.clock },
         async (tx) => {
-          const { refund } = await refundPayment(tx, { clientId: req.client.id, paymentId: req.params.paymentId, amount, ext, rc, now: ctx.clock.now() });
-          return { status: 201, body: { data: refundResource(refund) } };
+          const { refund, payment } = await refundPayment(tx, { clientId: req.client.id, paymentId: req.params.paymentId, amount, ext, rc, now: ctx.clock.now() });
+          const refunds = (await refundsByPayment(tx, [payment.id])).get(payment.id) ?? [];
+          const captures = (await captureRows(tx, req.client.id, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
+          return {
+            status: 200,
+            body: {
+              data: paymentResource(payment, rc, { refunds, captures }),
+              links: self(req),
+              included: [refundResource(refund)],
+              meta: { message: `Refunded ${amount} cents.`, refundId: refund.id },
+            },
+          };
         },
       );
       return sendOutcome(reply, outcome);
@@ -320,7 +339,20 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
           params: idParams('paymentId'),
           querystring: NoQuery,
           body: CardNetworkBodies[step],
-          response: responses({ 200: document(ref(Payment), [ref(AuthorizationRequest), ref(Capture)]) }, [...COMMON_ERRORS, 402, 404]),
+          response: responses(
+            {
+              200:
+                step === 'auth-capture'
+                  ? Type.Object({
+                      data: ref(Payment),
+                      included: Type.Array(Type.Union([ref(AuthorizationRequest), ref(Capture)])),
+                      success: Type.Boolean({ description: "Accrue's member: true (a declined step is a 402 error document)" }),
+                      error: Type.Null({ description: "Accrue's member: null on success" }),
+                    })
+                  : document(ref(Payment), [ref(AuthorizationRequest), ref(Capture)]),
+            },
+            [...COMMON_ERRORS, 402, 404],
+          ),
         },
         preValidation: defaultBody({ data: { type: 'CardNetworkEvent', attributes: {} } }),
       },
@@ -339,7 +371,7 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
           payment = cap.payment;
           included.push(captureResource(cap.capture));
         }
-        return { data: paymentResource(payment!, rc), included };
+        return { data: paymentResource(payment!, rc), included, ...(step === 'auth-capture' ? { success: true, error: null } : {}) };
       },
     );
   const recorded = 'A decline (over what the payment or the gift has left) is recorded as a `Declined` AuthorizationRequest and answered 402.';
@@ -356,7 +388,12 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
     'Captures up to what was authorized on the card (default: all of it) and settles the payment: `Created` → `Sent`; the rest is released. ' +
       'More than was authorized is a refused capture (recorded with `success: false`, 402). The Capture is in `included`.',
   );
-  cardRoute('auth-capture', 'simulateCardAuthorizationCapture', 'Card network: authorize and capture (sandbox)', 'Both steps at once; both records are in `included`.');
+  cardRoute(
+    'auth-capture',
+    'simulateCardAuthorizationCapture',
+    'Card network: authorize and capture (sandbox)',
+    "Both steps at once; both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level.",
+  );
 
   app.get(
     '/api/v1/simulation/:paymentId/card/auth',

@@ -34,6 +34,7 @@ export const Payment = resource(
         links: Type.Optional(Type.Object({ self: Type.String() })),
       }),
       refunds: Type.Optional(Type.Object({ data: Type.Array(Type.Object({ type: Type.Literal('Refund'), id: Type.String() })) })),
+      captures: Type.Optional(Type.Object({ data: Type.Array(Type.Object({ type: Type.Literal('Capture'), id: Type.String() })) })),
     },
     links: {
       self: Type.String(),

@@ -7,14 +7,16 @@ function profile(u: UserSummaryRow) {
   return { firstName: u.firstName, lastName: u.lastName, email: u.email, phoneNumber: u.phoneNumber };
 }
 
+/** The attached profile's members that are set; an unset member is left out (the spec types them as strings, Accrue does not require them). */
 export function attachedProfileAttributes(u: UserRow) {
-  return {
+  const members = {
     referenceId: u.referenceId,
     stableReferenceId: u.stableReferenceId,
     effectiveReferenceId: u.stableReferenceId ?? u.referenceId,
     email: u.attachedEmail,
     phoneNumber: u.attachedPhoneNumber,
   };
+  return Object.fromEntries(Object.entries(members).filter(([, v]) => v !== null)) as { [K in keyof typeof members]?: string };
 }
 
 export function userResource(u: UserRow, baseUrl: string) {

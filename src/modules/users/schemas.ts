@@ -12,12 +12,13 @@ export const Profile = Type.Object({
   phoneNumber: NullableString(),
 });
 
+/** Each member is present only while set (the spec types them as strings; Accrue requires none). */
 export const AttachedProfileAttributes = {
-  referenceId: NullableString(),
-  stableReferenceId: NullableString(),
-  effectiveReferenceId: Nullable(Type.String({ description: 'stableReferenceId if set, else referenceId' })),
-  email: NullableString(),
-  phoneNumber: NullableString(),
+  referenceId: Type.Optional(Type.String()),
+  stableReferenceId: Type.Optional(Type.String()),
+  effectiveReferenceId: Type.Optional(Type.String({ description: 'stableReferenceId if set, else referenceId' })),
+  email: Type.Optional(Type.String()),
+  phoneNumber: Type.Optional(Type.String()),
 };
 
 export const User = resource('User', 'User', {

@@ -1,6 +1,7 @@
 import type { WebhookRow } from './sql.ts';
 
-export function webhookResource(w: WebhookRow, baseUrl: string, secret?: string) {
+/** A webhook as the merchant reads it: its signing `secret` included (Accrue's Webhook requires it on every read). */
+export function webhookResource(w: WebhookRow, baseUrl: string, secret: string) {
   return {
     id: w.id,
     type: 'Webhook' as const,
@@ -9,7 +10,7 @@ export function webhookResource(w: WebhookRow, baseUrl: string, secret?: string)
       url: w.url,
       topics: w.topics,
       enabled: w.enabled,
-      ...(secret ? { secret } : {}),
+      secret,
       createdAt: w.createdAt.toISOString(),
       updatedAt: w.updatedAt.toISOString(),
     },

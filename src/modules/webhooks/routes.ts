@@ -8,6 +8,7 @@ import { WebhookEvent } from '../events/schemas.ts';
 import { getEvent } from '../events/domain.ts';
 import { createWebhook, deleteWebhook, getWebhook, listWebhooks, sendTestEvent, updateWebhook } from './domain.ts';
 import { webhookResource } from './render.ts';
+import type { WebhookRow } from './sql.ts';
 import { CreateWebhookBody, ListWebhooksQuery, UpdateWebhookBody, Webhook } from './schemas.ts';
 
 const TAGS = ['Webhooks'];
@@ -15,6 +16,8 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 
 export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;
+  /** The webhook's signing secret, unsealed for its owner's read. */
+  const render = (w: WebhookRow, secret = ctx.sealer.open(w.secretSealed, 'webhook-secret', `webhooks:${w.id}`).toString('utf8')) => webhookResource(w, base, secret);
   const policy = { allowPrivate: ctx.config.webhooks.allowPrivate, maxPerMerchant: ctx.config.webhooks.maxPerMerchant };
 
   app.post(
@@ -25,7 +28,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'createWebhook',
         summary: 'Register a webhook',
         description:
-          'Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (shown only here). ' +
+          'Events of the listed `topics` (or `["*"]` for all) are POSTed to `url`, signed with the returned `secret` (also shown on every read of the webhook). ' +
           'Only http(s) URLs on public addresses (loopback and private networks are refused unless the operator allows them for local development). ' +
           'A merchant has at most `WEBHOOK_MAX_PER_MERCHANT` webhooks (16 by default).',
         body: CreateWebhookBody,
@@ -36,7 +39,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
       const a = req.body.data.attributes;
       const { webhook, secret } = await createWebhook(ctx.db, { clientId: req.client.id, ...a, policy, sealer: ctx.sealer, now: ctx.clock.now() });
       reply.code(201).header('location', `${base}/api/v1/webhooks/${webhook.id}`);
-      return { data: webhookResource(webhook, base, secret) };
+      return { data: render(webhook, secret) };
     },
   );
 
@@ -48,7 +51,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req) => {
       const page = pageOf(req.query);
       const { rows, total } = await listWebhooks(ctx.db, { clientId: req.client.id, page });
-      return { data: rows.map((w) => webhookResource(w, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return { data: rows.map((w) => render(w)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
     },
   );
 
@@ -64,7 +67,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
         response: responses({ 200: document(ref(Webhook)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: webhookResource(await getWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId }), base) }),
+    async (req) => ({ data: render(await getWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId })) }),
   );
 
   app.patch(
@@ -82,7 +85,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req) => {
       const w = await updateWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId, patch: req.body.data.attributes, policy, now: ctx.clock.now() });
-      return { data: webhookResource(w, base) };
+      return { data: render(w) };
     },
   );
 

@@ -19,7 +19,7 @@ export const Webhook = resource(
     url: Type.String({ description: 'Empty when the webhook has no receiver (nothing is sent)' }),
     topics: Type.Array(Type.String()),
     enabled: Type.Boolean(),
-    secret: Type.Optional(Type.String({ description: 'whsec_ + base64 of 32 bytes; shown only in the create response' })),
+    secret: Type.String({ description: 'The signing secret: whsec_ + base64 of 32 bytes. Shown on every read of the merchant\'s own webhook, as Accrue\'s contract requires' }),
     createdAt: Timestamp(),
     updatedAt: Timestamp(),
   },

@@ -1,4 +1,4 @@
-// Webhook registration (decisions §10): create with a secret shown once, list, get, PATCH,
+// Webhook registration (decisions §10, §12): create with a secret, shown on every read, list, get, PATCH,
 // DELETE, topic and URL rules, the address policy (SSRF), the cap per merchant, merchant scoping.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -19,7 +19,7 @@ describe('webhook registration', () => {
   });
   after(() => t.close());
 
-  test('create is 201 with the secret shown once; reads never show it; it is stored sealed', async () => {
+  test("create is 201 with the secret; reads of the merchant's own webhook show it (Accrue requires it); it is stored sealed", async () => {
     const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['ApplicationApproved', 'ApplicationDeclined'] }) });
     assert.equal(res.status, 201);
     const w = res.body.data;
@@ -31,8 +31,11 @@ describe('webhook registration', () => {
     assert.equal(Buffer.from(w.attributes.secret.slice(6), 'base64').length, 32);
     const got = await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: m });
     assert.equal(got.status, 200);
-    assert.equal(got.body.data.attributes.secret, undefined);
-    assert.ok(!got.raw.includes(w.attributes.secret.slice(6)));
+    assert.equal(got.body.data.attributes.secret, w.attributes.secret);
+    const patched = await t.request('PATCH', `/api/v1/webhooks/${w.id}`, { as: m, body: { data: { type: 'Webhook', attributes: { name: 'Renamed' } } } });
+    assert.equal(patched.status, 200, patched.raw);
+    assert.equal(patched.body.data.attributes.secret, w.attributes.secret, 'a change keeps the secret');
+    assert.equal((await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: other })).status, 404, "another merchant's webhook, secret and all, is not found");
     const [row] = rowsOf<{ secret_sealed: string }>(await t.ctx.db.execute(sql`select secret_sealed from webhooks where id = ${w.id}`));
     assert.ok(!row!.secret_sealed.includes(w.attributes.secret.slice(6)), 'not stored in plain text');
     assert.equal(t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret', `webhooks:${w.id}`).toString(), w.attributes.secret);
@@ -48,13 +51,15 @@ describe('webhook registration', () => {
     const res = await t.request('GET', '/api/v1/webhooks?page[limit]=2', { as: lm });
     assert.deepEqual(res.body.meta, { total: 3, limit: 2, offset: 0 });
     assert.deepEqual(res.body.data.map((w: { id: string }) => w.id), [ids[2], ids[1]]);
-    assert.ok(res.body.data.every((w: { attributes: { secret?: string } }) => w.attributes.secret === undefined));
+    assert.ok(res.body.data.every((w: { attributes: { secret: string } }) => /^whsec_/.test(w.attributes.secret)), 'each with its secret');
+    assert.equal(new Set(res.body.data.map((w: { attributes: { secret: string } }) => w.attributes.secret)).size, 2, 'each its own');
     const theirs = await t.request('GET', '/api/v1/webhooks?page[limit]=50', { as: other });
     assert.ok(theirs.body.data.every((w: { id: string }) => !ids.includes(w.id)));
   });
 
   test('PATCH changes name, url, topics and enabled', async () => {
-    const id = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data.id;
+    const created = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({}) })).body.data;
+    const id = created.id;
     t.clock.advance(1000);
     const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
       as: m,
@@ -63,7 +68,7 @@ describe('webhook registration', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(
       { ...res.body.data.attributes, createdAt: undefined },
-      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
+      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, secret: created.attributes.secret, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
     );
     const empty = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: {} } } });
     assert.equal(empty.status, 400);

@@ -85,12 +85,12 @@ export async function findWidgetWallet(db: Executor, opts: { clientId: string; f
  * getLinkedAccountWidgetData: the linked account that pays for what the wallet does not cover of
  * this intent (the one its payment drew on, else the user's first connected account, which an
  * authorization would draw on), and a payload for the widget host naming it. An unknown intent
- * (or another merchant's) is 400 InvalidIdentifier, as Accrue declares; no account: 400
+ * (or another merchant's) is 404 PaymentIntentNotFound (decisions §3); no account: 400
  * NoLinkedAccountFound.
  */
 export async function issueLinkedAccountWidgetData(db: Executor, opts: { clientId: string; paymentIntentId: string; key: Buffer; now: Date }) {
   const intent = await q.intentById(db, opts.clientId, opts.paymentIntentId);
-  if (!intent) throw apiError('InvalidIdentifier', `No payment intent ${opts.paymentIntentId}.`, { parameter: 'paymentIntentId' });
+  if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.paymentIntentId}.`);
   const found = intent.walletId ? await q.walletWithUser(db, opts.clientId, intent.walletId) : undefined;
   if (!found) throw apiError('NoLinkedAccountFound', "The payment intent is a gift's: no user, so no linked account.");
   const account = await q.linkedAccountOfIntent(db, opts.clientId, intent.id, found.user.id);

@@ -113,6 +113,8 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
     };
   };
   const noWallet = () => apiError('NoWalletFound', 'No wallet found for the given identifiers.');
+  /** A wallet named in the path that the merchant does not have (decisions §3: 404, whoever's it is). */
+  const walletNotFound = (walletId: string) => apiError('WalletNotFound', `No wallet ${walletId}.`);
 
   app.get(
     '/api/v1/widgets/wallet/:walletId',
@@ -121,15 +123,15 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'getWalletWidgetData',
         summary: 'Get the payload for embeddable wallet widgets',
-        description: `${PAYLOAD_DESCRIPTION} An unknown wallet (or another merchant's) is 400 \`NoWalletFound\`.`,
+        description: `${PAYLOAD_DESCRIPTION} An unknown wallet (or another merchant's) is 404 \`WalletNotFound\`.`,
         params: idParams('walletId'),
         querystring: ByIdQuery,
-        response: responses({ 200: document(ref(WalletWidgetData)) }, COMMON_ERRORS),
+        response: responses({ 200: document(ref(WalletWidgetData)) }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
       const data = await walletWidgetData('v1', req.client, req.params.walletId, req.query);
-      if (!data) throw noWallet();
+      if (!data) throw walletNotFound(req.params.walletId);
       return { data };
     },
   );
@@ -160,14 +162,18 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: TAGS,
         operationId: 'getWalletWidgetDataV2',
-        summary: 'Get the payload for embeddable wallet widgets (data: null when there is no such wallet)',
-        description: `As GET /api/v1/widgets/wallet/{walletId}, but an unknown wallet (or another merchant's) is 200 with \`data: null\`. ${PAYLOAD_DESCRIPTION}`,
+        summary: 'Get the payload for embeddable wallet widgets (version 2)',
+        description: `As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 404 \`WalletNotFound\`. ${PAYLOAD_DESCRIPTION}`,
         params: idParams('walletId'),
         querystring: ByIdQuery,
-        response: responses({ 200: document(Nullable(ref(WalletWidgetData))) }, COMMON_ERRORS),
+        response: responses({ 200: document(ref(WalletWidgetData)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: (await walletWidgetData('v2', req.client, req.params.walletId, req.query)) ?? null }),
+    async (req) => {
+      const data = await walletWidgetData('v2', req.client, req.params.walletId, req.query);
+      if (!data) throw walletNotFound(req.params.walletId);
+      return { data };
+    },
   );
 
   app.get(
@@ -198,10 +204,10 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
         description:
           "The linked account that pays what the wallet does not cover of the intent: the one its payment drew on, else the user's first connected account (the one an authorization draws on). " +
           '`dto` has its institution and last four digits, for merchants that draw their own widget; `payload` is for the widget host (15 minutes, ended early by a verified phone change). ' +
-          "An unknown payment intent (or another merchant's) is 400 `InvalidIdentifier`; a gift's intent, or a user with no connected account, 400 `NoLinkedAccountFound`.",
+          "An unknown payment intent (or another merchant's) is 404 `PaymentIntentNotFound`; a gift's intent, or a user with no connected account, 400 `NoLinkedAccountFound`.",
         params: idParams('paymentIntentId'),
         querystring: query({}),
-        response: responses({ 200: document(ref(LinkedAccountWidgetData)) }, COMMON_ERRORS),
+        response: responses({ 200: document(ref(LinkedAccountWidgetData)) }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {

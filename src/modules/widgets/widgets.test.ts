@@ -103,15 +103,15 @@ describe('widgets', () => {
       assert.equal(claimsOf(res.body.data.attributes.payload).claims.amt, 200);
     });
 
-    test("another merchant's or an unknown wallet is 400 NoWalletFound, alike; a bad purchaseAmount or includeDto is 400", async () => {
+    test("another merchant's or an unknown wallet is 404 WalletNotFound, alike; a bad purchaseAmount or includeDto is 400", async () => {
       const { wallet } = await fundedWallet(t, m, 0);
       const answers = [];
       for (const [id, as] of [[wallet.id, other], [crypto.randomUUID(), m]] as const) {
         const res = await t.request('GET', `/api/v1/widgets/wallet/${id}`, { as });
-        assert.equal(res.status, 400);
+        assert.equal(res.status, 404);
         const e = errorsOf(res)[0]!;
-        assert.equal(e.code, 'NoWalletFound');
-        answers.push(e.detail);
+        assert.equal(e.code, 'WalletNotFound');
+        answers.push(e.detail.replace(id, ''));
       }
       assert.equal(answers[0], answers[1], "another merchant's wallet reads as a missing one");
       assert.equal((await t.request('GET', `/api/v1/widgets/wallet/${wallet.id}?includeDto=maybe`, { as: m })).status, 400);
@@ -307,7 +307,7 @@ describe('widgets', () => {
       assert.equal(mine.body.data.links.self, `http://api.test/api/v2/widgets/wallet/${theirs.wallet.id}`);
     });
 
-    test('GET /api/v2/widgets/wallet/{walletId}: the v1 shape, or data: null for an unknown or foreign wallet', async () => {
+    test('GET /api/v2/widgets/wallet/{walletId}: the v1 shape; an unknown or foreign wallet is 404 WalletNotFound', async () => {
       const { wallet } = await fundedWallet(t, m, 700);
       const res = await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}?includeDto=true`, { as: m });
       assert.equal(res.status, 200, res.raw);
@@ -317,8 +317,8 @@ describe('widgets', () => {
       assert.equal((await host('GET', '/_/api/widget-data', { payload: res.body.data.attributes.payload, clientId: m.clientId })).status, 200);
       for (const [id, as] of [[wallet.id, other], [crypto.randomUUID(), m]] as const) {
         const none = await t.request('GET', `/api/v2/widgets/wallet/${id}`, { as });
-        assert.equal(none.status, 200);
-        assert.deepEqual(none.body, { data: null });
+        assert.equal(none.status, 404, none.raw);
+        assert.equal(errorsOf(none)[0]!.code, 'WalletNotFound');
       }
       assert.equal((await t.request('GET', `/api/v2/widgets/wallet/not-a-uuid`, { as: m })).status, 400);
       assert.equal((await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}`)).status, 401);
@@ -374,14 +374,14 @@ describe('widgets', () => {
       assert.equal(fresh.body.data.relationships.linkedAccount.data.id, second.id, 'a new intent: the first connected account');
     });
 
-    test("an unknown or another merchant's intent is 400 InvalidIdentifier, alike; no account is 400 NoLinkedAccountFound", async () => {
+    test("an unknown or another merchant's intent is 404 PaymentIntentNotFound, alike; no account is 400 NoLinkedAccountFound", async () => {
       const { wallet } = await fundedWallet(t, m, 100);
       const intentId = await intentFor(t, m, wallet.id, 100);
       const details = [];
       for (const [id, as] of [[intentId, other], [crypto.randomUUID(), m]] as const) {
         const res = await linked(id, as);
-        assert.equal(res.status, 400, res.raw);
-        assert.equal(errorsOf(res)[0]!.code, 'InvalidIdentifier');
+        assert.equal(res.status, 404, res.raw);
+        assert.equal(errorsOf(res)[0]!.code, 'PaymentIntentNotFound');
         details.push(errorsOf(res)[0]!.detail.replace(id, ''));
       }
       assert.equal(details[0], details[1]);
