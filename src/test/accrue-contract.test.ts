@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { DIFFERENCES, OPERATIONS, renderCompatibilityDoc, tolerated, violationsOf, type Difference, type Violation } from './accrue/contract.ts';
+import { DIFFERENCES, OPERATIONS, renderCompatibilityDoc, withCompatibilitySummary, tolerated, violationsOf, type Difference, type Violation } from './accrue/contract.ts';
 import { dateLabel } from '../modules/identity/questions.ts';
 import { accrueKycApplication } from './fixtures.ts';
 import { createTestApp, JSONAPI, phone, uniqueEmail, type Merchant, type Response, type TestApp } from './harness.ts';
@@ -371,7 +371,9 @@ describe("Accrue's contract: every operation", () => {
     assert.deepEqual(stale, []);
   });
 
-  test('docs/accrue-compatibility.md is what npm run docs:accrue writes', () => {
+  test('docs/accrue-compatibility.md and the README\'s summary are what npm run docs:accrue writes', () => {
     assert.equal(readFileSync(new URL('../../docs/accrue-compatibility.md', import.meta.url), 'utf8'), renderCompatibilityDoc());
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    assert.equal(readme, withCompatibilitySummary(readme));
   });
 });
