@@ -32,6 +32,7 @@ describe('console in Chromium', { skip }, () => {
   let page: Page;
   let paymentId: string;
   let walletId: string;
+  let hookId: string | undefined;
 
   before(async () => {
     mkdirSync(OUT, { recursive: true });
@@ -40,7 +41,9 @@ describe('console in Chromium', { skip }, () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     m = await t.createMerchant();
-    assert.equal((await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['*'] }) })).status, 201);
+    const hook = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['*'] }) });
+    assert.equal(hook.status, 201, hook.raw);
+    hookId = hook.body.data.id;
     const { wallet, account } = await fundedWallet(t, m, 20_000);
     walletId = wallet.id;
     for (const [amount, capture] of [[2_500, true], [1_200, false], [4_000, true]] as const) {
@@ -62,6 +65,8 @@ describe('console in Chromium', { skip }, () => {
     page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
   });
   after(async () => {
+    // Its pending deliveries canceled: nothing left for the shared database's other tests to send.
+    if (hookId) await t.request('DELETE', `/api/v1/webhooks/${hookId}`, { as: m });
     await browser?.close();
     await app?.close();
     await t?.close();
