@@ -13,15 +13,12 @@ const JSONAPI = 'application/vnd.api+json';
 
 /**
  * Where the spec or Accrue's contract declares no 404, another merchant's id gets the answer a
- * missing one gets: the attached profile's reference lookup and the widget routes their 400s,
- * the v2 widget route `data: null`; a sweepstakes id is the merchant's own label, so the sample
- * body's unknown customer is what is refused.
+ * missing one gets: the attached profile's reference lookup its 400; a sweepstakes id is the
+ * merchant's own label, so the sample body's unknown customer is what is refused. (The widget
+ * routes that name a wallet or intent in the path answer 404 like every other resource.)
  */
 const NOT_FOUND_AS: Record<string, [number, string | undefined]> = {
   '/api/v1/users/{userReference}/attached-profile': [400, 'InvalidIdentifier'],
-  '/api/v1/widgets/wallet/{walletId}': [400, 'NoWalletFound'],
-  '/api/v2/widgets/wallet/{walletId}': [200, undefined],
-  '/api/v1/widgets/payment-intent/{paymentIntentId}/linked-account': [400, 'InvalidIdentifier'],
   '/api/v1/sweepstakes/{sweepstakesId}/results': [400, 'UserNotFound'],
 };
 
