@@ -7,7 +7,7 @@ import type { History } from './history.ts';
 
 /** The base URLs of the Coffer processes currently up (changes as faults kill and restart them). */
 export interface Upstreams {
-  pick(): string | undefined;
+  pick(): Promise<string | undefined>;
 }
 
 export interface Merchant {
@@ -28,7 +28,7 @@ export function clientFor(m: Merchant, upstreams: Upstreams, history: History): 
       op?.attempts.push(a);
       if (op) history.write({ kind: 'attempt', seq: op.seq, method: req.method, path: u.pathname, at, end: Date.now(), ...a });
     };
-    const base = upstreams.pick();
+    const base = await upstreams.pick();
     if (!base) {
       note({ error: 'no process up' });
       throw new TypeError('fetch failed: no Coffer process up');

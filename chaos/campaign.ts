@@ -9,7 +9,7 @@ import { clientFor, type Merchant, type Upstreams } from './api.ts';
 import { check, slice, type Anomaly } from './checker.ts';
 import { ADMIN_TOKEN, CofferProcess } from './coffer.ts';
 import { loadFacts } from './facts.ts';
-import { FaultInjector } from './faults.ts';
+import { FaultInjector, restart } from './faults.ts';
 import { History, readHistory } from './history.ts';
 import { FaultProxy } from './proxy.ts';
 import { ChaosReceiver } from './receivers.ts';
@@ -78,7 +78,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       serverUrl = cluster.url;
     }
     if (!serverUrl) throw new Error('no PostgreSQL: set DATABASE_URL or use a throwaway cluster');
-    const dbName = `coffer_chaos_${stamp.toLowerCase()}`;
+    const dbName = `coffer_chaos_${stamp.toLowerCase().replace(/[^a-z0-9]/g, "")}`;
     await sql(serverUrl, `create database ${dbName}`);
     if (!cluster) cleanup.push(() => sql(serverUrl!, `drop database if exists ${dbName} with (force)`).then(() => undefined));
     const direct = new URL(serverUrl);
@@ -139,9 +139,13 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
 
     // Clients and faults.
     const upstreams: Upstreams = {
-      pick: () => {
-        const up = processes.filter((p) => p.up);
-        return up.length ? up[Math.floor(Math.random() * up.length)]!.url : undefined;
+      // As a load balancer would: a process that is up, waiting a while for one when none is.
+      pick: async () => {
+        for (const end = Date.now() + 15_000; ; await sleep(200)) {
+          const up = processes.filter((p) => p.up);
+          if (up.length) return up[Math.floor(Math.random() * up.length)]!.url;
+          if (Date.now() > end) return undefined;
+        }
       },
     };
     let seq = 0;
@@ -156,6 +160,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     await Promise.all(clients.map((c) => c.run(() => Date.now() >= endAt)));
     clearInterval(progress);
     await faults.stop();
+    for (const p of processes) if (!p.up) await restart(p, history);
     history.write({ kind: 'note', at: Date.now(), text: 'faults stopped' });
     o.log(`faults stopped after ${seq} operations; draining`);
 

@@ -124,7 +124,13 @@ export function checkLedger(f: Facts): Anomaly[] {
   }
   // Reservations: per payment, what its entries put on reserved accounts less what they took off.
   const reservedAccounts = new Set(f.accounts.filter((a) => a.code.endsWith('.reserved')).map((a) => a.id));
-  const entryRef = new Map(f.entries.filter((e) => e.ref_type === 'payment').map((e) => [e.id, e.ref_id]));
+  // An authorize reserves under its attempt (ref_type attempt), which names the payment it made.
+  const attemptPayment = new Map(f.attempts.map((a) => [a.id, a.payment_id ?? `attempt ${a.id}`]));
+  const entryRef = new Map<string, string>();
+  for (const e of f.entries) {
+    if (e.ref_type === 'payment') entryRef.set(e.id, e.ref_id);
+    else if (e.ref_type === 'attempt') entryRef.set(e.id, attemptPayment.get(e.ref_id) ?? `attempt ${e.ref_id}`);
+  }
   const held = new Map<string, number>();
   for (const p of f.postings) {
     const ref = entryRef.get(p.entry_id);

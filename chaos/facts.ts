@@ -14,6 +14,7 @@ export interface Facts {
   users: { id: string }[];
   wallets: { id: string }[];
   gifts: { look_up_id: string }[];
+  attempts: { id: string; payment_id: string | null }[];
   entries: { id: string; kind: string; ref_type: string; ref_id: string }[];
   postings: { entry_id: string; account_id: string; amount: number }[];
   accounts: { id: string; code: string; balance: number; tracked: boolean; allow_negative: boolean }[];
@@ -35,6 +36,7 @@ const QUERIES = {
   users: 'select id from users',
   wallets: 'select id from wallets',
   gifts: 'select look_up_id from gifts',
+  attempts: 'select id, payment_id from authorization_attempts',
   entries: 'select id, kind, ref_type, ref_id from ledger_entries',
   postings: 'select entry_id, account_id, amount::float8 as amount from ledger_postings',
   accounts: 'select id, code, balance::float8 as balance, tracked, allow_negative from ledger_accounts',

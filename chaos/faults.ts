@@ -18,6 +18,23 @@ export interface FaultTargets {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Starts a process again, as a supervisor would: a start while PostgreSQL is unreachable exits
+ * (Coffer fails fast on a database it cannot open), so it is tried again until it stays up.
+ */
+export async function restart(p: CofferProcess, history: History, deadlineMs = 120_000): Promise<void> {
+  for (const end = Date.now() + deadlineMs; ; ) {
+    try {
+      await p.start();
+      return;
+    } catch (err) {
+      history.write({ kind: 'note', at: Date.now(), text: `${p.name} failed to start; starting it again`, data: (err as Error).message.slice(0, 200) });
+      if (Date.now() > end) throw err;
+      await sleep(1_000);
+    }
+  }
+}
+
 export class FaultInjector {
   private running = true;
   private lanes: Promise<void>[] = [];
@@ -82,7 +99,7 @@ export class FaultInjector {
     await this.fault('kill9', p.name, `down ${down} ms`, async () => {
       await p.kill9();
       await sleep(down);
-      await p.start();
+      await restart(p, this.history);
     });
   }
 
