@@ -122,24 +122,33 @@ export function checkLedger(f: Facts): Anomaly[] {
     if (a.tracked && a.balance !== s) out.push({ rule: 'balance equals its postings', detail: `account ${a.id} (${a.code}): balance ${a.balance}, postings ${s}` });
     if (!a.allow_negative && (a.tracked ? a.balance : s) < 0) out.push({ rule: 'no forbidden negative', detail: `account ${a.id} (${a.code}) is ${a.tracked ? a.balance : s}` });
   }
-  // Reservations: per payment, what its entries put on reserved accounts less what they took off.
-  const reservedAccounts = new Set(f.accounts.filter((a) => a.code.endsWith('.reserved')).map((a) => a.id));
-  // An authorize reserves under its attempt (ref_type attempt), which names the payment it made.
-  const attemptPayment = new Map(f.attempts.map((a) => [a.id, a.payment_id ?? `attempt ${a.id}`]));
-  const entryRef = new Map<string, string>();
-  for (const e of f.entries) {
-    if (e.ref_type === 'payment') entryRef.set(e.id, e.ref_id);
-    else if (e.ref_type === 'attempt') entryRef.set(e.id, attemptPayment.get(e.ref_id) ?? `attempt ${e.ref_id}`);
-  }
-  const held = new Map<string, number>();
+  // Reservations. A wallet payment's authorize reserved its wallet part (its sourcing; the entry
+  // is the authorization attempt's); what the payment's own entries take off reserved accounts
+  // (captures, releases) never exceeds it, and leaves nothing once the payment is past Created.
+  const reservedAccounts = new Map(f.accounts.filter((a) => a.code.endsWith('.reserved')).map((a) => [a.id, a]));
+  const taken = new Map<string, number>();
+  const entryOf = new Map(f.entries.map((e) => [e.id, e]));
   for (const p of f.postings) {
-    const ref = entryRef.get(p.entry_id);
-    if (ref && reservedAccounts.has(p.account_id)) held.set(ref, (held.get(ref) ?? 0) + p.amount);
+    const e = entryOf.get(p.entry_id);
+    if (e?.ref_type === 'payment' && reservedAccounts.has(p.account_id)) taken.set(e.ref_id, (taken.get(e.ref_id) ?? 0) - p.amount);
   }
-  const status = new Map(f.payments.map((p) => [p.id, p.status]));
-  for (const [payment, h] of held) {
-    if (h < 0) out.push({ rule: 'reservation released or captured, never both', detail: `payment ${payment} (${status.get(payment)}): ${-h} more released and captured than reserved` });
-    else if (h > 0 && status.get(payment) !== 'Created') out.push({ rule: 'reservation released or captured', detail: `payment ${payment} is ${status.get(payment)} and still holds ${h} reserved` });
+  const openByWallet = new Map<string, number>();
+  for (const p of f.payments) {
+    if (!p.wallet_id) continue;
+    const reserved = p.status === 'Failed' ? 0 : p.sourcing.merchantReward + p.sourcing.accrueReward + p.sourcing.deposit;
+    const t = taken.get(p.id) ?? 0;
+    if (t > reserved) out.push({ rule: 'reservation released or captured, never both', detail: `payment ${p.id} (${p.status}): reserved ${reserved}, released and captured ${t}` });
+    else if (p.status !== 'Created' && t !== reserved) out.push({ rule: 'reservation released or captured', detail: `payment ${p.id} is ${p.status} and still holds ${reserved - t} of ${reserved} reserved` });
+    if (p.status === 'Created') openByWallet.set(p.wallet_id, (openByWallet.get(p.wallet_id) ?? 0) + reserved - t);
+  }
+  // And a wallet's reserved money is what its open payments hold.
+  const reservedByWallet = new Map<string, number>();
+  for (const a of reservedAccounts.values()) reservedByWallet.set(a.owner_id, (reservedByWallet.get(a.owner_id) ?? 0) + a.balance);
+  const walletIds = new Set(f.wallets.map((w) => w.id));
+  for (const [owner, balance] of reservedByWallet) {
+    if (!walletIds.has(owner)) continue;
+    const open = openByWallet.get(owner) ?? 0;
+    if (balance !== open) out.push({ rule: 'reserved money is what open payments hold', detail: `wallet ${owner}: ${balance} reserved, its open payments hold ${open}` });
   }
   return out;
 }

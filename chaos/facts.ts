@@ -9,15 +9,14 @@ export interface Facts {
   withdrawals: { id: string; wallet_id: string; amount: number }[];
   rewards: { id: string; wallet_id: string | null; amount: number }[];
   refunds: { id: string; payment_id: string; amount: number }[];
-  payments: { id: string; intent_id: string | null; status: string; amount: number }[];
+  payments: { id: string; intent_id: string | null; wallet_id: string | null; status: string; amount: number; sourcing: { merchantReward: number; accrueReward: number; deposit: number } }[];
   intents: { id: string; status: string }[];
   users: { id: string }[];
   wallets: { id: string }[];
   gifts: { look_up_id: string }[];
-  attempts: { id: string; payment_id: string | null }[];
   entries: { id: string; kind: string; ref_type: string; ref_id: string }[];
   postings: { entry_id: string; account_id: string; amount: number }[];
-  accounts: { id: string; code: string; balance: number; tracked: boolean; allow_negative: boolean }[];
+  accounts: { id: string; owner_id: string; code: string; balance: number; tracked: boolean; allow_negative: boolean }[];
   events: { id: string; client_id: string; topic: string; created_at: number }[];
   webhooks: { id: string; client_id: string; url: string; created_at: number }[];
   /** What verifyLedger (src/ledger/invariants.ts) reports. */
@@ -31,15 +30,14 @@ const QUERIES = {
   withdrawals: 'select id, wallet_id, amount::float8 as amount from withdrawals',
   rewards: 'select id, wallet_id, amount::float8 as amount from rewards',
   refunds: 'select id, payment_id, amount::float8 as amount from refunds',
-  payments: 'select id, intent_id, status, amount::float8 as amount from payments',
+  payments: 'select id, intent_id, wallet_id, status, amount::float8 as amount, sourcing from payments',
   intents: 'select id, status from payment_intents',
   users: 'select id from users',
   wallets: 'select id from wallets',
   gifts: 'select look_up_id from gifts',
-  attempts: 'select id, payment_id from authorization_attempts',
   entries: 'select id, kind, ref_type, ref_id from ledger_entries',
   postings: 'select entry_id, account_id, amount::float8 as amount from ledger_postings',
-  accounts: 'select id, code, balance::float8 as balance, tracked, allow_negative from ledger_accounts',
+  accounts: 'select id, owner_id, code, balance::float8 as balance, tracked, allow_negative from ledger_accounts',
   events: 'select id, client_id, topic, (extract(epoch from created_at) * 1000)::float8 as created_at from events',
   webhooks: 'select id, client_id, url, (extract(epoch from created_at) * 1000)::float8 as created_at from webhooks',
 } as const;
