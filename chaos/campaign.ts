@@ -168,7 +168,11 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const stuck = await drain(processes, direct.toString(), o.log);
     for (const p of processes) {
       const t0 = Date.now();
-      await p.stop();
+      await p.stop(async () => {
+        const r = await sql(direct.toString(), `select pid, state, wait_event_type, wait_event, left(query, 200) as query, now() - state_change as since from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).catch((err: Error) => ({ rows: [err.message] }));
+        history.write({ kind: 'note', at: Date.now(), text: `${p.name} still running 10 s after SIGTERM`, data: r.rows });
+        o.log(`${p.name} still running 10 s after SIGTERM; database sessions: ${JSON.stringify(r.rows)}`);
+      });
       if (Date.now() - t0 > 25_000) stuck.push(`${p.name} took ${Date.now() - t0} ms to shut down on SIGTERM`);
     }
     await history.close();

@@ -43,6 +43,7 @@ export class CofferProcess {
       PORT: String(this.apiPort),
       ADMIN_PORT: String(this.adminPort),
       LISTENERS: 'api,admin',
+      ...(process.env.CHAOS_LOG_LEVEL ? { LOG_LEVEL: process.env.CHAOS_LOG_LEVEL } : {}),
       ADMIN_TOKEN,
     };
     const proc = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', MAIN], { env, stdio: ['ignore', fd, fd] });
@@ -75,16 +76,18 @@ export class CofferProcess {
     await exited;
   }
 
-  /** SIGTERM and wait: the graceful shutdown. */
-  async stop(): Promise<void> {
+  /** SIGTERM and wait: the graceful shutdown. `onSlow` runs if it has not exited after 10 s. */
+  async stop(onSlow?: () => Promise<void>): Promise<void> {
     const proc = this.proc;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     if (this.stopped) proc.kill('SIGCONT');
     const exited = new Promise((r) => proc.once('exit', r));
     proc.kill('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+    const slow = setTimeout(() => void onSlow?.(), 10_000);
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 40_000);
     await exited;
     clearTimeout(timer);
+    clearTimeout(slow);
     this.up = false;
   }
 }
