@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm';
 import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres/session';
 import type { PgTransactionConfig } from 'drizzle-orm/pg-core';
 import pg from 'pg';
+import { commitError } from './errors.ts';
 
 let installed = false;
 
@@ -32,14 +33,20 @@ export function releaseConnectionsOnFailedBegin(): void {
     const tx = new Tx(this.dialect, session, this.schema);
     try {
       await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
+      let result: unknown;
       try {
-        const result = await fn(tx);
-        await tx.execute(sql`commit`);
-        return result;
+        result = await fn(tx);
       } catch (error) {
         await tx.execute(sql`rollback`);
         throw error;
       }
+      try {
+        await tx.execute(sql`commit`);
+      } catch (error) {
+        // An error PostgreSQL sent means it rolled back; a lost answer leaves the outcome unknown.
+        throw commitError(error);
+      }
+      return result;
     } finally {
       // pg-pool discards a released connection that is no longer queryable.
       client?.release();
