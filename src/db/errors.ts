@@ -43,3 +43,21 @@ export function isRetryableDatabaseError(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * A COMMIT that got no answer (the connection was lost while it was on its way): the
+ * transaction may have committed or not. Whoever ran it must not run the same work again as if
+ * nothing had been written; the request gets a retryable 503 (the cause is a connection error),
+ * and a retry with its idempotency key replays what was committed.
+ */
+export class CommitOutcomeUnknown extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the connection was lost during COMMIT: the transaction may have committed');
+  }
+}
+
+/** A COMMIT failure is a definite rollback when PostgreSQL answered it with an error of its own. */
+export function commitError(err: unknown): unknown {
+  const state = sqlState(err);
+  return state === undefined || /^(08|57P0)/.test(state) ? new CommitOutcomeUnknown(err) : err;
+}

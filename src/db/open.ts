@@ -73,6 +73,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 async function openPostgres(url: string, poolSize: number, preparedStatements: boolean): Promise<Database> {
   const { default: pg } = await import('pg');
   const { drizzle } = await import('drizzle-orm/node-postgres');
+  const { releaseConnectionsOnFailedBegin } = await import('./pg-transaction.ts');
+  releaseConnectionsOnFailedBegin();
   // Process-wide: Drizzle passes its own per-query parsers that fall back to pg's global ones,
   // so a pool-level parser would not reach raw `db.execute` results.
   pg.types.setTypeParser(INT8, parseInt8);

@@ -7,11 +7,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { closeTestDatabase } from './harness.ts';
 
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
-// The server's tests, then the client SDK's (which start a real server).
-for (const dir of ['..', '../../packages/client/test']) {
+// The server's tests, then the client SDK's (which start a real server), then the chaos
+// checker's self-test (chaos/results holds campaign outputs, not tests).
+for (const dir of ['..', '../../packages/client/test', '../../chaos']) {
   const root = fileURLToPath(new URL(dir, import.meta.url));
   const files = (readdirSync(root, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.test.ts') && (!only || path.join(dir, f).includes(only)))
+    .filter((f) => f.endsWith('.test.ts') && !f.startsWith('results') && (!only || path.join(dir, f).includes(only)))
     .sort();
   for (const f of files) await import(pathToFileURL(path.join(root, f)).href);
 }

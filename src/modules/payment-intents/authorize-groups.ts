@@ -18,6 +18,7 @@
 // that now requires action). If the group fails as a whole (an intent locked by another
 // transaction, a lost connection, a balance the database refuses), nothing of it was written
 // and every member runs alone, so each gets exactly the answer it would have had alone.
+import { CommitOutcomeUnknown } from '../../db/errors.ts';
 import type { Db } from '../../db/open.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
@@ -176,7 +177,13 @@ async function runGroup(members: Member[]): Promise<void> {
       }
       await flushMoney(tx, WriteBatch.merged(batches));
     });
-  } catch {
+  } catch (err) {
+    // The group may have committed: each member gets the retryable error (a retry with its key
+    // replays what was committed) rather than running again.
+    if (err instanceof CommitOutcomeUnknown) {
+      for (const m of [...group, ...alone]) m.reject(err);
+      return;
+    }
     // Nothing of the group was written: each member runs alone and gets its own answer.
     await Promise.all(group.map(runAlone));
     return;

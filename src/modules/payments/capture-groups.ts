@@ -10,6 +10,7 @@
 // nothing and gets its error. The same payment twice in a group: the later runs after the group
 // commits, as it would have waited for the first's lock (and finds the payment Processing). A
 // group that fails as a whole wrote nothing, and each of its captures runs alone.
+import { CommitOutcomeUnknown } from '../../db/errors.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db } from '../../db/open.ts';
@@ -71,7 +72,13 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       }
       await WriteBatch.merged(batches).flush(tx);
     });
-  } catch {
+  } catch (err) {
+    // The group may have committed: running its captures again would refuse them (the payment
+    // is no longer Created) although they happened. Each gets the retryable error instead.
+    if (err instanceof CommitOutcomeUnknown) {
+      for (const m of [...group, ...later]) m.reject(err);
+      return;
+    }
     // Nothing of the group was written: each capture runs alone and gets its own answer.
     await Promise.all(group.map((m) => runAlone(db, m)));
     await Promise.all(later.map((m) => runAlone(db, m)));

@@ -15,6 +15,7 @@
 //
 // The grouping itself (which deposits share a group, how many groups run at once) is
 // src/db/groups.ts.
+import { CommitOutcomeUnknown } from '../../db/errors.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
@@ -80,7 +81,12 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       for (const d of made) settle.push(() => d.m.resolve({ status: 201, body: d.body, replayed: false }));
     });
   } catch (err) {
-    if (group.length === 1) return group[0]!.reject(err);
+    // A group that may have committed is not run again member by member (a deposit without a
+    // key would be made twice): each gets the retryable error.
+    if (group.length === 1 || err instanceof CommitOutcomeUnknown) {
+      for (const m of group) m.reject(err);
+      return;
+    }
     await Promise.all(group.map((m) => runGroup(db, [m])));
     return;
   }

@@ -1,0 +1,56 @@
+// What the database holds after a campaign, read for the checker (plain rows, no Coffer code
+// but the ledger's own invariant check, which runs on the same database).
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { verifyLedger, type Violation } from '../src/ledger/invariants.ts';
+
+export interface Facts {
+  transactions: { id: string; wallet_id: string; amount: number; status: string }[];
+  withdrawals: { id: string; wallet_id: string; amount: number }[];
+  rewards: { id: string; wallet_id: string | null; amount: number }[];
+  refunds: { id: string; payment_id: string; amount: number }[];
+  payments: { id: string; intent_id: string | null; wallet_id: string | null; status: string; amount: number; sourcing: { merchantReward: number; accrueReward: number; deposit: number } }[];
+  intents: { id: string; status: string }[];
+  users: { id: string }[];
+  wallets: { id: string }[];
+  gifts: { look_up_id: string }[];
+  entries: { id: string; kind: string; ref_type: string; ref_id: string }[];
+  postings: { entry_id: string; account_id: string; amount: number }[];
+  accounts: { id: string; owner_id: string; code: string; balance: number; tracked: boolean; allow_negative: boolean }[];
+  events: { id: string; client_id: string; topic: string; created_at: number }[];
+  webhooks: { id: string; client_id: string; url: string; created_at: number }[];
+  /** What verifyLedger (src/ledger/invariants.ts) reports. */
+  ledgerViolations: Violation[];
+  /** After the faults: processes that did not answer /health, work left undone. */
+  stuck: string[];
+}
+
+const QUERIES = {
+  transactions: 'select id, wallet_id, amount::float8 as amount, status from transactions',
+  withdrawals: 'select id, wallet_id, amount::float8 as amount from withdrawals',
+  rewards: 'select id, wallet_id, amount::float8 as amount from rewards',
+  refunds: 'select id, payment_id, amount::float8 as amount from refunds',
+  payments: 'select id, intent_id, wallet_id, status, amount::float8 as amount, sourcing from payments',
+  intents: 'select id, status from payment_intents',
+  users: 'select id from users',
+  wallets: 'select id from wallets',
+  gifts: 'select look_up_id from gifts',
+  entries: 'select id, kind, ref_type, ref_id from ledger_entries',
+  postings: 'select entry_id, account_id, amount::float8 as amount from ledger_postings',
+  accounts: 'select id, owner_id, code, balance::float8 as balance, tracked, allow_negative from ledger_accounts',
+  events: 'select id, client_id, topic, (extract(epoch from created_at) * 1000)::float8 as created_at from events',
+  webhooks: 'select id, client_id, url, (extract(epoch from created_at) * 1000)::float8 as created_at from webhooks',
+} as const;
+
+export async function loadFacts(databaseUrl: string, stuck: string[]): Promise<Facts> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  try {
+    const out: Record<string, unknown> = {};
+    for (const [k, q] of Object.entries(QUERIES)) out[k] = (await pool.query(q)).rows;
+    out.ledgerViolations = await verifyLedger(drizzle({ client: pool }) as never);
+    out.stuck = stuck;
+    return out as unknown as Facts;
+  } finally {
+    await pool.end();
+  }
+}
