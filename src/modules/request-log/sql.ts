@@ -1,5 +1,5 @@
 // Every query on the request log; reads are scoped by client_id.
-import { and, desc, eq, gte, like, lt, lte, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gte, like, lt, lte, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { pagedRows } from '../../db/paged.ts';
 import { requestLog } from '../../db/schema.ts';
@@ -7,8 +7,19 @@ import type { Page } from '../../http/paging.ts';
 
 export type RequestLogRow = typeof requestLog.$inferSelect;
 
+/**
+ * The rows travel as one JSON document: building a thousand-row insert with a parameter per
+ * value held the event loop for tens of milliseconds each second, which showed in every
+ * route's p99 (the benchmarks); JSON.stringify is native.
+ */
 export async function insertRequestRows(db: Executor, rows: RequestLogRow[]): Promise<void> {
-  if (rows.length > 0) await db.insert(requestLog).values(rows);
+  if (rows.length === 0) return;
+  const doc = JSON.stringify(
+    rows.map((r) => [r.id, r.clientId, r.requestId, r.method, r.route, r.path, r.status, r.durationMs, r.idempotencyKey, r.body, r.createdAt.toISOString()]),
+  );
+  await db.execute(sql`insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms, idempotency_key, body, created_at)
+    select (r->>0)::uuid, (r->>1)::uuid, r->>2, r->>3, r->>4, r->>5, (r->>6)::int, (r->>7)::int, r->>8, r->>9, (r->>10)::timestamptz
+    from json_array_elements(${doc}::json) as r`);
 }
 
 export async function purgeRequestRows(db: Executor, before: Date): Promise<number> {
