@@ -16,20 +16,21 @@ export interface PostingView {
   createdAt: Date;
 }
 
+/** What every posting shown carries: its entry and the account's code. */
+const POSTING_COLUMNS = {
+  id: ledgerPostings.id,
+  entryId: ledgerEntries.id,
+  kind: ledgerEntries.kind,
+  refType: ledgerEntries.refType,
+  refId: ledgerEntries.refId,
+  code: ledgerAccounts.code,
+};
+
 /** A page of the postings on an owner's accounts (scoped by client), with a total counted up to `totalCap`. */
 export async function postingsOfOwner(db: Executor, o: { clientId: string; ownerType: OwnerType; ownerId: string; page: Page; totalCap: number }) {
   const where = and(eq(ledgerAccounts.clientId, o.clientId), eq(ledgerAccounts.ownerType, o.ownerType), eq(ledgerAccounts.ownerId, o.ownerId));
   const rows: PostingView[] = await db
-    .select({
-      id: ledgerPostings.id,
-      entryId: ledgerEntries.id,
-      kind: ledgerEntries.kind,
-      refType: ledgerEntries.refType,
-      refId: ledgerEntries.refId,
-      code: ledgerAccounts.code,
-      amount: ledgerPostings.amount,
-      createdAt: ledgerPostings.createdAt,
-    })
+    .select({ ...POSTING_COLUMNS, amount: ledgerPostings.amount, createdAt: ledgerPostings.createdAt })
     .from(ledgerPostings)
     .innerJoin(ledgerAccounts, eq(ledgerAccounts.id, ledgerPostings.accountId))
     .innerJoin(ledgerEntries, eq(ledgerEntries.id, ledgerPostings.entryId))
@@ -54,12 +55,7 @@ export async function postingsOfRefs(db: Executor, o: { clientId: string; refs: 
   if (o.refs.length === 0) return [];
   return db
     .select({
-      id: ledgerPostings.id,
-      entryId: ledgerEntries.id,
-      kind: ledgerEntries.kind,
-      refType: ledgerEntries.refType,
-      refId: ledgerEntries.refId,
-      code: ledgerAccounts.code,
+      ...POSTING_COLUMNS,
       ownerType: ledgerAccounts.ownerType,
       ownerId: ledgerAccounts.ownerId,
       amount: ledgerPostings.amount,
