@@ -5,6 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { postgresBin, startCluster, type Cluster } from '../src/test/cluster.ts';
+import { serverEnv } from '../src/test/process.ts';
 import { clientFor, type Merchant, type Upstreams } from './api.ts';
 import { check, slice, type Anomaly } from './checker.ts';
 import { ADMIN_TOKEN, CofferProcess } from './coffer.ts';
@@ -96,13 +97,9 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     cleanup.push(async () => {
       for (const r of receivers) await r.close();
     });
+    // The test servers' environment (src/test/process.ts), with work shortened to fit the campaign.
     const env = {
-      DATABASE_URL: viaProxy.toString(),
-      DATA_DIR: path.join(dir, 'data'),
-      COFFER_ENV: 'sandbox',
-      CARD_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
-      WIDGET_SIGNING_KEY: Buffer.alloc(32, 6).toString('base64'),
-      LOG_LEVEL: 'warn',
+      ...(serverEnv(path.join(dir, 'data'), viaProxy.toString(), ADMIN_TOKEN) as Record<string, string>),
       DATABASE_POOL_SIZE: '6',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_RETRY_DELAYS: '1,1,2,2,3,3,5,5,5,5,5,5,5,5,5,5,5,5,5,5',
