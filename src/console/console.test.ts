@@ -6,45 +6,11 @@ import { after, before, describe, test } from 'node:test';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
-import { ADMIN_TOKEN, createTestApp, createUser, randomIp, type Merchant, type TestApp } from '../test/harness.ts';
+import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
+import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
-
-interface Browser {
-  cookies: Map<string, string>;
-  ip: string;
-}
-
-const browser = (): Browser => ({ cookies: new Map(), ip: randomIp() });
-
-async function call(app: App, b: Browser, method: 'GET' | 'POST', url: string, form?: Record<string, string>) {
-  const res = await app.inject({
-    method,
-    url,
-    remoteAddress: b.ip,
-    headers: {
-      cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-    },
-    ...(form ? { payload: new URLSearchParams(form).toString() } : {}),
-  });
-  const set = res.headers['set-cookie'];
-  for (const c of set === undefined ? [] : Array.isArray(set) ? set : [set]) {
-    const [pair] = c.split(';');
-    const [name, value] = pair!.split('=') as [string, string];
-    if (value === '' || /Max-Age=0/.test(c)) b.cookies.delete(name);
-    else b.cookies.set(name, value);
-  }
-  return res;
-}
-
-const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
-
-async function signIn(app: App, b: Browser, fields: Record<string, string>) {
-  const form = await call(app, b, 'GET', '/sign-in');
-  return call(app, b, 'POST', '/sign-in', { _csrf: csrfOf(form.body), ...fields });
-}
 
 describe('console', () => {
   let t: TestApp;

@@ -30,23 +30,25 @@ CREATE INDEX "request_log_client_method_idx" ON "request_log" USING btree ("clie
 -- deltas (docs/decisions.md#the-consoles-charts): an insert adds its rows, a delete takes them
 -- away, an update takes the rows as they were away and adds them as they are (a status that
 -- became Failed moves one payment from succeeded to failed in its hour; a capture adds its
--- amount). An update that changed none of the figures appends nothing.
+-- amount, and a failure takes its captured amount out: captured counts payments not Failed).
+-- An update that changed none of the figures appends nothing.
 CREATE FUNCTION "console_payment_rollup_delta"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     INSERT INTO console_payment_rollup_deltas (client_id, hour, payments, failed, amount, captured, refunded)
     SELECT client_id, date_trunc('hour', created_at, 'UTC'), count(*), count(*) FILTER (WHERE status = 'Failed'),
-      sum(amount), sum(captured_amount), sum(refunded_amount)
+      sum(amount), coalesce(sum(captured_amount) FILTER (WHERE status <> 'Failed'), 0), sum(refunded_amount)
     FROM console_payment_rollup_new GROUP BY 1, 2;
   ELSIF TG_OP = 'UPDATE' THEN
     INSERT INTO console_payment_rollup_deltas (client_id, hour, payments, failed, amount, captured, refunded)
     SELECT client_id, hour, sum(payments), sum(failed), sum(amount), sum(captured), sum(refunded)
     FROM (
       SELECT client_id, date_trunc('hour', created_at, 'UTC') AS hour, 1 AS payments, (status = 'Failed')::int AS failed,
-        amount, captured_amount AS captured, refunded_amount AS refunded
+        amount, CASE WHEN status = 'Failed' THEN 0 ELSE captured_amount END AS captured, refunded_amount AS refunded
       FROM console_payment_rollup_new
       UNION ALL
-      SELECT client_id, date_trunc('hour', created_at, 'UTC'), -1, -(status = 'Failed')::int, -amount, -captured_amount, -refunded_amount
+      SELECT client_id, date_trunc('hour', created_at, 'UTC'), -1, -(status = 'Failed')::int, -amount,
+        CASE WHEN status = 'Failed' THEN 0 ELSE -captured_amount END, -refunded_amount
       FROM console_payment_rollup_old
     ) d
     GROUP BY 1, 2
@@ -54,7 +56,7 @@ BEGIN
   ELSE
     INSERT INTO console_payment_rollup_deltas (client_id, hour, payments, failed, amount, captured, refunded)
     SELECT client_id, date_trunc('hour', created_at, 'UTC'), -count(*), -count(*) FILTER (WHERE status = 'Failed'),
-      -sum(amount), -sum(captured_amount), -sum(refunded_amount)
+      -sum(amount), -coalesce(sum(captured_amount) FILTER (WHERE status <> 'Failed'), 0), -sum(refunded_amount)
     FROM console_payment_rollup_old GROUP BY 1, 2;
   END IF;
   RETURN NULL;
@@ -72,5 +74,5 @@ CREATE TRIGGER "console_payment_rollup_delete" AFTER DELETE ON "payments"
 -- migrations commit) keeps any other write out until then, so each payment is counted once.
 INSERT INTO "console_payment_rollup" (client_id, hour, payments, failed, amount, captured, refunded)
 SELECT client_id, date_trunc('hour', created_at, 'UTC'), count(*), count(*) FILTER (WHERE status = 'Failed'),
-  sum(amount), sum(captured_amount), sum(refunded_amount)
+  sum(amount), coalesce(sum(captured_amount) FILTER (WHERE status <> 'Failed'), 0), sum(refunded_amount)
 FROM payments GROUP BY 1, 2;
