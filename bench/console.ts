@@ -13,6 +13,7 @@
 //    `--connections` connections for `--duration` seconds (autocannon).
 // Prints a markdown table (p50/p99 ms per page). `--keep` keeps the seeded database (and writes
 // its address to bench/results/console-seed.json); `--reuse` runs step 3 on the kept one.
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -54,6 +55,7 @@ interface Seeded {
   /** A user and a wallet made through the API. */
   userId: string;
   walletId: string;
+  webhookId: string;
   /** A seeded payment's reference (an exact-match search). */
   reference: string;
   seedSeconds: Record<string, number>;
@@ -88,6 +90,8 @@ async function throughApi(): Promise<Omit<Seeded, 'seedSeconds' | 'reference'>> 
     // The sandbox settles captured payments about a second later.
     await new Promise((r) => setTimeout(r, 2_000));
     const wallet = await json(`${coffer.url}/api/v1/wallets/${wallets[0]!.walletId}`, { headers: auth });
+    // The seeded deliveries' webhook: subscribed to a topic the bench never sends, so nothing is delivered.
+    const hook = await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Bench', url: 'https://hooks.example.com/coffer', topics: ['RewardCreated'] } } });
     return {
       db,
       payments: N,
@@ -98,6 +102,7 @@ async function throughApi(): Promise<Omit<Seeded, 'seedSeconds' | 'reference'>> 
       paymentId: paymentIds[0]!,
       userId: wallet.data.attributes.userId ?? wallet.data.relationships?.user?.data?.id,
       walletId: wallets[0]!.walletId,
+      webhookId: hook.data.id,
     };
   } finally {
     await coffer.stop();
@@ -114,6 +119,9 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
   const users = Math.max(100, Math.min(50_000, Math.round(N / 20)));
   const requests = Math.max(1_000, Math.round(N / 4));
   const M = `'${s.clientId}'::uuid`;
+  const X = Math.max(20, Math.floor(N / 10));
+  // One time for every statement (now() is each statement's own): ids derived from it match across tables.
+  const T0 = `'${new Date().toISOString()}'::timestamptz`;
   const seconds: Record<string, number> = {};
   const step = async (name: string, text: string) => {
     const t0 = performance.now();
@@ -126,13 +134,13 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
     `users (${users.toLocaleString('en-US')}, a wallet each)`,
     `insert into users (id, client_id, public_id, first_name, last_name, email, phone_number, kyc_status, created_at, updated_at)
        select md5('u' || k)::uuid, ${M}, 'seed-' || k, 'Seed', 'User ' || k, 'seed' || k || '@example.com', '+1999' || lpad(k::text, 7, '0'), 'Approved',
-         now() - interval '40 days' + k * interval '1 second', now() - interval '40 days' + k * interval '1 second'
+         ${T0} - interval '40 days' + k * interval '1 second', ${T0} - interval '40 days' + k * interval '1 second'
        from generate_series(1, ${users}) k`,
   );
   await step(
     'wallets',
     `insert into wallets (id, client_id, user_id, status, created_at, updated_at)
-       select md5('w' || k)::uuid, ${M}, md5('u' || k)::uuid, 'Active', now() - interval '40 days' + k * interval '1 second', now() - interval '40 days' + k * interval '1 second'
+       select md5('w' || k)::uuid, ${M}, md5('u' || k)::uuid, 'Active', ${T0} - interval '40 days' + k * interval '1 second', ${T0} - interval '40 days' + k * interval '1 second'
        from generate_series(1, ${users}) k`,
   );
   // Payment i: created (35 days × i / N) after 35 days ago; its status by i % 100: 60 Sent (5 of
@@ -140,7 +148,7 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
   // 10 Failed, 5 Canceled, 5 Returned.
   const base = `select i, ts, md5('u' || (1 + i % ${users}))::uuid as user_id, md5('w' || (1 + i % ${users}))::uuid as wallet_id,
        100 + (i::bigint * 7919) % 50000 as amount, i % 100 as r
-     from (select i, now() - interval '35 days' * ((${N} - i)::float8 / ${N}) as ts from generate_series(1, ${N}) i) g`;
+     from (select i, ${T0} - interval '35 days' * ((${N} - i)::float8 / ${N}) as ts from generate_series(1, ${N}) i) g`;
   await step(
     'payment intents',
     `insert into payment_intents (id, client_id, wallet_id, user_id, amount, status, reference, initiator, payment_method, balance, expires_at, created_at, updated_at)
@@ -166,8 +174,16 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
        from (select b.*, status, status in ('Sent', 'Processing', 'Returned') as captured
              from (${base}) b, lateral (select case
                when r < 60 then 'Sent' when r < 70 then 'Processing'
-               when r < 80 then case when ts > now() - interval '7 days' then 'Created' else 'Canceled' end
+               when r < 80 then case when ts > ${T0} - interval '7 days' then 'Created' else 'Canceled' end
                when r < 90 then 'Failed' when r < 95 then 'Canceled' else 'Returned' end as status) st) p`,
+  );
+  await step(
+    `payment intents never authorized (${X.toLocaleString('en-US')}: Expired, Canceled, Invalid; 1 in 50 a gift's)`,
+    `insert into payment_intents (id, client_id, wallet_id, user_id, amount, status, reference, initiator, payment_method, balance, expires_at, created_at, updated_at)
+       select ${uuidv7Sql('ts', `'x' || k`)}, ${M}, md5('w' || (1 + k % ${users}))::uuid, md5('u' || (1 + k % ${users}))::uuid, 100 + k % 5000,
+         case when k > ${X} - 20 then 'Promotable' when k % 10 < 7 then 'Expired' when k % 10 < 9 then 'Canceled' else 'Invalid' end, null, 'Merchant',
+         case when k % 50 = 0 then 'Gift' else 'Wallet' end, '{"available": 0, "eligibleReward": 0, "upperLimit": 0}'::jsonb, ts + interval '1 hour', ts, ts
+       from (select k, ${T0} - interval '35 days' * ((${X} - k)::float8 / ${X}) as ts from generate_series(1, ${X}) k) g`,
   );
   await step(
     'events (one per payment)',
@@ -176,6 +192,17 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
          json_build_object('type', 'PaymentCaptured', 'data', json_build_object('id', ${uuidv7Sql('ts', `'p' || i`)}, 'amount', amount, 'walletId', wallet_id))::text, ts
        from (${base}) b`,
   );
+  // Deliveries of 70% of the events to one webhook: 1% of events failed, 0.2% pending (due in
+  // 30 days: nothing is sent during the run), the rest succeeded; 30% have none.
+  await step(
+    'event deliveries',
+    `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, attempt_count, next_attempt_at, last_status_code, completed_at, created_at, updated_at)
+       select ${uuidv7Sql('ts', `'d' || i`)}, ${M}, ${uuidv7Sql('ts', `'e' || i`)}, '${s.webhookId}'::uuid, 'event', state,
+         case when state = 'pending' then 0 else 1 end, case when state = 'pending' then ${T0} + interval '30 days' else ts end,
+         case state when 'succeeded' then 200 when 'failed' then 500 end, case when state <> 'pending' then ts + interval '1 second' end, ts, ts
+       from (select i, ts, case when i % 500 = 69 then 'pending' when i % 100 = 68 then 'failed' else 'succeeded' end as state
+             from (${base}) b where i % 100 < 70) d`,
+  );
   await step(
     `request log (${requests.toLocaleString('en-US')} rows over 7 days)`,
     `insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms, idempotency_key, body, created_at)
@@ -183,7 +210,7 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
          '/api/v1/payment-intents/:intentId/authorize', '/api/v1/payment-intents/' || md5('i' || k)::uuid || '/authorize',
          case when k % 50 = 0 then 404 when k % 20 = 0 then 400 when k % 3 = 0 then 200 else 201 end, 5 + k % 40,
          case when k % 3 <> 0 then 'key-' || k end, '{"data":{"type":"AuthorizePaymentIntent","attributes":{"amount":1000}}}', ts
-       from (select k, now() - interval '7 days' * ((${requests} - k)::float8 / ${requests}) as ts from generate_series(1, ${requests}) k) g`,
+       from (select k, ${T0} - interval '7 days' * ((${requests} - k)::float8 / ${requests}) as ts from generate_series(1, ${requests}) k) g`,
   );
   await step('vacuum analyze', 'vacuum analyze');
   return seconds;
@@ -254,30 +281,46 @@ async function timePage(b: Browser, name: string, path: string, expect = 200): P
   return { name, path, p50: round(pct(times, 50)), p99: round(pct(times, 99)), max: round(times.at(-1)!), bytes };
 }
 
-function pagesOf(s: Seeded): { name: string; path: string; expect?: number }[] {
+/** The id a seeded intent's authorize request was logged under (request-log rows name intent md5('i' || k)). */
+const seededIntent = (k: number) => {
+  const h = createHash('md5').update(`i${k}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+
+function pagesOf(s: Seeded, deepCursorPath: string): { name: string; path: string; expect?: number; mix?: false }[] {
   const m = `/m/${s.clientId}`;
+  const half = Math.floor(s.payments / 2);
   return [
     { name: 'Overview (30 days of charts)', path: m },
     { name: 'Payments, first page', path: `${m}/payments` },
     { name: 'Payments, status Failed', path: `${m}/payments?status=Failed` },
-    { name: 'Payments, status Processing, page 3', path: `${m}/payments?status=Processing&page[offset]=50` },
+    { name: 'Payments, status Processing, 3rd page', path: `${m}/payments?status=Processing&page[offset]=50` },
     { name: 'Payments, channel App:ios', path: `${m}/payments?channel=App:ios` },
     { name: 'Payments, by reference', path: `${m}/payments?reference=${s.reference}` },
-    { name: 'Payments, found by id (303)', path: `${m}/payments?id=${s.paymentId}`, expect: 303 },
+    { name: 'Payments, found by id (303 to the payment)', path: `${m}/payments?id=${s.paymentId}`, expect: 303 },
     { name: 'Payments, offset 10,000', path: `${m}/payments?page[offset]=10000` },
-    { name: `Payments, offset ${(Math.floor(N / 2)).toLocaleString('en-US')}`, path: `${m}/payments?page[offset]=${Math.floor(N / 2)}` },
+    { name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by the Next link (page[after])`, path: deepCursorPath },
+    { name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by page[offset] alone`, path: `${m}/payments?page[offset]=${half}`, mix: false },
     { name: 'A payment: timeline and postings', path: `${m}/payments/${s.paymentId}` },
     { name: 'Payment intents, first page', path: `${m}/intents` },
-    { name: 'Payment intents, status Promotable', path: `${m}/intents?status=Promotable` },
+    { name: 'Payment intents, status Expired', path: `${m}/intents?status=Expired` },
+    { name: 'Payment intents, status Invalid', path: `${m}/intents?status=Invalid` },
+    { name: 'Payment intents, method Gift', path: `${m}/intents?paymentMethod=Gift` },
     { name: 'Users, first page', path: `${m}/users` },
     { name: 'Users, by e-mail', path: `${m}/users?email=seed77@example.com` },
     { name: 'A user', path: `${m}/users/${s.userId}` },
     { name: 'Wallets, first page', path: `${m}/wallets` },
+    { name: "Wallets, by the user's e-mail", path: `${m}/wallets?email=seed77@example.com` },
     { name: 'A wallet: balances and ledger', path: `${m}/wallets/${s.walletId}` },
     { name: 'Events, first page', path: `${m}/events` },
     { name: 'Events, topic PaymentCreated', path: `${m}/events?topic=PaymentCreated` },
+    { name: 'Events, delivery failed', path: `${m}/events?deliveryState=failed` },
+    { name: 'Events, delivery pending', path: `${m}/events?deliveryState=pending` },
+    { name: 'Events, delivery none', path: `${m}/events?deliveryState=none` },
     { name: 'Request log, first page', path: `${m}/requests` },
     { name: 'Request log, status 4xx', path: `${m}/requests?status=4xx` },
+    { name: 'Request log, status 404', path: `${m}/requests?status=404` },
+    { name: "Request log, an intent's path", path: `${m}/requests?path=/api/v1/payment-intents/${seededIntent(777)}` },
   ];
 }
 
@@ -293,7 +336,31 @@ async function concurrent(consoleUrl: string, b: Browser, paths: string[]) {
   return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max, non2xx: result.non2xx, errors: result.errors + result.timeouts };
 }
 
+/**
+ * The yardstick: the 30 days of figures summed from the payments table, as one query (what the
+ * charts would cost without the rollup), timed `times` times on a connection of its own.
+ */
+async function yardstick(s: Seeded, times = 3): Promise<number[]> {
+  const database = await openDatabase({ databaseUrl: s.databaseUrl, dataDir: s.dataDir, poolSize: 3, migrate: false });
+  try {
+    const out: number[] = [];
+    for (let i = 0; i < times; i++) {
+      const t0 = performance.now();
+      await database.db.execute(sql`
+        select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD') as day, count(*), count(*) filter (where status = 'Failed'),
+          sum(amount), coalesce(sum(captured_amount) filter (where status <> 'Failed'), 0), sum(refunded_amount)
+        from payments where client_id = ${s.clientId} and created_at >= now() - interval '30 days' group by 1 order by 1`);
+      out.push(round(performance.now() - t0));
+    }
+    return out;
+  } finally {
+    await database.close();
+  }
+}
+
 async function measure(s: Seeded) {
+  say('Yardstick: the 30 days summed from the payments table…');
+  const sums = await yardstick(s);
   const consolePort = await freePort();
   const coffer: CofferServer & { dataDir: string } = await startCoffer({
     databaseUrl: s.databaseUrl,
@@ -303,19 +370,20 @@ async function measure(s: Seeded) {
   try {
     const consoleUrl = `http://127.0.0.1:${consolePort}`;
     const b = await signIn(consoleUrl, s);
+    // The page before the middle one, by offset once: its Next link goes to the middle by cursor.
+    const before = await b.fetch(`/m/${s.clientId}/payments?page[offset]=${Math.floor(s.payments / 2) - 25}`);
+    const next = /<a rel="next" href="([^"]+)"/.exec(before.body)?.[1]?.replace(/&amp;/g, '&');
+    if (!next) throw new Error('no Next link on the payments page');
     const results: PageResult[] = [];
-    const pages = pagesOf(s);
+    const pages = pagesOf(s, next);
     for (const p of pages) {
       results.push(await timePage(b, p.name, p.path, p.expect));
       say(`  ${p.name}: p50 ${results.at(-1)!.p50} ms, p99 ${results.at(-1)!.p99} ms`);
     }
-    say(`Concurrent: every page in turn, ${CONNECTIONS} connections, ${DURATION_S} s…`);
-    const mixed = await concurrent(
-      consoleUrl,
-      b,
-      pages.filter((p) => !p.expect).map((p) => p.path),
-    );
-    return { results, mixed };
+    const mix = pages.filter((p) => !p.expect && p.mix !== false).map((p) => p.path);
+    say(`Concurrent: ${mix.length} pages in turn, ${CONNECTIONS} connections, ${DURATION_S} s…`);
+    const mixed = await concurrent(consoleUrl, b, mix);
+    return { results, mixed, sums, mixPages: mix.length };
   } finally {
     await coffer.stop();
   }
@@ -345,13 +413,14 @@ if (values.reuse) {
   }
 }
 say('Step 3: the console, signed in as the merchant');
-const { results, mixed } = await measure(s);
+const { results, mixed, sums, mixPages } = await measure(s);
 const rows = results.map((r) => `| ${r.name} | ${r.p50} | ${r.p99} | ${(r.bytes / 1024).toFixed(1)} |`);
 process.stdout.write(
   `\n### Console on ${s.db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'}, ${s.payments.toLocaleString('en-US')} payments (${REQUESTS} sequential requests per page)\n\n` +
     `| page | p50 ms | p99 ms | KB |\n|---|---:|---:|---:|\n${rows.join('\n')}\n\n` +
-    `Every page in turn from ${CONNECTIONS} connections for ${DURATION_S} s: ${mixed.rps} pages/s, p50 ${mixed.p50} ms, p99 ${mixed.p99} ms, ${mixed.non2xx + mixed.errors} non-2xx + errors\n` +
+    `The ${mixPages} pages above but the typed offset, in turn, from ${CONNECTIONS} connections for ${DURATION_S} s: ${mixed.rps} pages/s, p50 ${mixed.p50} ms, p99 ${mixed.p99} ms, ${mixed.non2xx + mixed.errors} non-2xx + errors\n` +
+    `Yardstick: the same 30 days of figures summed from the payments table (one query, no rollup): ${sums.join(', ')} ms\n` +
     `\nMachine: ${machine()}\n`,
 );
-await writeResults(`console-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}`, { machine: machine(), seed: s, requests: REQUESTS, results, mixed });
+await writeResults(`console-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}`, { machine: machine(), seed: s, requests: REQUESTS, results, mixed, yardstickMs: sums });
 if (!values.keep && !values.reuse) await dropDatabases();

@@ -329,6 +329,8 @@ export const eventDeliveries = pgTable(
     index('event_deliveries_client_due_idx').on(t.clientId, t.nextAttemptAt).where(sql`state = 'pending'`),
     index('event_deliveries_event_idx').on(t.eventId),
     index('event_deliveries_webhook_idx').on(t.webhookId).where(sql`state = 'pending'`),
+    // The console's events by delivery state Failed: the merchant's failed deliveries' events.
+    index('event_deliveries_client_failed_idx').on(t.clientId, t.eventId).where(sql`state = 'failed'`),
   ],
 );
 
@@ -770,6 +772,7 @@ export const paymentIntents = pgTable(
   (t) => [
     index('payment_intents_client_idx').on(t.clientId, t.createdAt, t.id),
     index('payment_intents_client_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
+    index('payment_intents_client_method_idx').on(t.clientId, t.paymentMethod, t.createdAt, t.id),
     index('payment_intents_expiring_idx').on(t.expiresAt).where(sql`status = 'Promotable'`),
   ],
 );

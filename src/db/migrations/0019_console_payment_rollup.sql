@@ -19,7 +19,9 @@ CREATE TABLE "console_payment_rollup_deltas" (
 	"refunded" bigint NOT NULL
 );
 --> statement-breakpoint
+CREATE INDEX "event_deliveries_client_failed_idx" ON "event_deliveries" USING btree ("client_id","event_id") WHERE state = 'failed';--> statement-breakpoint
 CREATE INDEX "payment_intents_client_status_idx" ON "payment_intents" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
+CREATE INDEX "payment_intents_client_method_idx" ON "payment_intents" USING btree ("client_id","payment_method","created_at","id");--> statement-breakpoint
 CREATE INDEX "payments_client_status_idx" ON "payments" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
 CREATE INDEX "payments_client_reference_idx" ON "payments" USING btree ("client_id","reference","created_at","id") WHERE reference is not null;--> statement-breakpoint
 CREATE INDEX "payments_client_channel_idx" ON "payments" USING btree ("client_id","channel","created_at","id") WHERE channel is not null;--> statement-breakpoint

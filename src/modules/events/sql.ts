@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
-import { cappedCount } from '../../db/paged.ts';
+import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -87,17 +87,30 @@ export interface EventFilters {
   deliveryState?: EventDeliveryState;
 }
 
-/** A page of events and their total; with `totalCap` (the console), counted no further than the cap (listPaymentRows). */
-export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number } = {}) {
+/** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
+export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   const conds: SQL[] = [eq(events.clientId, clientId)];
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
   if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
   if (f.deliveryState) conds.push(sql`${stateOf} = ${f.deliveryState}`);
+  // Pending and failed events are few among many: found from their deliveries (the partial
+  // indexes event_deliveries_client_due_idx and event_deliveries_client_failed_idx), not by
+  // reading the state of every event.
+  if (f.deliveryState === 'pending') conds.push(sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending')`);
+  if (f.deliveryState === 'failed') conds.push(sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed')`);
   const where = and(...conds);
   if (opts.totalCap !== undefined) {
-    const rows = await db.select({ event: events, state: stateOf }).from(events).where(where).orderBy(desc(events.createdAt), desc(events.id)).limit(page.limit).offset(page.offset);
-    return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), ...(await cappedCount(db, events, where, opts.totalCap)) };
+    return cappedPage(db, {
+      table: events,
+      clientId,
+      where,
+      page,
+      cursor: opts.cursor,
+      totalCap: opts.totalCap,
+      rows: async (w, orderBy, limit, offset) =>
+        (await db.select({ event: events, state: stateOf }).from(events).where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => ({ ...r.event, deliveryState: r.state })),
+    });
   }
   const rows = await db
     .select({ event: events, state: stateOf, total: sql<number>`count(*) over ()`.mapWith(Number) })

@@ -4,7 +4,7 @@ import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
-import { cappedCount } from '../../db/paged.ts';
+import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
@@ -109,10 +109,11 @@ export type PaymentSortField = keyof typeof SORTABLE;
 export const PAYMENT_SORT_FIELDS = Object.keys(SORTABLE) as PaymentSortField[];
 
 /**
- * A page of payments and their total. With `totalCap` (the console), the total is counted no
- * further than the cap (`capped` says there are more), so a page costs only its rows.
+ * A page of payments and their total. With `totalCap` (the console), newest first, the total
+ * counted no further than the cap (`capped` says there are more) and the page found by `cursor`
+ * when given, so a page costs only its rows (cappedPage). Each filter is a range of one index.
  */
-export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number } = {}) {
+export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   const conds: SQL[] = [eq(payments.clientId, clientId)];
   if (f.status) conds.push(eq(payments.status, f.status));
   if (f.paymentIntentId) conds.push(eq(payments.intentId, f.paymentIntentId));
@@ -121,8 +122,16 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   const where = and(...conds);
   const order = [...sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
   if (opts.totalCap !== undefined) {
-    const rows = await db.select().from(payments).where(where).orderBy(...order).limit(page.limit).offset(page.offset);
-    return { rows, ...(await cappedCount(db, payments, where, opts.totalCap)) };
+    // The console: newest first, by cursor or offset (cappedPage).
+    return cappedPage(db, {
+      table: payments,
+      clientId,
+      where,
+      page,
+      cursor: opts.cursor,
+      totalCap: opts.totalCap,
+      rows: (w, orderBy, limit, offset) => db.select().from(payments).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+    });
   }
   const rows = await db
     .select({ p: payments, total: sql<number>`count(*) over ()`.mapWith(Number) })
