@@ -80,6 +80,38 @@ const stateOf = sql<EventDeliveryState>`(
     else 'none'
   end)`;
 
+/**
+ * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
+ * those), as conditions that read indexes: a pending or failed event is found from the merchant's
+ * deliveries in that state (the partial indexes event_deliveries_client_due_idx and
+ * event_deliveries_client_failed_idx: few among many), a succeeded or none event by one probe of
+ * event_deliveries_event_idx per event read, never by evaluating the whole state of each.
+ */
+function hasDeliveryState(clientId: string, state: EventDeliveryState): SQL {
+  const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
+  switch (state) {
+    case 'pending':
+      return sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending')`;
+    case 'failed':
+      return sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed') and not exists (${delivery("'pending'")})`;
+    case 'succeeded':
+      return sql`exists (${delivery("'succeeded'")}) and not exists (${delivery("'pending', 'failed'")})`;
+    case 'none':
+      return sql`not exists (${delivery("'pending', 'failed', 'succeeded'")})`;
+  }
+}
+
+/** How many of the merchant's events are pending (or failed), counted up to `cap` from their deliveries. */
+async function countByDeliveryState(db: Executor, clientId: string, state: 'pending' | 'failed', cap: number): Promise<{ total: number; capped: boolean }> {
+  const notPending = state === 'failed' ? sql`and not exists (select 1 from event_deliveries p where p.event_id = d.event_id and p.state = 'pending')` : sql``;
+  const [c] = rowsOf<{ n: number | string }>(
+    await db.execute(sql`select count(*) as n from (
+      select distinct d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = ${sql.raw(`'${state}'`)} ${notPending} limit ${cap + 1}) x`),
+  );
+  const n = Number(c?.n ?? 0);
+  return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
+}
+
 export interface EventFilters {
   topic?: string;
   createdAfter?: Date;
@@ -93,12 +125,7 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
   if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
-  if (f.deliveryState) conds.push(sql`${stateOf} = ${f.deliveryState}`);
-  // Pending and failed events are few among many: found from their deliveries (the partial
-  // indexes event_deliveries_client_due_idx and event_deliveries_client_failed_idx), not by
-  // reading the state of every event.
-  if (f.deliveryState === 'pending') conds.push(sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending')`);
-  if (f.deliveryState === 'failed') conds.push(sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed')`);
+  if (f.deliveryState) conds.push(hasDeliveryState(clientId, f.deliveryState));
   const where = and(...conds);
   if (opts.totalCap !== undefined) {
     return cappedPage(db, {
@@ -110,6 +137,10 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
       totalCap: opts.totalCap,
       rows: async (w, orderBy, limit, offset) =>
         (await db.select({ event: events, state: stateOf }).from(events).where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => ({ ...r.event, deliveryState: r.state })),
+      // Pending or failed alone: counted from the deliveries' partial index, not through the events.
+      ...((f.deliveryState === 'pending' || f.deliveryState === 'failed') && !f.topic && !f.createdAfter && !f.createdBefore
+        ? { count: (_w: SQL | undefined, cap: number) => countByDeliveryState(db, clientId, f.deliveryState as 'pending' | 'failed', cap) }
+        : {}),
     });
   }
   const rows = await db
