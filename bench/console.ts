@@ -192,15 +192,18 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
          json_build_object('type', 'PaymentCaptured', 'data', json_build_object('id', ${uuidv7Sql('ts', `'p' || i`)}, 'amount', amount, 'walletId', wallet_id))::text, ts
        from (${base}) b`,
   );
-  // Deliveries of 70% of the events to one webhook: 1% of events failed, 0.2% pending (due in
-  // 30 days: nothing is sent during the run), the rest succeeded; 30% have none.
+  // Deliveries of 70% of the events to one webhook, as a receiver's history leaves them: the
+  // newest 2,000 pending (the backlog; due in 30 days, so nothing is sent during the run), a
+  // third of a day's failed 11 to 12 days ago (an outage: failed after three days of retries),
+  // the rest succeeded; 30% have none.
   await step(
     'event deliveries',
     `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, attempt_count, next_attempt_at, last_status_code, completed_at, created_at, updated_at)
        select ${uuidv7Sql('ts', `'d' || i`)}, ${M}, ${uuidv7Sql('ts', `'e' || i`)}, '${s.webhookId}'::uuid, 'event', state,
          case when state = 'pending' then 0 else 1 end, case when state = 'pending' then ${T0} + interval '30 days' else ts end,
          case state when 'succeeded' then 200 when 'failed' then 500 end, case when state <> 'pending' then ts + interval '1 second' end, ts, ts
-       from (select i, ts, case when i % 500 = 69 then 'pending' when i % 100 = 68 then 'failed' else 'succeeded' end as state
+       from (select i, ts, case when i > ${N} - 2000 then 'pending'
+               when ts between ${T0} - interval '12 days' and ${T0} - interval '11 days' and i % 3 = 0 then 'failed' else 'succeeded' end as state
              from (${base}) b where i % 100 < 70) d`,
   );
   await step(

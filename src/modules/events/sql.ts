@@ -82,18 +82,23 @@ const stateOf = sql<EventDeliveryState>`(
 
 /**
  * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
- * those), as conditions that read indexes: a pending or failed event is found from the merchant's
- * deliveries in that state (the partial indexes event_deliveries_client_due_idx and
- * event_deliveries_client_failed_idx: few among many), a succeeded or none event by one probe of
- * event_deliveries_event_idx per event read, never by evaluating the whole state of each.
+ * those), as conditions that read indexes: pending and failed events are found from the
+ * merchant's deliveries in that state (the partial indexes event_deliveries_client_due_idx and
+ * event_deliveries_client_failed_idx: few among many, a cost of their number), a succeeded or
+ * none event by one probe of event_deliveries_event_idx per event read (the states most events
+ * are in: a page fills within its first rows).
  */
 function hasDeliveryState(clientId: string, state: EventDeliveryState): SQL {
   const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
   switch (state) {
+    // An array, not IN (…): the events are then read by id from the deliveries' list, at a cost
+    // of the deliveries in that state, where the planner would otherwise read the newest events
+    // until enough match (a delivery fails after three days of retries: every event since then
+    // first).
     case 'pending':
-      return sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending')`;
+      return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending'))`;
     case 'failed':
-      return sql`"events"."id" in (select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed') and not exists (${delivery("'pending'")})`;
+      return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed')) and not exists (${delivery("'pending'")})`;
     case 'succeeded':
       return sql`exists (${delivery("'succeeded'")}) and not exists (${delivery("'pending', 'failed'")})`;
     case 'none':
