@@ -153,7 +153,7 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
     'payment intents',
     `insert into payment_intents (id, client_id, wallet_id, user_id, amount, status, reference, initiator, payment_method, balance, expires_at, created_at, updated_at)
        select ${uuidv7Sql('ts', `'i' || i`)}, ${M}, wallet_id, user_id, amount,
-         case when r between 80 and 89 then 'Promotable' else 'PromotedToPayment' end, 'order-' || i, 'Merchant', 'Wallet',
+         'PromotedToPayment', 'order-' || i, 'Merchant', 'Wallet',
          '{"available": 0, "eligibleReward": 0, "upperLimit": 0}'::jsonb, ts + interval '1 hour', ts, ts
        from (${base}) b`,
   );
