@@ -830,8 +830,8 @@ export const payments = pgTable(
   (t) => [
     index('payments_client_idx').on(t.clientId, t.createdAt, t.id),
     // The console's and the API's filters, each a range of one index in the list's order.
-    index('payments_client_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
-    index('payments_client_reference_idx').on(t.clientId, t.reference, t.createdAt, t.id).where(sql`reference is not null`),
+    index('payments_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
+    index('payments_reference_idx').on(t.clientId, t.reference, t.createdAt, t.id).where(sql`reference is not null`),
     index('payments_client_channel_idx').on(t.clientId, t.channel, t.createdAt, t.id).where(sql`channel is not null`),
     index('payments_intent_idx').on(t.intentId),
     index('payments_expiring_idx').on(t.expiresAt).where(sql`status = 'Created'`),

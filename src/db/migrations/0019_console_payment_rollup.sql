@@ -19,15 +19,15 @@ CREATE TABLE "console_payment_rollup_deltas" (
 	"refunded" bigint NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX "event_deliveries_client_failed_idx" ON "event_deliveries" USING btree ("client_id","event_id") WHERE state = 'failed';--> statement-breakpoint
-CREATE INDEX "payment_intents_client_status_idx" ON "payment_intents" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
-CREATE INDEX "payment_intents_client_method_idx" ON "payment_intents" USING btree ("client_id","payment_method","created_at","id");--> statement-breakpoint
-CREATE INDEX "payments_client_status_idx" ON "payments" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
-CREATE INDEX "payments_client_reference_idx" ON "payments" USING btree ("client_id","reference","created_at","id") WHERE reference is not null;--> statement-breakpoint
-CREATE INDEX "payments_client_channel_idx" ON "payments" USING btree ("client_id","channel","created_at","id") WHERE channel is not null;--> statement-breakpoint
-CREATE INDEX "request_log_client_class_idx" ON "request_log" USING btree ("client_id",("status" / 100),"created_at","id");--> statement-breakpoint
-CREATE INDEX "request_log_client_path_idx" ON "request_log" USING btree ("client_id","path" text_pattern_ops);--> statement-breakpoint
-CREATE INDEX "request_log_client_method_idx" ON "request_log" USING btree ("client_id","method","created_at","id");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "event_deliveries_client_failed_idx" ON "event_deliveries" USING btree ("client_id","event_id") WHERE state = 'failed';--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "payment_intents_client_status_idx" ON "payment_intents" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "payment_intents_client_method_idx" ON "payment_intents" USING btree ("client_id","payment_method","created_at","id");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "payments_status_idx" ON "payments" USING btree ("client_id","status","created_at","id");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "payments_reference_idx" ON "payments" USING btree ("client_id","reference","created_at","id") WHERE reference is not null;--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "payments_client_channel_idx" ON "payments" USING btree ("client_id","channel","created_at","id") WHERE channel is not null;--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "request_log_client_class_idx" ON "request_log" USING btree ("client_id",("status" / 100),"created_at","id");--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "request_log_client_path_idx" ON "request_log" USING btree ("client_id","path" text_pattern_ops);--> statement-breakpoint
+CREATE INDEX IF NOT EXISTS "request_log_client_method_idx" ON "request_log" USING btree ("client_id","method","created_at","id");--> statement-breakpoint
 -- What a statement on payments changed, per merchant and UTC hour of creation, appended to the
 -- deltas (docs/decisions.md#the-consoles-charts): an insert adds its rows, a delete takes them
 -- away, an update takes the rows as they were away and adds them as they are (a status that
