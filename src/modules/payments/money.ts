@@ -195,6 +195,22 @@ export async function captureGift(tx: Executor, r: Ref & { giftId: string; captu
   }, r.batch, { locked: r.locked });
 }
 
+/** The card network's hold on a gift ends uncaptured (the payment is canceled or expires): all of it is available again. */
+export async function releaseGift(tx: Executor, r: Ref & { giftId: string; amount: number }): Promise<void> {
+  const g = await giftAccounts(tx, r.giftId);
+  await postEntry(tx, {
+    clientId: r.clientId,
+    kind: 'gift.release',
+    refType: r.refType,
+    refId: r.refId,
+    now: r.now,
+    postings: [
+      { accountId: g['gift.reserved'], amount: -r.amount },
+      { accountId: g['gift.available'], amount: r.amount },
+    ],
+  }, r.batch, { locked: r.locked });
+}
+
 /** Disbursements leave the merchant's settlement for the counterparties' balances. */
 export async function disburse(tx: Executor, r: Ref & { disbursement: { counterpartyId: string; amount: number }[]; ext: Record<ClientCode, string> }): Promise<void> {
   if (r.disbursement.length === 0) return;
