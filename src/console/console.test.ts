@@ -3,48 +3,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
-import { ADMIN_TOKEN, createTestApp, createUser, randomIp, type Merchant, type TestApp } from '../test/harness.ts';
+import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
+import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
-
-interface Browser {
-  cookies: Map<string, string>;
-  ip: string;
-}
-
-const browser = (): Browser => ({ cookies: new Map(), ip: randomIp() });
-
-async function call(app: App, b: Browser, method: 'GET' | 'POST', url: string, form?: Record<string, string>) {
-  const res = await app.inject({
-    method,
-    url,
-    remoteAddress: b.ip,
-    headers: {
-      cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-      ...(form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
-    },
-    ...(form ? { payload: new URLSearchParams(form).toString() } : {}),
-  });
-  const set = res.headers['set-cookie'];
-  for (const c of set === undefined ? [] : Array.isArray(set) ? set : [set]) {
-    const [pair] = c.split(';');
-    const [name, value] = pair!.split('=') as [string, string];
-    if (value === '' || /Max-Age=0/.test(c)) b.cookies.delete(name);
-    else b.cookies.set(name, value);
-  }
-  return res;
-}
-
-const csrfOf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] ?? '';
-
-async function signIn(app: App, b: Browser, fields: Record<string, string>) {
-  const form = await call(app, b, 'GET', '/sign-in');
-  return call(app, b, 'POST', '/sign-in', { _csrf: csrfOf(form.body), ...fields });
-}
 
 describe('console', () => {
   let t: TestApp;
@@ -215,6 +182,73 @@ describe('console', () => {
     const paged = await call(app, b, 'GET', `${base}/events?page[limit]=1`);
     assert.match(paged.body, /1–1 of \d+/);
     assert.match(paged.body, /rel="next"/);
+  });
+
+  test('events by delivery state: the same events and totals as the API; a failed delivery moves its event', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const apiList = async (state: string) => (await t.request('GET', `/api/v1/webhook-events?filter[deliveryState]=${state}&page[limit]=50`, { as: a })).body;
+    const consoleList = async (state: string) => {
+      const res = await call(app, b, 'GET', `/m/${a.clientId}/events?deliveryState=${state}&page[limit]=50`);
+      assert.equal(res.statusCode, 200);
+      return { ids: [...res.body.matchAll(/\/events\/([0-9a-f-]{36})"/g)].map((x) => x[1]!), total: /of ([\d,]+)/.exec(res.body)?.[1] ?? '0' };
+    };
+    const same = async (state: string) => {
+      const [api, page] = [await apiList(state), await consoleList(state)];
+      assert.deepEqual(page.ids, api.data.map((e: { id: string }) => e.id), state);
+      assert.equal(page.total, String(api.meta.total), state);
+      return page;
+    };
+    // No delivery job runs here: the webhook's deliveries wait.
+    const pending = await same('pending');
+    assert.ok(pending.ids.length > 0);
+    await same('none');
+    const failedId = pending.ids[0]!;
+    await t.ctx.db.execute(sql`update event_deliveries set state = 'failed', next_attempt_at = now() where event_id = ${failedId}`);
+    assert.deepEqual((await same('failed')).ids, [failedId]);
+    assert.ok(!(await same('pending')).ids.includes(failedId));
+    await t.ctx.db.execute(sql`update event_deliveries set state = 'succeeded' where event_id = ${failedId}`);
+    assert.deepEqual((await same('succeeded')).ids, [failedId]);
+    assert.deepEqual((await same('failed')).ids, []);
+  });
+
+  test('lists page by cursor: Next and Previous links walk the same rows as page[offset]', async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const base = `/m/${a.clientId}/events`;
+    const idsOf = (body: string) => [...body.matchAll(/\/events\/([0-9a-f-]{36})"/g)].map((x) => x[1]!);
+    const all = idsOf((await call(app, b, 'GET', `${base}?page[limit]=50`)).body);
+    assert.ok(all.length >= 4, 'enough events to page through');
+    let page = await call(app, b, 'GET', `${base}?page[limit]=2`);
+    const walked: string[] = [];
+    const seen: string[] = [];
+    for (;;) {
+      walked.push(...idsOf(page.body));
+      seen.push(/<p class="pager">([^<]*)/.exec(page.body)![1]!.trim());
+      const next = /<a rel="next" href="([^"]+)"/.exec(page.body)?.[1]?.replace(/&amp;/g, '&');
+      if (!next) break;
+      assert.match(next, /page%5Bafter%5D=|page\[after\]=/);
+      page = await call(app, b, 'GET', next);
+    }
+    assert.deepEqual(walked, all);
+    assert.match(seen[1]!, /^3–4 of /);
+    // Back from the last page by Previous links, to the first page (a link without a cursor).
+    const back: string[] = [];
+    for (;;) {
+      const prev = /<a rel="prev" href="([^"]+)"/.exec(page.body)?.[1]?.replace(/&amp;/g, '&');
+      if (!prev) break;
+      page = await call(app, b, 'GET', prev);
+      back.unshift(...idsOf(page.body));
+    }
+    assert.deepEqual(back, all.slice(0, back.length));
+    assert.deepEqual(idsOf(page.body), all.slice(0, 2));
+    // page[offset] alone (the rows skipped in the index, the page read by id) gives the same rows.
+    for (const offset of [1, 2, 3]) assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?page[limit]=2&page[offset]=${offset}`)).body), all.slice(offset, offset + 2));
+    const pending = idsOf((await call(app, b, 'GET', `${base}?deliveryState=pending&page[limit]=50`)).body);
+    assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?deliveryState=pending&page[limit]=2&page[offset]=1`)).body), pending.slice(1, 3));
+    // A cursor that is not one of this merchant's rows shows nothing; one that is not an id is ignored.
+    assert.match((await call(app, b, 'GET', `${base}?page[after]=${randomUUID()}`)).body, /class="pager">None/);
+    assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?page[after]=nope&page[limit]=50`)).body), all);
   });
 
   test('replay an event: a replay delivery is queued', async () => {

@@ -89,12 +89,33 @@ export function table(headers: string[], rows: Part[][], empty = 'Nothing here y
   return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>`;
 }
 
-/** Previous/next links over a list paged like the API (page[offset], page[limit]); the total may be capped ("10,000+"). */
-export function pager(path: string, query: Record<string, string | undefined>, page: { limit: number; offset: number }, total: number, capped = false): Html {
-  const link = (offset: number) => `${path}${queryString({ ...query, 'page[offset]': offset, 'page[limit]': page.limit === 25 ? undefined : page.limit })}`;
+/**
+ * Previous/next links over a list paged like the API (page[offset], page[limit]); the total may
+ * be capped ("10,000+"). With `cursors` (a console list's page: cappedPage), the links start
+ * next to this page's first or last row (page[before], page[after]), so the next page costs its
+ * own rows however deep it is; page[offset] still numbers the rows.
+ */
+export function pager(
+  path: string,
+  query: Record<string, string | undefined>,
+  page: { limit: number; offset: number },
+  total: number,
+  capped = false,
+  cursors?: { rows: number; next?: string; prev?: string },
+): Html {
+  const link = (offset: number | undefined, cursor: Record<string, string | undefined> = {}) =>
+    `${path}${queryString({ ...query, ...cursor, 'page[offset]': offset, 'page[limit]': page.limit === 25 ? undefined : page.limit })}`;
+  const prevOffset = Math.max(0, page.offset - page.limit);
+  if (cursors) {
+    // A page before which nothing comes is the first, whatever page[offset] said.
+    const first = cursors.prev ? page.offset : 0;
+    return html`<p class="pager">${cursors.rows === 0 ? 'None' : `${first + 1}–${first + cursors.rows} of ${total.toLocaleString('en-US')}${capped ? '+' : ''}`}
+${cursors.prev ? html` <a rel="prev" href="${page.offset > 0 && prevOffset === 0 ? link(undefined) : link(prevOffset || undefined, { 'page[before]': cursors.prev })}">← Previous</a>` : ''}
+${cursors.next ? html` <a rel="next" href="${link(first + page.limit, { 'page[after]': cursors.next })}">Next →</a>` : ''}</p>`;
+  }
   const last = Math.min(page.offset + page.limit, total);
   return html`<p class="pager">${total === 0 ? 'None' : `${page.offset + 1}–${last} of ${total.toLocaleString('en-US')}${capped ? '+' : ''}`}
-${page.offset > 0 ? html` <a rel="prev" href="${link(Math.max(0, page.offset - page.limit))}">← Previous</a>` : ''}
+${page.offset > 0 ? html` <a rel="prev" href="${link(prevOffset)}">← Previous</a>` : ''}
 ${page.offset + page.limit < total ? html` <a rel="next" href="${link(page.offset + page.limit)}">Next →</a>` : ''}</p>`;
 }
 

@@ -3,6 +3,7 @@
 // the modules' own queries, scoped by client; actions through their domain functions.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import type { CappedPage, Cursor } from '../db/paged.ts';
 import { ApiError } from '../http/errors.ts';
 import { MAX_PAGE_LIMIT, MAX_PAGE_OFFSET, type Page } from '../http/paging.ts';
 import type { App } from '../http/server.ts';
@@ -11,19 +12,20 @@ import { balancesOf, WALLET_CODES } from '../ledger/accounts.ts';
 import type { ClientRow } from '../modules/clients/sql.ts';
 import { resolveSettings } from '../modules/clients/settings.ts';
 import { replayEvent } from '../modules/events/domain.ts';
-import { deliveriesOf, findEvent, listEventRows } from '../modules/events/sql.ts';
+import { deliveriesOf, findEvent, listEventRows, type EventRow } from '../modules/events/sql.ts';
 import { TOPICS } from '../modules/events/topics.ts';
 import { simulateKycDecision } from '../modules/kyc/domain.ts';
 import { latestApplication } from '../modules/kyc/sql.ts';
-import { findIntent, listIntentRows } from '../modules/payment-intents/sql.ts';
+import { INTENT_STATUSES } from '../modules/payment-intents/schemas.ts';
+import { findIntent, listIntentRows, type IntentRow } from '../modules/payment-intents/sql.ts';
 import { failBankPull, networkAuthorize, networkCapture, settlePaymentNow } from '../modules/payments/domain.ts';
-import { attemptsOfPayment, dailyPaymentStats, findPayment, listPaymentRows, paymentIdsOfIntent } from '../modules/payments/sql.ts';
+import { attemptsOfPayment, dailyPaymentStats, findPayment, listPaymentRows, paymentIdsOfIntent, type PaymentRow } from '../modules/payments/sql.ts';
 import { renderContext } from '../modules/payment-intents/routes.ts';
 import { findRequestRow, listRequestRows } from '../modules/request-log/sql.ts';
 import { clearPendingDeposits } from '../modules/transactions/domain.ts';
 import { listTransactionRows } from '../modules/transactions/sql.ts';
-import { findUser, listUserRows } from '../modules/users/sql.ts';
-import { findWallet, findWalletOfUser, listWalletRows } from '../modules/wallets/sql.ts';
+import { consoleUserRows, findUser } from '../modules/users/sql.ts';
+import { consoleWalletRows, findWallet, findWalletOfUser } from '../modules/wallets/sql.ts';
 import { listWebhookRows } from '../modules/webhooks/sql.ts';
 import { listWithdrawalRows } from '../modules/withdrawals/sql.ts';
 import { isUuid, merchantOf, notFound } from './auth.ts';
@@ -35,8 +37,6 @@ import type { SessionRow } from './session.ts';
 const TOTAL_CAP = 10_000;
 const CONSOLE_PAGE = 25;
 const CHART_DAYS = 30;
-/** Charts are computed at most once a minute per merchant. */
-const CHART_TTL_MS = 60_000;
 
 type Q = Record<string, string | undefined>;
 
@@ -46,6 +46,20 @@ function pageOf(q: Q): Page {
   return { limit, offset };
 }
 
+/** The page's cursor (the pager's links: page[after], page[before]); a value that is not an id is none. */
+function cursorOf(q: Q): Cursor | undefined {
+  const before = q['page[before]'];
+  const after = q['page[after]'];
+  if (isUuid(before)) return { before };
+  if (isUuid(after)) return { after };
+  return undefined;
+}
+
+/** What a list page passes to its query: a capped total and the cursor. */
+const listing = (q: Q) => ({ totalCap: TOTAL_CAP, cursor: cursorOf(q) });
+/** The pager's part of a capped page. */
+const around = (r: CappedPage<unknown>) => ({ rows: r.rows.length, next: r.next, prev: r.prev });
+
 /** A filter value from the query (trimmed; empty is none; bounded). */
 const f = (q: Q, name: string) => {
   const v = q[name]?.trim();
@@ -54,7 +68,7 @@ const f = (q: Q, name: string) => {
 const oneOf = <T extends string>(v: string | undefined, allowed: readonly T[]) => (v && (allowed as readonly string[]).includes(v) ? (v as T) : undefined);
 
 const PAYMENT_STATUSES = ['Created', 'Processing', 'Sent', 'Failed', 'Canceled', 'Returned'] as const;
-const INTENT_STATUSES = ['Promotable', 'RequiresAction', 'Succeeded', 'Canceled', 'Expired', 'Failed'] as const;
+const PAYMENT_METHODS = ['Wallet', 'Gift'] as const;
 const DELIVERY_STATES = ['pending', 'succeeded', 'failed', 'none'] as const;
 
 interface View {
@@ -70,7 +84,6 @@ interface View {
 export function merchantRoutes(app: App, ctx: AppContext): void {
   const rc = renderContext(ctx);
   const sandbox = ctx.config.environment === 'sandbox';
-  const chartCache = new Map<string, { at: number; html: Html }>();
 
   const page = (path: string, render: (v: View) => Promise<Html | string>) => {
     app.get(`/m/:clientId${path}`, async (req, reply) => {
@@ -130,23 +143,26 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
 
   // ----- overview: charts of volume and success rate -----------------------------------------
   page('', async (v) => {
-    const cached = chartCache.get(v.client.id);
-    let charts: Html;
-    if (cached && Date.now() - cached.at < CHART_TTL_MS) charts = cached.html;
-    else {
-      const now = ctx.clock.now();
-      const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000);
-      const stats = new Map((await dailyPaymentStats(ctx.db, v.client.id, since)).map((s) => [s.day, s]));
-      const days = Array.from({ length: CHART_DAYS }, (_, i) => new Date(since.getTime() + i * 86_400_000).toISOString().slice(0, 10));
-      const totals = days.reduce((a, d) => ({ count: a.count + (stats.get(d)?.count ?? 0), failed: a.failed + (stats.get(d)?.failed ?? 0), captured: a.captured + (stats.get(d)?.captured ?? 0) }), { count: 0, failed: 0, captured: 0 });
-      charts = html`<div class="cards"><div class="card">Payments, ${CHART_DAYS} days<b>${totals.count.toLocaleString('en-US')}</b></div>
-<div class="card">Captured<b>${money(totals.captured)}</b></div>
-<div class="card">Success rate<b>${totals.count ? `${(((totals.count - totals.failed) / totals.count) * 100).toFixed(1)}%` : '—'}</b></div></div>
+    // From the hourly rollup of the merchant's payments (dailyPaymentStats): exact, and the
+    // same few hundred rows to read whether the merchant has a hundred payments or millions.
+    const now = ctx.clock.now();
+    const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000);
+    const stats = new Map((await dailyPaymentStats(ctx.db, v.client.id, since)).map((s) => [s.day, s]));
+    const days = Array.from({ length: CHART_DAYS }, (_, i) => new Date(since.getTime() + i * 86_400_000).toISOString().slice(0, 10));
+    const totals = { count: 0, failed: 0, captured: 0, refunded: 0 };
+    for (const s of stats.values()) {
+      totals.count += s.count;
+      totals.failed += s.failed;
+      totals.captured += s.captured;
+      totals.refunded += s.refunded;
+    }
+    const charts = html`<div class="cards"><div class="card">Payments, ${CHART_DAYS} days<b data-figure="payments">${totals.count.toLocaleString('en-US')}</b></div>
+<div class="card">Captured<b data-figure="captured">${money(totals.captured)}</b></div>
+<div class="card">Refunded<b data-figure="refunded">${money(totals.refunded)}</b></div>
+<div class="card">Success rate<b data-figure="success-rate">${totals.count ? `${(((totals.count - totals.failed) / totals.count) * 100).toFixed(1)}%` : '—'}</b></div></div>
 ${barChart('Captured volume per day (UTC)', days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.captured ?? 0 })), money)}
 ${barChart('Payments per day', days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.count ?? 0 })), (n) => n.toLocaleString('en-US'))}
 ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { const s = stats.get(d); return { label: d.slice(5), value: s && s.count > 0 ? (s.count - s.failed) / s.count : null }; }))}`;
-      chartCache.set(v.client.id, { at: Date.now(), html: charts });
-    }
     return titled(
       v.client.name,
       html`${dl([
@@ -161,7 +177,7 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   page('/users', async (v) => {
     const p = pageOf(v.q);
     const filters = { email: f(v.q, 'email'), phoneNumber: f(v.q, 'phoneNumber'), referenceId: f(v.q, 'referenceId') };
-    const { rows, total } = await listUserRows(ctx.db, v.client.id, filters, p);
+    const r = await consoleUserRows(ctx.db, v.client.id, filters, p, listing(v.q));
     return titled(
       'Users',
       html`${filterForm(`${v.base}/users`, [
@@ -170,8 +186,8 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'referenceId', label: 'Reference', value: filters.referenceId },
       ])}${table(
         ['User', 'Name', 'E-mail', 'Phone', 'KYC', 'Created'],
-        rows.map((u) => [html`<a class="id" href="${v.base}/users/${u.id}">${u.id}</a>`, [u.firstName, u.lastName].filter(Boolean).join(' '), u.email, u.phoneNumber, badge(u.kycStatus), when(u.createdAt)]),
-      )}${pager(`${v.base}/users`, { ...filters }, p, total)}`,
+        r.rows.map((u) => [html`<a class="id" href="${v.base}/users/${u.id}">${u.id}</a>`, [u.firstName, u.lastName].filter(Boolean).join(' '), u.email, u.phoneNumber, badge(u.kycStatus), when(u.createdAt)]),
+      )}${pager(`${v.base}/users`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
 
@@ -226,8 +242,8 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   page('/wallets', async (v) => {
     const p = pageOf(v.q);
     const filters = { email: f(v.q, 'email'), phoneNumber: f(v.q, 'phoneNumber'), referenceId: f(v.q, 'referenceId') };
-    const { rows, total } = await listWalletRows(ctx.db, v.client.id, filters, p);
-    const balances = await balancesOf(ctx.db, 'wallet', rows.map((w) => w.id));
+    const r = await consoleWalletRows(ctx.db, v.client.id, filters, p, listing(v.q));
+    const balances = await balancesOf(ctx.db, 'wallet', r.rows.map((w) => w.id));
     const sum = (b: Record<string, number> | undefined, suffix: string) => WALLET_CODES.filter((c) => c.endsWith(suffix)).reduce((a, c) => a + (b?.[c] ?? 0), 0);
     return titled(
       'Wallets',
@@ -237,11 +253,11 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'referenceId', label: "User's reference", value: filters.referenceId },
       ])}${table(
         ['Wallet', 'User', 'Status', 'Available', 'Pending', 'Reserved', 'Created'],
-        rows.map((w) => {
+        r.rows.map((w) => {
           const b = balances.get(w.id);
           return [html`<a class="id" href="${v.base}/wallets/${w.id}">${w.id}</a>`, html`<a class="id" href="${v.base}/users/${w.userId}">${w.userId}</a>`, badge(w.status), money(sum(b, '.available')), money(sum(b, '.pending')), money(sum(b, '.reserved')), when(w.createdAt)];
         }),
-      )}${pager(`${v.base}/wallets`, { ...filters }, p, total)}`,
+      )}${pager(`${v.base}/wallets`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
 
@@ -297,17 +313,17 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   // ----- payment intents ---------------------------------------------------------------------
   page('/intents', async (v) => {
     const p = pageOf(v.q);
-    const filters = { status: oneOf(f(v.q, 'status'), INTENT_STATUSES), paymentMethod: f(v.q, 'paymentMethod') };
-    const { rows, total } = await listIntentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, ctx.clock.now());
+    const filters = { status: oneOf(f(v.q, 'status'), INTENT_STATUSES), paymentMethod: oneOf(f(v.q, 'paymentMethod'), PAYMENT_METHODS) };
+    const r = (await listIntentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, ctx.clock.now(), listing(v.q))) as CappedPage<IntentRow>;
     return titled(
       'Payment intents',
       html`${filterForm(`${v.base}/intents`, [
         { name: 'status', label: 'Status', value: filters.status, options: [...INTENT_STATUSES] },
-        { name: 'paymentMethod', label: 'Payment method', value: filters.paymentMethod },
+        { name: 'paymentMethod', label: 'Payment method', value: filters.paymentMethod, options: [...PAYMENT_METHODS] },
       ])}${table(
         ['Intent', 'Status', 'Amount', 'Method', 'Reference', 'Created'],
-        rows.map((i) => [html`<a class="id" href="${v.base}/intents/${i.id}">${i.id}</a>`, badge(i.status), money(i.amount), i.paymentMethod, i.reference, when(i.createdAt)]),
-      )}${pager(`${v.base}/intents`, { status: filters.status, paymentMethod: filters.paymentMethod }, p, total)}`,
+        r.rows.map((i) => [html`<a class="id" href="${v.base}/intents/${i.id}">${i.id}</a>`, badge(i.status), money(i.amount), i.paymentMethod, i.reference, when(i.createdAt)]),
+      )}${pager(`${v.base}/intents`, { status: filters.status, paymentMethod: filters.paymentMethod }, p, r.total, r.capped, around(r))}`,
     );
   });
 
@@ -345,7 +361,7 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     }
     const p = pageOf(v.q);
     const filters = { status: oneOf(f(v.q, 'status'), PAYMENT_STATUSES), reference: f(v.q, 'reference'), channel: f(v.q, 'channel') };
-    const { rows, total, capped } = await listPaymentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, { totalCap: TOTAL_CAP });
+    const r = (await listPaymentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, listing(v.q))) as CappedPage<PaymentRow>;
     return titled(
       'Payments',
       html`${filterForm(`${v.base}/payments`, [
@@ -355,8 +371,8 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'channel', label: 'Channel', value: filters.channel },
       ])}${table(
         ['Payment', 'Status', 'Amount', 'Captured', 'Rail', 'Reference', 'Created'],
-        rows.map((x) => [html`<a class="id" href="${v.base}/payments/${x.id}">${x.id}</a>`, badge(x.status), money(x.amount), money(x.capturedAmount), x.rail, x.reference, when(x.createdAt)]),
-      )}${pager(`${v.base}/payments`, { ...filters }, p, total, capped)}`,
+        r.rows.map((x) => [html`<a class="id" href="${v.base}/payments/${x.id}">${x.id}</a>`, badge(x.status), money(x.amount), money(x.capturedAmount), x.rail, x.reference, when(x.createdAt)]),
+      )}${pager(`${v.base}/payments`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
 
@@ -429,7 +445,7 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   page('/events', async (v) => {
     const p = pageOf(v.q);
     const filters = { topic: oneOf(f(v.q, 'topic'), TOPICS), deliveryState: oneOf(f(v.q, 'deliveryState'), DELIVERY_STATES) };
-    const { rows, total, capped } = await listEventRows(ctx.db, v.client.id, filters, p, { totalCap: TOTAL_CAP });
+    const r = (await listEventRows(ctx.db, v.client.id, filters, p, listing(v.q))) as CappedPage<EventRow & { deliveryState: string }>;
     return titled(
       'Events',
       html`${filterForm(`${v.base}/events`, [
@@ -437,8 +453,8 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'deliveryState', label: 'Delivery', value: filters.deliveryState, options: [...DELIVERY_STATES] },
       ])}${table(
         ['Event', 'Topic', 'Resource', 'Delivery', 'Created'],
-        rows.map((e) => [html`<a class="id" href="${v.base}/events/${e.id}">${e.id}</a>`, e.topic, `${e.resourceType} ${e.resourceId}`, badge(e.deliveryState), when(e.createdAt)]),
-      )}${pager(`${v.base}/events`, { ...filters }, p, total, capped)}`,
+        r.rows.map((e) => [html`<a class="id" href="${v.base}/events/${e.id}">${e.id}</a>`, e.topic, `${e.resourceType} ${e.resourceId}`, badge(e.deliveryState), when(e.createdAt)]),
+      )}${pager(`${v.base}/events`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
 
@@ -501,7 +517,7 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   page('/requests', async (v) => {
     const p = pageOf(v.q);
     const filters = { status: f(v.q, 'status'), path: f(v.q, 'path'), method: oneOf(f(v.q, 'method')?.toUpperCase(), ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']) };
-    const { rows, total } = await listRequestRows(ctx.db, v.client.id, filters, p);
+    const r = await listRequestRows(ctx.db, v.client.id, filters, p, listing(v.q));
     return titled(
       'Requests',
       html`<p class="empty">The API requests of the last ${ctx.config.console.requestLogRetentionDays} days (written about a second after they are answered).</p>${filterForm(`${v.base}/requests`, [
@@ -510,8 +526,8 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'method', label: 'Method', value: filters.method, options: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'] },
       ])}${table(
         ['When', 'Method', 'Path', 'Status', 'Duration', 'Idempotency key'],
-        rows.map((r) => [html`<a href="${v.base}/requests/${r.id}">${when(r.createdAt)}</a>`, r.method, html`<span class="id">${r.path}</span>`, badge(String(r.status)), `${r.durationMs} ms`, r.idempotencyKey]),
-      )}${pager(`${v.base}/requests`, { ...filters }, p, total)}`,
+        r.rows.map((x) => [html`<a href="${v.base}/requests/${x.id}">${when(x.createdAt)}</a>`, x.method, html`<span class="id">${x.path}</span>`, badge(String(x.status)), `${x.durationMs} ms`, x.idempotencyKey]),
+      )}${pager(`${v.base}/requests`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
 

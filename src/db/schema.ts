@@ -329,6 +329,8 @@ export const eventDeliveries = pgTable(
     index('event_deliveries_client_due_idx').on(t.clientId, t.nextAttemptAt).where(sql`state = 'pending'`),
     index('event_deliveries_event_idx').on(t.eventId),
     index('event_deliveries_webhook_idx').on(t.webhookId).where(sql`state = 'pending'`),
+    // The console's events by delivery state Failed: the merchant's failed deliveries' events.
+    index('event_deliveries_client_failed_idx').on(t.clientId, t.eventId).where(sql`state = 'failed'`),
   ],
 );
 
@@ -769,6 +771,8 @@ export const paymentIntents = pgTable(
   },
   (t) => [
     index('payment_intents_client_idx').on(t.clientId, t.createdAt, t.id),
+    index('payment_intents_client_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
+    index('payment_intents_client_method_idx').on(t.clientId, t.paymentMethod, t.createdAt, t.id),
     index('payment_intents_expiring_idx').on(t.expiresAt).where(sql`status = 'Promotable'`),
   ],
 );
@@ -825,6 +829,10 @@ export const payments = pgTable(
   },
   (t) => [
     index('payments_client_idx').on(t.clientId, t.createdAt, t.id),
+    // The console's and the API's filters, each a range of one index in the list's order.
+    index('payments_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
+    index('payments_reference_idx').on(t.clientId, t.reference, t.createdAt, t.id).where(sql`reference is not null`),
+    index('payments_client_channel_idx').on(t.clientId, t.channel, t.createdAt, t.id).where(sql`channel is not null`),
     index('payments_intent_idx').on(t.intentId),
     index('payments_expiring_idx').on(t.expiresAt).where(sql`status = 'Created'`),
     index('payments_settling_idx').on(t.settleAfter).where(sql`status = 'Processing'`),
@@ -1024,5 +1032,39 @@ export const requestLog = pgTable(
     body: text('body'),
     createdAt: createdAt(),
   },
-  (t) => [index('request_log_client_idx').on(t.clientId, t.createdAt, t.id), index('request_log_created_idx').on(t.createdAt)],
+  (t) => [
+    index('request_log_client_idx').on(t.clientId, t.createdAt, t.id),
+    index('request_log_created_idx').on(t.createdAt),
+    // The console's filters: a status class (4xx; an exact status reads its class's range), a
+    // path prefix (text_pattern_ops: LIKE 'prefix%' under any collation), a method.
+    index('request_log_client_class_idx').on(t.clientId, sql`(${t.status} / 100)`, t.createdAt, t.id),
+    index('request_log_client_path_idx').on(t.clientId, t.path.op('text_pattern_ops')),
+    index('request_log_client_method_idx').on(t.clientId, t.method, t.createdAt, t.id),
+  ],
 );
+
+/**
+ * The console's charts: each merchant's payments by the UTC hour they were created in: how many,
+ * how many are Failed, and their amounts authorized, captured and refunded, as they stand.
+ * Statement-level triggers on payments (migration 0019) append what each statement changed to
+ * console_payment_rollup_deltas; the console-payment-rollup job folds those into this table.
+ * A chart reads both, so it is exact at once, and never reads payments.
+ */
+const rollupColumns = () => ({
+  clientId: uuid('client_id').notNull(),
+  hour: ts('hour').notNull(),
+  payments: bigint('payments', { mode: 'number' }).notNull(),
+  failed: bigint('failed', { mode: 'number' }).notNull(),
+  amount: bigint('amount', { mode: 'number' }).notNull(),
+  captured: bigint('captured', { mode: 'number' }).notNull(),
+  refunded: bigint('refunded', { mode: 'number' }).notNull(),
+});
+
+export const consolePaymentRollup = pgTable('console_payment_rollup', rollupColumns(), (t) => [primaryKey({ columns: [t.clientId, t.hour] })]);
+
+/**
+ * What statements on payments changed, per merchant and hour, not yet folded: appended by the
+ * triggers (never updated, so concurrent payments never wait on each other here), deleted by
+ * the fold. No index: the fold takes it all, and the job keeps it a few seconds long.
+ */
+export const consolePaymentRollupDeltas = pgTable('console_payment_rollup_deltas', rollupColumns());

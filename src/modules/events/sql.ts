@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
-import { cappedCount } from '../../db/paged.ts';
+import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -80,6 +80,43 @@ const stateOf = sql<EventDeliveryState>`(
     else 'none'
   end)`;
 
+/**
+ * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
+ * those), as conditions that read indexes: pending and failed events are found from the
+ * merchant's deliveries in that state (the partial indexes event_deliveries_client_due_idx and
+ * event_deliveries_client_failed_idx: few among many, a cost of their number), a succeeded or
+ * none event by one probe of event_deliveries_event_idx per event read (the states most events
+ * are in: a page fills within its first rows).
+ */
+function hasDeliveryState(clientId: string, state: EventDeliveryState): SQL {
+  const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
+  switch (state) {
+    // An array, not IN (…): the events are then read by id from the deliveries' list, at a cost
+    // of the deliveries in that state, where the planner would otherwise read the newest events
+    // until enough match (a delivery fails after three days of retries: every event since then
+    // first).
+    case 'pending':
+      return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending'))`;
+    case 'failed':
+      return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed')) and not exists (${delivery("'pending'")})`;
+    case 'succeeded':
+      return sql`exists (${delivery("'succeeded'")}) and not exists (${delivery("'pending', 'failed'")})`;
+    case 'none':
+      return sql`not exists (${delivery("'pending', 'failed', 'succeeded'")})`;
+  }
+}
+
+/** How many of the merchant's events are pending (or failed), counted up to `cap` from their deliveries. */
+async function countByDeliveryState(db: Executor, clientId: string, state: 'pending' | 'failed', cap: number): Promise<{ total: number; capped: boolean }> {
+  const notPending = state === 'failed' ? sql`and not exists (select 1 from event_deliveries p where p.event_id = d.event_id and p.state = 'pending')` : sql``;
+  const [c] = rowsOf<{ n: number | string }>(
+    await db.execute(sql`select count(*) as n from (
+      select distinct d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = ${sql.raw(`'${state}'`)} ${notPending} limit ${cap + 1}) x`),
+  );
+  const n = Number(c?.n ?? 0);
+  return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
+}
+
 export interface EventFilters {
   topic?: string;
   createdAfter?: Date;
@@ -87,17 +124,29 @@ export interface EventFilters {
   deliveryState?: EventDeliveryState;
 }
 
-/** A page of events and their total; with `totalCap` (the console), counted no further than the cap (listPaymentRows). */
-export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number } = {}) {
+/** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
+export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   const conds: SQL[] = [eq(events.clientId, clientId)];
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
   if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
-  if (f.deliveryState) conds.push(sql`${stateOf} = ${f.deliveryState}`);
+  if (f.deliveryState) conds.push(hasDeliveryState(clientId, f.deliveryState));
   const where = and(...conds);
   if (opts.totalCap !== undefined) {
-    const rows = await db.select({ event: events, state: stateOf }).from(events).where(where).orderBy(desc(events.createdAt), desc(events.id)).limit(page.limit).offset(page.offset);
-    return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), ...(await cappedCount(db, events, where, opts.totalCap)) };
+    return cappedPage(db, {
+      table: events,
+      clientId,
+      where,
+      page,
+      cursor: opts.cursor,
+      totalCap: opts.totalCap,
+      rows: async (w, orderBy, limit, offset) =>
+        (await db.select({ event: events, state: stateOf }).from(events).where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => ({ ...r.event, deliveryState: r.state })),
+      // Pending or failed alone: counted from the deliveries' partial index, not through the events.
+      ...((f.deliveryState === 'pending' || f.deliveryState === 'failed') && !f.topic && !f.createdAfter && !f.createdBefore
+        ? { count: (_w: SQL | undefined, cap: number) => countByDeliveryState(db, clientId, f.deliveryState as 'pending' | 'failed', cap) }
+        : {}),
+    });
   }
   const rows = await db
     .select({ event: events, state: stateOf, total: sql<number>`count(*) over ()`.mapWith(Number) })

@@ -2,6 +2,7 @@
 import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
+import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
 import { run, statement } from '../../db/statements.ts';
@@ -283,11 +284,15 @@ function sortable(field: IntentSortField, now: Date): SQLWrapper {
   }
 }
 
-export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date) {
+/** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
+export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   const conds: SQL[] = [eq(paymentIntents.clientId, clientId)];
   if (f.initiator) conds.push(eq(paymentIntents.initiator, f.initiator));
   if (f.paymentMethod) conds.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
-  if (f.status) {
+  // The console filters by the stored status, which it shows, an equality on
+  // payment_intents_client_status_idx (the expiry job stores Expired within a second).
+  if (f.status && opts.totalCap !== undefined) conds.push(eq(paymentIntents.status, f.status));
+  else if (f.status) {
     // The status read is the effective one: an expiring intent past expiresAt reads Expired.
     const due = and(inArray(paymentIntents.status, EXPIRING), lte(paymentIntents.expiresAt, now));
     if (f.status === 'Expired') conds.push(or(eq(paymentIntents.status, 'Expired'), due)!);
@@ -295,6 +300,17 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
     else conds.push(eq(paymentIntents.status, f.status));
   }
   const where = and(...conds);
+  if (opts.totalCap !== undefined) {
+    return cappedPage(db, {
+      table: paymentIntents,
+      clientId,
+      where,
+      page,
+      cursor: opts.cursor,
+      totalCap: opts.totalCap,
+      rows: (w, orderBy, limit, offset) => db.select().from(paymentIntents).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+    });
+  }
   const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
   const rows = await db
     .select({ i: paymentIntents, total: sql<number>`count(*) over ()`.mapWith(Number) })

@@ -1,7 +1,7 @@
 // Every query on the request log; reads are scoped by client_id.
-import { and, desc, eq, gte, like, lt, lte, sql, type SQL } from 'drizzle-orm';
+import { and, eq, like, lt, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { pagedRows } from '../../db/paged.ts';
+import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { requestLog } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
@@ -49,15 +49,27 @@ export interface RequestLogFilters {
   method?: string;
 }
 
-export async function listRequestRows(db: Executor, clientId: string, f: RequestLogFilters, page: Page) {
+/**
+ * The console's page of requests: newest first, the total counted up to `totalCap`, by cursor or
+ * offset (cappedPage). Each filter is a range of one index: a status class reads
+ * request_log_client_class_idx (an exact status its class's range), a path prefix
+ * request_log_client_path_idx, a method request_log_client_method_idx.
+ */
+export function listRequestRows(db: Executor, clientId: string, f: RequestLogFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<RequestLogRow>> {
   const conds: SQL[] = [eq(requestLog.clientId, clientId)];
-  if (f.status && /^[1-5]xx$/i.test(f.status)) {
-    const base = Number(f.status[0]) * 100;
-    conds.push(gte(requestLog.status, base), lte(requestLog.status, base + 99));
-  } else if (f.status && /^\d{3}$/.test(f.status)) conds.push(eq(requestLog.status, Number(f.status)));
+  const statusClass = sql`(${requestLog.status} / 100)`;
+  if (f.status && /^[1-5]xx$/i.test(f.status)) conds.push(sql`${statusClass} = ${Number(f.status[0])}`);
+  else if (f.status && /^\d{3}$/.test(f.status)) conds.push(sql`${statusClass} = ${Math.floor(Number(f.status) / 100)}`, eq(requestLog.status, Number(f.status)));
   if (f.path) conds.push(like(requestLog.path, `${f.path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`));
   if (f.method) conds.push(eq(requestLog.method, f.method.toUpperCase()));
-  return pagedRows(db, requestLog, and(...conds), [desc(requestLog.createdAt), desc(requestLog.id)], page);
+  return cappedPage(db, {
+    table: requestLog,
+    clientId,
+    where: and(...conds),
+    page,
+    ...o,
+    rows: (w, orderBy, limit, offset) => db.select().from(requestLog).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+  });
 }
 
 export async function findRequestRow(db: Executor, clientId: string, id: string): Promise<RequestLogRow | undefined> {

@@ -2,6 +2,7 @@
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
+import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
@@ -50,12 +51,28 @@ export interface UserFilters {
   referenceId?: string;
 }
 
-export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
+function userConditions(clientId: string, f: UserFilters): SQL | undefined {
   const conds: SQL[] = [eq(users.clientId, clientId)];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
   if (f.email !== undefined) conds.push(eq(users.email, f.email.toLowerCase()));
   if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
-  const where = and(...conds);
+  return and(...conds);
+}
+
+/** The console's page of users: newest first, the total counted up to `totalCap` (cappedPage). */
+export function consoleUserRows(db: Executor, clientId: string, f: UserFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<UserRow>> {
+  return cappedPage(db, {
+    table: users,
+    clientId,
+    where: userConditions(clientId, f),
+    page,
+    ...o,
+    rows: (w, orderBy, limit, offset) => db.select().from(users).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+  });
+}
+
+export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
+  const where = userConditions(clientId, f);
   // The total rides along with the page (one round trip); an empty page needs its own count.
   const rows = await db
     .select({ user: users, total: sql<number>`count(*) over ()`.mapWith(Number) })

@@ -2,6 +2,7 @@
 import { and, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
+import { cappedCount, cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
 import { WALLET_CODES } from '../../ledger/accounts.ts';
 import type { Page } from '../../http/paging.ts';
@@ -56,12 +57,42 @@ export interface WalletFilters {
   referenceId?: string;
 }
 
-export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
-  const conds: SQL[] = [eq(wallets.clientId, clientId)];
+/** The filters on the wallet's user, or none (with the user's client_id, so they read users' (client_id, …) unique indexes). */
+function walletUserConditions(clientId: string, f: WalletFilters): SQL[] {
+  const conds: SQL[] = [];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
   if (f.email !== undefined) conds.push(eq(users.email, f.email.toLowerCase()));
   if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
-  const where = and(...conds);
+  return conds.length > 0 ? [eq(users.clientId, clientId), ...conds] : [];
+}
+
+/**
+ * The console's page of wallets: newest first, the total counted up to `totalCap` (cappedPage).
+ * Only a filter on the user joins users: every wallet has one, so the total without one is the
+ * wallets' own.
+ */
+export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<WalletRow>> {
+  const byUser = walletUserConditions(clientId, f);
+  const where = and(eq(wallets.clientId, clientId), ...byUser);
+  const from = () => (byUser.length > 0 ? db.select({ wallet: wallets }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)) : db.select({ wallet: wallets }).from(wallets));
+  return cappedPage(db, {
+    table: wallets,
+    clientId,
+    where,
+    page,
+    ...o,
+    rows: async (w, orderBy, limit, offset) => (await from().where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => r.wallet),
+    deferOffset: byUser.length === 0,
+    count: async (w, cap) => {
+      if (byUser.length === 0) return cappedCount(db, wallets, w, cap);
+      const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)).where(w);
+      return { total: c?.n ?? 0, capped: false };
+    },
+  });
+}
+
+export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
+  const where = and(eq(wallets.clientId, clientId), ...walletUserConditions(clientId, f));
   const rows = await db
     .select({ wallet: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(wallets)
