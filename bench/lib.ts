@@ -84,6 +84,8 @@ const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'))
 /** Starts Coffer with its API and admin listeners, request logging as configured by default. */
 export async function startCoffer(opts: {
   databaseUrl?: string;
+  /** Another checkout's Coffer (a before-and-after comparison); this one's by default. */
+  root?: string;
   env?: Record<string, string>;
   nodeArgs?: string[];
   /** Reuse a data folder (PGlite restarts); a fresh one by default. */
@@ -112,7 +114,7 @@ export async function startCoffer(opts: {
   // The server logs to a file, as a deployment would; the load generator never reads it.
   const logFile = path.join(dataDir, `coffer-${Date.now()}.log`);
   const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(opts.nodeArgs ?? []), '--import', 'tsx', fileURLToPath(new URL('../src/main.ts', import.meta.url))], { env, stdio: ['ignore', fd, fd] });
+  const proc = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(opts.nodeArgs ?? []), '--import', 'tsx', opts.root ? path.join(opts.root, 'src/main.ts') : fileURLToPath(new URL('../src/main.ts', import.meta.url))], { cwd: opts.root, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   await waitForFile(logFile, /Stop with Ctrl-C/, proc);
   return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };

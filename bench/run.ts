@@ -1,4 +1,4 @@
-// Benchmarks: npm run bench -- [users|money|webhooks|checkout ...] [--db pglite|postgres|both] [--duration S]
+// Benchmarks: npm run bench -- [users|money|webhooks|checkout|tracing ...] [--db pglite|postgres|both] [--duration S]
 // Each server runs as its own process and is driven by autocannon (50 connections) from this
 // process; server, database and load generator share the machine. Prints a markdown table per
 // database, writes the raw figures to bench/results/<time>.json and prints that path. PostgreSQL
@@ -13,8 +13,10 @@ import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { db: { type: 'string', default: 'both' }, duration: { type: 'string', default: '10' } },
+  options: { db: { type: 'string', default: 'both' }, duration: { type: 'string', default: '10' }, root: { type: 'string' } },
 });
+/** `--root <dir>`: the tracing scenario's "tracing off" rows also run the Coffer of another checkout (a version without the tracing calls, say). */
+const otherRoot = values.root;
 const durationS = Number(values.duration);
 const scenarios = positionals.length > 0 ? positionals : ['users'];
 const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -292,7 +294,84 @@ async function webhooksScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario };
+/**
+ * Tracing: what OpenTelemetry costs. GET user and deposits (50 wallets) on one database, served
+ * in turn by a server with tracing off and one exporting every span to an OTLP receiver in this
+ * process (which answers 200 and counts what it gets), twice over: the spread between the two
+ * "off" rows is the run's noise. With `--root <dir>`, a third server per round runs another
+ * checkout's Coffer with tracing off.
+ */
+async function tracingScenario(db: string): Promise<LoadResult[]> {
+  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const results: LoadResult[] = [await bare()];
+  let exports = 0;
+  const receiver = createServer((req, res) => {
+    exports++;
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const otlp = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+  const servers: { label: string; env: Record<string, string>; root?: string }[] = [
+    { label: 'tracing off', env: {} },
+    { label: 'tracing on', env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp } },
+    ...(otherRoot ? [{ label: `tracing off, ${otherRoot}`, env: {}, root: otherRoot }] : []),
+  ];
+  try {
+    // The data every server works on is made once, by the first.
+    const setup = await startCoffer({ databaseUrl });
+    let auth: Awaited<ReturnType<typeof merchant>>;
+    let wallets: Awaited<ReturnType<typeof approvedWallets>>;
+    let userIds: string[];
+    try {
+      auth = await merchant(setup, { maxOneTimeDeposit: 100_000_000 });
+      wallets = await approvedWallets(setup, auth, 50);
+      userIds = [];
+      for (let i = 0; i < 200; i++) {
+        const u = await json(`${setup.url}/api/v1/users`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1556${String(i).padStart(7, '0')}`, firstName: 'Bench' } } }) });
+        userIds.push(u.data.id);
+      }
+    } finally {
+      await setup.stop();
+    }
+    let n = 0;
+    for (const round of [1, 2]) {
+      for (const s of servers) {
+        const coffer = await startCoffer({ databaseUrl, env: s.env, root: s.root, dataDir: databaseUrl ? undefined : setup.dataDir });
+        try {
+          const suffix = `, ${s.label} (round ${round})`;
+          results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
+          let k = 0;
+          results.push(
+            await load(`POST deposit (50 wallets)${suffix}`, {
+              url: coffer.url,
+              headers: auth,
+              serverPid: coffer.proc.pid,
+              durationS,
+              requests: [
+                {
+                  method: 'POST',
+                  setupRequest: (req: Record<string, unknown>) => {
+                    const w = wallets[k++ % wallets.length]!;
+                    return { ...req, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `bench-t-${n++}-${Math.random()}` } } }) };
+                  },
+                },
+              ] as never,
+            }),
+          );
+        } finally {
+          await coffer.stop();
+        }
+      }
+    }
+    process.stdout.write(`OTLP export requests received: ${exports}\n`);
+  } finally {
+    receiver.close();
+  }
+  return results;
+}
+
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario, tracing: tracingScenario };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   for (const s of scenarios) {

@@ -5,10 +5,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createCoffer, type Coffer } from '@coffer/client';
 import type { History } from './history.ts';
 
-/** The base URLs of the Coffer processes currently up (changes as faults kill and restart them). */
+/** The Coffer processes currently up (changes as faults kill and restart them): a process's API and secure card listener. */
 export interface Upstreams {
-  pick(): Promise<string | undefined>;
+  pick(): Promise<{ url: string; cardUrl: string } | undefined>;
 }
+
+/** Card reads go to the secure card listener; everything else to the API. */
+const CARD_READ = /^\/api\/v1\/payments\/[^/]+\/card$/;
 
 export interface Merchant {
   name: string;
@@ -28,7 +31,8 @@ export function clientFor(m: Merchant, upstreams: Upstreams, history: History): 
       op?.attempts.push(a);
       if (op) history.write({ kind: 'attempt', seq: op.seq, method: req.method, path: u.pathname, at, end: Date.now(), ...a });
     };
-    const base = await upstreams.pick();
+    const up = await upstreams.pick();
+    const base = up && (req.method === 'GET' && CARD_READ.test(u.pathname) ? up.cardUrl : up.url);
     if (!base) {
       note({ error: 'no process up' });
       throw new TypeError('fetch failed: no Coffer process up');

@@ -1,10 +1,12 @@
 // One campaign: PostgreSQL (a throwaway cluster the campaign owns, or a fresh database on a
-// given server), a fault proxy in front of it, Coffer processes, webhook receivers, clients
-// and faults for the given time; then the faults stop, the work drains, and the checker runs.
-import { mkdir } from 'node:fs/promises';
+// given server), PgBouncer in front of it (or not), a fault proxy in front of that, Coffer
+// processes, webhook receivers, clients and faults for the given time; then the faults stop,
+// the work drains, and the checker runs.
+import { copyFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { postgresBin, startCluster, type Cluster } from '../src/test/cluster.ts';
+import { startPgBouncer, type Bouncer } from '../src/test/pgbouncer.ts';
 import { serverEnv } from '../src/test/process.ts';
 import { clientFor, type Merchant, type Upstreams } from './api.ts';
 import { check, slice, type Anomaly } from './checker.ts';
@@ -26,6 +28,8 @@ export interface CampaignOptions {
   serverUrl?: string;
   /** Run a throwaway cluster (and restart it as a fault). */
   ownPostgres: boolean;
+  /** Coffer reaches PostgreSQL through the fault proxy and then PgBouncer (transaction mode), or through the proxy alone. */
+  pooler: 'pgbouncer' | 'none';
   outDir: string;
   log: (line: string) => void;
 }
@@ -35,6 +39,8 @@ export interface CampaignResult {
   historyFile: string;
   operations: Record<string, { total: number; ok: number; refused: number; unanswered: number }>;
   faults: Record<string, number>;
+  /** COMMITs the proxy cut during db-commit-loss faults: after PostgreSQL got them, or before. */
+  commitsCut: { delivered: number; undelivered: number };
   hooks: number;
   events: number;
   anomalies: Anomaly[];
@@ -84,15 +90,29 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     if (!cluster) cleanup.push(() => sql(serverUrl!, `drop database if exists ${dbName} with (force)`).then(() => undefined));
     const direct = new URL(serverUrl);
     direct.pathname = `/${dbName}`;
-    const proxy = new FaultProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    // PgBouncer retries a failed server login every second (not 15), so that a PostgreSQL
+    // restart costs its clients seconds, and gives up on a client waiting 30 s for a server.
+    let bouncer: Bouncer | undefined;
+    if (o.pooler === 'pgbouncer') {
+      bouncer = await startPgBouncer(serverUrl, { server_login_retry: 1, query_wait_timeout: 30 });
+      cleanup.push(async () => {
+        await copyFile(bouncer!.logFile, path.join(dir, 'logs', 'pgbouncer.log')).catch(() => undefined);
+        await bouncer!.stop();
+      });
+    }
+    const proxy = new FaultProxy(bouncer ? { host: '127.0.0.1', port: bouncer.port } : { host: direct.hostname, port: Number(direct.port || 5432) }, (() => {
+      const r = rng.fork();
+      return () => r.next();
+    })());
     await proxy.start();
     cleanup.push(() => proxy.close());
     const viaProxy = new URL(direct);
+    viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
-    o.log(`postgres: ${cluster ? `throwaway cluster on port ${cluster.port}` : 'shared server'}, database ${dbName}, fault proxy on ${proxy.port}`);
+    o.log(`postgres: ${cluster ? `throwaway cluster on port ${cluster.port}` : 'shared server'}, database ${dbName}, ${bouncer ? `PgBouncer on ${bouncer.port}, ` : ''}fault proxy on ${proxy.port}`);
 
     // Webhook receivers, then the Coffer processes.
-    const receivers = ['wallet-a', 'wallet-b', 'card-a', 'card-b'].map((n) => new ChaosReceiver(n, history));
+    const receivers = ['wallet-a', 'wallet-b', 'card-a', 'card-b', 'network-a'].map((n) => new ChaosReceiver(n, history));
     for (const r of receivers) await r.start();
     cleanup.push(async () => {
       for (const r of receivers) await r.close();
@@ -101,6 +121,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const env = {
       ...(serverEnv(path.join(dir, 'data'), viaProxy.toString(), ADMIN_TOKEN) as Record<string, string>),
       DATABASE_POOL_SIZE: '6',
+      // Behind PgBouncer 1.18 (transaction mode), statements go unnamed (docs/scaling.md#behind-pgbouncer).
+      ...(bouncer ? { DATABASE_PREPARED_STATEMENTS: 'false' } : {}),
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_RETRY_DELAYS: '1,1,2,2,3,3,5,5,5,5,5,5,5,5,5,5,5,5,5,5',
       WEBHOOK_TIMEOUT_MS: '3000',
@@ -116,17 +138,22 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     cleanup.push(async () => {
       for (const p of processes) await p.kill9();
     });
-    for (const p of processes) await p.start();
+    // The first process runs the migrations; the others start together after it.
+    await processes[0]!.start();
+    await Promise.all(processes.slice(1).map((p) => p.start()));
     o.log(`${processes.length} Coffer processes up: ${processes.map((p) => p.url).join(' ')}`);
 
     // Merchants and their webhooks (before any fault).
     const admin = processes[0]!.adminUrl;
     const merchants: Record<string, Merchant> = {};
+    // wallet: bank rails; card: bank rails with the card processor asked at authorize; network:
+    // card rails (a single-use virtual card per payment, captured by the card network).
     const settings: Record<string, unknown> = {
       wallet: { maxOneTimeDeposit: 100_000_000 },
       card: { maxOneTimeDeposit: 100_000_000, cardProcessor: { enabled: true, latencyMs: 300 } },
+      network: { maxOneTimeDeposit: 100_000_000, rails: 'card' },
     };
-    for (const name of ['wallet', 'card']) {
+    for (const name of ['wallet', 'card', 'network']) {
       const c = await adminJson(admin, 'POST', '/admin/v1/clients', { data: { type: 'Client', attributes: { name: `Chaos ${name}`, settings: settings[name] } } });
       merchants[name] = { name, clientId: c.data.id, secret: c.data.attributes.secret };
       for (const r of receivers.filter((x) => x.name.startsWith(name))) {
@@ -140,7 +167,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       pick: async () => {
         for (const end = Date.now() + 15_000; ; await sleep(200)) {
           const up = processes.filter((p) => p.up);
-          if (up.length) return up[Math.floor(Math.random() * up.length)]!.url;
+          if (up.length) return up[Math.floor(Math.random() * up.length)]!;
           if (Date.now() > end) return undefined;
         }
       },
@@ -151,7 +178,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const clients = Array.from({ length: o.clients }, (_, i) => new ChaosClient(i + 1, rng.fork(), shared));
     const faults = new FaultInjector(rng.fork(), { processes, proxy, receivers, postgres: cluster }, history);
     const endAt = Date.now() + o.minutes * 60_000;
-    history.write({ kind: 'note', at: Date.now(), text: 'campaign start', data: { seed: o.seed, minutes: o.minutes, processes: o.processes, clients: o.clients } });
+    history.write({ kind: 'note', at: Date.now(), text: 'campaign start', data: { seed: o.seed, minutes: o.minutes, processes: o.processes, clients: o.clients, pooler: o.pooler } });
     faults.start();
     const progress = setInterval(() => o.log(`${Math.round((endAt - Date.now()) / 1000)} s left: ${seq} operations, faults ${JSON.stringify(faults.counts)}`), 30_000);
     await Promise.all(clients.map((c) => c.run(() => Date.now() >= endAt)));
@@ -191,13 +218,13 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       o.log(`ANOMALY (seed ${o.seed}) ${a.rule}: ${a.detail}`);
       for (const r of slice(records, a)) o.log(`  ${JSON.stringify(r)}`);
     }
-    return { seed: o.seed, historyFile, operations, faults: faults.counts, hooks: records.filter((r) => r.kind === 'hook').length, events: facts.events.length, anomalies };
+    return { seed: o.seed, historyFile, operations, faults: faults.counts, commitsCut: { ...proxy.commitsCut }, hooks: records.filter((r) => r.kind === 'hook').length, events: facts.events.length, anomalies };
   } finally {
     for (const c of cleanup.reverse()) await c().catch((err) => o.log(`cleanup: ${(err as Error).message}`));
   }
 }
 
-/** Waits for every process to answer /health and for the webhook deliveries and authorization attempts to finish. */
+/** Waits for every process to answer /health and for the webhook deliveries, authorization attempts and payouts' bank pushes to finish. */
 async function drain(processes: CofferProcess[], databaseUrl: string, log: (l: string) => void): Promise<string[]> {
   const stuck: string[] = [];
   for (const p of processes) {
@@ -205,17 +232,18 @@ async function drain(processes: CofferProcess[], databaseUrl: string, log: (l: s
     if (res instanceof Error || !res.ok) stuck.push(`${p.name} did not answer /health: ${res instanceof Error ? res.message : res.status}`);
   }
   const deadline = Date.now() + 120_000;
-  let left = { deliveries: 0, attempts: 0 };
+  let left = { deliveries: 0, attempts: 0, payouts: 0 };
   for (;;) {
     const r = await sql(
       databaseUrl,
       `select (select count(*) from event_deliveries where state = 'pending')::int as deliveries,
-              (select count(*) from authorization_attempts where state = 'processing')::int as attempts`,
+              (select count(*) from authorization_attempts where state = 'processing')::int as attempts,
+              (select count(*) from counterparty_payouts where status = 'Pending')::int as payouts`,
     ).catch(() => undefined);
     if (r) left = r.rows[0];
-    if (r && left.deliveries === 0 && left.attempts === 0) break;
+    if (r && left.deliveries === 0 && left.attempts === 0 && left.payouts === 0) break;
     if (Date.now() > deadline) {
-      stuck.push(`after 120 s: ${left.deliveries} webhook deliveries pending, ${left.attempts} authorization attempts open`);
+      stuck.push(`after 120 s: ${left.deliveries} webhook deliveries pending, ${left.attempts} authorization attempts open, ${left.payouts} payouts not sent to the bank`);
       break;
     }
     await sleep(1_000);

@@ -14,9 +14,12 @@ export interface Anomaly {
 }
 
 /** Faults during which PostgreSQL may be unreachable from Coffer: a 503 then is expected. */
-const DB_FAULTS = new Set(['postgres-restart', 'db-stall', 'db-reset', 'db-latency']);
+const DB_FAULTS = new Set(['postgres-restart', 'db-stall', 'db-reset', 'db-latency', 'db-commit-loss']);
 /** After a database fault ends, requests that were waiting on it may still be answered 503 for this long. */
 const DB_FAULT_TAIL_MS = 20_000;
+
+/** Retries the campaign's SDK clients make after a first attempt (chaos/api.ts). */
+export const SDK_RETRIES = 8;
 
 const ok = (s?: number) => s !== undefined && s >= 200 && s < 300;
 
@@ -33,7 +36,31 @@ export function check(history: HistoryRecord[], f: Facts): Anomaly[] {
   for (const r of history) if (r.kind === 'attempt') attempts.set(r.seq, [...(attempts.get(r.seq) ?? []), r]);
   const hooks = history.filter((r): r is HookRecord => r.kind === 'hook');
   const faults = history.filter((r): r is FaultRecord => r.kind === 'fault');
-  return [...checkEffects(ops, attempts, f), ...checkLedger(f), ...checkWebhooks(hooks, f), ...checkErrors(attempts, faults), ...f.stuck.map((s) => ({ rule: 'nothing stuck after faults', detail: s }))];
+  return [
+    ...checkEffects(ops, attempts, f),
+    ...checkRetries(ops, attempts),
+    ...checkLedger(f),
+    ...checkCardNetwork(f),
+    ...checkCounterparties(f),
+    ...checkWebhooks(hooks, f),
+    ...checkErrors(attempts, faults),
+    ...f.stuck.map((s) => ({ rule: 'nothing stuck after faults', detail: s })),
+  ];
+}
+
+/**
+ * A write with an idempotency key is safe to repeat, so the SDK repeats it until it has an
+ * answer or runs out of retries: one left without an answer (or with a 5xx) after fewer
+ * attempts was given up too early, and whether it happened is left unknown.
+ */
+function checkRetries(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>): Anomaly[] {
+  const out: Anomaly[] = [];
+  for (const op of ops) {
+    if (!op.idempotencyKey || !(op.status === undefined || op.status >= 500)) continue;
+    const n = attempts.get(op.seq)?.length ?? 0;
+    if (n < SDK_RETRIES + 1) out.push({ rule: 'keyed writes retried until answered', detail: `${op.name} with key ${op.idempotencyKey} ended ${op.status ?? op.error ?? 'unanswered'} after ${n} of ${SDK_RETRIES + 1} attempts`, seqs: [op.seq] });
+  }
+  return out;
 }
 
 /**
@@ -50,32 +77,52 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
   for (const r of f.rewards) if (r.wallet_id) add(`reward|${r.wallet_id}|${r.amount}`);
   for (const r of f.refunds) add(`refund|${r.payment_id}|${r.amount}`);
   for (const p of f.payments) if (p.intent_id && p.status !== 'Failed') add(`authorize|${p.intent_id}`);
+  // A capture: the merchant's (bank rails) or the card network's (card rails, gifts).
   for (const e of f.entries) if (e.ref_type === 'payment' && (e.kind === 'payment.capture' || e.kind === 'gift.capture')) add(`capture|${e.ref_id}`);
-  const keyOf = (op: OpRecord): string | undefined => {
+  // The card network's authorizations it approved (Canceled: approved, then the payment was canceled).
+  for (const a of f.cardAuthorizations) if (a.status === 'Approved' || a.status === 'Canceled') add(`cardAuth|${a.payment_id}`);
+  for (const p of f.incomingPayments) add(`counterpartyDeposit|${p.counterparty_id}|${p.amount}`);
+  for (const p of f.payouts) {
+    add(`payout|${p.counterparty_id}|${p.amount}`);
+    if (p.status === 'Completed') add(`payoutComplete|${p.id}`);
+  }
+  for (const e of f.entries) if (e.kind === 'counterparty.payout.return') add(`payoutReturn|${e.ref_id}`);
+  const keysOf = (op: OpRecord): string[] => {
     switch (op.name) {
       case 'deposit':
       case 'withdraw':
       case 'reward':
-        return `${op.name}|${op.refs.wallet}|${op.amount}`;
+        return [`${op.name}|${op.refs.wallet}|${op.amount}`];
       case 'refund':
-        return `refund|${op.refs.payment}|${op.amount}`;
+        return [`refund|${op.refs.payment}|${op.amount}`];
       case 'authorize':
-        return `authorize|${op.refs.intent}`;
+        return [`authorize|${op.refs.intent}`];
       case 'capture':
-        return `capture|${op.refs.payment}`;
+      case 'cardCapture':
+        return [`capture|${op.refs.payment}`];
+      case 'cardAuth':
+        return [`cardAuth|${op.refs.payment}`];
+      case 'cardAuthCapture':
+        return [`cardAuth|${op.refs.payment}`, `capture|${op.refs.payment}`];
+      case 'counterpartyDeposit':
+      case 'payout':
+        return [`${op.name}|${op.refs.counterparty}|${op.amount}`];
+      case 'payoutComplete':
+      case 'payoutReturn':
+        return [`${op.name}|${op.refs.payout}`];
       default:
-        return undefined;
+        return [];
     }
   };
   const groups = new Map<string, { answered: number[]; unsure: number[]; refused: number[] }>();
   for (const op of ops) {
-    const k = keyOf(op);
-    if (!k) continue;
-    const g = groups.get(k) ?? { answered: [], unsure: [], refused: [] };
-    groups.set(k, g);
-    if (ok(op.status)) g.answered.push(op.seq);
-    else if (uncertain(op, attempts.get(op.seq) ?? [])) g.unsure.push(op.seq);
-    else g.refused.push(op.seq);
+    for (const k of keysOf(op)) {
+      const g = groups.get(k) ?? { answered: [], unsure: [], refused: [] };
+      groups.set(k, g);
+      if (ok(op.status)) g.answered.push(op.seq);
+      else if (uncertain(op, attempts.get(op.seq) ?? [])) g.unsure.push(op.seq);
+      else g.refused.push(op.seq);
+    }
   }
   const out: Anomaly[] = [];
   for (const [k, g] of groups) {
@@ -93,6 +140,8 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
     createGift: new Set(f.gifts.map((g) => g.look_up_id)),
     deposit: new Set(f.transactions.map((t) => t.id)),
     withdraw: new Set(f.withdrawals.map((w) => w.id)),
+    createCounterparty: new Set(f.counterparties.map((c) => c.id)),
+    payout: new Set(f.payouts.map((p) => p.id)),
   };
   for (const op of ops) {
     const known = ids[op.name];
@@ -141,6 +190,33 @@ export function checkLedger(f: Facts): Anomaly[] {
     else if (p.status !== 'Created' && t !== reserved) out.push({ rule: 'reservation released or captured', detail: `payment ${p.id} is ${p.status} and still holds ${reserved - t} of ${reserved} reserved` });
     if (p.status === 'Created') openByWallet.set(p.wallet_id, (openByWallet.get(p.wallet_id) ?? 0) + reserved - t);
   }
+  // A gift payment's holds (the card network's authorizations put gift money on gift.reserved)
+  // are captured or released, never both, all of them once the payment is past Created, and
+  // a gift's reserved money is what its open payments hold.
+  const heldByPayment = new Map<string, { held: number; taken: number }>();
+  for (const p of f.postings) {
+    const e = entryOf.get(p.entry_id);
+    const a = reservedAccounts.get(p.account_id);
+    if (e?.ref_type !== 'payment' || a?.code !== 'gift.reserved') continue;
+    const h = heldByPayment.get(e.ref_id) ?? { held: 0, taken: 0 };
+    if (p.amount > 0) h.held += p.amount;
+    else h.taken -= p.amount;
+    heldByPayment.set(e.ref_id, h);
+  }
+  const openByGift = new Map<string, number>();
+  for (const p of f.payments) {
+    if (!p.gift_id) continue;
+    const { held, taken } = heldByPayment.get(p.id) ?? { held: 0, taken: 0 };
+    if (held !== p.network_authorized) out.push({ rule: 'a gift holds what the card network authorized', detail: `payment ${p.id} (${p.status}): the network authorized ${p.network_authorized}, the gift holds ${held}` });
+    if (taken > held) out.push({ rule: 'reservation released or captured, never both', detail: `gift payment ${p.id} (${p.status}): held ${held}, released and captured ${taken}` });
+    else if (p.status !== 'Created' && taken !== held) out.push({ rule: 'reservation released or captured', detail: `gift payment ${p.id} is ${p.status} and still holds ${held - taken} of ${held}` });
+    if (p.status === 'Created') openByGift.set(p.gift_id, (openByGift.get(p.gift_id) ?? 0) + held - taken);
+  }
+  for (const a of reservedAccounts.values()) {
+    if (a.code !== 'gift.reserved') continue;
+    const open = openByGift.get(a.owner_id) ?? 0;
+    if (a.balance !== open) out.push({ rule: 'reserved money is what open payments hold', detail: `gift ${a.owner_id}: ${a.balance} reserved, its open payments hold ${open}` });
+  }
   // And a wallet's reserved money is what its open payments hold.
   const reservedByWallet = new Map<string, number>();
   for (const a of reservedAccounts.values()) reservedByWallet.set(a.owner_id, (reservedByWallet.get(a.owner_id) ?? 0) + a.balance);
@@ -150,6 +226,60 @@ export function checkLedger(f: Facts): Anomaly[] {
     const open = openByWallet.get(owner) ?? 0;
     if (balance !== open) out.push({ rule: 'reserved money is what open payments hold', detail: `wallet ${owner}: ${balance} reserved, its open payments hold ${open}` });
   }
+  return out;
+}
+
+/**
+ * The card network (card rails and gifts): a payment's authorized amount is what the network
+ * approved; it captures at most once and at most what it authorized, and a payment it settled
+ * (Sent, or Returned by refunds) has that one capture, of its captured amount.
+ */
+export function checkCardNetwork(f: Facts): Anomaly[] {
+  const out: Anomaly[] = [];
+  const approved = new Map<string, number>();
+  for (const a of f.cardAuthorizations) if (a.status === 'Approved' || a.status === 'Canceled') approved.set(a.payment_id, (approved.get(a.payment_id) ?? 0) + a.amount);
+  const captures = new Map<string, number[]>();
+  for (const c of f.cardCaptures) if (c.success) captures.set(c.payment_id, [...(captures.get(c.payment_id) ?? []), c.amount]);
+  for (const p of f.payments) {
+    if (p.rail === 'bank') continue;
+    const a = approved.get(p.id) ?? 0;
+    if (a !== p.network_authorized) out.push({ rule: 'card network: authorized is what it approved', detail: `payment ${p.id} (${p.rail}, ${p.status}): network_authorized ${p.network_authorized}, approved ${a}` });
+    if (p.network_authorized > p.amount) out.push({ rule: 'card network: authorized is what it approved', detail: `payment ${p.id}: ${p.network_authorized} authorized on a payment of ${p.amount}` });
+    const c = captures.get(p.id) ?? [];
+    if (c.length > 1) out.push({ rule: 'card network: captured once', detail: `payment ${p.id} (${p.rail}): ${c.length} successful captures (${c.join(', ')})` });
+    const settled = p.status === 'Sent' || p.status === 'Returned';
+    if (settled && (c.length !== 1 || c[0] !== p.captured_amount)) out.push({ rule: 'card network: captured once', detail: `payment ${p.id} (${p.rail}) is ${p.status} with captured ${p.captured_amount}; network captures: ${c.join(', ') || 'none'}` });
+    if (!settled && c.length > 0) out.push({ rule: 'card network: captured once', detail: `payment ${p.id} (${p.rail}) is ${p.status} but the network captured ${c.join(', ')}` });
+    if (c.some((x) => x > p.network_authorized)) out.push({ rule: 'card network: captures at most what it authorized', detail: `payment ${p.id}: captured ${c.join(', ')} of ${p.network_authorized} authorized` });
+  }
+  return out;
+}
+
+/**
+ * Counterparties: each payout left the balance once (one entry of its amount), and came back
+ * once if and only if it was returned; a counterparty's balance never goes below zero (the
+ * campaign's merchants charge no fees to counterparties, the one thing that may take it there).
+ */
+export function checkCounterparties(f: Facts): Anomaly[] {
+  const out: Anomaly[] = [];
+  const counterpartyAccounts = new Set(f.accounts.filter((a) => a.code.startsWith('counterparty.')).map((a) => a.id));
+  const moved = new Map<string, { payout: number[]; returned: number[] }>();
+  const sums = new Map<string, number>();
+  for (const p of f.postings) if (counterpartyAccounts.has(p.account_id)) sums.set(p.entry_id, (sums.get(p.entry_id) ?? 0) + p.amount);
+  for (const e of f.entries) {
+    if (e.ref_type !== 'counterparty_payout') continue;
+    const m = moved.get(e.ref_id) ?? { payout: [], returned: [] };
+    if (e.kind === 'counterparty.payout') m.payout.push(-(sums.get(e.id) ?? 0));
+    else if (e.kind === 'counterparty.payout.return') m.returned.push(sums.get(e.id) ?? 0);
+    moved.set(e.ref_id, m);
+  }
+  for (const p of f.payouts) {
+    const m = moved.get(p.id) ?? { payout: [], returned: [] };
+    if (m.payout.length !== 1 || m.payout[0] !== p.amount) out.push({ rule: 'a payout leaves the balance once', detail: `payout ${p.id} of ${p.amount} (${p.status}): ledger entries ${JSON.stringify(m.payout)}` });
+    const want = p.status === 'Returned' ? [p.amount] : [];
+    if (JSON.stringify(m.returned) !== JSON.stringify(want)) out.push({ rule: 'a returned payout comes back once', detail: `payout ${p.id} of ${p.amount} (${p.status}): return entries ${JSON.stringify(m.returned)}` });
+  }
+  for (const a of f.accounts) if (a.code === 'counterparty.available' && a.balance < 0) out.push({ rule: 'no forbidden negative', detail: `counterparty ${a.owner_id}: available ${a.balance}` });
   return out;
 }
 

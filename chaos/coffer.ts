@@ -17,17 +17,22 @@ export class CofferProcess {
   private constructor(
     readonly name: string,
     readonly apiPort: number,
+    readonly cardPort: number,
     readonly adminPort: number,
     private readonly env: Record<string, string>,
     private readonly logDir: string,
   ) {}
 
   static async create(name: string, env: Record<string, string>, logDir: string): Promise<CofferProcess> {
-    return new CofferProcess(name, await freePort(), await freePort(), env, logDir);
+    return new CofferProcess(name, await freePort(), await freePort(), await freePort(), env, logDir);
   }
 
   get url() {
     return `http://127.0.0.1:${this.apiPort}`;
+  }
+  /** The secure card listener (virtual card reads). */
+  get cardUrl() {
+    return `http://127.0.0.1:${this.cardPort}`;
   }
   get adminUrl() {
     return `http://127.0.0.1:${this.adminPort}`;
@@ -41,8 +46,9 @@ export class CofferProcess {
       ...(process.env as Record<string, string>),
       ...this.env,
       PORT: String(this.apiPort),
+      CARD_PORT: String(this.cardPort),
       ADMIN_PORT: String(this.adminPort),
-      LISTENERS: 'api,admin',
+      LISTENERS: 'api,card,admin',
       ...(process.env.CHAOS_LOG_LEVEL ? { LOG_LEVEL: process.env.CHAOS_LOG_LEVEL } : {}),
       ADMIN_TOKEN,
     };

@@ -9,7 +9,24 @@ export interface Facts {
   withdrawals: { id: string; wallet_id: string; amount: number }[];
   rewards: { id: string; wallet_id: string | null; amount: number }[];
   refunds: { id: string; payment_id: string; amount: number }[];
-  payments: { id: string; intent_id: string | null; wallet_id: string | null; status: string; amount: number; sourcing: { merchantReward: number; accrueReward: number; deposit: number } }[];
+  payments: {
+    id: string;
+    intent_id: string | null;
+    wallet_id: string | null;
+    gift_id: string | null;
+    rail: string;
+    status: string;
+    amount: number;
+    captured_amount: number;
+    network_authorized: number;
+    sourcing: { merchantReward: number; accrueReward: number; deposit: number };
+  }[];
+  /** The sandbox card network's authorizations and captures. */
+  cardAuthorizations: { payment_id: string; status: string; amount: number }[];
+  cardCaptures: { payment_id: string; amount: number; success: boolean }[];
+  counterparties: { id: string }[];
+  payouts: { id: string; counterparty_id: string; amount: number; status: string }[];
+  incomingPayments: { id: string; counterparty_id: string; amount: number }[];
   intents: { id: string; status: string }[];
   users: { id: string }[];
   wallets: { id: string }[];
@@ -30,7 +47,13 @@ const QUERIES = {
   withdrawals: 'select id, wallet_id, amount::float8 as amount from withdrawals',
   rewards: 'select id, wallet_id, amount::float8 as amount from rewards',
   refunds: 'select id, payment_id, amount::float8 as amount from refunds',
-  payments: 'select id, intent_id, wallet_id, status, amount::float8 as amount, sourcing from payments',
+  payments:
+    'select id, intent_id, wallet_id, gift_id, rail, status, amount::float8 as amount, captured_amount::float8 as captured_amount, network_authorized::float8 as network_authorized, sourcing from payments',
+  cardAuthorizations: 'select payment_id, status, amount::float8 as amount from card_authorizations',
+  cardCaptures: 'select payment_id, amount::float8 as amount, success from card_captures',
+  counterparties: 'select id from counterparties',
+  payouts: 'select id, counterparty_id, amount::float8 as amount, status from counterparty_payouts',
+  incomingPayments: 'select id, counterparty_id, amount::float8 as amount from counterparty_incoming_payments',
   intents: 'select id, status from payment_intents',
   users: 'select id from users',
   wallets: 'select id from wallets',

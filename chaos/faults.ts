@@ -1,5 +1,5 @@
 // Faults at seeded random moments, in independent lanes (Coffer processes, PostgreSQL, the
-// network to PostgreSQL, webhook receivers), each lane one fault at a time. Every fault is
+// network to PostgreSQL: latency, stalls, resets, lost COMMITs; webhook receivers), each lane one fault at a time. Every fault is
 // undone before its lane picks the next; `stop()` waits for the running faults to end, so
 // everything is whole again when the faults stop.
 import type { CofferProcess } from './coffer.ts';
@@ -63,7 +63,7 @@ export class FaultInjector {
     };
     lane('process', (rng) => (rng.chance(0.5) ? this.kill9(rng) : this.sigstop(rng)));
     if (this.t.postgres) lane('postgres', (rng) => this.pgRestart(rng));
-    lane('network', (rng) => rng.pick([() => this.latency(rng), () => this.stall(rng), () => this.reset()])());
+    lane('network', (rng) => rng.pick([() => this.latency(rng), () => this.stall(rng), () => this.reset(), () => this.commitLoss(rng)])());
     lane('receiver', (rng) => this.receiver(rng));
   }
 
@@ -149,6 +149,21 @@ export class FaultInjector {
     await this.fault('db-reset', 'proxy', undefined, async () => {
       const n = this.t.proxy.resetAll();
       this.history.write({ kind: 'note', at: Date.now(), text: `reset ${n} connections` });
+    });
+  }
+
+  /** For a few seconds, COMMITs lose their answer: some reach PostgreSQL (and commit), some never do. */
+  private async commitLoss(rng: Rng): Promise<void> {
+    const forMs = rng.int(2_000, 8_000);
+    const probability = rng.pick([0.25, 0.5, 1]);
+    await this.fault('db-commit-loss', 'proxy', `${probability} of COMMITs for ${forMs} ms`, async () => {
+      const before = { ...this.t.proxy.commitsCut };
+      this.t.proxy.loseCommits({ probability, delivered: 'either' });
+      await sleep(forMs);
+      this.t.proxy.loseCommits(undefined);
+      const after = this.t.proxy.commitsCut;
+      const cut = { delivered: after.delivered - before.delivered, undelivered: after.undelivered - before.undelivered };
+      this.history.write({ kind: 'note', at: Date.now(), text: `cut ${cut.delivered} COMMITs after PostgreSQL got them, ${cut.undelivered} before`, data: cut });
     });
   }
 

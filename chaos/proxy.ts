@@ -1,24 +1,53 @@
-// A TCP fault proxy between Coffer and PostgreSQL, run in the campaign's process. Modes:
-// pass (forward), latency (every chunk waits `latencyMs` each way, order kept), stall (nothing
-// moves on open or new connections until the mode changes; the bytes wait in the sockets) and
-// reset (every open connection is reset at once; a one-off action, the mode stays as it was).
+// A TCP fault proxy between Coffer and PostgreSQL (or PgBouncer), run in the campaign's process
+// and by tests. Modes: pass (forward), latency (every chunk waits `latencyMs` each way, order
+// kept), stall (nothing moves on open or new connections until the mode changes; the bytes wait
+// in the sockets); reset (every open connection is reset at once; a one-off action, the mode
+// stays as it was); and lost COMMITs: a COMMIT the client sends is cut, with its connection,
+// either after it reached the server (which commits; the client never hears so) or before
+// (the server sees the connection drop mid-transaction and rolls back).
 import net from 'node:net';
 
 export type ProxyMode = { kind: 'pass' } | { kind: 'latency'; ms: number } | { kind: 'stall' };
 
+/** Which COMMITs are cut: each with `probability`; `delivered` says whether the server gets it first (true, false, or 'either' at random). */
+export interface CommitLoss {
+  probability: number;
+  delivered: boolean | 'either';
+  /** Called for each COMMIT cut, with whether the server got it. */
+  onCut?: (delivered: boolean) => void;
+}
+
 interface Pipe {
   client: net.Socket;
   server: net.Socket;
+  /** The COMMIT this pipe carried reached the server and the client side is gone: the server side stays until it answers. */
+  draining?: boolean;
 }
+
+/** A simple-protocol Query message whose whole text is `commit` (how node-postgres and Drizzle send it). */
+const COMMIT_MESSAGES = ['commit', 'COMMIT'].map((text) => {
+  const body = Buffer.from(`${text}\0`);
+  const head = Buffer.alloc(5);
+  head.write('Q', 0);
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+});
 
 export class FaultProxy {
   private server!: net.Server;
   private pipes = new Set<Pipe>();
   private mode: ProxyMode = { kind: 'pass' };
+  private commitLoss: CommitLoss | undefined;
   port = 0;
   connections = 0;
+  /** COMMITs cut so far: delivered to the server first, or not. */
+  readonly commitsCut = { delivered: 0, undelivered: 0 };
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(
+    private readonly target: { host: string; port: number },
+    /** The source of randomness for lost COMMITs (the campaign passes its seeded one). */
+    private readonly random: () => number = Math.random,
+  ) {}
 
   async start(port = 0): Promise<void> {
     this.server = net.createServer((client) => this.accept(client));
@@ -37,6 +66,11 @@ export class FaultProxy {
         p.server.resume();
       }
     }
+  }
+
+  /** Cuts COMMITs as `loss` says until called again with undefined. */
+  loseCommits(loss: CommitLoss | undefined): void {
+    this.commitLoss = loss;
   }
 
   /** Resets every open connection (TCP RST both ways). */
@@ -63,11 +97,11 @@ export class FaultProxy {
     const end = () => {
       if (!this.pipes.delete(pipe)) return;
       client.destroy();
-      server.destroy();
+      if (!pipe.draining) server.destroy();
     };
     client.on('error', end).on('close', end);
     server.on('error', end).on('close', end);
-    this.forward(client, server);
+    this.forward(client, server, pipe);
     this.forward(server, client);
     if (this.mode.kind === 'stall') {
       client.pause();
@@ -75,23 +109,55 @@ export class FaultProxy {
     }
   }
 
-  /** Copies `from` to `to`, delayed while the mode is latency (chunks keep their order). */
-  private forward(from: net.Socket, to: net.Socket): void {
+  /** Whether to cut this chunk's COMMIT, and how: undefined to let it through. */
+  private cut(chunk: Buffer): { delivered: boolean } | undefined {
+    const loss = this.commitLoss;
+    if (!loss || loss.probability <= 0) return undefined;
+    if (!COMMIT_MESSAGES.some((m) => chunk.indexOf(m) >= 0)) return undefined;
+    if (this.random() >= loss.probability) return undefined;
+    const delivered = loss.delivered === 'either' ? this.random() < 0.5 : loss.delivered;
+    if (delivered) this.commitsCut.delivered++;
+    else this.commitsCut.undelivered++;
+    loss.onCut?.(delivered);
+    return { delivered };
+  }
+
+  /** The COMMIT in `chunk` is lost: the client's connection is reset; the server gets the COMMIT first or not at all. */
+  private loseCommit(pipe: Pipe, chunk: Buffer, delivered: boolean): void {
+    if (delivered) {
+      // The server side stays open until the server has answered (it committed), then closes.
+      pipe.draining = true;
+      pipe.server.write(chunk);
+      const close = () => pipe.server.destroy();
+      pipe.server.once('data', close);
+      setTimeout(close, 5_000).unref();
+    } else {
+      pipe.server.resetAndDestroy();
+    }
+    pipe.client.resetAndDestroy();
+  }
+
+  /** Copies `from` to `to`, delayed while the mode is latency (chunks keep their order); `upstream` is the client-to-server direction. */
+  private forward(from: net.Socket, to: net.Socket, upstream?: Pipe): void {
     let lastDue = 0;
+    const deliver = (chunk: Buffer) => {
+      if (to.destroyed || upstream?.draining) return;
+      const lost = upstream ? this.cut(chunk) : undefined;
+      if (lost && upstream) return this.loseCommit(upstream, chunk, lost.delivered);
+      to.write(chunk);
+    };
     from.on('data', (chunk: Buffer) => {
       const mode = this.mode;
       if (mode.kind !== 'latency') {
         if (lastDue <= Date.now()) {
-          to.write(chunk);
+          deliver(chunk);
           return;
         }
       }
       const ms = mode.kind === 'latency' ? mode.ms : 0;
       const due = Math.max(Date.now() + ms, lastDue);
       lastDue = due;
-      setTimeout(() => {
-        if (!to.destroyed) to.write(chunk);
-      }, due - Date.now());
+      setTimeout(() => deliver(chunk), due - Date.now());
     });
   }
 }

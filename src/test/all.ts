@@ -8,7 +8,8 @@ import { closeTestDatabase } from './harness.ts';
 
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
 // The server's tests, then the client SDK's (which start a real server), then the chaos
-// checker's self-test (chaos/results holds campaign outputs, not tests).
+// checker's self-test and the replays of the seeds that found bugs (chaos/results holds
+// campaign outputs, not tests).
 for (const dir of ['..', '../../packages/client/test', '../../chaos']) {
   const root = fileURLToPath(new URL(dir, import.meta.url));
   const files = (readdirSync(root, { recursive: true }) as string[])

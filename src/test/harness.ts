@@ -213,9 +213,11 @@ export async function createTestApp(
     logStream?: NodeJS.WritableStream;
     webhookLookup?: ContextOptions['webhookLookup'];
     webhookIsPublicAddress?: ContextOptions['webhookIsPublicAddress'];
+    /** A database of the test's own (its caller closes it) instead of the run's shared one. */
+    database?: Database;
   } = {},
 ): Promise<TestApp> {
-  const { database } = await testDatabase();
+  const database = opts.database ?? (await testDatabase()).database;
   const config = testConfig(opts.env);
   // Tests that use the system clock never call clock.advance.
   const clock = (opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'))) as TestClock;

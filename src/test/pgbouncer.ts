@@ -21,34 +21,44 @@ export function pgbouncerSkip(requireIt: boolean): string | false {
 }
 
 export interface Bouncer {
+  port: number;
+  /** Its log (removed by stop). */
+  logFile: string;
   /** `url` with its host and port replaced by PgBouncer's. */
   through(url: string): string;
   stop(): Promise<void>;
 }
 
-/** Starts PgBouncer (transaction pooling) forwarding every database name to `upstream`'s server. */
-export async function startPgBouncer(upstream: string): Promise<Bouncer> {
+/**
+ * Starts PgBouncer (transaction pooling) forwarding every database name to `upstream`'s server.
+ * `settings` adds or overrides lines of its [pgbouncer] section (the chaos campaign retries
+ * server logins every second instead of every 15, so a PostgreSQL restart costs seconds).
+ */
+export async function startPgBouncer(upstream: string, settings: Record<string, string | number> = {}): Promise<Bouncer> {
   const server = new URL(upstream);
   const dir = await mkdtemp(path.join(tmpdir(), 'coffer-pgbouncer-'));
   const port = await freePort();
   const user = decodeURIComponent(server.username || 'postgres');
+  const base: Record<string, string | number> = {
+    listen_addr: '127.0.0.1',
+    listen_port: port,
+    unix_socket_dir: dir,
+    pool_mode: 'transaction',
+    auth_type: 'trust',
+    auth_file: path.join(dir, 'users.txt'),
+    ignore_startup_parameters: 'options,extra_float_digits',
+    max_client_conn: 500,
+    default_pool_size: 20,
+    server_lifetime: 3600,
+    logfile: path.join(dir, 'pgbouncer.log'),
+  };
   const ini = [
     '[databases]',
     // Every database name goes to the same server; jit off as Coffer's own pool asks for it
     // (PgBouncer does not pass the `options` startup parameter on).
     `* = host=${server.hostname} port=${server.port || 5432} connect_query='SET jit = off'`,
     '[pgbouncer]',
-    'listen_addr = 127.0.0.1',
-    `listen_port = ${port}`,
-    `unix_socket_dir = ${dir}`,
-    'pool_mode = transaction',
-    'auth_type = trust',
-    `auth_file = ${path.join(dir, 'users.txt')}`,
-    'ignore_startup_parameters = options,extra_float_digits',
-    'max_client_conn = 500',
-    'default_pool_size = 20',
-    'server_lifetime = 3600',
-    `logfile = ${path.join(dir, 'pgbouncer.log')}`,
+    ...Object.entries({ ...base, ...settings }).map(([k, v]) => `${k} = ${v}`),
   ].join('\n');
   await writeFile(path.join(dir, 'pgbouncer.ini'), ini + '\n');
   await writeFile(path.join(dir, 'users.txt'), `"${user}" ""\n`);
@@ -62,6 +72,8 @@ export async function startPgBouncer(upstream: string): Promise<Bouncer> {
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   await waitForPort(port, exited);
   return {
+    port,
+    logFile: path.join(dir, 'pgbouncer.log'),
     through(url: string) {
       const u = new URL(url);
       u.hostname = '127.0.0.1';

@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/open.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
 
@@ -129,6 +131,26 @@ describe('the sandbox card network: authorization requests and captures', () => 
     await t.ctx.jobs.runOnce('authorization-expiry');
     assert.deepEqual(summary(await auths(t, cm, late)), [['Canceled', 600]]);
     assert.equal((await balanceOf(t, cm, wallet.id)).available.deposit, 2000);
+    await assertLedgerSound(t);
+  });
+
+  test("a canceled gift payment releases the network's hold as a release, not a capture (the chaos campaign counted it as one)", async () => {
+    const gm = await t.createMerchant();
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: gm, body: { data: { type: 'Gift', attributes: { amount: 1000 } } } });
+    const lookUpId = gift.body.data.id as string;
+    const id = await authorizedOn(t, gm, { lookUpId }, 700);
+    assert.equal((await step(t, gm, id, 'auth', 'SimulateCardAuthorization', { amount: 500 })).status, 200);
+    assert.equal((await t.request('POST', `/api/v1/payments/${id}/cancel`, { as: gm })).status, 200);
+    const entries = rowsOf<{ kind: string; postings: number }>(
+      await t.ctx.db.execute(
+        sql`select e.kind, (select count(*)::int from ledger_postings p where p.entry_id = e.id) as postings from ledger_entries e where e.ref_type = 'payment' and e.ref_id = ${id} order by e.created_at, e.kind`,
+      ),
+    );
+    assert.deepEqual(entries, [
+      { kind: 'gift.hold', postings: 2 },
+      { kind: 'gift.release', postings: 2 },
+    ]);
+    assert.equal((await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: gm })).body.data.attributes.available, 1000);
     await assertLedgerSound(t);
   });
 

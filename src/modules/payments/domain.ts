@@ -32,6 +32,7 @@ import {
   NO_SOURCING,
   addSourcing,
   captureGift,
+  releaseGift,
   captureWallet,
   disburse,
   holdGift,
@@ -163,10 +164,7 @@ export async function capturePayment(db: Db, opts: CaptureInput): Promise<Change
 export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx & { reason: string }): Promise<q.PaymentRow> {
   if (p.status !== 'Created') illegal(p, 'canceled');
   if (p.walletId) await releaseWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId, sourcing: p.sourcing });
-  if (p.giftId && p.networkAuthorized > 0) {
-    const ext = await clientAccountIds(tx, c.clientId);
-    await captureGift(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, giftId: p.giftId, captured: 0, released: p.networkAuthorized, ext });
-  }
+  if (p.giftId && p.networkAuthorized > 0) await releaseGift(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, giftId: p.giftId, amount: p.networkAuthorized });
   if (p.networkAuthorized > 0) await q.cancelCardAuthorizations(tx, p.id, c.now);
   const updated = await q.updatePayment(tx, p.id, { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now });
   await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);

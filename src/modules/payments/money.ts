@@ -162,20 +162,25 @@ export async function payFromWallet(tx: Executor, r: Ref & { walletId: string; s
 
 const giftAccounts = (tx: Executor, giftId: string) => accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: giftId });
 
-/** The card network holds part of a gift (card-present authorization). */
-export async function holdGift(tx: Executor, r: Ref & { giftId: string; amount: number }): Promise<void> {
+/** Moves `amount` of a gift between its available and reserved accounts, as one entry of `kind`. */
+async function moveGift(tx: Executor, r: Ref & { giftId: string; amount: number }, kind: string, from: GiftCode, to: GiftCode): Promise<void> {
   const g = await giftAccounts(tx, r.giftId);
   await postEntry(tx, {
     clientId: r.clientId,
-    kind: 'gift.hold',
+    kind,
     refType: r.refType,
     refId: r.refId,
     now: r.now,
     postings: [
-      { accountId: g['gift.available'], amount: -r.amount },
-      { accountId: g['gift.reserved'], amount: r.amount },
+      { accountId: g[from], amount: -r.amount },
+      { accountId: g[to], amount: r.amount },
     ],
   }, r.batch, { locked: r.locked });
+}
+
+/** The card network holds part of a gift (card-present authorization). */
+export function holdGift(tx: Executor, r: Ref & { giftId: string; amount: number }): Promise<void> {
+  return moveGift(tx, r, 'gift.hold', 'gift.available', 'gift.reserved');
 }
 
 /** The held gift money goes to the card network; whatever was held beyond it is released. */
@@ -193,6 +198,11 @@ export async function captureGift(tx: Executor, r: Ref & { giftId: string; captu
       { accountId: g['gift.available'], amount: r.released },
     ],
   }, r.batch, { locked: r.locked });
+}
+
+/** The card network's hold on a gift ends uncaptured (the payment is canceled or expires): all of it is available again. */
+export function releaseGift(tx: Executor, r: Ref & { giftId: string; amount: number }): Promise<void> {
+  return moveGift(tx, r, 'gift.release', 'gift.reserved', 'gift.available');
 }
 
 /** Disbursements leave the merchant's settlement for the counterparties' balances. */
