@@ -194,7 +194,7 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
        from (${base}) b`,
   );
   // Deliveries of 70% of the events to one webhook, as a receiver's history leaves them: the
-  // newest 2,000 pending (the backlog; due in 30 days, so nothing is sent during the run), a
+  // newest 2,000 events' pending (the backlog; due in 30 days, so nothing is sent during the run), a
   // third of a day's failed 11 to 12 days ago (an outage: failed after three days of retries),
   // the rest succeeded; 30% have none.
   await step(
