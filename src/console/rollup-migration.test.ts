@@ -5,17 +5,16 @@
 // deletes) keep the rollup and its deltas equal to a count over payments, and so does the fold.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { openDatabase, rowsOf, runMigrations, type Database } from '../db/open.ts';
 import { foldPaymentRollup } from '../modules/payments/sql.ts';
+import { migrateUpTo } from '../test/migrations.ts';
 import { freshDatabaseUrl } from '../test/harness.ts';
 
-const MIGRATIONS = fileURLToPath(new URL('../db/migrations', import.meta.url));
 const TAG = /_console_payment_rollup$/;
 
 let dir: string;
@@ -73,15 +72,7 @@ const insertPayments = (client: string, n: number, from: string, status = 'Creat
 
 test('the migration counts the payments there are; every statement on payments keeps the rollup equal to them', async () => {
   const db = database.db;
-  // The migrations before this one: a copy of the folder whose journal stops short of it.
-  const earlier = path.join(dir, 'earlier');
-  await cp(MIGRATIONS, earlier, { recursive: true });
-  const journalFile = path.join(earlier, 'meta', '_journal.json');
-  const journal = JSON.parse(await readFile(journalFile, 'utf8')) as { entries: { tag: string }[] };
-  const at = journal.entries.findIndex((e) => TAG.test(e.tag));
-  assert.ok(at > 0, 'the migration is in the journal');
-  await writeFile(journalFile, JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }));
-  await runMigrations(database, earlier);
+  await migrateUpTo(database, TAG, dir);
 
   await db.execute(insertPayments(merchants[0]!, 10, '2026-05-01T10:05:00Z', 'Sent'));
   await db.execute(insertPayments(merchants[1]!, 4, '2026-05-01T23:50:00Z', 'Failed'));

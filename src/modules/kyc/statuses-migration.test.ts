@@ -3,16 +3,15 @@
 // the way; DisclosuresAccepted becomes NotStarted (its acceptance time kept) and Declined Denied.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { openDatabase, rowsOf, runMigrations, type Database } from '../../db/open.ts';
+import { migrateUpTo } from '../../test/migrations.ts';
 import { freshDatabaseUrl } from '../../test/harness.ts';
 
-const MIGRATIONS = fileURLToPath(new URL('../../db/migrations', import.meta.url));
 const TAG = /_accrue_kyc_users$/;
 
 let dir: string;
@@ -27,15 +26,7 @@ after(async () => {
 });
 
 test('stored DisclosuresAccepted and Declined become NotStarted and Denied; other statuses stay', async () => {
-  // The migrations before this one: a copy of the folder whose journal stops short of it.
-  const earlier = path.join(dir, 'earlier');
-  await cp(MIGRATIONS, earlier, { recursive: true });
-  const journalFile = path.join(earlier, 'meta', '_journal.json');
-  const journal = JSON.parse(await readFile(journalFile, 'utf8')) as { entries: { tag: string }[] };
-  const at = journal.entries.findIndex((e) => TAG.test(e.tag));
-  assert.ok(at > 0, 'the migration is in the journal');
-  await writeFile(journalFile, JSON.stringify({ ...journal, entries: journal.entries.slice(0, at) }));
-  await runMigrations(database, earlier);
+  await migrateUpTo(database, TAG, dir);
 
   const client = randomUUID();
   const accepted = new Date('2026-05-01T10:00:00Z');
