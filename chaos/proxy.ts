@@ -42,6 +42,8 @@ export class FaultProxy {
   connections = 0;
   /** COMMITs cut so far: delivered to the server first, or not. */
   readonly commitsCut = { delivered: 0, undelivered: 0 };
+  /** Pipes whose client was cut after a COMMIT went to the server, until the server answers (they have left `pipes`). */
+  private readonly draining = new Set<Pipe>();
 
   constructor(
     private readonly target: { host: string; port: number },
@@ -71,6 +73,15 @@ export class FaultProxy {
   /** Cuts COMMITs as `loss` says until called again with undefined. */
   loseCommits(loss: CommitLoss | undefined): void {
     this.commitLoss = loss;
+  }
+
+  /**
+   * Resolves once the server has answered every COMMIT cut after delivery (or 5 s passed): from
+   * then on, what those transactions wrote is visible to every other connection. Until then a
+   * reader may see the rows as they were (the client was answered before the server was).
+   */
+  async settled(): Promise<void> {
+    for (let i = 0; i < 500 && this.draining.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
   }
 
   /** Resets every open connection (TCP RST both ways). */
@@ -127,8 +138,12 @@ export class FaultProxy {
     if (delivered) {
       // The server side stays open until the server has answered (it committed), then closes.
       pipe.draining = true;
+      this.draining.add(pipe);
       pipe.server.write(chunk);
-      const close = () => pipe.server.destroy();
+      const close = () => {
+        this.draining.delete(pipe);
+        pipe.server.destroy();
+      };
       pipe.server.once('data', close);
       setTimeout(close, 5_000).unref();
     } else {

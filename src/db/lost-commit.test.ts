@@ -43,6 +43,9 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
     proxy.loseCommits({ probability: 1, delivered });
     try {
       const answers = await Promise.all(requests());
+      // The answers came before PostgreSQL's to the COMMIT: the test reads what was written
+      // once it has answered (a retry would wait for the transaction's locks instead).
+      await proxy.settled();
       return { answers, cut: proxy.commitsCut.delivered + proxy.commitsCut.undelivered - before };
     } finally {
       proxy.loseCommits(undefined);
