@@ -69,7 +69,7 @@ export async function maintainEventPartitions(db: Db, o: { now: Date; retentionD
   // WEEKS_AHEAD weeks ahead.
   const current = weekOf(o.now);
   const [stray] = rowsOf<{ id: string | null }>(
-    await db.execute(sql`select min(id)::text as id from events_default where id >= ${boundOf(weekOf(cutoff))}::uuid and id < ${boundOf(current)}::uuid`),
+    await db.execute(sql`select id::text as id from events_default where id >= ${boundOf(weekOf(cutoff))}::uuid and id < ${boundOf(current)}::uuid order by id limit 1`),
   );
   let from = current;
   if (stray?.id) from = weekOf(new Date(parseInt(stray.id.replaceAll('-', '').slice(0, 12), 16)));
