@@ -9,9 +9,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { rowsOf } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, dbKind, LOCAL_RECEIVERS, testDatabase, type Merchant, type TestApp } from '../../test/harness.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { eventWeeks, maintainEventPartitions, weekOf, WEEKS_AHEAD } from './partitions.ts';
 
@@ -122,6 +123,29 @@ describe('event retention', () => {
     const before = await count('delivery_attempts');
     await t.ctx.webhooks.runOnce();
     assert.ok((await count('delivery_attempts')) > before);
+  });
+
+  test('a drop waits at most its lock timeout for a reader of the week, then tries again on the next run', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+    await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
+    const as = await t.createMerchant();
+    await someEvents(as);
+    const reader = new pg.Client({ connectionString: (await testDatabase()).url });
+    await reader.connect();
+    try {
+      await reader.query('begin');
+      await reader.query('select count(*) from events'); // holds every partition of events until commit
+      const started = Date.now();
+      let run = await retainAt((RETENTION_DAYS + 8) * DAY);
+      assert.equal(run.dropped, 0, 'the week is in use');
+      assert.ok(Date.now() - started < 5_000);
+      assert.ok((await eventIds(as)).length > 0, 'requests go on meanwhile');
+      await reader.query('commit');
+      run = await retainAt((RETENTION_DAYS + 8) * DAY);
+      assert.ok(run.dropped >= 1);
+      assert.deepEqual(await eventIds(as), []);
+    } finally {
+      await reader.end();
+    }
   });
 
   test('a retention no longer than the webhook retry schedule is refused at start', async () => {

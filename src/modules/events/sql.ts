@@ -243,10 +243,13 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
       order by coalesce(b.n, 0) + a.n, a.next_attempt_at
       limit ${o.limit}
     ), locked as (
-      -- By primary key (event_id, id): each in its own week's partition.
-      select d.event_id, d.id from ranked r join event_deliveries d on d.event_id = r.event_id and d.id = r.id
-      where ${due}
-      for update of d skip locked
+      -- One row at a time by its key (event_id, id), in its own week's partition only (pruned as
+      -- each row is read): a join let the planner read every pending delivery into a hash.
+      select l.event_id, l.id from ranked r cross join lateral (
+        select d.event_id, d.id from event_deliveries d
+        where d.event_id = r.event_id and d.id = r.id and ${due}
+        for update skip locked
+      ) l
     ), claimed as (
       update event_deliveries d
       set lease_until = ${o.leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${o.now}
