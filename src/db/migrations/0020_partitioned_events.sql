@@ -41,6 +41,9 @@ CREATE FUNCTION "create_event_partitions"("p_week" date) RETURNS boolean
   BEGIN
     IF extract(isodow FROM p_week) <> 1 THEN RAISE EXCEPTION 'event partitions start on a Monday, not %', p_week; END IF;
     IF to_regclass('events' || suffix) IS NOT NULL THEN RETURN false; END IF;
+    -- No row may reach a default partition between the move and the attach (which would then
+    -- fail); inserts into the weeks that exist do not touch the default partitions.
+    LOCK TABLE "events_default", "event_deliveries_default", "delivery_attempts_default" IN ACCESS EXCLUSIVE MODE;
     FOREACH t IN ARRAY ARRAY['events', 'event_deliveries', 'delivery_attempts'] LOOP
       k := CASE t WHEN 'events' THEN 'id' ELSE 'event_id' END;
       EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS)', t || suffix, t);

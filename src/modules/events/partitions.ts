@@ -120,6 +120,9 @@ export async function purgeDefaultPartitions(db: Db, o: { before: Date; batch: n
         where e.id < ${boundOf(o.before)}::uuid
           and not exists (select 1 from event_deliveries_default d where d.event_id = e.id and d.state = 'pending')
         limit ${o.batch}
+        -- An event a replay holds (lockEventForReplay) is passed over: its new delivery may be
+        -- about to commit, unseen by this statement's snapshot.
+        for update skip locked
       ), attempts as (
         delete from delivery_attempts_default where event_id in (select id from old)
       ), deliveries as (

@@ -148,6 +148,30 @@ describe('event retention', () => {
     }
   });
 
+  test('an event held by a replay in flight is not deleted from the default partition until the replay ends', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+    await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
+    const as = await t.createMerchant();
+    const hook = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) });
+    await someEvents(as);
+    const ids = await eventIds(as);
+    assert.ok(ids.length >= 2);
+    assert.ok((await retainAt((RETENTION_DAYS + 8) * DAY)).kept >= ids.length, 'pending: kept in the default partition');
+    assert.equal((await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, { as, body: { data: { type: 'Webhook', attributes: { url: '' } } } })).status, 200);
+    const replay = new pg.Client({ connectionString: (await testDatabase()).url });
+    await replay.connect();
+    try {
+      await replay.query('begin');
+      await replay.query('select 1 from events where id = $1 for key share', [ids[0]]); // what replayEvent takes first
+      assert.equal((await retainAt((RETENTION_DAYS + 8) * DAY)).deleted, ids.length - 1);
+      assert.equal((await t.request('GET', `/api/v1/webhook-events/${ids[0]}`, { as })).status, 200);
+      await replay.query('commit');
+      assert.equal((await retainAt((RETENTION_DAYS + 8) * DAY)).deleted, 1);
+      assert.deepEqual(await eventIds(as), []);
+    } finally {
+      await replay.end();
+    }
+  });
+
   test('a retention no longer than the webhook retry schedule is refused at start', async () => {
     await assert.rejects(createTestApp({ env: { EVENT_RETENTION_DAYS: '2' } }), /EVENT_RETENTION_DAYS must be longer than the webhook retry schedule \(3 days\)/);
   });

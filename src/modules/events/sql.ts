@@ -168,6 +168,16 @@ export async function findEvent(db: Executor, clientId: string, id: string): Pro
   return row && { ...row.event, deliveryState: row.state };
 }
 
+/**
+ * Locks an event against retention for the caller's transaction (a replay adding deliveries):
+ * its week cannot be dropped (a row lock holds the partition) and the job's delete from the
+ * default partition passes it over. False when there is no such event.
+ */
+export async function lockEventForReplay(db: Executor, clientId: string, id: string): Promise<boolean> {
+  const rows = rowsOf(await db.execute(sql`select 1 from events where client_id = ${clientId} and id = ${id} for key share`));
+  return rows.length > 0;
+}
+
 export async function deliveriesOf(db: Executor, eventId: string): Promise<{ deliveries: DeliveryRow[]; attempts: AttemptRow[] }> {
   const [deliveries, attempts] = await Promise.all([
     db.select().from(eventDeliveries).where(eq(eventDeliveries.eventId, eventId)).orderBy(asc(eventDeliveries.createdAt), asc(eventDeliveries.id)),
