@@ -24,7 +24,9 @@ const name = `coffer_prof_${Date.now()}`;
 const admin = new pg.Client({ connectionString: server });
 await admin.connect();
 await admin.query(`create database ${name}`);
-const databaseUrl = server.replace(/\/postgres$/, `/${name}`);
+const u = new URL(server); // the server's URL with the new database's name (a ?host=/socket/dir stays)
+u.pathname = `/${name}`;
+const databaseUrl = u.toString();
 const env = { LOG_LEVEL: 'warn', ...(process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {}) };
 
 let coffer = await startCoffer({ databaseUrl, env });

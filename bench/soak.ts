@@ -2,8 +2,10 @@
 // reads, deposits, checkouts of create intent → authorize → capture, webhooks delivered to a
 // local receiver) against one Coffer process for the given time, 50 connections, recorded in
 // 30-second windows: throughput, p99, errors and the server's RSS. At the end the ledger is
-// verified and every event must have been delivered. The raw figures go to
-// bench/results/soak-<time>.json; the path is printed.
+// verified and every event must have been delivered; a run of 12 minutes or more also compares
+// the last five minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and
+// lists the largest tables. The raw figures go to bench/results/soak-<time>.json; the path is
+// printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -116,6 +118,37 @@ for (let i = 0; i < 600 && delivered < total; i++) {
   total = await events();
 }
 const ledger = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+
+// Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
+// minute 1 and by minute 7), once the run is long enough for the two not to overlap.
+const mean = (ws: Window[], f: (w: Window) => number) => (ws.length === 0 ? 0 : Math.round(ws.reduce((a, w) => a + f(w), 0) / ws.length));
+const early = windows.filter((w) => w.minute > 1 && w.minute <= 7);
+const late = windows.filter((w) => w.minute > minutes - 5);
+const flat =
+  minutes >= 12
+    ? {
+        earlyRps: mean(early, (w) => w.rps),
+        lastFiveRps: mean(late, (w) => w.rps),
+        ratio: Math.round((mean(late, (w) => w.rps) / Math.max(1, mean(early, (w) => w.rps))) * 1000) / 1000,
+        earlyRssMb: mean(early, (w) => w.rssMb),
+        lastFiveRssMb: mean(late, (w) => w.rssMb),
+      }
+    : undefined;
+// What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).
+let tables: Record<string, { rows: number; mb: number }> | undefined;
+if (databaseUrl) {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  const { rows } = await client.query<{ name: string; rows: string; mb: string }>(
+    `select c.relname as name, c.reltuples::bigint as rows, round(pg_total_relation_size(c.oid) / 1048576.0) as mb
+     from pg_class c join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname = 'public' and c.relkind = 'r'
+     order by pg_total_relation_size(c.oid) desc limit 10`,
+  );
+  await client.end();
+  tables = Object.fromEntries(rows.map((r) => [r.name, { rows: Number(r.rows), mb: Number(r.mb) }]));
+}
 const summary = {
   at: new Date().toISOString(),
   machine: machine(),
@@ -128,6 +161,8 @@ const summary = {
   events: total,
   delivered,
   ledgerSound: ledger.data.attributes.sound as boolean,
+  flat,
+  tables,
   windows,
 };
 await writeResults(`soak-${summary.at.replace(/[:.]/g, '').slice(0, 15)}`, summary);
@@ -135,4 +170,5 @@ process.stdout.write(`${JSON.stringify({ ...summary, windows: undefined })}\n`);
 await coffer.stop();
 await dropDatabases();
 receiver.close();
-process.exit(summary.errors === 0 && summary.ledgerSound && delivered >= total ? 0 : 1);
+const flatEnough = !flat || Math.abs(flat.ratio - 1) <= 0.1;
+process.exit(summary.errors === 0 && summary.ledgerSound && delivered >= total && flatEnough ? 0 : 1);

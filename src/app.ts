@@ -97,7 +97,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   const bank = ctx.providers.bankTransfers;
   ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
   ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }) });
-  ctx.jobs.register({ name: 'counterparty-payouts', intervalMs: 250, batch: PAYOUT_BATCH, run: () => sendPendingPayouts(ctx.db, { provider: bank, now }) });
+  ctx.jobs.register({ name: 'counterparty-payouts', intervalMs: 250, batch: PAYOUT_BATCH, run: () => sendPendingPayouts(ctx.db, { provider: bank, sealer: ctx.sealer, now, log: ctx.log }) });
   const rc = renderContext(ctx);
   ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
   ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });

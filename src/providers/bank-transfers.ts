@@ -5,12 +5,25 @@
 // every transfer at once and reports nothing: clearing and failure are simulated through the
 // API, and captured payments settle on their own.
 
-export interface TransferRequest {
+/**
+ * A bank account Coffer knows by its numbers rather than through the bank-linking provider: a
+ * counterparty's (the merchant gave them when creating it). Opened from its sealed form only to
+ * hand to the provider; never logged.
+ */
+export interface BankAccountNumbers {
+  routingNumber: string;
+  accountNumber: string;
+  accountType: 'checking' | 'savings';
+  /** The account holder as Coffer names it (the counterparty's label). */
+  holderName: string;
+}
+
+/** A transfer to or from either a linked account (by the linking provider's id) or an account by its numbers. */
+export type TransferRequest = {
   /** Coffer's id for the transfer: the provider's idempotency key. */
   reference: string;
   amount: number;
-  linkedAccountExternalId: string;
-}
+} & ({ linkedAccountExternalId: string; bankAccount?: undefined } | { bankAccount: BankAccountNumbers; linkedAccountExternalId?: undefined });
 
 export interface TransferOutcome {
   status: 'pending' | 'settled' | 'failed';
@@ -23,7 +36,7 @@ export interface BankTransferProvider {
   readonly reportsStatus: boolean;
   /** Starts pulling money from a linked account (a deposit, a payment's bank part). */
   initiatePull(r: TransferRequest): Promise<{ providerRef: string }>;
-  /** Starts pushing money to a linked account (a withdrawal). */
+  /** Starts pushing money to an account (a withdrawal to a linked account, a counterparty's payout to its numbers). */
   initiatePush(r: TransferRequest): Promise<{ providerRef: string }>;
   /** Where a transfer it accepted stands. */
   status(reference: string): Promise<TransferOutcome>;

@@ -1,7 +1,7 @@
 // Live runs on the operator's provider adapters (docs/providers.md), here the reference adapter:
 // no sandbox provider is ever wired; KYC, bank linking, transfers, card issuing and the card
-// processor are signed calls keyed by Coffer's references; deposits, withdrawal pushes and
-// captured payments end by what the bank reports; a lost, late, malformed or wrongly signed
+// processor are signed calls keyed by Coffer's references; deposits, withdrawal pushes,
+// counterparty payouts and captured payments end by what the bank reports; a lost, late, malformed or wrongly signed
 // answer changes nothing and the retry carries the same key, so nothing happens twice.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -9,6 +9,9 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { PROVIDER_PORTS } from '../config.ts';
 import { rowsOf } from '../db/open.ts';
+import { clientAccountIds } from '../ledger/accounts.ts';
+import { recordIncomingPayment } from '../modules/counterparties/payouts.ts';
+import { counterpartyBalance, createCounterparty, createPayout } from '../test/counterparties.ts';
 import { accrueKycApplication, kycApplication } from '../test/fixtures.ts';
 import { createTestApp, createUser, errorsOf, PROVIDER_SIGNING_SECRET, providerEnv, type Merchant, type TestApp } from '../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, intentFor } from '../test/money.ts';
@@ -269,6 +272,48 @@ describe("live on the operator's provider adapters", () => {
     assert.equal((await transfer(`${sent.id}:${account.id}`))!.status, 'Settled');
     assert.deepEqual(await transfer(`${returned.id}:${account.id}`), { status: 'Failed', failure_reason: 'R01: insufficient funds', purpose: 'withdrawal' });
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 4000, 'the failed push came back');
+    await assertLedgerSound(t);
+  });
+
+  test("counterparty payouts: pushed to the counterparty's account by its numbers, keyed by the payout id; the bank's report completes or returns them", async () => {
+    const lm = await t.createMerchant();
+    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
+    assert.equal(cp.status, 201, cp.raw);
+    const cpId = cp.body.data.id as string;
+    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    const ok = await createPayout(t, lm, cpId, 3000);
+    const bad = await createPayout(t, lm, cpId, 2004);
+    assert.equal(ok.status, 201, ok.raw);
+    assert.equal(bad.status, 201, bad.raw);
+    assert.deepEqual(await counterpartyBalance(t, lm, cpId), { pending: 0, available: 4996 });
+    adapter.settleMs = 3_600_000;
+    await run('counterparty-payouts', 0);
+    for (const p of [ok.body.data, bad.body.data]) {
+      const made = adapter.transfers.get(p.id);
+      assert.deepEqual(
+        [made?.direction, made?.amount, made?.accountId, made?.bankAccount],
+        ['push', p.attributes.amount, undefined, { routingNumber: '021000021', accountNumber: '000987654321', accountType: 'savings', holderName: 'Acme Payroll' }],
+      );
+      assert.ok(adapter.callsFor(p.id)[0]!.signed, 'a signed call keyed by the payout id');
+    }
+    const status = async (id: string) => (await t.request('GET', `/api/v1/counterparties/${cpId}/payouts`, { as: lm })).body.data.find((p: { id: string }) => p.id === id).attributes;
+    await run('bank-transfer-status');
+    assert.equal((await status(ok.body.data.id)).status, 'Sent', 'Sent while the bank says pending');
+
+    adapter.settleMs = 0;
+    await run('bank-transfer-status', 2_000);
+    assert.equal((await status(ok.body.data.id)).status, 'Completed');
+    const returned = await status(bad.body.data.id);
+    assert.deepEqual([returned.status, returned.returnCode, returned.returnReason], ['Returned', 'R01', 'insufficient funds']);
+    assert.deepEqual(await transfer(bad.body.data.id), { status: 'Failed', failure_reason: 'R01: insufficient funds', purpose: 'payout' });
+    assert.deepEqual(await counterpartyBalance(t, lm, cpId), { pending: 0, available: 7000 }, 'the returned payout is back on the available balance');
+    const topics = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as: lm })).body.data.map((e: { attributes: { topic: string } }) => e.attributes.topic).sort();
+    assert.deepEqual(topics.filter((x: string) => x.startsWith('CounterpartyPayout')), [
+      'CounterpartyPayoutCompleted', 'CounterpartyPayoutCreated', 'CounterpartyPayoutCreated', 'CounterpartyPayoutReturned', 'CounterpartyPayoutSent', 'CounterpartyPayoutSent',
+    ]);
+    // Reported again (another process, a retry): nothing moves twice.
+    assert.equal(await run('bank-transfer-status', 600_000), 0);
+    assert.deepEqual(await counterpartyBalance(t, lm, cpId), { pending: 0, available: 7000 });
     await assertLedgerSound(t);
   });
 

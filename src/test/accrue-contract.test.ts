@@ -348,6 +348,19 @@ describe("Accrue's contract: every operation", () => {
     await call('deleteWebhook', { as: bank, params: { webhookId }, expect: 204 });
   });
 
+  test("every operation served at Accrue's method and path carries Accrue's operationId in the OpenAPI document", async () => {
+    const doc = (await t.request('GET', '/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const served = new Map<string, string>();
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) if (op.operationId) served.set(`${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}').replace(/\/$/, '')}`, op.operationId);
+    }
+    const differing = OPERATIONS.flatMap((o) => {
+      const ours = served.get(`${o.method} ${o.path.replace(/\{[^}]+\}/g, '{}')}`);
+      return ours === undefined || ours === o.operationId ? [] : [`${o.method} ${o.path}: ${ours}, Accrue's ${o.operationId}`];
+    });
+    assert.deepEqual(differing, [], 'a client generated from either document names the operations alike');
+  });
+
   test('every one of the 82 operations was called', () => {
     assert.equal(OPERATIONS.length, 82);
     assert.equal(new Set(OPERATIONS.map((o) => o.operationId)).size, 82);

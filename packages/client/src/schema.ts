@@ -62,7 +62,7 @@ export interface paths {
          * Update the merchant's attached profile
          * @description `userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user's id or the `userReference` of the URL (409 `Conflict` otherwise).
          */
-        patch: operations["updateAttachedProfile"];
+        patch: operations["updateUser"];
         trace?: never;
     };
     "/api/v1/users/{userId}/disclosures/kyc": {
@@ -78,7 +78,7 @@ export interface paths {
          * Accept the KYC disclosures
          * @description Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.
          */
-        post: operations["acceptKycDisclosures"];
+        post: operations["acceptKycDisclosureDocuments"];
         delete?: never;
         options?: never;
         head?: never;
@@ -98,7 +98,7 @@ export interface paths {
          * Submit a KYC application
          * @description Takes Coffer's body (type `KycApplication`, a nested `address` with its `country`) or Accrue's (type `Kyc`, a flat US address and `phone`). Needs accepted disclosures (else 400 `DisclosuresNotAccepted`); accepted after disclosures or while `AwaitingDocuments` (else 400 `KycApplicationFailed`). KYC becomes `Pending`; the provider's answer arrives as webhook events. The sandbox decides within a second by e-mail address: `*@highrisk.com` → `ManualReview`, `*@highrisk.test` → `AwaitingDocuments`, `*@veryhighrisk.com` and `*@declined.test` → `Denied`, any other (`*@lowrisk.com`) → `Approved`; after documents it approves, unless the local part ends in `+denied`. Stores the name and date of birth on the profile.
          */
-        post: operations["submitKycApplication"];
+        post: operations["createKycApplication"];
         delete?: never;
         options?: never;
         head?: never;
@@ -238,7 +238,7 @@ export interface paths {
          * Change a verified user's phone number or e-mail
          * @description Spends a `verificationToken` from a passed challenge of this user (used or unknown: 400 `ChallengeNotFound`; expired: 400 `ChallengeExpired`). Send at least one of `phoneNumber` (E.164) and `email`. A changed field becomes unverified; a phone change also ends the user's wallet sessions (outstanding barcodes stop working). Fires `UserProfileUpdated`. A number or e-mail another user has: 409 `UserAlreadyExists`, and the token stays unused. `userIdentifier` is a user id or one of the merchant's reference ids for the user (a UUID is tried as a user id first); an unknown one is 404 `UserNotFound`, one matching two users is 400 `ValidationError`.
          */
-        post: operations["applyProfileUpdate"];
+        post: operations["applyVerifiedProfileUpdate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -256,7 +256,7 @@ export interface paths {
          * List a user's linked accounts
          * @description Connected and disconnected accounts, newest first.
          */
-        get: operations["listLinkedAccounts"];
+        get: operations["getLinkedAccounts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -279,7 +279,7 @@ export interface paths {
          * Remove a linked account
          * @description Disconnects the account and deactivates it with the bank-linking provider. Irreversible (the user must link it again) and idempotent: removing a removed account also returns 204. A disconnected account cannot fund anything.
          */
-        delete: operations["removeLinkedAccount"];
+        delete: operations["deleteLinkedAccount"];
         options?: never;
         head?: never;
         patch?: never;
@@ -293,7 +293,7 @@ export interface paths {
             cookie?: never;
         };
         /** List webhooks */
-        get: operations["listWebhooks"];
+        get: operations["getWebhooks"];
         put?: never;
         /**
          * Register a webhook
@@ -633,7 +633,7 @@ export interface paths {
          * Withdraw to linked accounts (closed loop)
          * @description Sends available deposit money back to the user's connected linked accounts, split in proportion to what each deposited (largest remainder). Never more than the withdrawable amount (400 `InsufficientWithdrawableBalance`); no connected account: 400 `LinkedAccountMissing`. Needs KYC `Approved`.
          */
-        post: operations["withdraw"];
+        post: operations["closedLoopWithdraw"];
         delete?: never;
         options?: never;
         head?: never;
@@ -703,7 +703,7 @@ export interface paths {
          * Read a gift's remaining balance
          * @description By the scanned lookup id; scoped to the merchant. A wallet barcode is never a gift (404).
          */
-        get: operations["getGift"];
+        get: operations["getGiftByLookUpId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -786,7 +786,7 @@ export interface paths {
          * Authorize a payment intent
          * @description Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet's money is reserved (merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent's amount or upper limit: 402 `Failed`. No connected account for the rest: 402, and the intent requires action (`error` LinkedAccountMissing). Send `idempotencyKey` on every authorize and reuse it for every retry: the same key and attributes replay the first response byte for byte; while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (200) without authorizing again. With the merchant's card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 `AlreadyExists` (retry the same request) and are never charged twice.
          */
-        post: operations["authorizePaymentIntent"];
+        post: operations["authorizePayment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -934,7 +934,7 @@ export interface paths {
          * Refund a payment
          * @description `Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet's deposit, accrue and merchant rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required. Answers 200 (Accrue's status) with the payment, its `refunds` and `captures` relationships, the new Refund in `included` and its id in `meta.refundId`.
          */
-        post: operations["refundPayment"];
+        post: operations["refund"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2975,7 +2975,7 @@ export interface operations {
             };
         };
     };
-    updateAttachedProfile: {
+    updateUser: {
         parameters: {
             query?: never;
             header?: never;
@@ -3178,7 +3178,7 @@ export interface operations {
             };
         };
     };
-    acceptKycDisclosures: {
+    acceptKycDisclosureDocuments: {
         parameters: {
             query?: never;
             header?: never;
@@ -3270,7 +3270,7 @@ export interface operations {
             };
         };
     };
-    submitKycApplication: {
+    createKycApplication: {
         parameters: {
             query?: never;
             header?: never;
@@ -4252,7 +4252,7 @@ export interface operations {
             };
         };
     };
-    applyProfileUpdate: {
+    applyVerifiedProfileUpdate: {
         parameters: {
             query?: never;
             header?: never;
@@ -4426,7 +4426,7 @@ export interface operations {
             };
         };
     };
-    listLinkedAccounts: {
+    getLinkedAccounts: {
         parameters: {
             query?: {
                 /** @description 1 or more; values above 50 are capped */
@@ -4537,7 +4537,7 @@ export interface operations {
             };
         };
     };
-    removeLinkedAccount: {
+    deleteLinkedAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -4630,7 +4630,7 @@ export interface operations {
             };
         };
     };
-    listWebhooks: {
+    getWebhooks: {
         parameters: {
             query?: {
                 /** @description 1 or more; values above 50 are capped */
@@ -7585,7 +7585,7 @@ export interface operations {
             };
         };
     };
-    withdraw: {
+    closedLoopWithdraw: {
         parameters: {
             query?: never;
             header?: never;
@@ -8444,7 +8444,7 @@ export interface operations {
             };
         };
     };
-    getGift: {
+    getGiftByLookUpId: {
         parameters: {
             query?: never;
             header?: never;
@@ -9007,7 +9007,7 @@ export interface operations {
             };
         };
     };
-    authorizePaymentIntent: {
+    authorizePayment: {
         parameters: {
             query?: never;
             header?: never;
@@ -10368,7 +10368,7 @@ export interface operations {
             };
         };
     };
-    refundPayment: {
+    refund: {
         parameters: {
             query?: never;
             header?: never;

@@ -1,12 +1,14 @@
 // How bank transfers end, with a bank that reports status (providers/bank-transfers.ts): the
 // bank-transfer-status job asks the provider about each transfer Coffer waits on and applies a
 // final answer to its subject through the subject's own domain function (a deposit clears or
-// fails, a payment settles or fails, a failed withdrawal push returns its money), in the same
-// transaction that marks the transfer finished, so an answer is applied once.
+// fails, a payment settles or fails, a failed withdrawal push returns its money, a counterparty's
+// payout completes or is returned), in the same transaction that marks the transfer finished,
+// so an answer is applied once.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Executor } from '../../db/open.ts';
 import { nextCheckAt } from '../../jobs/backoff.ts';
 import type { BankTransferProvider, TransferOutcome } from '../../providers/bank-transfers.ts';
+import { finishPayoutPush } from '../counterparties/payouts.ts';
 import { finishPaymentPull } from '../payments/domain.ts';
 import type { RenderContext } from '../payments/render.ts';
 import { finishDepositPull } from '../transactions/domain.ts';
@@ -25,6 +27,7 @@ const FINISH: Record<TransferPurpose, Finish> = {
   deposit: (tx, t, o) => finishDepositPull(tx, { transactionId: t.subjectId, settled: o.settled, reason: o.reason, baseUrl: o.rc.baseUrl, now: o.now }),
   payment: (tx, t, o) => finishPaymentPull(tx, { paymentId: t.subjectId, settled: o.settled, reason: o.reason, rc: o.rc, now: o.now }),
   withdrawal: (tx, t, o) => finishWithdrawalPush(tx, { reference: t.reference, withdrawalId: t.subjectId, amount: t.amount, settled: o.settled, now: o.now }),
+  payout: (tx, t, o) => finishPayoutPush(tx, { payoutId: t.subjectId, settled: o.settled, reason: o.reason, now: o.now }),
 };
 
 /**

@@ -1,5 +1,5 @@
 // Recording the transfers a bank accepted. The sending jobs (deposit pulls, withdrawal pushes,
-// payment pulls) call this once the provider has answered; with a bank that reports status,
+// payment pulls, counterparty payouts) call this once the provider has answered; with a bank that reports status,
 // each transfer is also kept for the status job to ask about, in the same transaction as the
 // subject's own record, so a transfer is never accepted and then forgotten.
 import type { FastifyBaseLogger } from 'fastify';
@@ -8,14 +8,14 @@ import { MIN_CHECK_DELAY_MS } from '../../jobs/backoff.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import * as q from './sql.ts';
 
-export type TransferPurpose = 'deposit' | 'withdrawal' | 'payment';
+export type TransferPurpose = 'deposit' | 'withdrawal' | 'payment' | 'payout';
 
 export interface TrackedTransfer {
   /** Coffer's reference: the provider's idempotency key. */
   reference: string;
   clientId: string;
   purpose: TransferPurpose;
-  /** The transaction, withdrawal or payment. */
+  /** The transaction, withdrawal, payment or counterparty payout. */
   subjectId: string;
   direction: 'pull' | 'push';
   amount: number;
@@ -30,9 +30,14 @@ export async function recordSentTransfers(db: Db, o: { track: boolean; transfers
   if (o.transfers.length === 0) return;
   if (!o.track) return o.record(db);
   await db.transaction(async (tx) => {
-    await q.insertTransfers(tx, o.transfers, o.now, new Date(o.now.getTime() + MIN_CHECK_DELAY_MS));
+    await trackTransfers(tx, o.transfers, o.now);
     await o.record(tx);
   });
+}
+
+/** Keeps transfers for the status job to ask about, within the caller's transaction. */
+export function trackTransfers(tx: Executor, transfers: TrackedTransfer[], now: Date): Promise<void> {
+  return q.insertTransfers(tx, transfers, now, new Date(now.getTime() + MIN_CHECK_DELAY_MS));
 }
 
 /**

@@ -61,7 +61,12 @@ describe('counterparty payouts', () => {
     t.clock.advance(1000);
     assert.ok((await t.ctx.jobs.runOnce('counterparty-payouts')) >= 1);
     const push = bank.transfers.get(p.id);
-    assert.deepEqual(push, { reference: p.id, amount: 4000, linkedAccountExternalId: `counterparty:${cp}`, direction: 'push' });
+    assert.deepEqual(push, {
+      reference: p.id,
+      amount: 4000,
+      bankAccount: { routingNumber: '021000021', accountNumber: '000123456789', accountType: 'checking', holderName: 'Payee' },
+      direction: 'push',
+    }, "the push goes to the counterparty's account by its numbers, opened from their sealed form");
     assert.equal(await statusOf(lm, cp, p.id), 'Sent');
 
     assert.equal((await simulate(lm, cp, p.id, 'complete')).status, 204);

@@ -2,7 +2,7 @@
 //
 //   payout     counterparty.available −amount │ external.bank +amount     (Pending, CounterpartyPayoutCreated)
 //              the bank push is sent by a job after commit                (Sent, CounterpartyPayoutSent)
-//              the bank reconciles it                                      (Completed, CounterpartyPayoutCompleted)
+//              the bank settles it (its report; the sandbox: a simulation) (Completed, CounterpartyPayoutCompleted)
 //              or returns it: external.bank −amount │ available +amount   (Returned, CounterpartyPayoutReturned)
 //   incoming   external.bank −amount │ counterparty.available +amount     (CounterpartyIncomingPayment)
 //
@@ -14,9 +14,12 @@ import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
-import { accountIds, type ClientCode, type CounterpartyCode } from '../../ledger/accounts.ts';
+import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode } from '../../ledger/accounts.ts';
 import { postEntry } from '../../ledger/post.ts';
-import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Sealer } from '../../crypto/sealer.ts';
+import type { BankAccountNumbers, BankTransferProvider } from '../../providers/bank-transfers.ts';
+import { logUnsent, trackTransfers } from '../bank-transfers/record.ts';
 import { recordEvent } from '../events/record.ts';
 import { getCounterparty, lockAvailable } from './domain.ts';
 import { incomingPaymentEventResource, payoutEventResource, type PayoutTopic } from './render.ts';
@@ -74,30 +77,44 @@ export async function listPayouts(db: Executor, opts: { clientId: string; counte
 export const PAYOUT_BATCH = 100;
 
 /**
- * Job: one ACH push per Pending payout, outside any transaction, with the payout's id as the
- * provider's idempotency key; then Pending → Sent and CounterpartyPayoutSent in one
- * transaction. A crash between the two sends the same push again (the same transfer at the
+ * Job: one ACH push per Pending payout to its counterparty's account (by its numbers, opened
+ * only to hand to the provider), outside any transaction, with the payout's id as the
+ * provider's idempotency key; then Pending → Sent and CounterpartyPayoutSent in one transaction,
+ * which also keeps the push for the bank-transfer-status job when the bank reports how
+ * transfers end (every live one: the push's settlement completes the payout, its failure
+ * returns it). A crash between the two sends the same push again (the same transfer at the
  * bank); two processes sending the same payout record it once (the move is from Pending only).
  */
-export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferProvider; now: () => Date }): Promise<number> {
+export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferProvider; sealer: Sealer; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPayouts(db, PAYOUT_BATCH);
   let sent = 0;
-  for (const p of due) {
+  const failed: unknown[] = [];
+  for (const { payout: p, account } of due) {
     let providerRef: string;
     try {
-      // The port addresses a push by an external account id; a counterparty's bank account is
-      // named by the counterparty (what a live provider needs: docs/money.md).
-      ({ providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, linkedAccountExternalId: `counterparty:${p.counterpartyId}` }));
-    } catch {
+      const bankAccount: BankAccountNumbers = {
+        routingNumber: account.routingNumber,
+        accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
+        accountType: account.accountType === 'savings' ? 'savings' : 'checking',
+        holderName: account.holderName,
+      };
+      ({ providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, bankAccount }));
+    } catch (err) {
+      failed.push(err);
       continue; // The provider is unreachable: the next run tries again with the same reference.
     }
     await db.transaction(async (tx) => {
       const now = opts.now();
       const moved = await q.transitionPayout(tx, p.id, 'Pending', { status: 'Sent', providerRef, sentAt: now, updatedAt: now });
-      if (moved) await payoutEvent(tx, moved, 'CounterpartyPayoutSent', now);
+      if (!moved) return;
+      await payoutEvent(tx, moved, 'CounterpartyPayoutSent', now);
+      if (opts.provider.reportsStatus) {
+        await trackTransfers(tx, [{ reference: p.id, clientId: p.clientId, purpose: 'payout', subjectId: p.id, direction: 'push', amount: p.amount, providerRef }], now);
+      }
     });
     sent++;
   }
+  logUnsent(opts.log, 'counterparty payouts', failed);
   return sent;
 }
 
@@ -111,44 +128,65 @@ async function sentPayout(tx: Executor, o: { clientId: string; counterpartyId: s
   return p;
 }
 
-/** The bank reconciled the push: Sent → Completed (the money left at creation). */
-export async function completePayout(db: Db, o: { clientId: string; counterpartyId: string; payoutId: string; now: Date }): Promise<q.PayoutRow> {
-  return db.transaction(async (tx) => {
-    const p = await sentPayout(tx, o);
-    const done = (await q.transitionPayout(tx, p.id, 'Sent', { status: 'Completed', completedAt: o.now, updatedAt: o.now }))!;
-    await payoutEvent(tx, done, 'CounterpartyPayoutCompleted', o.now);
-    return done;
-  });
+/** Sent → Completed, with its event (the money left at creation). */
+async function markCompleted(tx: Executor, p: q.PayoutRow, now: Date): Promise<q.PayoutRow> {
+  const done = (await q.transitionPayout(tx, p.id, 'Sent', { status: 'Completed', completedAt: now, updatedAt: now }))!;
+  await payoutEvent(tx, done, 'CounterpartyPayoutCompleted', now);
+  return done;
 }
 
-/** The receiving bank returned the push: Sent → Returned, the amount back on the available balance. */
+/** Sent → Returned: the amount back on the counterparty's available balance, with its event. */
+async function markReturned(tx: Executor, p: q.PayoutRow, o: { returnCode: string | null; returnReason: string | null; clientAccounts: Record<ClientCode, string>; now: Date }): Promise<q.PayoutRow> {
+  const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: p.counterpartyId });
+  await postEntry(tx, {
+    clientId: p.clientId,
+    kind: 'counterparty.payout.return',
+    refType: 'counterparty_payout',
+    refId: p.id,
+    postings: [
+      { accountId: o.clientAccounts['external.bank'], amount: -p.amount },
+      { accountId: c['counterparty.available'], amount: p.amount },
+    ],
+    now: o.now,
+  });
+  const returned = (await q.transitionPayout(tx, p.id, 'Sent', { status: 'Returned', returnCode: o.returnCode, returnReason: o.returnReason, returnedAt: o.now, updatedAt: o.now }))!;
+  await payoutEvent(tx, returned, 'CounterpartyPayoutReturned', o.now);
+  return returned;
+}
+
+/** The bank reconciled the push (the sandbox's simulation): Sent → Completed. */
+export async function completePayout(db: Db, o: { clientId: string; counterpartyId: string; payoutId: string; now: Date }): Promise<q.PayoutRow> {
+  return db.transaction(async (tx) => markCompleted(tx, await sentPayout(tx, o), o.now));
+}
+
+/** The receiving bank returned the push (the sandbox's simulation): Sent → Returned. */
 export async function returnPayout(
   db: Db,
   o: { clientId: string; counterpartyId: string; payoutId: string; returnCode?: string; returnReason?: string; clientAccounts: Record<ClientCode, string>; now: Date },
 ): Promise<q.PayoutRow> {
-  return db.transaction(async (tx) => {
-    const p = await sentPayout(tx, o);
-    const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: p.counterpartyId });
-    await postEntry(tx, {
-      clientId: p.clientId,
-      kind: 'counterparty.payout.return',
-      refType: 'counterparty_payout',
-      refId: p.id,
-      postings: [
-        { accountId: o.clientAccounts['external.bank'], amount: -p.amount },
-        { accountId: c['counterparty.available'], amount: p.amount },
-      ],
-      now: o.now,
-    });
-    const returned = (await q.transitionPayout(tx, p.id, 'Sent', {
-      status: 'Returned',
-      returnCode: o.returnCode ?? 'R01',
-      returnReason: o.returnReason ?? 'Insufficient funds',
-      returnedAt: o.now,
-      updatedAt: o.now,
-    }))!;
-    await payoutEvent(tx, returned, 'CounterpartyPayoutReturned', o.now);
-    return returned;
+  return db.transaction(async (tx) =>
+    markReturned(tx, await sentPayout(tx, o), { returnCode: o.returnCode ?? 'R01', returnReason: o.returnReason ?? 'Insufficient funds', clientAccounts: o.clientAccounts, now: o.now }),
+  );
+}
+
+/**
+ * The bank's report on a payout's push (the bank-transfer-status job, in its transaction):
+ * settled completes the payout, failed returns it with the ACH return code the report starts
+ * with ("R01: insufficient funds"). A payout no longer Sent is left as it is.
+ */
+export async function finishPayoutPush(tx: Executor, o: { payoutId: string; settled: boolean; reason?: string; now: Date }): Promise<void> {
+  const p = await q.lockPayout(tx, o.payoutId);
+  if (p?.status !== 'Sent') return;
+  if (o.settled) {
+    await markCompleted(tx, p, o.now);
+    return;
+  }
+  const m = /^(R\d{2})\b[:\s-]*(.*)$/.exec(o.reason ?? '');
+  await markReturned(tx, p, {
+    returnCode: m ? m[1]! : null,
+    returnReason: (m ? m[2] : o.reason) || null,
+    clientAccounts: await clientAccountIds(tx, p.clientId),
+    now: o.now,
   });
 }
 

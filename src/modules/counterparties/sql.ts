@@ -132,9 +132,30 @@ export async function listPayoutRows(db: Executor, clientId: string, counterpart
   return pagedRows(db, counterpartyPayouts, and(...conds), [desc(counterpartyPayouts.createdAt), desc(counterpartyPayouts.id)], page);
 }
 
+/** A payout to send, with its counterparty's bank account (the number still sealed). */
+export interface UnsentPayoutRow {
+  payout: PayoutRow;
+  account: { holderName: string; accountType: string; routingNumber: string; accountNumberSealed: string };
+}
+
 /** Payouts not yet handed to the bank, oldest first (the payouts job, every client). */
-export async function unsentPayouts(db: Executor, limit: number): Promise<PayoutRow[]> {
-  return db.select().from(counterpartyPayouts).where(eq(counterpartyPayouts.status, 'Pending')).orderBy(counterpartyPayouts.createdAt).limit(limit);
+export async function unsentPayouts(db: Executor, limit: number): Promise<UnsentPayoutRow[]> {
+  return db
+    .select({
+      payout: counterpartyPayouts,
+      account: { holderName: counterparties.label, accountType: counterparties.accountType, routingNumber: counterparties.routingNumber, accountNumberSealed: counterparties.accountNumberSealed },
+    })
+    .from(counterpartyPayouts)
+    .innerJoin(counterparties, eq(counterparties.id, counterpartyPayouts.counterpartyId))
+    .where(eq(counterpartyPayouts.status, 'Pending'))
+    .orderBy(counterpartyPayouts.createdAt)
+    .limit(limit);
+}
+
+/** A payout by id alone, locked (the bank's report on its push: the transfer names the payout). */
+export async function lockPayout(db: Executor, id: string): Promise<PayoutRow | undefined> {
+  const [row] = await db.select().from(counterpartyPayouts).where(eq(counterpartyPayouts.id, id)).for('no key update');
+  return row;
 }
 
 /** Moves a payout on from `from` only (a second process, or a retry, finds it moved and changes nothing). */

@@ -30,7 +30,7 @@ export async function giftRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: ['Gifts'],
-        operationId: 'getGift',
+        operationId: 'getGiftByLookUpId',
         summary: "Read a gift's remaining balance",
         description: 'By the scanned lookup id; scoped to the merchant. A wallet barcode is never a gift (404).',
         params: LookUpParams,

@@ -84,7 +84,7 @@ export async function identityRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: TAGS,
-        operationId: 'applyProfileUpdate',
+        operationId: 'applyVerifiedProfileUpdate',
         summary: "Change a verified user's phone number or e-mail",
         description:
           'Spends a `verificationToken` from a passed challenge of this user (used or unknown: 400 `ChallengeNotFound`; expired: 400 `ChallengeExpired`). ' +

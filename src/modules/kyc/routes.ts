@@ -29,7 +29,7 @@ export async function kycRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: TAGS,
-        operationId: 'acceptKycDisclosures',
+        operationId: 'acceptKycDisclosureDocuments',
         summary: 'Accept the KYC disclosures',
         description: 'Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.',
         params: idParams('userId'),
@@ -48,7 +48,7 @@ export async function kycRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: TAGS,
-        operationId: 'submitKycApplication',
+        operationId: 'createKycApplication',
         summary: 'Submit a KYC application',
         description:
           "Takes Coffer's body (type `KycApplication`, a nested `address` with its `country`) or Accrue's (type `Kyc`, a flat US address and `phone`). " +

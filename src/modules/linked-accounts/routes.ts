@@ -18,7 +18,7 @@ export async function linkedAccountRoutes(app: App, ctx: AppContext): Promise<vo
     {
       schema: {
         tags: TAGS,
-        operationId: 'listLinkedAccounts',
+        operationId: 'getLinkedAccounts',
         summary: "List a user's linked accounts",
         description: 'Connected and disconnected accounts, newest first.',
         params: idParams('userId'),
@@ -38,7 +38,7 @@ export async function linkedAccountRoutes(app: App, ctx: AppContext): Promise<vo
     {
       schema: {
         tags: TAGS,
-        operationId: 'removeLinkedAccount',
+        operationId: 'deleteLinkedAccount',
         summary: 'Remove a linked account',
         description:
           'Disconnects the account and deactivates it with the bank-linking provider. Irreversible (the user must link it again) and idempotent: ' +

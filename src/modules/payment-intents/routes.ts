@@ -156,7 +156,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     {
       schema: {
         tags: TAGS,
-        operationId: 'authorizePaymentIntent',
+        operationId: 'authorizePayment',
         summary: 'Authorize a payment intent',
         description:
           'Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet\'s money is reserved ' +

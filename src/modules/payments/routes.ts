@@ -285,7 +285,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: TAGS,
-        operationId: 'refundPayment',
+        operationId: 'refund',
         summary: 'Refund a payment',
         description:
           '`Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet\'s deposit, accrue and merchant ' +

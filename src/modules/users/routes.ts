@@ -96,7 +96,7 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
     {
       schema: {
         tags: TAGS,
-        operationId: 'updateAttachedProfile',
+        operationId: 'updateUser',
         summary: "Update the merchant's attached profile",
         description:
           '`userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. ' +

@@ -46,7 +46,7 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get(
     '/api/v1/webhooks',
     {
-      schema: { tags: TAGS, operationId: 'listWebhooks', summary: 'List webhooks', querystring: ListWebhooksQuery, response: responses({ 200: listDocument(ref(Webhook)) }, COMMON_ERRORS) },
+      schema: { tags: TAGS, operationId: 'getWebhooks', summary: 'List webhooks', querystring: ListWebhooksQuery, response: responses({ 200: listDocument(ref(Webhook)) }, COMMON_ERRORS) },
     },
     async (req) => {
       const page = pageOf(req.query);

@@ -37,7 +37,7 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     {
       schema: {
         tags: ['Withdrawals'],
-        operationId: 'withdraw',
+        operationId: 'closedLoopWithdraw',
         summary: 'Withdraw to linked accounts (closed loop)',
         description:
           'Sends available deposit money back to the user\'s connected linked accounts, split in proportion to what each deposited (largest remainder). ' +

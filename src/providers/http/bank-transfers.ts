@@ -20,7 +20,8 @@ export class HttpBankTransfers extends HttpPort implements BankTransferProvider 
   }
 
   async #start(r: TransferRequest, direction: 'pull' | 'push'): Promise<{ providerRef: string }> {
-    const answer = await this.adapter.call('createBankTransfer', { type: 'BankTransfer', reference: r.reference, direction, amount: r.amount, accountId: r.linkedAccountExternalId });
+    const account = r.bankAccount ? { bankAccount: r.bankAccount } : { accountId: r.linkedAccountExternalId };
+    const answer = await this.adapter.call('createBankTransfer', { type: 'BankTransfer', reference: r.reference, direction, amount: r.amount, ...account });
     return { providerRef: answer.providerRef };
   }
 }

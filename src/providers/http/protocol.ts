@@ -93,8 +93,20 @@ export const BankTransferRequest = Type.Object(
     /** pull: from the user's account into Coffer's; push: from Coffer's to the user's. */
     direction: Type.Union([Type.Literal('pull'), Type.Literal('push')]),
     amount: Amount,
-    /** The bank-linking provider's id of the user's account (externalId). */
-    accountId: Short(),
+    /** The bank-linking provider's id of the user's account (externalId): every transfer but a counterparty's payout. */
+    accountId: Type.Optional(Short()),
+    /** A counterparty's account by its numbers (a payout, always a push): sent instead of accountId. */
+    bankAccount: Type.Optional(
+      Type.Object(
+        {
+          routingNumber: Type.String({ pattern: '^[0-9]{9}$' }),
+          accountNumber: Type.String({ pattern: '^[0-9]{4,17}$' }),
+          accountType: Type.Union([Type.Literal('checking'), Type.Literal('savings')]),
+          holderName: Type.String({ minLength: 1, maxLength: 200 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

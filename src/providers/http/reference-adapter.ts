@@ -68,7 +68,8 @@ export class ReferenceAdapter {
   /** What each operation did, once per key: the adapter's own records. */
   readonly applications = new Map<string, { email: string; submittedAt: number; documentsAt?: number }>();
   readonly documentLinks = new Map<string, { application: string; redirectUrl: string }>();
-  readonly transfers = new Map<string, { direction: 'pull' | 'push'; amount: number; accountId: string; acceptedAt: number }>();
+  /** Transfers by reference: to a linked account (accountId) or to an account by its numbers (bankAccount: a payout). */
+  readonly transfers = new Map<string, { direction: 'pull' | 'push'; amount: number; accountId?: string; bankAccount?: RequestOf<'createBankTransfer'>['bankAccount']; acceptedAt: number }>();
   readonly authorizations = new Map<string, { amount: number; approved: boolean }>();
   readonly cards = new Set<string>();
   readonly accounts = new Set<string>();
@@ -161,6 +162,8 @@ export class ReferenceAdapter {
       const valid = validatorOf(OPERATIONS[name].request!);
       if (!valid(parsed)) return finish(400, { error: 'the body does not match the operation', detail: valid.errors?.[0] });
       if (name === 'submitKycDocuments' && !this.applications.has(String(parsed.application))) return finish(404, { error: `unknown application ${String(parsed.application)}` });
+      if (name === 'createBankTransfer' && (parsed.accountId === undefined) === (parsed.bankAccount === undefined)) return finish(400, { error: 'a transfer names its account by accountId or by bankAccount, one of the two' });
+      if (name === 'createBankTransfer' && parsed.bankAccount !== undefined && parsed.direction !== 'push') return finish(400, { error: 'an account by its numbers can only be pushed to' });
       const key = req.headers['idempotency-key'];
       if (typeof key !== 'string' || key !== parsed.reference) return finish(400, { error: 'Idempotency-Key must equal the body\'s reference' });
       call.idempotencyKey = key;
@@ -248,7 +251,7 @@ export class ReferenceAdapter {
       }
       case 'createBankTransfer': {
         const t = r as RequestOf<'createBankTransfer'>;
-        this.transfers.set(t.reference, { direction: t.direction, amount: t.amount, accountId: t.accountId, acceptedAt: now });
+        this.transfers.set(t.reference, { direction: t.direction, amount: t.amount, accountId: t.accountId, bankAccount: t.bankAccount, acceptedAt: now });
         return this.#read('getBankTransfer', t.reference) as AnswerOf<N>;
       }
       case 'issueCard': {
