@@ -44,6 +44,7 @@ CREATE FUNCTION "create_event_partitions"("p_week" date) RETURNS boolean
     -- No row may reach a default partition between the move and the attach (which would then
     -- fail); inserts into the weeks that exist do not touch the default partitions.
     LOCK TABLE "events_default", "event_deliveries_default", "delivery_attempts_default" IN ACCESS EXCLUSIVE MODE;
+    IF to_regclass('events' || suffix) IS NOT NULL THEN RETURN false; END IF; -- made while this waited
     FOREACH t IN ARRAY ARRAY['events', 'event_deliveries', 'delivery_attempts'] LOOP
       k := CASE t WHEN 'events' THEN 'id' ELSE 'event_id' END;
       EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS)', t || suffix, t);

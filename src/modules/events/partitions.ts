@@ -92,11 +92,15 @@ export async function maintainEventPartitions(db: Db, o: { now: Date; retentionD
 /**
  * Runs `fn` in a transaction with a short lock timeout; undefined when a lock was not had in
  * time (the next run tries again). With lock_timeout under deadlock_timeout (1 s), a deadlock
- * with a request ends this transaction, never the request's.
+ * with a request ends this transaction, never the request's. One process at a time changes the
+ * partitions (a transaction's advisory lock, which a transaction-mode pooler keeps): another
+ * process's run skips the step rather than fail on a table just created or dropped.
  */
 async function locked<T>(db: Db, fn: (tx: Db) => Promise<T>): Promise<T | undefined> {
   try {
     return await db.transaction(async (tx) => {
+      const [turn] = rowsOf<{ ok: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext('coffer:event-partitions')) as ok`));
+      if (!turn?.ok) return undefined;
       await tx.execute(sql.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`));
       return fn(tx as unknown as Db);
     });
