@@ -11,10 +11,10 @@ import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import { WebhookDispatcher } from './modules/events/dispatcher.ts';
-import { purgeOldEvents, RETENTION_BATCH } from './modules/events/retention.ts';
+import { maintainEventPartitions, RETENTION_BATCH } from './modules/events/partitions.ts';
 import { checkDueTransfers, STATUS_BATCH } from './modules/bank-transfers/domain.ts';
 import { decideDueKycApplications } from './modules/kyc/domain.ts';
-import { purgeExpiredKeys } from './http/idempotency.ts';
+import { KEY_PURGE_BATCH, purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
@@ -115,13 +115,16 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
   // same thresholds, checked every minute.
   if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
-  ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 3_600_000, run: () => purgeExpiredKeys(ctx.db, now()) });
-  const eventRetentionMs = ctx.config.webhooks.eventRetentionDays * 86_400_000;
+  ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 600_000, batch: KEY_PURGE_BATCH, run: () => purgeExpiredKeys(ctx.db, now()) });
+  // Weeks of events, deliveries and attempts are created ahead and dropped past the retention
+  // (modules/events/partitions.ts). By the real clock, as the ids the weeks are made of.
+  const retentionDays = ctx.config.webhooks.eventRetentionDays;
   ctx.jobs.register({
     name: 'event-retention',
     intervalMs: 600_000,
+    firstRunMs: 0,
     batch: RETENTION_BATCH,
-    run: () => purgeOldEvents(ctx.db, { before: new Date(now().getTime() - eventRetentionMs) }),
+    run: async () => (await maintainEventPartitions(ctx.db, { now: new Date(), retentionDays })).deleted,
   });
   // Key rotation: values sealed with an earlier key (or format) move to the current key. Values
   // sealed from now on are current, so once a pass finds nothing the job stays idle.

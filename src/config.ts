@@ -71,7 +71,7 @@ export interface Config {
     pollMs: number;
     /** Deliveries in flight at once per process. */
     concurrency: number;
-    /** Events (with their deliveries and attempts) older than this are deleted (EVENT_RETENTION_DAYS). */
+    /** Events (with their deliveries and attempts) are dropped by the week once the whole week is older than this (EVENT_RETENTION_DAYS). */
     eventRetentionDays: number;
   } & WebhookGuards;
   /** The outside providers' adapters (docs/providers.md); see loadProviderConfig. */

@@ -280,6 +280,12 @@ export const webhooks = pgTable(
 /**
  * The outbox: one row per event, written in the same transaction as the change it reports.
  * `body` is the exact JSON sent to receivers, so every attempt and replay signs the same bytes.
+ *
+ * events, event_deliveries and delivery_attempts are partitioned by range of the event's id (a
+ * UUIDv7: its first 48 bits are its creation time), one partition a week, so that retention
+ * drops a week's partitions of the three tables together (migration 0020,
+ * modules/events/partitions.ts). drizzle-kit cannot express PARTITION BY: the migration does.
+ * The deliveries and attempts carry no foreign keys to the events (docs/decisions.md).
  */
 export const events = pgTable(
   'events',
@@ -305,9 +311,10 @@ export const events = pgTable(
 export const eventDeliveries = pgTable(
   'event_deliveries',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     clientId: uuid('client_id').notNull(),
-    eventId: uuid('event_id').notNull().references(() => events.id),
+    /** The partition key: an event's deliveries (replays too) live in its partition's range. */
+    eventId: uuid('event_id').notNull(),
     webhookId: uuid('webhook_id').notNull().references(() => webhooks.id),
     /** Why this delivery exists: event, replay or test. */
     trigger: text('trigger').notNull(),
@@ -324,6 +331,7 @@ export const eventDeliveries = pgTable(
     updatedAt: updatedAt(),
   },
   (t) => [
+    primaryKey({ columns: [t.eventId, t.id] }),
     index('event_deliveries_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
     // Each merchant's due deliveries in order: the claim takes a few per merchant (migration 0013).
     index('event_deliveries_client_due_idx').on(t.clientId, t.nextAttemptAt).where(sql`state = 'pending'`),
@@ -337,9 +345,10 @@ export const eventDeliveries = pgTable(
 export const deliveryAttempts = pgTable(
   'delivery_attempts',
   {
-    id: uuid('id').primaryKey(),
+    id: uuid('id').notNull(),
     clientId: uuid('client_id').notNull(),
-    deliveryId: uuid('delivery_id').notNull().references(() => eventDeliveries.id),
+    deliveryId: uuid('delivery_id').notNull(),
+    /** The partition key, as the delivery's. */
     eventId: uuid('event_id').notNull(),
     attempt: integer('attempt').notNull(),
     startedAt: ts('started_at').notNull(),
@@ -349,7 +358,11 @@ export const deliveryAttempts = pgTable(
     /** The first 500 characters of the receiver's answer, for debugging; only from public addresses. */
     responseExcerpt: text('response_excerpt'),
   },
-  (t) => [index('delivery_attempts_delivery_idx').on(t.deliveryId, t.attempt), index('delivery_attempts_event_idx').on(t.eventId)],
+  (t) => [
+    primaryKey({ columns: [t.eventId, t.id] }),
+    index('delivery_attempts_delivery_idx').on(t.deliveryId, t.attempt),
+    index('delivery_attempts_event_idx').on(t.eventId),
+  ],
 );
 
 // ----- wallets and the ledger --------------------------------------------------------------

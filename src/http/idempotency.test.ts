@@ -4,7 +4,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
 import pg from 'pg';
+import { rowsOf } from '../db/open.ts';
+import { purgeExpiredKeys, RETENTION_MS } from './idempotency.ts';
 import { createTestApp, dbKind, testDatabase } from '../test/harness.ts';
 
 describe('idempotency check against a commit racing it', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, () => {
@@ -43,6 +46,31 @@ describe('idempotency check against a commit racing it', { skip: dbKind !== 'pos
     } finally {
       await first.end();
       await second.end();
+      await app.close();
+    }
+  });
+});
+
+// Keys past their retention are deleted a batch at a time (the job runs again at once while it
+// finds full batches); live keys stay and still replay.
+describe('purging expired keys', () => {
+  test('expired keys go in batches, live ones stay', async () => {
+    const app = await createTestApp();
+    try {
+      const m = await app.createMerchant();
+      const now = app.clock.now();
+      const insert = (key: string, expiresAt: Date) =>
+        app.ctx.db.execute(sql`insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, created_at, expires_at)
+          values (${m.clientId}, 'deposit', ${key}, 'fp', 201, '{}', ${new Date(expiresAt.getTime() - RETENTION_MS)}, ${expiresAt})`);
+      for (let i = 0; i < 5; i++) await insert(`old-${i}`, new Date(now.getTime() - (i + 1) * 60_000));
+      await insert('live', new Date(now.getTime() + 60_000));
+      assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 2);
+      assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 2);
+      assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 1);
+      assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 0);
+      const left = rowsOf<{ key: string }>(await app.ctx.db.execute(sql`select key from idempotency_keys where client_id = ${m.clientId}`));
+      assert.deepEqual(left.map((r) => r.key), ['live']);
+    } finally {
       await app.close();
     }
   });

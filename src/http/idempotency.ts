@@ -10,11 +10,10 @@
 // A failure or a crash rolls everything back together, and the lock ends with the
 // transaction: a retry simply runs again. No lease, no separate commit per request.
 import { createHash } from 'node:crypto';
-import { lte } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { FastifyReply } from 'fastify';
 import type { Clock } from '../clock.ts';
-import type { Db, Tx } from '../db/open.ts';
-import { idempotencyKeys } from '../db/schema.ts';
+import { rowsOf, type Db, type Tx } from '../db/open.ts';
 import { WriteBatch, type WritePart } from '../db/batch.ts';
 import { run as runStatement, shiftParams, statement } from '../db/statements.ts';
 import { apiError } from './errors.ts';
@@ -242,8 +241,23 @@ export async function idempotent(
   });
 }
 
-/** Job: forgets keys past their retention. */
-export async function purgeExpiredKeys(db: Db, now: Date): Promise<number> {
-  const rows = await db.delete(idempotencyKeys).where(lte(idempotencyKeys.expiresAt, now)).returning({ key: idempotencyKeys.key });
-  return rows.length;
+/** The most keys one purge deletes; a full batch makes the job run again at once. */
+export const KEY_PURGE_BATCH = 5_000;
+
+/**
+ * Job: forgets keys past their retention, a batch at a time (in the order of
+ * idempotency_keys_expiry_idx), so one run never holds a long transaction over a day's keys.
+ * The table is not partitioned (docs/decisions.md, "Retention by partitions"): its primary key
+ * is what makes a key unique.
+ */
+export async function purgeExpiredKeys(db: Db, now: Date, batch = KEY_PURGE_BATCH): Promise<number> {
+  const rows = rowsOf<{ n: number }>(
+    await db.execute(sql`with gone as (
+        delete from idempotency_keys k using (
+          select client_id, operation, key from idempotency_keys where expires_at <= ${now} order by expires_at limit ${batch}
+        ) x where k.client_id = x.client_id and k.operation = x.operation and k.key = x.key and k.expires_at <= ${now}
+        returning 1)
+      select count(*)::int as n from gone`),
+  );
+  return rows[0]?.n ?? 0;
 }

@@ -154,13 +154,13 @@ export class WebhookDispatcher {
         // Deliveries to a host whose breaker is open (or being probed) go back without an
         // attempt, before any attempt starts, so a probe that fails at once holds them too. If
         // this fails, their lease runs out instead.
-        const released: { id: string; attempt: number; until?: Date }[] = [];
+        const released: { id: string; eventId: string; attempt: number; until?: Date }[] = [];
         const sends: { d: ClaimedDelivery; host: string }[] = [];
         for (const d of claimed) {
           const host = breakerKey(d);
           const admission = d.webhookActive ? this.#breakers.admit(host, d, now) : { send: true as const };
           if (admission.send) sends.push({ d, host });
-          else released.push({ id: d.id, attempt: d.attempt, until: admission.holdUntil });
+          else released.push({ id: d.id, eventId: d.eventId, attempt: d.attempt, until: admission.holdUntil });
         }
         await releaseDeliveries(this.#o.db, released, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries'));
         for (const { d, host } of sends) {

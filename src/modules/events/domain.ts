@@ -24,6 +24,8 @@ export async function getEvent(db: Executor, opts: { clientId: string; eventId: 
  */
 export async function replayEvent(db: Db, opts: { clientId: string; eventId: string; webhookId?: string; now: Date }) {
   await db.transaction(async (tx) => {
+    // Held until the deliveries are written: retention cannot take the event meanwhile.
+    if (!(await q.lockEventForReplay(tx, opts.clientId, opts.eventId))) throw apiError('WebhookEventNotFound', `No event ${opts.eventId}.`);
     const event = await q.findEvent(tx, opts.clientId, opts.eventId);
     if (!event) throw apiError('WebhookEventNotFound', `No event ${opts.eventId}.`);
     let targets: string[];

@@ -168,6 +168,16 @@ export async function findEvent(db: Executor, clientId: string, id: string): Pro
   return row && { ...row.event, deliveryState: row.state };
 }
 
+/**
+ * Locks an event against retention for the caller's transaction (a replay adding deliveries):
+ * its week cannot be dropped (a row lock holds the partition) and the job's delete from the
+ * default partition passes it over. False when there is no such event.
+ */
+export async function lockEventForReplay(db: Executor, clientId: string, id: string): Promise<boolean> {
+  const rows = rowsOf(await db.execute(sql`select 1 from events where client_id = ${clientId} and id = ${id} for key share`));
+  return rows.length > 0;
+}
+
 export async function deliveriesOf(db: Executor, eventId: string): Promise<{ deliveries: DeliveryRow[]; attempts: AttemptRow[] }> {
   const [deliveries, attempts] = await Promise.all([
     db.select().from(eventDeliveries).where(eq(eventDeliveries.eventId, eventId)).orderBy(asc(eventDeliveries.createdAt), asc(eventDeliveries.id)),
@@ -232,24 +242,28 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
     ), candidates as (
       select * from due_event_deliveries_per_client(${o.now}, ${full}::uuid[], ${JSON.stringify(o.busy)}::jsonb, ${o.merchantCap})
     ), allowed as (
-      select c.id, c.client_id, c.next_attempt_at
+      select c.id, c.event_id, c.client_id, c.next_attempt_at
       from (select *, row_number() over (partition by webhook_id order by next_attempt_at) as n from candidates) c
       left join room r on r.webhook_id = c.webhook_id
       where c.n <= coalesce(r.room, ${o.share})
     ), ranked as (
-      select a.id, a.next_attempt_at
+      select a.id, a.event_id, a.next_attempt_at
       from (select *, row_number() over (partition by client_id order by next_attempt_at) as n from allowed) a
       left join busy b on b.client_id = a.client_id
       order by coalesce(b.n, 0) + a.n, a.next_attempt_at
       limit ${o.limit}
     ), locked as (
-      select d.id from event_deliveries d
-      where d.id = any(array(select id from ranked)) and ${due}
-      for update skip locked
+      -- One row at a time by its key (event_id, id), in its own week's partition only (pruned as
+      -- each row is read): a join let the planner read every pending delivery into a hash.
+      select l.event_id, l.id from ranked r cross join lateral (
+        select d.event_id, d.id from event_deliveries d
+        where d.event_id = r.event_id and d.id = r.id and ${due}
+        for update skip locked
+      ) l
     ), claimed as (
       update event_deliveries d
       set lease_until = ${o.leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${o.now}
-      from locked where d.id = locked.id
+      from locked where d.event_id = locked.event_id and d.id = locked.id
       returning d.id, d.event_id, d.webhook_id, d.client_id, d.attempt_count, d.next_attempt_at
     )
     select c.id, c.event_id, c.webhook_id, c.client_id, c.attempt_count, e.body, w.url, w.secret_sealed,
@@ -274,15 +288,15 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
  * is out): the lease and the attempt number taken by the claim are returned, and a delivery
  * with `until` is not due before then.
  */
-export async function releaseDeliveries(db: Executor, released: { id: string; attempt: number; until?: Date }[], now: Date): Promise<void> {
+export async function releaseDeliveries(db: Executor, released: { id: string; eventId: string; attempt: number; until?: Date }[], now: Date): Promise<void> {
   if (released.length === 0) return;
-  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
+  const rows = released.map((r) => ({ id: r.id, event_id: r.eventId, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
   await db.execute(sql`
     update event_deliveries d
     set lease_until = null, attempt_count = d.attempt_count - 1, updated_at = ${now},
         next_attempt_at = greatest(d.next_attempt_at, coalesce(r.until, d.next_attempt_at))
-    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, until timestamptz)
-    where d.id = r.id and d.attempt_count = r.attempt and d.state = 'pending'`);
+    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, event_id uuid, attempt int, until timestamptz)
+    where d.event_id = r.event_id and d.id = r.id and d.attempt_count = r.attempt and d.state = 'pending'`);
 }
 
 /**
@@ -343,7 +357,7 @@ export async function recordAttempt(db: Executor, o: AttemptOutcome, id: string)
       ...(o.nextAttemptAt ? { nextAttemptAt: sql`greatest(${eventDeliveries.nextAttemptAt}, ${o.nextAttemptAt})` } : {}),
       ...(o.state === 'pending' ? {} : { completedAt: o.now }),
     })
-    .where(and(eq(eventDeliveries.id, o.deliveryId), eq(eventDeliveries.attemptCount, o.attempt), eq(eventDeliveries.state, 'pending')));
+    .where(and(eq(eventDeliveries.eventId, o.eventId), eq(eventDeliveries.id, o.deliveryId), eq(eventDeliveries.attemptCount, o.attempt), eq(eventDeliveries.state, 'pending')));
 }
 
 /** Cancels a webhook's pending deliveries (it was deleted). */
