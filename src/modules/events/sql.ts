@@ -150,7 +150,7 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
     });
   }
   // No filter or a topic: the counters (list 'events', a key per topic). A time range or a
-  // delivery state is counted over the rows it matches (docs/scaling.md#list-totals).
+  // delivery state is counted over the rows it matches (docs/scaling.md#lists-at-a-million-rows).
   const counted = !f.createdAfter && !f.createdBefore && !f.deliveryState ? countedTotal(clientId, 'events', f.topic ? { topic: f.topic } : {}) : undefined;
   const rows = await db
     .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
