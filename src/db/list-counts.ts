@@ -21,6 +21,16 @@ export function countedTotal(clientId: string, list: string, match: Record<strin
     select n from list_count_deltas where client_id = ${clientId} and list = ${list} and ${which}) c)`;
 }
 
+/**
+ * The condition that the page has rows: its offset is below the counted total. PostgreSQL
+ * checks it once before reading any row (a one-time filter on the total's InitPlan), so a page
+ * past the end, or of a filter combination no row matches, reads no index at all, where it
+ * would otherwise walk every entry of the index range looking for rows.
+ */
+export function withinTotal(total: SQL, offset: number): SQL {
+  return sql`${total} > ${offset}`;
+}
+
 /** A total read alone (an empty page: its offset is past the end). */
 export async function readTotal(db: Executor, total: SQL): Promise<number> {
   const [row] = rowsOf<{ n: number | string }>(await db.execute(sql`select ${total} as n`));

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
@@ -155,7 +155,7 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   const rows = await db
     .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(events)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(page.limit)
     .offset(page.offset);

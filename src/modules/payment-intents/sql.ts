@@ -2,7 +2,7 @@
 import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
@@ -317,7 +317,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
   const rows = await db
     .select({ i: paymentIntents, total: sql<number>`${total}`.mapWith(Number) })
     .from(paymentIntents)
-    .where(where)
+    .where(and(where, withinTotal(total, page.offset)))
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);

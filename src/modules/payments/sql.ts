@@ -2,7 +2,7 @@
 import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
@@ -142,7 +142,7 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   const rows = await db
     .select({ p: payments, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(payments)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);

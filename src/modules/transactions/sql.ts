@@ -1,7 +1,7 @@
 // Every query on deposit transactions, scoped by client_id.
 import { and, asc, desc, eq, inArray, notInArray, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
@@ -58,7 +58,7 @@ export async function listTransactionRows(db: Executor, clientId: string, wallet
   const rows = await db
     .select({ t: transactions, total: sql<number>`${total}`.mapWith(Number) })
     .from(transactions)
-    .where(where)
+    .where(and(where, withinTotal(total, page.offset)))
     .orderBy(desc(transactions.createdAt), desc(transactions.id))
     .limit(page.limit)
     .offset(page.offset);

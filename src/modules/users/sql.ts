@@ -1,7 +1,7 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
@@ -81,7 +81,7 @@ export async function listUserRows(db: Executor, clientId: string, f: UserFilter
   const rows = await db
     .select({ user: users, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(users)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(desc(users.createdAt), desc(users.id))
     .limit(page.limit)
     .offset(page.offset);

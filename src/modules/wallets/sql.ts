@@ -1,7 +1,7 @@
 // Every query on wallets and barcodes, scoped by client_id.
 import { and, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal } from '../../db/list-counts.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedCount, cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
@@ -102,7 +102,7 @@ export async function listWalletRows(db: Executor, clientId: string, f: WalletFi
     const rows = await db
       .select({ wallet: wallets, total: sql<number>`${total}`.mapWith(Number) })
       .from(wallets)
-      .where(where)
+      .where(and(where, withinTotal(total, page.offset)))
       .orderBy(desc(wallets.createdAt), desc(wallets.id))
       .limit(page.limit)
       .offset(page.offset);
