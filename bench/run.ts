@@ -1,4 +1,4 @@
-// Benchmarks: npm run bench -- [users|money|webhooks|checkout|tracing ...] [--db pglite|postgres|both] [--duration S]
+// Benchmarks: npm run bench -- [users|money|webhooks|checkout|tracing|lists ...] [--db pglite|postgres|both] [--duration S]
 // Each server runs as its own process and is driven by autocannon (50 connections) from this
 // process; server, database and load generator share the machine. Prints a markdown table per
 // database, writes the raw figures to bench/results/<time>.json and prints that path. PostgreSQL
@@ -9,6 +9,7 @@ import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, writeResults, type LoadResult } from './lib.ts';
+import { listsScenario } from './lists.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
@@ -373,7 +374,7 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario, tracing: tracingScenario };
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario, tracing: tracingScenario, lists: (db) => listsScenario(db, { durationS, bare }) };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   for (const s of scenarios) {

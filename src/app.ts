@@ -6,6 +6,7 @@ import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
 import { resealOldValues } from './crypto/reseal.ts';
 import { Sealer } from './crypto/sealer.ts';
+import { foldListCounts } from './db/list-counts.ts';
 import { maintainTables, needsTableMaintenance } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
@@ -83,6 +84,8 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
 
 /** Delta rows folded per run of console-payment-rollup (a full batch runs the next at once). */
 const ROLLUP_BATCH = 10_000;
+/** Delta rows folded per run of list-count-fold (a full batch runs the next at once). */
+const LIST_COUNT_BATCH = 10_000;
 
 function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   const now = () => ctx.clock.now();
@@ -153,6 +156,9 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // The console's charts: what statements on payments changed (appended by triggers) folded
   // into the hourly rollup; charts read both, so this keeps the deltas short, not the charts exact.
   ctx.jobs.register({ name: 'console-payment-rollup', intervalMs: 1_000, batch: ROLLUP_BATCH, run: () => foldPaymentRollup(ctx.db, ROLLUP_BATCH) });
+  // The API lists' totals: what statements changed (appended by triggers) folded into
+  // list_counts; a total reads both, so this keeps the deltas each total sums few, not totals exact.
+  ctx.jobs.register({ name: 'list-count-fold', intervalMs: 1_000, batch: LIST_COUNT_BATCH, run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH) });
   // The console's request log: written a second behind the requests, kept for its retention.
   ctx.jobs.register({ name: 'request-log-flush', intervalMs: 1_000, run: () => ctx.requestLog.flush(ctx.db) });
   ctx.jobs.register({

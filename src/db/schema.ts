@@ -1081,3 +1081,39 @@ export const consolePaymentRollup = pgTable('console_payment_rollup', rollupColu
  * the fold. No index: the fold takes it all, and the job keeps it a few seconds long.
  */
 export const consolePaymentRollupDeltas = pgTable('console_payment_rollup_deltas', rollupColumns());
+
+/**
+ * The exact totals of the API's lists (docs/decisions.md#list-totals), per merchant: `list`
+ * names a list and `key` the values of its counted columns as JSON text (jsonb's own rendering,
+ * so equal values make equal keys): '{}' for users and wallets, {"walletId": …} for a wallet's
+ * transactions, {"status": …, "initiator": …, "paymentMethod": …} for payment intents, and so
+ * on (migration 0021). A filtered total is the sum of the keys that match it. Statement-level
+ * triggers append what each statement changed to list_count_deltas; the list-count-fold job
+ * folds those into this table. A total reads both, in one statement.
+ */
+export const listCounts = pgTable(
+  'list_counts',
+  {
+    clientId: uuid('client_id').notNull(),
+    list: text('list').notNull(),
+    key: text('key').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.clientId, t.list, t.key] })],
+);
+
+/**
+ * What statements changed in the counted lists, not yet folded: appended by the triggers (no
+ * primary key and never updated, so concurrent writers never wait on each other here), deleted
+ * by the fold. Indexed like list_counts, since every total reads its key's deltas.
+ */
+export const listCountDeltas = pgTable(
+  'list_count_deltas',
+  {
+    clientId: uuid('client_id').notNull(),
+    list: text('list').notNull(),
+    key: text('key').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull(),
+  },
+  (t) => [index('list_count_deltas_key_idx').on(t.clientId, t.list, t.key)],
+);

@@ -35,6 +35,8 @@ describe('event retention', () => {
     await t.ctx.jobs.runOnce('kyc-decisions');
   }
   const eventIds = async (as: Merchant) => ((await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as })).body.data as { id: string }[]).map((e) => e.id);
+  /** The list's meta.total, which comes from the list counters (a dropped week must leave them too). */
+  const listTotal = async (as: Merchant) => (await t.request('GET', '/api/v1/webhook-events?page[limit]=1', { as })).body.meta.total as number;
   /** The job's run as if at real time + `laterMs`. */
   const retainAt = (laterMs: number) => maintainEventPartitions(t.ctx.db, { now: new Date(Date.now() + laterMs), retentionDays: RETENTION_DAYS });
   const count = async (table: string) => rowsOf<{ n: number }>(await t.ctx.db.execute(sql.raw(`select count(*)::int as n from ${table}`)))[0]!.n;
@@ -57,6 +59,7 @@ describe('event retention', () => {
     const old = { quiet: await eventIds(quiet), busy: await eventIds(busy) };
     assert.ok(old.quiet.length > 0 && old.busy.length > 0);
     const thisWeek = day(weekOf(new Date()));
+    assert.deepEqual([await listTotal(quiet), await listTotal(busy)], [old.quiet.length, old.busy.length]);
 
     let run = await retainAt(RETENTION_DAYS * DAY - DAY);
     assert.equal(run.dropped, 0);
@@ -68,6 +71,8 @@ describe('event retention', () => {
     assert.equal(run.kept, old.busy.length);
     assert.ok(!(await eventWeeks(t.ctx.db)).map(day).includes(thisWeek), 'the week is dropped');
     assert.deepEqual(await eventIds(quiet), []);
+    assert.equal(await listTotal(quiet), 0, 'the dropped week left the list total');
+    assert.equal(await listTotal(busy), old.busy.length, 'the kept events still count, once');
     assert.equal((await t.request('GET', `/api/v1/webhook-events/${old.quiet[0]}`, { as: quiet })).status, 404);
     assert.deepEqual((await eventIds(busy)).sort(), [...old.busy].sort(), 'events with a delivery still pending stay');
     const kept = await t.request('GET', `/api/v1/webhook-events/${old.busy[0]}`, { as: busy });
@@ -85,6 +90,7 @@ describe('event retention', () => {
     run = await retainAt((RETENTION_DAYS + 8) * DAY);
     assert.equal(run.deleted, old.busy.length);
     assert.deepEqual(await eventIds(busy), []);
+    assert.equal(await listTotal(busy), 0, 'events deleted from the default partition leave the list total');
     assert.deepEqual([await count('events_default'), await count('event_deliveries_default'), await count('delivery_attempts_default')], [0, 0, 0]);
   });
 

@@ -3,6 +3,7 @@ import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
@@ -148,14 +149,18 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
         : {}),
     });
   }
+  // No filter or a topic: the counters (list 'events', a key per topic). A time range or a
+  // delivery state is counted over the rows it matches (docs/scaling.md#lists-at-a-million-rows).
+  const counted = !f.createdAfter && !f.createdBefore && !f.deliveryState ? countedTotal(clientId, 'events', f.topic ? { topic: f.topic } : {}) : undefined;
   const rows = await db
-    .select({ event: events, state: stateOf, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(events)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total, capped: false };
+  if (counted) return { rows: [], total: await readTotal(db, counted), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }

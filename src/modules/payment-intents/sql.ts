@@ -2,6 +2,7 @@
 import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
@@ -312,16 +313,42 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
     });
   }
   const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
+  const total = intentTotal(clientId, f, now);
   const rows = await db
-    .select({ i: paymentIntents, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ i: paymentIntents, total: sql<number>`${total}`.mapWith(Number) })
     .from(paymentIntents)
-    .where(where)
+    .where(and(where, withinTotal(total, page.offset)))
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(paymentIntents).where(where);
-  return { rows: [], total: c?.n ?? 0 };
+  return { rows: [], total: await readTotal(db, total) };
+}
+
+/**
+ * The exact total of the API's intent list from the counters (list 'payment_intents', a key per
+ * stored status, initiator and payment method). The status filter reads the status as shown: the
+ * intents past expiresAt still stored in an expiring state (the expiry job stores Expired within
+ * a second, so few; counted through payment_intents_expiring_idx or the status index) move from
+ * their stored status to Expired.
+ */
+function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
+  const match: Record<string, string> = {};
+  if (f.initiator) match.initiator = f.initiator;
+  if (f.paymentMethod) match.paymentMethod = f.paymentMethod;
+  if (f.status) match.status = f.status;
+  const counted = countedTotal(clientId, 'payment_intents', match);
+  if (!f.status || (f.status !== 'Expired' && !EXPIRING.includes(f.status))) return counted;
+  // One count per stored status: an equality on the status lets a Promotable count walk
+  // payment_intents_expiring_idx from its start to now (the due ones only, not every live one).
+  const dueOf = (status: string) => {
+    const due = [eq(paymentIntents.clientId, clientId), eq(paymentIntents.status, status), lte(paymentIntents.expiresAt, now)];
+    if (f.initiator) due.push(eq(paymentIntents.initiator, f.initiator));
+    if (f.paymentMethod) due.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
+    return sql`(select count(*) from ${paymentIntents} where ${and(...due)})`;
+  };
+  if (f.status !== 'Expired') return sql`(${counted} - ${dueOf(f.status)})`;
+  return sql`(${counted} + ${sql.join(EXPIRING.map(dueOf), sql` + `)})`;
 }
 
 /** Intents past expiresAt still in an expiring state, locked (SKIP LOCKED) for the sweeper. */

@@ -2,6 +2,7 @@
 import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
@@ -133,14 +134,20 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
       rows: (w, orderBy, limit, offset) => db.select().from(payments).where(w).orderBy(...orderBy).limit(limit).offset(offset),
     });
   }
+  // The total: with an intent or a reference (a few payments, through their indexes) the rows
+  // matched, counted with the page; otherwise the counters (list 'payments' by status, or the
+  // channel's own list 'payments/channel=<channel>').
+  const selective = f.paymentIntentId !== undefined || f.reference !== undefined;
+  const counted = selective ? undefined : countedTotal(clientId, f.channel ? `payments/channel=${f.channel}` : 'payments', f.status ? { status: f.status } : {});
   const rows = await db
-    .select({ p: payments, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ p: payments, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(payments)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(...order)
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
+  if (counted) return { rows: [], total: await readTotal(db, counted), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }

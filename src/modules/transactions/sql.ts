@@ -1,6 +1,7 @@
 // Every query on deposit transactions, scoped by client_id.
 import { and, asc, desc, eq, inArray, notInArray, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
@@ -52,16 +53,17 @@ export async function lockPendingTransactions(db: Executor, clientId: string, wa
 
 export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
   const where = and(eq(transactions.clientId, clientId), eq(transactions.walletId, walletId));
+  // The wallet's counted total (list_counts), beside the page.
+  const total = countedTotal(clientId, 'transactions', { key: sql`jsonb_build_object('walletId', ${walletId}::uuid)::text` });
   const rows = await db
-    .select({ t: transactions, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ t: transactions, total: sql<number>`${total}`.mapWith(Number) })
     .from(transactions)
-    .where(where)
+    .where(and(where, withinTotal(total, page.offset)))
     .orderBy(desc(transactions.createdAt), desc(transactions.id))
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.t), total: rows[0]!.total };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(transactions).where(where);
-  return { rows: [], total: c?.n ?? 0 };
+  return { rows: [], total: await readTotal(db, total) };
 }
 
 export async function updateTransactionRow(db: Executor, id: string, patch: Partial<TransactionRow>): Promise<TransactionRow> {

@@ -1,6 +1,7 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
 import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
@@ -73,15 +74,19 @@ export function consoleUserRows(db: Executor, clientId: string, f: UserFilters, 
 
 export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
   const where = userConditions(clientId, f);
-  // The total rides along with the page (one round trip); an empty page needs its own count.
+  // The total rides along with the page (one round trip): the merchant's counted total, or with a
+  // filter (each names at most a user or two, through a unique index) the rows it matches.
+  const filtered = f.phoneNumber !== undefined || f.email !== undefined || f.referenceId !== undefined;
+  const counted = filtered ? undefined : countedTotal(clientId, 'users', {});
   const rows = await db
-    .select({ user: users, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ user: users, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(users)
-    .where(where)
+    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
     .orderBy(desc(users.createdAt), desc(users.id))
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.user), total: rows[0]!.total };
+  if (counted) return { rows: [], total: await readTotal(db, counted) };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(where);
   return { rows: [], total: c?.n ?? 0 };
 }

@@ -1,6 +1,7 @@
 // Every query on wallets and barcodes, scoped by client_id.
 import { and, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
+import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedCount, cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
@@ -92,7 +93,22 @@ export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilte
 }
 
 export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
-  const where = and(eq(wallets.clientId, clientId), ...walletUserConditions(clientId, f));
+  const byUser = walletUserConditions(clientId, f);
+  const where = and(eq(wallets.clientId, clientId), ...byUser);
+  if (byUser.length === 0) {
+    // No filter: the merchant's wallets and their counted total (list_counts), no join (every
+    // wallet has its user).
+    const total = countedTotal(clientId, 'wallets', {});
+    const rows = await db
+      .select({ wallet: wallets, total: sql<number>`${total}`.mapWith(Number) })
+      .from(wallets)
+      .where(and(where, withinTotal(total, page.offset)))
+      .orderBy(desc(wallets.createdAt), desc(wallets.id))
+      .limit(page.limit)
+      .offset(page.offset);
+    return { rows: rows.map((r) => r.wallet), total: rows.length > 0 ? rows[0]!.total : await readTotal(db, total) };
+  }
+  // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
   const rows = await db
     .select({ wallet: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(wallets)

@@ -1,0 +1,145 @@
+// The API lists' exact totals (docs/decisions.md#list-totals): meta.total of every list, with and
+// without each counted filter, equals the rows the list holds, and the counters (list_counts and
+// their deltas, kept by triggers, folded by list-count-fold) equal a count over the tables,
+// after inserts, status changes, an intent's expiry, concurrent writes, and the fold.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from './open.ts';
+import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
+import { countsFromTables, countsKept } from '../test/list-counts.ts';
+import { fundedWallet, intentFor } from '../test/money.ts';
+
+describe('list totals', () => {
+  let t: TestApp;
+  let m: Merchant;
+  let other: Merchant;
+  let walletId: string;
+  let otherWalletId: string;
+
+  before(async () => {
+    t = await createTestApp();
+    m = await t.createMerchant();
+    other = await t.createMerchant();
+    ({ wallet: { id: walletId } } = await fundedWallet(t, m, 500_000));
+    ({ wallet: { id: otherWalletId } } = await fundedWallet(t, other, 10_000));
+  });
+  after(() => t.close());
+
+  const authorize = async (as: Merchant, wallet: string, amount: number, attrs: Record<string, unknown> = {}) => {
+    const intentId = await intentFor(t, as, wallet, amount);
+    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+      as,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID(), ...attrs } } },
+    });
+    assert.equal(res.status, 201, res.raw);
+    return res.body.included[0].id as string;
+  };
+  const fold = async () => {
+    // Folds everything waiting (other merchants' deltas too).
+    while ((await t.ctx.jobs.runOnce('list-count-fold')) > 0);
+  };
+
+  /** The list's meta.total, checked against the rows it pages through. */
+  const total = async (url: string, as = m) => {
+    let rows = 0;
+    let first: number | undefined;
+    for (let offset = 0; ; offset += 50) {
+      const res = await t.request('GET', `${url}${url.includes('?') ? '&' : '?'}page[limit]=50&page[offset]=${offset}`, { as });
+      assert.equal(res.status, 200, res.raw);
+      first ??= res.body.meta.total as number;
+      assert.equal(res.body.meta.total, first, `${url}: every page has the same total`);
+      rows += res.body.data.length;
+      if (res.body.data.length < 50) break;
+    }
+    assert.equal(first, rows, `${url}: meta.total is the rows listed`);
+    return rows;
+  };
+  const count = async (q: ReturnType<typeof sql>) => Number(rowsOf<{ n: number | string }>(await t.ctx.db.execute(q))[0]!.n);
+
+  /** Every list and counted filter against a count over its table; the counters against the tables. */
+  async function assertTotals(as: Merchant = m, wallet = walletId) {
+    const c = as.clientId;
+    assert.equal(await total('/api/v1/users', as), await count(sql`select count(*) as n from users where client_id = ${c}`));
+    assert.equal(await total('/api/v1/wallets', as), await count(sql`select count(*) as n from wallets where client_id = ${c}`));
+    assert.equal(await total(`/api/v1/wallets/${wallet}/transactions`, as), await count(sql`select count(*) as n from transactions where wallet_id = ${wallet}`));
+    assert.equal(await total('/api/v1/payment-intents', as), await count(sql`select count(*) as n from payment_intents where client_id = ${c}`));
+    for (const status of ['Promotable', 'PromotedToPayment', 'Canceled', 'Expired']) await total(`/api/v1/payment-intents?filter[status]=${status}`, as);
+    await total('/api/v1/payment-intents?filter[status]=PromotedToPayment&filter[initiator]=Merchant&filter[paymentMethod]=Wallet', as);
+    assert.equal(await total('/api/v1/payments', as), await count(sql`select count(*) as n from payments where client_id = ${c}`));
+    for (const status of ['Created', 'Processing', 'Canceled']) {
+      assert.equal(await total(`/api/v1/payments?filter[status]=${status}`, as), await count(sql`select count(*) as n from payments where client_id = ${c} and status = ${status}`));
+    }
+    for (const channel of ['web', 'pos']) {
+      assert.equal(await total(`/api/v1/payments?filter[channel]=${channel}`, as), await count(sql`select count(*) as n from payments where client_id = ${c} and channel = ${channel}`));
+      await total(`/api/v1/payments?filter[channel]=${channel}&filter[status]=Created`, as);
+    }
+    assert.equal(await total('/api/v1/webhook-events', as), await count(sql`select count(*) as n from events where client_id = ${c}`));
+    const topics = rowsOf<{ topic: string }>(await t.ctx.db.execute(sql`select distinct topic from events where client_id = ${c}`));
+    assert.ok(topics.length > 1);
+    for (const { topic } of topics) await total(`/api/v1/webhook-events?filter[topic]=${topic}`, as);
+    // This file's merchants only: the whole suite shares one database.
+    const mine = [m.clientId, other.clientId];
+    assert.deepEqual(await countsKept(t.ctx.db, mine), await countsFromTables(t.ctx.db, mine), 'the counters equal a count over the tables');
+  }
+
+  test('after inserts and status changes, before and after the fold', async () => {
+    await createUser(t, m);
+    await createUser(t, m, { email: `${randomUUID()}@example.com` });
+    const web = await authorize(m, walletId, 1_000, { channel: 'web' });
+    await authorize(m, walletId, 2_000, { channel: 'pos', reference: 'order-1' });
+    await authorize(m, walletId, 3_000);
+    await intentFor(t, m, walletId, 4_000);
+    await assertTotals();
+    // A capture moves a payment from Created to Processing; a cancel to Canceled.
+    const cap = await t.request('POST', `/api/v1/payments/${web}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 1_000 } } } });
+    assert.equal(cap.status, 200, cap.raw);
+    const canceled = await authorize(m, walletId, 500, { channel: 'web' });
+    assert.equal((await t.request('POST', `/api/v1/payments/${canceled}/cancel`, { as: m })).status, 200);
+    const intent = await intentFor(t, m, walletId, 700);
+    assert.equal((await t.request('POST', `/api/v1/payment-intents/${intent}/cancel`, { as: m })).status, 200);
+    await assertTotals();
+    assert.equal(await total('/api/v1/payments?filter[channel]=web&filter[status]=Processing'), 1);
+    assert.equal(await total('/api/v1/payments?filter[reference]=order-1'), 1);
+    await fold();
+    assert.equal(await count(sql`select count(*) as n from list_count_deltas where client_id in (${m.clientId}::uuid, ${other.clientId}::uuid)`), 0, 'the fold empties the deltas');
+    await assertTotals();
+    await assertTotals(other, otherWalletId);
+  });
+
+  test('an intent past expiresAt counts as Expired before the expiry job stores it, and after', async () => {
+    const before = await total('/api/v1/payment-intents?filter[status]=Expired');
+    const promotable = await total('/api/v1/payment-intents?filter[status]=Promotable');
+    assert.ok(promotable > 0);
+    t.clock.advance(7 * 86_400_000);
+    assert.equal(await total('/api/v1/payment-intents?filter[status]=Expired'), before + promotable);
+    assert.equal(await total('/api/v1/payment-intents?filter[status]=Promotable'), 0);
+    await t.ctx.jobs.runOnce('payment-intent-expiry');
+    assert.equal(await total('/api/v1/payment-intents?filter[status]=Expired'), before + promotable);
+    await assertTotals();
+  });
+
+  test('concurrent writes from several connections', async () => {
+    await Promise.all([
+      ...Array.from({ length: 12 }, () => createUser(t, m)),
+      ...Array.from({ length: 6 }, (_, i) => authorize(m, walletId, 100 + i, { channel: i % 2 ? 'web' : 'pos' })),
+      ...Array.from({ length: 4 }, () => intentFor(t, other, otherWalletId, 100)),
+    ]);
+    await assertTotals();
+    await Promise.all([fold(), ...Array.from({ length: 4 }, (_, i) => authorize(m, walletId, 200 + i, { channel: 'web' })), fold()]);
+    await assertTotals();
+    await fold();
+    await assertTotals();
+    await assertTotals(other, otherWalletId);
+  });
+
+  test('an offset past the end reads the total alone', async () => {
+    const res = await t.request('GET', '/api/v1/payments?page[offset]=10000', { as: m });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.length, 0);
+    assert.equal(res.body.meta.total, await count(sql`select count(*) as n from payments where client_id = ${m.clientId}`));
+    const tx = await t.request('GET', `/api/v1/wallets/${walletId}/transactions?page[offset]=10000`, { as: m });
+    assert.equal(tx.body.meta.total, await count(sql`select count(*) as n from transactions where wallet_id = ${walletId}`));
+  });
+});
