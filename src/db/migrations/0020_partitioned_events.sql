@@ -41,6 +41,14 @@ CREATE FUNCTION "create_event_partitions"("p_week" date) RETURNS boolean
   BEGIN
     IF extract(isodow FROM p_week) <> 1 THEN RAISE EXCEPTION 'event partitions start on a Monday, not %', p_week; END IF;
     IF to_regclass('events' || suffix) IS NOT NULL THEN RETURN false; END IF;
+    -- A week that has begun may have inserts in flight that were routed to the default
+    -- partition before it existed: one that reached the default partition after the attach would
+    -- fail its partition constraint. Such a week (only when no worker ran for two weeks) waits
+    -- for every insert into the three tables to end and holds new ones until it commits, when
+    -- they are routed to it; a week ahead has no insert of its own to wait for.
+    IF lo <= event_partition_bound(now()) THEN
+      LOCK TABLE "events", "event_deliveries", "delivery_attempts" IN SHARE ROW EXCLUSIVE MODE;
+    END IF;
     -- No row may reach a default partition between the move and the attach (which would then
     -- fail); inserts into the weeks that exist do not touch the default partitions.
     LOCK TABLE "events_default", "event_deliveries_default", "delivery_attempts_default" IN ACCESS EXCLUSIVE MODE;

@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { rowsOf } from '../../db/open.ts';
+import { openDatabase, rowsOf, type Database } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, dbKind, LOCAL_RECEIVERS, testDatabase, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, dbKind, freshDatabaseUrl, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { eventWeeks, maintainEventPartitions, weekOf, WEEKS_AHEAD } from './partitions.ts';
 
@@ -21,10 +21,19 @@ const RETENTION_DAYS = 10;
 
 describe('event retention', () => {
   let t: TestApp;
+  let database: Database;
+  let url: string | undefined;
+  // A database of its own: the job drops and recreates this week's partitions, which would take
+  // the other tests' events with them in the suite's shared database.
   before(async () => {
-    t = await createTestApp({ env: { ...LOCAL_RECEIVERS, EVENT_RETENTION_DAYS: String(RETENTION_DAYS), WEBHOOK_RETRY_DELAYS: '60,60' } });
+    url = await freshDatabaseUrl();
+    database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url });
+    t = await createTestApp({ database, env: { ...LOCAL_RECEIVERS, EVENT_RETENTION_DAYS: String(RETENTION_DAYS), WEBHOOK_RETRY_DELAYS: '60,60' } });
   });
-  after(() => t.close());
+  after(async () => {
+    await t.close();
+    await database.close();
+  });
 
   /** A user through KYC: the decision's events. */
   async function someEvents(as: Merchant): Promise<void> {
@@ -135,7 +144,7 @@ describe('event retention', () => {
     await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
     const as = await t.createMerchant();
     await someEvents(as);
-    const reader = new pg.Client({ connectionString: (await testDatabase()).url });
+    const reader = new pg.Client({ connectionString: url });
     await reader.connect();
     try {
       await reader.query('begin');
@@ -154,6 +163,29 @@ describe('event retention', () => {
     }
   });
 
+  test('creating a week that has begun holds the inserts in flight until it commits, then they go to the new week (none fails its partition constraint)', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+    const week = day(weekOf(new Date()));
+    await t.ctx.db.execute(sql`select drop_event_partitions(${week}::date)`); // as if no worker had run for weeks
+    const job = new pg.Client({ connectionString: url });
+    const writer = new pg.Client({ connectionString: url });
+    await job.connect();
+    await writer.connect();
+    try {
+      await job.query('begin');
+      await job.query('select create_event_partitions($1::date)', [week]);
+      const id = uuidv7At(Date.now());
+      const insert = writer.query(`insert into events (id, client_id, topic, resource_type, resource_id, body) values ($1, $2, 'X', 'T', 't', '{}')`, [id, randomUUID()]);
+      await new Promise((r) => setTimeout(r, 200));
+      await job.query('commit');
+      await insert;
+      const [row] = (await job.query('select tableoid::regclass::text as t from events where id = $1', [id])).rows;
+      assert.equal(row?.t, `events_p${week.replaceAll('-', '')}`);
+    } finally {
+      await job.end();
+      await writer.end();
+    }
+  });
+
   test('an event held by a replay in flight is not deleted from the default partition until the replay ends', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
     await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
     const as = await t.createMerchant();
@@ -163,7 +195,7 @@ describe('event retention', () => {
     assert.ok(ids.length >= 2);
     assert.ok((await retainAt((RETENTION_DAYS + 8) * DAY)).kept >= ids.length, 'pending: kept in the default partition');
     assert.equal((await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, { as, body: { data: { type: 'Webhook', attributes: { url: '' } } } })).status, 200);
-    const replay = new pg.Client({ connectionString: (await testDatabase()).url });
+    const replay = new pg.Client({ connectionString: url });
     await replay.connect();
     try {
       await replay.query('begin');
