@@ -69,7 +69,23 @@ export async function loadFacts(databaseUrl: string, stuck: string[]): Promise<F
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   try {
     const out: Record<string, unknown> = {};
-    for (const [k, q] of Object.entries(QUERIES)) out[k] = (await pool.query(q)).rows;
+    // Every fact from one snapshot in which no delivery is pending, so every event in it has had
+    // all its deliveries end: the processes' jobs go on making events after the drain (a payment
+    // settling), and an event read a moment after its commit has not been delivered yet.
+    const client = await pool.connect();
+    try {
+      for (let tries = 0; ; tries++) {
+        await client.query('begin isolation level repeatable read');
+        const pending = (await client.query<{ n: number }>(`select count(*)::int as n from event_deliveries where state = 'pending'`)).rows[0]!.n;
+        if (pending === 0 || tries >= 120) break;
+        await client.query('rollback');
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      for (const [k, q] of Object.entries(QUERIES)) out[k] = (await client.query(q)).rows;
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
     out.ledgerViolations = await verifyLedger(drizzle({ client: pool }) as never);
     out.stuck = stuck;
     return out as unknown as Facts;
