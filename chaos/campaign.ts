@@ -190,6 +190,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
 
     // Nothing stuck: every process answers /health and the work drains.
     const stuck = await drain(processes, direct.toString(), o.log);
+    const drainedAt = Date.now();
     for (const p of processes) {
       const t0 = Date.now();
       await p.stop(async () => {
@@ -202,7 +203,7 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     await history.close();
 
     // The checker.
-    const facts = await loadFacts(direct.toString(), stuck);
+    const facts = await loadFacts(direct.toString(), stuck, drainedAt);
     const records = readHistory(historyFile);
     const anomalies = check(records, facts);
     const operations: CampaignResult['operations'] = {};

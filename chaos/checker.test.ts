@@ -210,6 +210,20 @@ describe('chaos checker', () => {
     assert.deepEqual(slice(history, anomalies[0]!).map((r) => r.kind), ['hook']);
   });
 
+  test('an event still pending at the end is excused only when a job made it after the drain', () => {
+    const { history, facts } = clean();
+    facts.drainedAt = 10_000;
+    facts.events.push(
+      { id: 'event-late', client_id: CLIENT, topic: 'PaymentUpdated', created_at: 10_050 },
+      { id: 'event-early', client_id: CLIENT, topic: 'PaymentUpdated', created_at: 2_000 },
+    );
+    facts.pendingEvents = [{ id: 'event-late' }, { id: 'event-early' }];
+    const anomalies = check(history, facts);
+    assert.deepEqual(anomalies.map((a) => a.detail.split(' ')[1]), ['event-early'], 'the late one is excused, the early one is not');
+    facts.pendingEvents = [{ id: 'event-early' }];
+    assert.deepEqual(check(history, facts).map((a) => a.detail.split(' ')[1]).sort(), ['event-early', 'event-late'], 'a late event not pending was never delivered at all');
+  });
+
   test('a delivery for a rolled-back change, a changed body, another webhook-id', () => {
     const { history, facts } = clean();
     history.push(
