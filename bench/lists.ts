@@ -79,6 +79,12 @@ async function seed(databaseUrl: string, clientId: string): Promise<void> {
            '{}'::jsonb, '[]'::jsonb, '[]'::jsonb, ts + interval '7 days', ts, ts
          from (select k, k % 100 as r, ${ts('k')} as ts from generate_series(1, ${N}) k) g`,
     );
+    // The weeks the events fall in, as a server running for 40 days would have them (else they
+    // would sit in the default partition: docs/operations.md#retention).
+    await step(
+      'event weeks',
+      `select create_event_partitions(w::date) from generate_series(date_trunc('week', ${T0} - interval '41 days'), ${T0}, interval '7 days') w`,
+    );
     await step(
       'events',
       `insert into events (id, client_id, topic, resource_type, resource_id, body, created_at)
@@ -123,7 +129,8 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
   await coffer.stop();
   const clientId = auth['client-id'];
   await seed(databaseUrl, clientId);
-  coffer = await startCoffer({ databaseUrl });
+  // Events are kept longer than the seed's 40 days, so the event-retention job leaves them all.
+  coffer = await startCoffer({ databaseUrl, env: { EVENT_RETENTION_DAYS: '60' } });
   try {
     const wallet = (await json(`${coffer.url}/api/v1/wallets?filter[email]=seed1@example.com`, { headers: auth })).data[0].id as string;
     const intentId = (await json(`${coffer.url}/api/v1/payments?filter[reference]=order-777`, { headers: auth })).data[0].relationships.paymentIntent.data.id as string;
