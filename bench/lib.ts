@@ -349,12 +349,12 @@ export async function analyzeDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** One statement on a connection of its own. */
-export async function runOn(url: string, text: string): Promise<void> {
+export async function runOn<R = Record<string, unknown>>(url: string, text: string): Promise<R[]> {
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    await c.query(text);
+    return (await c.query(text)).rows as R[];
   } finally {
     await c.end();
   }

@@ -109,14 +109,8 @@ async function keptDatabase(): Promise<string> {
 
 /** count(*) of the rows a list shows, each counted once before the load: what every meta.total must be. */
 async function truth(databaseUrl: string, text: string): Promise<number> {
-  const { default: pg } = await import('pg');
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    return Number((await c.query(text)).rows[0].n);
-  } finally {
-    await c.end();
-  }
+  const [row] = await runOn<{ n: string }>(databaseUrl, text);
+  return Number(row!.n);
 }
 
 export async function listsScenario(db: string, o: { durationS: number; bare: () => Promise<LoadResult> }): Promise<LoadResult[]> {

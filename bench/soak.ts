@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, startCoffer, writeResults } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, runOn, startCoffer, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
 const minutes = Number(values.minutes);
@@ -137,16 +137,13 @@ const flat =
 // What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).
 let tables: Record<string, { rows: number; mb: number }> | undefined;
 if (databaseUrl) {
-  const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  const { rows } = await client.query<{ name: string; rows: string; mb: string }>(
+  const rows = await runOn<{ name: string; rows: string; mb: string }>(
+    databaseUrl,
     `select c.relname as name, c.reltuples::bigint as rows, round(pg_total_relation_size(c.oid) / 1048576.0) as mb
      from pg_class c join pg_namespace n on n.oid = c.relnamespace
      where n.nspname = 'public' and c.relkind = 'r'
      order by pg_total_relation_size(c.oid) desc limit 10`,
   );
-  await client.end();
   tables = Object.fromEntries(rows.map((r) => [r.name, { rows: Number(r.rows), mb: Number(r.mb) }]));
 }
 const summary = {
