@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import * as schema from './schema.ts';
-import { markUnnamed } from './statements.ts';
+import { markUnnamed, nameRepeatedStatements } from './statements.ts';
 import { dbQueryDuration } from '../observability/metrics.ts';
 import { trackCommits } from './commit-hooks.ts';
 import { endSpan, SpanKind, startChildSpan, tracing, type Span } from '../observability/tracing.ts';
@@ -91,7 +91,8 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   pool.on('connect', (client) => {
     client.on('error', () => {});
     instrumentQueries(client as unknown as Queryable);
-    if (!preparedStatements) markUnnamed(client);
+    if (preparedStatements) nameRepeatedStatements(client as unknown as Queryable);
+    else markUnnamed(client);
   });
   if (!preparedStatements) markUnnamed(pool);
   const client = await pool.connect(); // fail fast on a bad URL

@@ -3,6 +3,7 @@
 // was most of the database's CPU (measured with pg_stat_statements). A named statement is
 // parsed and planned once per connection, then only bound and executed. The statement runs
 // on whatever the caller holds: the pool, a transaction's connection, or PGlite.
+import { createHash } from 'node:crypto';
 import type { Executor } from './open.ts';
 
 export interface Statement {
@@ -56,4 +57,48 @@ function isPgClient(c: unknown): boolean {
 /** Renumbers `$n` placeholders by `offset`, to embed one statement's SQL in another. */
 export function shiftParams(text: string, offset: number): string {
   return offset === 0 ? text : text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
+}
+
+/** Distinct statement texts named per process; past this, new texts go unnamed (see nameRepeatedStatements). */
+export const NAMED_TEXTS_CAP = 2_000;
+const namedTexts = new Map<string, string>();
+const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
+
+/**
+ * Names every parameterised SELECT, WITH, INSERT, UPDATE or DELETE that a connection is sent
+ * unnamed (all of Drizzle's), by a hash of its text, so PostgreSQL parses and plans it once per
+ * connection instead of once per request. On a list page that planning was most of the
+ * database's time: a query on the weekly-partitioned events plans every partition, and each
+ * row's delivery state plans them again. The text is all that decides the name, so a repeated
+ * query is found on any connection that ran it before; a text seen for the first time costs one
+ * hash. Statements without parameters stay unnamed: they may hold several statements (the
+ * migrations), which only the simple protocol runs. The number of texts is bounded by the code's
+ * queries (filters in fixed combinations, IN lists of bounded lengths); `NAMED_TEXTS_CAP` keeps
+ * a mistake from growing every connection's statement cache without end.
+ */
+export function nameRepeatedStatements(client: { query(...args: unknown[]): unknown }): void {
+  const query = client.query;
+  client.query = function named(this: unknown, ...args: unknown[]) {
+    const config = args[0] as { name?: string; text?: string; values?: unknown[] } | null;
+    if (
+      typeof config === 'object' &&
+      config !== null &&
+      config.name === undefined &&
+      typeof config.text === 'string' &&
+      ((Array.isArray(args[1]) && args[1].length > 0) || (config.values?.length ?? 0) > 0) &&
+      !(client as unknown as Record<symbol, boolean>)[UNNAMED]
+    ) {
+      const name = statementName(config.text);
+      if (name !== undefined) args[0] = { ...config, name };
+    }
+    return query.apply(this, args);
+  };
+}
+
+function statementName(text: string): string | undefined {
+  const known = namedTexts.get(text);
+  if (known !== undefined || !NAMEABLE.test(text) || namedTexts.size >= NAMED_TEXTS_CAP) return known;
+  const name = `q_${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`;
+  namedTexts.set(text, name);
+  return name;
 }

@@ -1,0 +1,65 @@
+// Drizzle's statements are prepared by name on PostgreSQL (nameRepeatedStatements): a list page
+// run twice on one connection is parsed and planned once, and a pool marked for a pooler that
+// cannot keep prepared statements sends them unnamed.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { createTestApp, createUser, dbKind, freshDatabaseUrl, type Merchant, type TestApp } from '../test/harness.ts';
+import { openDatabase, rowsOf, type Database } from './open.ts';
+
+const skip = dbKind !== 'postgres' ? 'node-postgres statement names: runs in the PostgreSQL pass' : false;
+
+/**
+ * The statements prepared on both of the pool's connections that read the users table: two
+ * transactions, each holding one connection until both have one, each reads its own session's.
+ */
+async function preparedUserReads(database: Database): Promise<{ name: string; statement: string }[]> {
+  let arrived = 0;
+  let bothIn: () => void = () => {};
+  const both = new Promise<void>((r) => (bothIn = r));
+  const read = () =>
+    database.db.transaction(async (tx) => {
+      if (++arrived === 2) bothIn();
+      await both;
+      return rowsOf<{ name: string; statement: string }>(
+        await tx.execute(sql`select name, statement from pg_prepared_statements where statement like '%from "users"%' and statement not like '%pg_prepared_statements%'`),
+      );
+    });
+  return (await Promise.all([read(), read()])).flat();
+}
+
+for (const preparedStatements of [true, false]) {
+  describe(`Drizzle's statements with preparedStatements ${preparedStatements}`, { skip }, () => {
+    let database: Database;
+    let t: TestApp;
+    let m: Merchant;
+    before(async () => {
+      // Two connections, so the test can read what every connection prepared.
+      database = await openDatabase({ databaseUrl: (await freshDatabaseUrl())!, dataDir: '', poolSize: 2, preparedStatements });
+      t = await createTestApp({ database });
+      m = await t.createMerchant();
+      await createUser(t, m);
+      await createUser(t, m);
+    });
+    after(async () => {
+      await t.close();
+      await database.close();
+    });
+
+    test(preparedStatements ? 'a list page is prepared once by a name from its text, and answers as before' : 'no statement is prepared by name', async () => {
+      const first = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
+      const again = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
+      assert.equal(first.status, 200, first.raw);
+      assert.deepEqual(again.body, first.body);
+      assert.equal(first.body.meta.total, 2);
+      const prepared = await preparedUserReads(database);
+      if (!preparedStatements) {
+        assert.deepEqual(prepared, []);
+        return;
+      }
+      const lists = new Set(prepared.filter((p) => /order by/i.test(p.statement)).map((p) => p.name));
+      assert.equal(lists.size, 1, JSON.stringify(prepared));
+      assert.match([...lists][0]!, /^q_[\w-]{32}$/);
+    });
+  });
+}
