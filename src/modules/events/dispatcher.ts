@@ -25,7 +25,7 @@ import type { Db } from '../../db/open.ts';
 import { hostOf, isPublicAddress, notAllowed, publicOnlyLookup, systemLookup, type LookupFn } from '../webhooks/url-policy.ts';
 import { isRetryableDatabaseError } from '../../db/errors.ts';
 import { ReceiverBreakers } from './breaker.ts';
-import { claimDueDeliveries, holdDeliveries, recordAttempt, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
+import { claimDueDeliveries, holdDeliveries, recordAttempts, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
 import { webhookAttempts } from '../../observability/metrics.ts';
 import { endSpan, SpanKind, startSpan, tracing } from '../../observability/tracing.ts';
 
@@ -88,9 +88,11 @@ export class WebhookDispatcher {
   readonly #busy = new Map<string, number>();
   /** Webhooks whose last attempt from this process failed. */
   readonly #failing = new Set<string>();
+  readonly #recorder: AttemptRecorder;
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
+    this.#recorder = new AttemptRecorder(opts.db);
     const isPublic = (this.#isPublic = opts.isPublicAddress ?? isPublicAddress);
     // Connecting (TCP and TLS) has its own, shorter limit: a host that does not accept
     // connections fails fast instead of holding a slot for the whole answer timeout.
@@ -131,6 +133,7 @@ export class WebhookDispatcher {
     let settledAtClaim = -1; // how many had finished when the last claim was made
     let runningAtClaim = 0; // attempts in flight just after the last claim
     let wake: (() => void) | undefined;
+    const recording = new Set<Promise<void>>();
     for (;;) {
       const free = concurrency - running;
       // Claim again once half of the attempts in flight at the last claim have finished (one
@@ -174,10 +177,20 @@ export class WebhookDispatcher {
             count(this.#busy, d.clientId, -1);
             wake?.();
           };
-          this.#deliver(d, host).then(settle, (err: unknown) => {
-            this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
-            settle();
-          });
+          // The slot is the receiver's: it frees when the answer is in, and the attempt is
+          // recorded meanwhile. Until then its lease keeps the delivery from being claimed again.
+          const recorded = this.#attempt(d, host).then(
+            (attempt) => {
+              settle();
+              return this.#record(d, attempt);
+            },
+            (err: unknown) => {
+              this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
+              settle();
+            },
+          );
+          recording.add(recorded);
+          void recorded.finally(() => recording.delete(recorded));
         }
         runningAtClaim = running;
         total += sends.length;
@@ -203,6 +216,7 @@ export class WebhookDispatcher {
         };
       });
     }
+    await Promise.all(recording);
     return total;
   }
 
@@ -241,7 +255,8 @@ export class WebhookDispatcher {
     return addresses.length > 0 && addresses.every((a) => this.#isPublic(a.address));
   }
 
-  async #deliver(d: ClaimedDelivery, host: string): Promise<void> {
+  /** Sends one attempt and decides what follows from its answer (nothing is written yet). */
+  async #attempt(d: ClaimedDelivery, host: string): Promise<Attempt> {
     const startedAt = this.#o.clock.now();
     const started = performance.now();
     let statusCode: number | null = null;
@@ -316,9 +331,14 @@ export class WebhookDispatcher {
       nextAttemptAt: delayMs === null ? null : new Date(Math.max(now.getTime() + delayMs, openUntil)),
       now,
     };
+    return { outcome, host, opened, started };
+  }
+
+  /** Records an attempt (and holds its host's deliveries if its breaker opened). */
+  async #record(d: ClaimedDelivery, { outcome, host, opened, started }: Attempt): Promise<void> {
     if (opened) {
       this.#o.log.warn({ host, until: opened.until }, 'webhook receiver unreachable: holding its deliveries');
-      await holdDeliveries(this.#o.db, { ...opened, now }).catch((err: unknown) => this.#o.log.error({ err }, 'could not hold webhook deliveries'));
+      await holdDeliveries(this.#o.db, { ...opened, now: outcome.now }).catch((err: unknown) => this.#o.log.error({ err }, 'could not hold webhook deliveries'));
     }
     // The database may be away for a moment (a restart, a failover): keep trying while the
     // lease holds, so a delivery that reached its receiver is not sent again. Past the lease,
@@ -327,7 +347,7 @@ export class WebhookDispatcher {
     const recordBy = started + this.#o.timeoutMs + LEASE_MARGIN_MS - 1_000;
     for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
       try {
-        await this.#o.db.transaction((tx) => recordAttempt(tx, outcome, attemptId));
+        await this.#recorder.record(outcome, attemptId);
         return;
       } catch (err) {
         if (!isRetryableDatabaseError(err) || performance.now() + wait > recordBy) {
@@ -339,6 +359,56 @@ export class WebhookDispatcher {
     }
   }
 }
+
+/** An attempt made and not yet recorded: its outcome, and its host's breaker if it opened. */
+interface Attempt {
+  outcome: AttemptOutcome;
+  host: string;
+  opened: ReturnType<ReceiverBreakers['record']>;
+  /** performance.now() when it started: the lease's clock. */
+  started: number;
+}
+
+/**
+ * Writes finished attempts in groups: the attempts that finish while one group is being
+ * written go together in the next, in one transaction. Under load a transaction (four round
+ * trips and a commit) per attempt was what bounded deliveries per second; a group costs the
+ * same for any number of attempts. A failed write fails every attempt of its group, and each
+ * retries on its own (in the next group).
+ */
+class AttemptRecorder {
+  readonly #db: Db;
+  #queue: { outcome: AttemptOutcome; id: string; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  #writing = false;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  record(outcome: AttemptOutcome, id: string): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ outcome, id, resolve, reject });
+      if (!this.#writing) void this.#write();
+    });
+  }
+
+  async #write(): Promise<void> {
+    this.#writing = true;
+    while (this.#queue.length > 0) {
+      const group = this.#queue.splice(0, RECORD_GROUP_MAX);
+      try {
+        await this.#db.transaction((tx) => recordAttempts(tx, group));
+        for (const a of group) a.resolve();
+      } catch (err) {
+        for (const a of group) a.reject(err);
+      }
+    }
+    this.#writing = false;
+  }
+}
+
+/** The most attempts written in one transaction. */
+const RECORD_GROUP_MAX = 200;
 
 async function readExcerpt(body: AsyncIterable<Buffer> & { dump?: () => Promise<void> }): Promise<string | null> {
   let text = '';

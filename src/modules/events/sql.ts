@@ -69,17 +69,20 @@ export async function enabledWebhooks(db: Executor, clientId: string): Promise<{
 }
 
 /**
- * SQL for an event's delivery state, from its deliveries. The outer table is named in full:
- * Drizzle renders a column of a single-table query unqualified, and a bare "id" inside the
- * subquery would mean the delivery's own id.
+ * SQL for an event's delivery state, from its deliveries: pending over failed over succeeded,
+ * `none` without any of those. One read of the event's deliveries (a subplan per row, which on
+ * the partitioned table prunes to the event's week each time), not one per state. The outer
+ * table is named in full: Drizzle renders a column of a single-table query unqualified, and a
+ * bare "id" inside the subquery would mean the delivery's own id.
  */
 const stateOf = sql<EventDeliveryState>`(
-  case
-    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'pending') then 'pending'
-    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'failed') then 'failed'
-    when exists (select 1 from event_deliveries d where d.event_id = "events"."id" and d.state = 'succeeded') then 'succeeded'
+  select case
+    when bool_or(d.state = 'pending') then 'pending'
+    when bool_or(d.state = 'failed') then 'failed'
+    when bool_or(d.state = 'succeeded') then 'succeeded'
     else 'none'
-  end)`;
+  end
+  from event_deliveries d where d.event_id = "events"."id")`;
 
 /**
  * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
@@ -333,36 +336,46 @@ export interface AttemptOutcome {
 }
 
 /**
- * Records one attempt and moves its delivery on, in one transaction. Only the worker holding
- * this attempt may move the delivery (a late worker whose lease ran out only logs its attempt).
- * The next attempt is never brought forward: a hold made while this attempt was in flight
- * (holdDeliveries) stands.
+ * Records attempts and moves their deliveries on: two statements for any number of attempts,
+ * to run in one transaction. Only the worker holding an attempt may move its delivery (a late
+ * worker whose lease ran out only logs its attempt). The next attempt is never brought
+ * forward: a hold made while the attempt was in flight (holdDeliveries) stands. The deliveries
+ * are found by their primary key, with their events' ids also as an array, so each partition
+ * is probed only for its own events.
  */
-export async function recordAttempt(db: Executor, o: AttemptOutcome, id: string): Promise<void> {
-  await db.insert(deliveryAttempts).values({
+export async function recordAttempts(db: Executor, attempts: { outcome: AttemptOutcome; id: string }[]): Promise<void> {
+  if (attempts.length === 0) return;
+  const rows = attempts.map(({ outcome: o, id }) => ({
     id,
-    clientId: o.clientId,
-    deliveryId: o.deliveryId,
-    eventId: o.eventId,
+    client_id: o.clientId,
+    delivery_id: o.deliveryId,
+    event_id: o.eventId,
     attempt: o.attempt,
-    startedAt: o.startedAt,
-    durationMs: o.durationMs,
-    statusCode: o.statusCode,
+    started_at: o.startedAt.toISOString(),
+    duration_ms: o.durationMs,
+    status_code: o.statusCode,
     error: o.error,
-    responseExcerpt: o.responseExcerpt,
-  });
-  await db
-    .update(eventDeliveries)
-    .set({
-      state: o.state,
-      leaseUntil: null,
-      lastStatusCode: o.statusCode,
-      lastError: o.error,
-      updatedAt: o.now,
-      ...(o.nextAttemptAt ? { nextAttemptAt: sql`greatest(${eventDeliveries.nextAttemptAt}, ${o.nextAttemptAt})` } : {}),
-      ...(o.state === 'pending' ? {} : { completedAt: o.now }),
-    })
-    .where(and(eq(eventDeliveries.eventId, o.eventId), eq(eventDeliveries.id, o.deliveryId), eq(eventDeliveries.attemptCount, o.attempt), eq(eventDeliveries.state, 'pending')));
+    response_excerpt: o.responseExcerpt,
+    state: o.state,
+    next_attempt_at: o.nextAttemptAt?.toISOString() ?? null,
+    now: o.now.toISOString(),
+  }));
+  const json = JSON.stringify(rows);
+  const eventIds = `{${[...new Set(attempts.map((a) => a.outcome.eventId))].join(',')}}`;
+  await db.execute(sql`
+    insert into delivery_attempts (id, client_id, delivery_id, event_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
+    select x.id, x.client_id, x.delivery_id, x.event_id, x.attempt, x.started_at, x.duration_ms, x.status_code, x.error, x.response_excerpt
+    from json_to_recordset(${json}::json) as x(id uuid, client_id uuid, delivery_id uuid, event_id uuid, attempt int, started_at timestamptz,
+      duration_ms int, status_code int, error text, response_excerpt text)`);
+  await db.execute(sql`
+    update event_deliveries d
+    set state = x.state, lease_until = null, last_status_code = x.status_code, last_error = x.error, updated_at = x.now,
+        next_attempt_at = greatest(d.next_attempt_at, coalesce(x.next_attempt_at, d.next_attempt_at)),
+        completed_at = case when x.state = 'pending' then d.completed_at else x.now end
+    from json_to_recordset(${json}::json) as x(delivery_id uuid, event_id uuid, attempt int, state text, status_code int, error text,
+      next_attempt_at timestamptz, now timestamptz)
+    where d.event_id = any(${eventIds}::uuid[]) and d.event_id = x.event_id and d.id = x.delivery_id
+      and d.attempt_count = x.attempt and d.state = 'pending'`);
 }
 
 /** Cancels a webhook's pending deliveries (it was deleted). */
