@@ -371,10 +371,9 @@ interface Attempt {
 
 /**
  * Writes finished attempts in groups: the attempts that finish while one group is being
- * written go together in the next, in one transaction. Under load a transaction (four round
- * trips and a commit) per attempt was what bounded deliveries per second; a group costs the
- * same for any number of attempts. A failed write fails every attempt of its group, and each
- * retries on its own (in the next group).
+ * written go together in the next, in one transaction. A transaction per attempt costs four
+ * round trips and a commit; a group costs the same for any number of attempts. A failed write
+ * fails every attempt of its group, and each retries on its own (in the next group).
  */
 class AttemptRecorder {
   readonly #db: Db;
