@@ -172,6 +172,40 @@ describe('webhook delivery', () => {
     }
   });
 
+  test('attempts that end together are recorded together, each with its own outcome', async () => {
+    const gm = await t.createMerchant();
+    const failing = await startReceiver(() => ({ status: 500, body: 'no' }));
+    try {
+      const ok = await register(t, gm, { url: rx.url, topics: DECISIONS });
+      const bad = await register(t, gm, { url: failing.url, topics: DECISIONS });
+      for (let i = 0; i < 6; i++) await kycDecision(t, gm, `group${i}@example.com`);
+      const all = (await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as: gm })).body.data as { id: string; attributes: { topic: string } }[];
+      const events = all.filter((e) => DECISIONS.includes(e.attributes.topic));
+      assert.equal(events.length, 6);
+      // Twelve attempts in flight at once: the answers come back together, and the attempts
+      // that end while one group is written go in the next.
+      assert.equal(await deliver(t), 12);
+      for (const { id } of events) {
+        const ev = (await t.request('GET', `/api/v1/webhook-events/${id}`, { as: gm })).body.data.attributes;
+        assert.equal(ev.deliveryState, 'pending', 'one of its deliveries is to be retried');
+        const byHook = new Map(ev.deliveries.map((d: { webhookId: string }) => [d.webhookId, d]));
+        const good = byHook.get(ok.id) as { state: string; attemptCount: number; completedAt: string | null; attempts: { statusCode: number; error: string | null }[] };
+        const retry = byHook.get(bad.id) as { state: string; attemptCount: number; nextAttemptAt: string; completedAt: string | null; attempts: { statusCode: number; error: string | null }[] };
+        assert.equal(good.state, 'succeeded');
+        assert.notEqual(good.completedAt, null);
+        assert.deepEqual(good.attempts.map((a) => [a.statusCode, a.error]), [[200, null]]);
+        assert.equal(retry.state, 'pending');
+        assert.equal(retry.completedAt, null);
+        assert.equal(retry.attemptCount, 1);
+        assert.deepEqual(retry.attempts.map((a) => [a.statusCode, a.error]), [[500, 'receiver answered 500']]);
+        const due = new Date(retry.nextAttemptAt).getTime() - t.clock.now().getTime();
+        assert.ok(due >= 5_000 && due <= 5_500, `retried after ${due} ms`);
+      }
+    } finally {
+      await failing.close();
+    }
+  });
+
   test('after the whole schedule (about three days) the delivery is marked failed', async () => {
     const fm = await t.createMerchant();
     const down = await startReceiver(() => ({ status: 503 }));
