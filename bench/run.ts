@@ -118,6 +118,31 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
         requests: rotate(wallets.map((w) => `/api/v1/wallets/${w.walletId}/balance`)),
       }),
     );
+    // Money out of the wallets, once they hold cleared funds: withdrawals to the linked
+    // account, and direct payments (POST /payments) from the wallet's balance.
+    await fundWallets(coffer, auth, wallets, 50_000_000);
+    const fromWallet = (label: string, path: (walletId: string) => string, type: string, extra: (w: { walletId: string }) => Record<string, unknown>) => {
+      let m = 0;
+      return load(label, {
+        url: coffer.url,
+        headers: auth,
+        serverPid: coffer.proc.pid,
+        durationS,
+        requests: [
+          {
+            method: 'POST' as const,
+            setupRequest: (req: Record<string, unknown>) => {
+              const w = wallets[m++ % wallets.length]!;
+              return { ...req, path: path(w.walletId), body: JSON.stringify({ data: { type, attributes: { amount: 100, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } } }) };
+            },
+          },
+        ] as never,
+      });
+    };
+    results.push(await fromWallet('POST withdraw (50 wallets)', (id) => `/api/v1/wallets/${id}/withdraw`, 'Withdraw', () => ({})));
+    results.push(await fromWallet('POST /payments (50 wallets)', () => '/api/v1/payments', 'CreatePayment', (w) => ({ walletId: w.walletId })));
+    const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+    if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {
     await coffer.stop();
   }
@@ -224,10 +249,52 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     // The tables' statistics as a running server's autovacuum keeps them (analyzeDatabase).
     if (databaseUrl) await analyzeDatabase(databaseUrl);
     await authorizeEach(warm, 50, warmPayments);
-    results.push(await authorizeEach(n, 50, payments), await authorizeEach(n, 10));
+    const uncaptured: string[] = [];
+    results.push(await authorizeEach(n, 50, payments), await authorizeEach(n, 10, uncaptured));
     if (databaseUrl) await analyzeDatabase(databaseUrl);
     await captureEach(warmPayments);
     results.push(await captureEach(payments));
+    // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
+    // payments authorized at 10 connections, and cancel intents never authorized.
+    let r = 0;
+    results.push(
+      await load(`POST /payments/{id}/refund (${payments.length})`, {
+        url: coffer.url,
+        headers: auth,
+        serverPid: coffer.proc.pid,
+        amount: payments.length,
+        requests: [
+          {
+            method: 'POST' as const,
+            setupRequest: (req: Record<string, unknown>) => {
+              const id = payments[r++]!;
+              return { ...req, path: `/api/v1/payments/${id}/refund`, body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }) };
+            },
+            onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0),
+          },
+        ] as never,
+      }),
+    );
+    const cancelEach = (label: string, ids: string[], path: (id: string) => string) => {
+      let c = 0;
+      return load(`${label} (${ids.length})`, {
+        url: coffer.url,
+        headers: auth,
+        serverPid: coffer.proc.pid,
+        amount: ids.length,
+        requests: [{ method: 'POST' as const, setupRequest: (req: Record<string, unknown>) => ({ ...req, path: path(ids[c++]!) }), onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0) }] as never,
+      });
+    };
+    results.push(await cancelEach('POST /payments/{id}/cancel', uncaptured, (id) => `/api/v1/payments/${id}/cancel`));
+    const open: string[] = [];
+    await load(`POST /payment-intents (${n}, to cancel)`, {
+      url: coffer.url,
+      headers: auth,
+      serverPid: coffer.proc.pid,
+      amount: n,
+      requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
+    });
+    results.push(await cancelEach('POST /payment-intents/{id}/cancel', open, (id) => `/api/v1/payment-intents/${id}/cancel`));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
     if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {
