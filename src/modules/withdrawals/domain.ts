@@ -26,7 +26,7 @@ export async function createWithdrawal(
   if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; withdrawals need Approved.`);
   const connected = await connectedAccounts(tx, i.clientId, user.id);
   if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
-  const deposited = await q.clearedDepositsByAccount(tx, wallet.id, connected.map((a) => a.id));
+  const deposited = await q.clearedDepositsByAccount(tx, i.clientId, wallet.id, connected.map((a) => a.id));
   const byAccount = new Map(deposited.map((d) => [d.linkedAccountId, d.sum]));
   const amounts = largestRemainder(i.amount, connected.map((a) => byAccount.get(a.id) ?? 0));
   const split = connected

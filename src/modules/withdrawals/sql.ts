@@ -11,12 +11,18 @@ export async function insertWithdrawal(db: Executor, row: typeof withdrawals.$in
   return out!;
 }
 
-/** What a wallet's cleared deposits brought in, per linked account, over the accounts named. */
-export async function clearedDepositsByAccount(db: Executor, walletId: string, linkedAccountIds: string[]) {
+/**
+ * What a wallet's cleared deposits brought in, per linked account, over the accounts named. The
+ * merchant's id leads the condition so the wallet's rows are read through transactions_wallet_idx
+ * (client_id, wallet_id, …); on the wallet id alone PostgreSQL read every transaction.
+ */
+export async function clearedDepositsByAccount(db: Executor, clientId: string, walletId: string, linkedAccountIds: string[]) {
   return db
     .select({ linkedAccountId: transactions.linkedAccountId, sum: sql<number>`sum(${transactions.walletAmount})`.mapWith(Number) })
     .from(transactions)
-    .where(and(eq(transactions.walletId, walletId), eq(transactions.status, 'Cleared'), inArray(transactions.linkedAccountId, linkedAccountIds)))
+    .where(
+      and(eq(transactions.clientId, clientId), eq(transactions.walletId, walletId), eq(transactions.status, 'Cleared'), inArray(transactions.linkedAccountId, linkedAccountIds)),
+    )
     .groupBy(transactions.linkedAccountId);
 }
 
