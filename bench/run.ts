@@ -93,19 +93,18 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
     const wallets = await approvedWallets(coffer, auth, 50);
     let n = 0;
-    const depositRequest = (pick: () => { walletId: string; accountId: string }) => [
+    /** A POST per request from a wallet `pick` chooses, each with its own idempotency key. */
+    const walletPosts = (pick: () => { walletId: string; accountId: string }, type: string, amount: number, path: (walletId: string) => string, extra: (w: { walletId: string; accountId: string }) => Record<string, unknown>) => [
       {
         method: 'POST' as const,
         setupRequest: (req: Record<string, unknown>) => {
           const w = pick();
-          return {
-            ...req,
-            path: `/api/v1/wallets/${w.walletId}/transactions`,
-            body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `bench-${n++}-${Math.random()}` } } }),
-          };
+          return { ...req, path: path(w.walletId), body: JSON.stringify({ data: { type, attributes: { amount, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } } }) };
         },
       },
     ];
+    const depositRequest = (pick: () => { walletId: string; accountId: string }) =>
+      walletPosts(pick, 'OneTimeDeposit', 1000, (id) => `/api/v1/wallets/${id}/transactions`, (w) => ({ linkedAccountId: w.accountId }));
     let k = 0;
     results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
     results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never }));
@@ -121,26 +120,13 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     // Money out of the wallets, once they hold cleared funds: withdrawals to the linked
     // account, and direct payments (POST /payments) from the wallet's balance.
     await fundWallets(coffer, auth, wallets, 50_000_000);
-    const fromWallet = (label: string, path: (walletId: string) => string, type: string, extra: (w: { walletId: string }) => Record<string, unknown>) => {
+    const fromWallet = (label: string, type: string, path: (walletId: string) => string, extra: (w: { walletId: string }) => Record<string, unknown>) => {
       let m = 0;
-      return load(label, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        durationS,
-        requests: [
-          {
-            method: 'POST' as const,
-            setupRequest: (req: Record<string, unknown>) => {
-              const w = wallets[m++ % wallets.length]!;
-              return { ...req, path: path(w.walletId), body: JSON.stringify({ data: { type, attributes: { amount: 100, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } } }) };
-            },
-          },
-        ] as never,
-      });
+      const requests = walletPosts(() => wallets[m++ % wallets.length]!, type, 100, path, extra);
+      return load(label, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: requests as never });
     };
-    results.push(await fromWallet('POST withdraw (50 wallets)', (id) => `/api/v1/wallets/${id}/withdraw`, 'Withdraw', () => ({})));
-    results.push(await fromWallet('POST /payments (50 wallets)', () => '/api/v1/payments', 'CreatePayment', (w) => ({ walletId: w.walletId })));
+    results.push(await fromWallet('POST withdraw (50 wallets)', 'Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({})));
+    results.push(await fromWallet('POST /payments (50 wallets)', 'CreatePayment', () => '/api/v1/payments', (w) => ({ walletId: w.walletId })));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
     if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {
@@ -256,36 +242,30 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     results.push(await captureEach(payments));
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
-    let r = 0;
-    results.push(
-      await load(`POST /payments/{id}/refund (${payments.length})`, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        amount: payments.length,
-        requests: [
-          {
-            method: 'POST' as const,
-            setupRequest: (req: Record<string, unknown>) => {
-              const id = payments[r++]!;
-              return { ...req, path: `/api/v1/payments/${id}/refund`, body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }) };
-            },
-            onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0),
-          },
-        ] as never,
-      }),
-    );
-    const cancelEach = (label: string, ids: string[], path: (id: string) => string) => {
+    /** One POST per id, each built by `request`. */
+    const postEach = (label: string, ids: string[], request: (id: string) => { path: string; body?: string }) => {
       let c = 0;
       return load(`${label} (${ids.length})`, {
         url: coffer.url,
         headers: auth,
         serverPid: coffer.proc.pid,
         amount: ids.length,
-        requests: [{ method: 'POST' as const, setupRequest: (req: Record<string, unknown>) => ({ ...req, path: path(ids[c++]!) }), onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0) }] as never,
+        requests: [
+          {
+            method: 'POST' as const,
+            setupRequest: (req: Record<string, unknown>) => ({ ...req, ...request(ids[c++]!) }),
+            onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0),
+          },
+        ] as never,
       });
     };
-    results.push(await cancelEach('POST /payments/{id}/cancel', uncaptured, (id) => `/api/v1/payments/${id}/cancel`));
+    results.push(
+      await postEach('POST /payments/{id}/refund', payments, (id) => ({
+        path: `/api/v1/payments/${id}/refund`,
+        body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }),
+      })),
+    );
+    results.push(await postEach('POST /payments/{id}/cancel', uncaptured, (id) => ({ path: `/api/v1/payments/${id}/cancel` })));
     const open: string[] = [];
     await load(`POST /payment-intents (${n}, to cancel)`, {
       url: coffer.url,
@@ -294,7 +274,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       amount: n,
       requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
     });
-    results.push(await cancelEach('POST /payment-intents/{id}/cancel', open, (id) => `/api/v1/payment-intents/${id}/cancel`));
+    results.push(await postEach('POST /payment-intents/{id}/cancel', open, (id) => ({ path: `/api/v1/payment-intents/${id}/cancel` })));
     const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
     if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
   } finally {

@@ -60,7 +60,7 @@ export function shiftParams(text: string, offset: number): string {
 }
 
 /** Distinct statement texts named per process; past this, new texts go unnamed (see nameRepeatedStatements). */
-export const NAMED_TEXTS_CAP = 2_000;
+const NAMED_TEXTS_CAP = 2_000;
 const namedTexts = new Map<string, string>();
 const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
 

@@ -24,6 +24,7 @@ import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';
 import { hostOf, isPublicAddress, notAllowed, publicOnlyLookup, systemLookup, type LookupFn } from '../webhooks/url-policy.ts';
 import { isRetryableDatabaseError } from '../../db/errors.ts';
+import { groupCommit } from '../../db/groups.ts';
 import { ReceiverBreakers } from './breaker.ts';
 import { claimDueDeliveries, holdDeliveries, recordAttempts, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
 import { webhookAttempts } from '../../observability/metrics.ts';
@@ -88,11 +89,9 @@ export class WebhookDispatcher {
   readonly #busy = new Map<string, number>();
   /** Webhooks whose last attempt from this process failed. */
   readonly #failing = new Set<string>();
-  readonly #recorder: AttemptRecorder;
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
-    this.#recorder = new AttemptRecorder(opts.db);
     const isPublic = (this.#isPublic = opts.isPublicAddress ?? isPublicAddress);
     // Connecting (TCP and TLS) has its own, shorter limit: a host that does not accept
     // connections fails fast instead of holding a slot for the whole answer timeout.
@@ -182,7 +181,7 @@ export class WebhookDispatcher {
           const recorded = this.#attempt(d, host).then(
             (attempt) => {
               settle();
-              return this.#record(d, attempt);
+              return this.#record(attempt);
             },
             (err: unknown) => {
               this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
@@ -335,7 +334,7 @@ export class WebhookDispatcher {
   }
 
   /** Records an attempt (and holds its host's deliveries if its breaker opened). */
-  async #record(d: ClaimedDelivery, { outcome, host, opened, started }: Attempt): Promise<void> {
+  async #record({ outcome, host, opened, started }: Attempt): Promise<void> {
     if (opened) {
       this.#o.log.warn({ host, until: opened.until }, 'webhook receiver unreachable: holding its deliveries');
       await holdDeliveries(this.#o.db, { ...opened, now: outcome.now }).catch((err: unknown) => this.#o.log.error({ err }, 'could not hold webhook deliveries'));
@@ -347,11 +346,11 @@ export class WebhookDispatcher {
     const recordBy = started + this.#o.timeoutMs + LEASE_MARGIN_MS - 1_000;
     for (let wait = 100; ; wait = Math.min(wait * 2, 1_000)) {
       try {
-        await this.#recorder.record(outcome, attemptId);
+        await recordAttempt(this.#o.db, { outcome, id: attemptId });
         return;
       } catch (err) {
         if (!isRetryableDatabaseError(err) || performance.now() + wait > recordBy) {
-          this.#o.log.error({ err, deliveryId: d.id }, 'could not record a webhook attempt');
+          this.#o.log.error({ err, deliveryId: outcome.deliveryId }, 'could not record a webhook attempt');
           return;
         }
         await delay(wait);
@@ -370,44 +369,19 @@ interface Attempt {
 }
 
 /**
- * Writes finished attempts in groups: the attempts that finish while one group is being
- * written go together in the next, in one transaction. A transaction per attempt costs four
- * round trips and a commit; a group costs the same for any number of attempts. A failed write
- * fails every attempt of its group, and each retries on its own (in the next group).
+ * Records finished attempts through the group commit the money writes use (db/groups.ts): the
+ * attempts that end during one turn of the event loop are written in one transaction. A
+ * transaction per attempt costs four round trips and a commit; a group costs the same for any
+ * number of attempts. A failed write fails every attempt of its group, and each retries on its
+ * own.
  */
-class AttemptRecorder {
-  readonly #db: Db;
-  #queue: { outcome: AttemptOutcome; id: string; resolve: () => void; reject: (err: unknown) => void }[] = [];
-  #writing = false;
-
-  constructor(db: Db) {
-    this.#db = db;
-  }
-
-  record(outcome: AttemptOutcome, id: string): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ outcome, id, resolve, reject });
-      if (!this.#writing) void this.#write();
-    });
-  }
-
-  async #write(): Promise<void> {
-    this.#writing = true;
-    while (this.#queue.length > 0) {
-      const group = this.#queue.splice(0, RECORD_GROUP_MAX);
-      try {
-        await this.#db.transaction((tx) => recordAttempts(tx, group));
-        for (const a of group) a.resolve();
-      } catch (err) {
-        for (const a of group) a.reject(err);
-      }
-    }
-    this.#writing = false;
-  }
-}
-
-/** The most attempts written in one transaction. */
-const RECORD_GROUP_MAX = 200;
+const recordAttempt = groupCommit<{ outcome: AttemptOutcome; id: string }, void>(
+  async (db, members) => {
+    await db.transaction((tx) => recordAttempts(tx, members));
+    for (const m of members) m.resolve();
+  },
+  { name: 'webhook-attempt' },
+);
 
 async function readExcerpt(body: AsyncIterable<Buffer> & { dump?: () => Promise<void> }): Promise<string | null> {
   let text = '';
