@@ -39,6 +39,13 @@ const attemptOutcomes = {
 
 /** How long a lease outlasts the attempt's timeout: time to record the attempt. */
 const LEASE_MARGIN_MS = 5_000;
+/**
+ * How far ahead of its slots a worker claims: up to this many times its slots (and each
+ * merchant's and webhook's share of them) in flight and queued together.
+ */
+const CLAIM_DEPTH = 8;
+/** The longest a claimed delivery waits in the queue (at most the attempt's timeout) before it goes back. */
+const MAX_QUEUE_WAIT_MS = 5_000;
 
 export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'> {
   db: Db;
@@ -113,109 +120,188 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Delivers everything due, keeping up to `concurrency` attempts in flight and claiming more
-   * as slots free up: a receiver that hangs holds only its own slots until the timeout, never a
-   * whole batch. One merchant gets at most `merchantConcurrency` slots, and claims take every
-   * merchant's deliveries in turns, so no merchant's backlog or hanging receivers hold up
-   * another's. One webhook gets at most half the slots; one whose last attempt here failed
-   * (down, hanging, erroring) gets one attempt at a time until one succeeds; a host whose
-   * breaker is open gets none.
-   * Returns the number of attempts made, once nothing is in flight and nothing more is due.
+   * Delivers everything due, keeping up to `concurrency` attempts in flight. Deliveries are
+   * claimed ahead of free slots, up to CLAIM_DEPTH times the slots, into a queue that attempts
+   * start from as slots free up; the next claim runs while attempts are in flight, so a slot
+   * never waits for a round trip to the database. A queued delivery that cannot start within
+   * its queue budget goes back unattempted. A receiver that hangs holds only its own slots
+   * until the timeout, never a whole batch. One merchant gets at most `merchantConcurrency`
+   * slots, and claims take every merchant's deliveries in turns, so no merchant's backlog or
+   * hanging receivers hold up another's. One webhook gets at most half the slots; one whose
+   * last attempt here failed (down, hanging, erroring) gets one attempt at a time until one
+   * succeeds; a host whose breaker is open gets none.
+   * Returns the number of attempts made, once nothing is in flight or queued and nothing more
+   * is due.
    */
   async runOnce(): Promise<number> {
     const { concurrency, pollMs } = this.#o;
+    const merchantCap = Math.min(this.#o.merchantConcurrency, concurrency);
+    const queueWaitMs = Math.min(this.#o.timeoutMs, MAX_QUEUE_WAIT_MS);
+    const queue: Queued[] = [];
     let running = 0;
     let total = 0;
+    let claiming: Promise<void> | undefined;
     let lookAgain = true;
     let drained = false; // the last claim found fewer than it could take
     let settled = 0; // attempts finished so far
     let settledAtClaim = -1; // how many had finished when the last claim was made
-    let runningAtClaim = 0; // attempts in flight just after the last claim
+    let heldAtClaim = 0; // deliveries in flight and queued just after the last claim
     let wake: (() => void) | undefined;
-    const recording = new Set<Promise<void>>();
-    for (;;) {
-      const free = concurrency - running;
-      // Claim again once half of the attempts in flight at the last claim have finished (one
-      // statement for many deliveries, also when merchants' caps keep few in flight), after a
-      // poll interval, or when nothing is in flight.
-      const refill = Math.max(1, Math.ceil(runningAtClaim / 2));
-      if (free > 0 && (lookAgain || running === 0 || settled - settledAtClaim >= refill)) {
-        const now = this.#o.clock.now();
-        settledAtClaim = settled;
-        // The lease outlives the attempt's timeout by a margin for recording it; a worker that
-        // dies mid-attempt delays that delivery's retry by at most this much.
-        const claimed = await claimDueDeliveries(this.#o.db, {
-          now,
-          leaseUntil: new Date(now.getTime() + this.#o.timeoutMs + LEASE_MARGIN_MS),
-          limit: free,
-          room: this.#room(now),
-          share: this.#share,
-          busy: Object.fromEntries(this.#busy),
-          merchantCap: Math.min(this.#o.merchantConcurrency, concurrency),
-        });
+    const pending = new Set<Promise<void>>(); // recordings and releases not yet written
+    const track = (p: Promise<void>) => {
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    };
+
+    // Gives deliveries back unattempted: their host's breaker is open or probing, or they
+    // waited in the queue past their budget. If this fails, their lease runs out instead.
+    const giveBack = (back: Released[], now: Date) => {
+      if (back.length === 0) return;
+      drained = false; // some may be due again at once
+      track(releaseDeliveries(this.#o.db, back, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries')));
+    };
+
+    const launch = ({ d, host }: Queued) => {
+      running++;
+      count(this.#inFlight, d.webhookId, 1);
+      count(this.#busy, d.clientId, 1);
+      const settle = () => {
+        running--;
+        settled++;
+        count(this.#inFlight, d.webhookId, -1);
+        count(this.#busy, d.clientId, -1);
+        wake?.();
+      };
+      // The slot is the receiver's: it frees when the answer is in, and the attempt is
+      // recorded meanwhile. Until then its lease keeps the delivery from being claimed again.
+      track(
+        this.#attempt(d, host).then(
+          (attempt) => {
+            settle();
+            return this.#record(attempt);
+          },
+          (err: unknown) => {
+            this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
+            settle();
+          },
+        ),
+      );
+    };
+
+    // Starts queued deliveries as far as the slots and caps allow: each free slot goes to the
+    // merchant with the fewest attempts in flight, its first delivery in claim order, so one
+    // merchant's queue never holds back a delivery claimed for another.
+    const startQueued = () => {
+      const now = this.#o.clock.now();
+      const back: Released[] = [];
+      for (let i = queue.length - 1; i >= 0; i--) {
+        const { d, startBy } = queue[i]!;
+        if (now.getTime() < startBy) continue;
+        queue.splice(i, 1);
+        back.push({ id: d.id, eventId: d.eventId, attempt: d.attempt });
+      }
+      while (running < concurrency) {
+        let next = -1;
+        let fewest = Infinity;
+        for (const [i, { d }] of queue.entries()) {
+          const busy = this.#busy.get(d.clientId) ?? 0;
+          if (busy >= fewest || busy >= merchantCap) continue;
+          if ((this.#inFlight.get(d.webhookId) ?? 0) >= (this.#failing.has(d.webhookId) ? 1 : this.#share)) continue;
+          next = i;
+          fewest = busy;
+          if (busy === 0) break;
+        }
+        if (next < 0) break;
+        const [q] = queue.splice(next, 1);
+        const { d } = q!;
         // Deliveries to a host whose breaker is open (or being probed) go back without an
-        // attempt, before any attempt starts, so a probe that fails at once holds them too. If
-        // this fails, their lease runs out instead.
-        const released: { id: string; eventId: string; attempt: number; until?: Date }[] = [];
-        const sends: { d: ClaimedDelivery; host: string }[] = [];
-        for (const d of claimed) {
-          const host = breakerKey(d);
-          const admission = d.webhookActive ? this.#breakers.admit(host, d, now) : { send: true as const };
-          if (admission.send) sends.push({ d, host });
-          else released.push({ id: d.id, eventId: d.eventId, attempt: d.attempt, until: admission.holdUntil });
+        // attempt, so a probe that fails at once holds them too.
+        const admission = d.webhookActive ? this.#breakers.admit(q!.host, d, now) : { send: true as const };
+        if (!admission.send) {
+          back.push({ id: d.id, eventId: d.eventId, attempt: d.attempt, until: admission.holdUntil });
+          continue;
         }
-        await releaseDeliveries(this.#o.db, released, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries'));
-        for (const { d, host } of sends) {
-          running++;
-          count(this.#inFlight, d.webhookId, 1);
-          count(this.#busy, d.clientId, 1);
-          const settle = () => {
-            running--;
-            settled++;
-            count(this.#inFlight, d.webhookId, -1);
-            count(this.#busy, d.clientId, -1);
+        launch(q!);
+        total++;
+      }
+      giveBack(back, now);
+    };
+
+    const claim = async () => {
+      const now = this.#o.clock.now();
+      settledAtClaim = settled;
+      lookAgain = false;
+      // What this worker holds already, in flight or queued, counts against the caps.
+      const busy = new Map(this.#busy);
+      const held = new Map(this.#inFlight);
+      for (const { d } of queue) {
+        count(busy, d.clientId, 1);
+        count(held, d.webhookId, 1);
+      }
+      const limit = concurrency * CLAIM_DEPTH - running - queue.length;
+      // The lease covers the wait in the queue, the attempt's timeout, and a margin for
+      // recording it; a worker that dies delays those deliveries' retry by at most this much.
+      const claimed = await claimDueDeliveries(this.#o.db, {
+        now,
+        leaseUntil: new Date(now.getTime() + queueWaitMs + this.#o.timeoutMs + LEASE_MARGIN_MS),
+        limit,
+        room: this.#room(now, held),
+        share: this.#share * CLAIM_DEPTH,
+        busy: Object.fromEntries(busy),
+        merchantCap: merchantCap * CLAIM_DEPTH,
+      });
+      for (const d of claimed) queue.push({ d, host: breakerKey(d), startBy: now.getTime() + queueWaitMs });
+      heldAtClaim = running + queue.length;
+      // Fewer than asked for: nothing more is due (but for what the caps left out).
+      drained = claimed.length < limit;
+    };
+
+    for (;;) {
+      startQueued();
+      // Done when nothing is in flight or queued and nothing was due at a claim made after the
+      // last attempt finished (an attempt finishing during a claim may have made room for more).
+      if (running === 0 && queue.length === 0 && !claiming && drained && settled === settledAtClaim) break;
+      // Claim again once an eighth of what the last claim left held (in flight and queued) has
+      // finished: early enough that the queue outlasts the claim's round trip, late enough that
+      // one statement takes many deliveries. Also after a poll interval, and when nothing is in
+      // flight or queued.
+      const idle = running === 0 && queue.length === 0;
+      const refill = Math.max(1, Math.ceil(heldAtClaim / CLAIM_DEPTH));
+      if (!claiming && running + queue.length < concurrency * CLAIM_DEPTH && (lookAgain || idle || settled - settledAtClaim >= refill)) {
+        claiming = claim()
+          .catch((err: unknown) => {
+            // Nothing was claimed. A worker with nothing in flight fails, and its job runner
+            // retries; one with attempts in flight logs it and tries again after a poll
+            // interval or half of them.
+            if (idle) throw err;
+            this.#o.log.error({ err }, 'could not claim webhook deliveries');
+            drained = true;
+          })
+          .finally(() => {
+            claiming = undefined;
             wake?.();
-          };
-          // The slot is the receiver's: it frees when the answer is in, and the attempt is
-          // recorded meanwhile. Until then its lease keeps the delivery from being claimed again.
-          const recorded = this.#attempt(d, host).then(
-            (attempt) => {
-              settle();
-              return this.#record(attempt);
-            },
-            (err: unknown) => {
-              this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
-              settle();
-            },
-          );
-          recording.add(recorded);
-          void recorded.finally(() => recording.delete(recorded));
+          });
+        if (idle) {
+          await claiming;
+          continue;
         }
-        runningAtClaim = running;
-        total += sends.length;
-        // Fewer than asked for: nothing more is due, unless some went back (held), which may
-        // have left room for other deliveries.
-        drained = claimed.length < free && released.length === 0;
-        lookAgain = false;
       }
-      // Done when nothing is in flight and nothing was due at a claim made after the last
-      // attempt finished (an attempt finishing during a claim may have made room for more).
-      if (running === 0) {
-        if (drained && settled === settledAtClaim) break;
-        continue;
-      }
-      // Wait for a slot; when nothing more was due, also look again after a poll interval so
-      // new events do not wait for a slow attempt to end.
+      // Wait for a slot or a claim; when nothing more was due, also look again after a poll
+      // interval so new events do not wait for a slow attempt to end; and wake for the first
+      // queued delivery to outlive its budget.
+      const firstExpiry = queue.reduce((m, q) => Math.min(m, q.startBy), Infinity);
       await new Promise<void>((resolve) => {
-        const timer = drained ? setTimeout(() => ((lookAgain = true), resolve()), pollMs) : undefined;
+        const timers: NodeJS.Timeout[] = [];
         wake = () => {
           wake = undefined;
-          clearTimeout(timer);
+          for (const t of timers) clearTimeout(t);
           resolve();
         };
+        if (drained && !claiming) timers.push(setTimeout(() => ((lookAgain = true), wake?.()), pollMs));
+        if (firstExpiry !== Infinity) timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
       });
     }
-    await Promise.all(recording);
+    await Promise.all(pending);
     return total;
   }
 
@@ -224,11 +310,14 @@ export class WebhookDispatcher {
     return Math.max(1, Math.ceil(this.#o.concurrency / 2));
   }
 
-  /** Room for further attempts of the webhooks with attempts in flight, failing or being probed here. */
-  #room(now: Date): Record<string, number> {
+  /**
+   * Room for further claims of the webhooks with deliveries held here (in flight or queued),
+   * failing or being probed here.
+   */
+  #room(now: Date, held: Map<string, number>): Record<string, number> {
     const room: Record<string, number> = {};
-    for (const [id, n] of this.#inFlight) room[id] = Math.max(0, this.#share - n);
-    for (const id of this.#failing) room[id] = this.#inFlight.has(id) ? 0 : 1;
+    for (const [id, n] of held) room[id] = Math.max(0, this.#share * CLAIM_DEPTH - n);
+    for (const id of this.#failing) room[id] = held.has(id) ? 0 : 1;
     for (const id of this.#breakers.probing(now)) room[id] = 0;
     return room;
   }
@@ -358,6 +447,15 @@ export class WebhookDispatcher {
     }
   }
 }
+
+/** A claimed delivery waiting for a slot, and when it must start by (clock ms) or go back. */
+interface Queued {
+  d: ClaimedDelivery;
+  host: string;
+  startBy: number;
+}
+
+type Released = Parameters<typeof releaseDeliveries>[1][number];
 
 /** An attempt made and not yet recorded: its outcome, and its host's breaker if it opened. */
 interface Attempt {

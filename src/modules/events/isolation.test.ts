@@ -108,6 +108,34 @@ describe('delivery isolation between merchants', () => {
     }
   });
 
+  test('deliveries are claimed ahead of free slots: eight times a merchant\'s slots in one claim, each attempted once', async () => {
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '2' } });
+    const rx = await startReceiver();
+    const m = await t.createMerchant();
+    // Each claim statement that leases the merchant's deliveries, by its transaction.
+    await t.ctx.db.execute(sql.raw(`create table claim_log (client_id uuid, tx bigint)`));
+    await t.ctx.db.execute(sql.raw(`create function log_claim() returns trigger language plpgsql as $$
+      begin insert into claim_log values (new.client_id, txid_current()); return new; end $$`));
+    await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_deliveries for each row when (new.lease_until is not null) execute function log_claim()`));
+    try {
+      const w = await register(t, m, rx.url);
+      for (let i = 0; i < 24; i++) await sendTest(t, m, w);
+      assert.equal(await t.ctx.webhooks.runOnce(), 24);
+      assert.equal(rx.received.length, 24);
+      assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(24).fill(['succeeded', 1, 1]));
+      // Two slots, sixteen held (in flight and queued): claiming only for free slots would take
+      // two at a time.
+      const [c] = rowsOf<{ largest: number }>(
+        await t.ctx.db.execute(sql`select max(n)::int as largest from (select tx, count(*) as n from claim_log where client_id = ${m.clientId} group by tx) x`),
+      );
+      assert.equal(c!.largest, 16, 'the first claim takes eight times the merchant\'s two slots');
+    } finally {
+      for (const drop of ['drop trigger log_claim on event_deliveries', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
+      await t.close();
+      await rx.close();
+    }
+  });
+
   test('connecting has its own short timeout, apart from the answer timeout', async () => {
     // Accepts connections and never answers the TLS handshake: connecting never completes.
     const sockets = new Set<Socket>();
