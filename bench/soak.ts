@@ -22,10 +22,16 @@ const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432
 const rssMb = (pid: number) => Math.round(Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) / 1024);
 
 let delivered = 0;
+/** Event ids received more than once (at-least-once delivery allows it after a failure; a clean run has none). */
+const seen = new Set<string>();
+let duplicates = 0;
 const receiver = createServer((req, res) => {
   req.resume();
   req.on('end', () => {
     delivered++;
+    const id = String(req.headers['webhook-id']);
+    if (seen.has(id)) duplicates++;
+    else seen.add(id);
     res.writeHead(204).end();
   });
 });
@@ -90,13 +96,20 @@ interface Window {
   non2xx: number;
   errors: number;
   rssMb: number;
+  /** Events written and webhook deliveries received in the window, per second. */
+  eventsPerS: number;
+  deliveredPerS: number;
 }
 const windows: Window[] = [];
 const pid = coffer.proc.pid!;
 const startRss = rssMb(pid);
 process.stdout.write(`soak: ${minutes} min on ${values.db}, ${machine()}; RSS at start ${startRss} MB\n`);
+const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page[limit]=1`, { headers: auth })).meta.total as number;
+let eventsBefore = await events();
 for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
+  const deliveredBefore = delivered;
   const result = await autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests });
+  const eventsNow = await events();
   const w: Window = {
     minute: Math.round(((elapsed + windowS) / 60) * 10) / 10,
     rps: Math.round(result.requests.average),
@@ -105,15 +118,17 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     rssMb: rssMb(pid),
+    eventsPerS: Math.round((eventsNow - eventsBefore) / windowS),
+    deliveredPerS: Math.round((delivered - deliveredBefore) / windowS),
   };
+  eventsBefore = eventsNow;
   windows.push(w);
   process.stdout.write(`${JSON.stringify(w)}\n`);
 }
 
 // Drain: every event delivered, the ledger sound.
-const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page[limit]=1`, { headers: auth })).meta.total as number;
 let total = await events();
-for (let i = 0; i < 600 && delivered < total; i++) {
+for (let i = 0; i < 600 && seen.size < total; i++) {
   await new Promise((r) => setTimeout(r, 500));
   total = await events();
 }
@@ -157,6 +172,7 @@ const summary = {
   errors: windows.reduce((s, w) => s + w.errors + w.non2xx, 0),
   events: total,
   delivered,
+  duplicates,
   ledgerSound: ledger.data.attributes.sound as boolean,
   flat,
   tables,
@@ -168,4 +184,4 @@ await coffer.stop();
 await dropDatabases();
 receiver.close();
 const flatEnough = !flat || Math.abs(flat.ratio - 1) <= 0.1;
-process.exit(summary.errors === 0 && summary.ledgerSound && delivered >= total && flatEnough ? 0 : 1);
+process.exit(summary.errors === 0 && summary.ledgerSound && seen.size >= total && flatEnough ? 0 : 1);
