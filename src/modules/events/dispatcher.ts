@@ -270,9 +270,9 @@ export class WebhookDispatcher {
       if (!claiming && running + queue.length < concurrency * CLAIM_DEPTH && (lookAgain || idle || settled - settledAtClaim >= refill)) {
         claiming = claim()
           .catch((err: unknown) => {
-            // Nothing was claimed. A worker with nothing in flight fails, and its job runner
-            // retries; one with attempts in flight logs it and tries again after a poll
-            // interval or half of them.
+            // Nothing was claimed. A worker with nothing in flight or queued fails, and its job
+            // runner retries; one with attempts under way logs it and tries again after a poll
+            // interval or the next refill.
             if (idle) throw err;
             this.#o.log.error({ err }, 'could not claim webhook deliveries');
             drained = true;

@@ -37,7 +37,7 @@ export const WebhookEvent = resource(
     updatedAt: Timestamp({ description: 'An event never changes: its createdAt' }),
     createdAt: Timestamp(),
     deliveryState: Type.Enum(['pending', 'succeeded', 'failed', 'none'], {
-      description: 'pending while any delivery is; else failed if any failed; succeeded if all did; none without deliveries',
+      description: 'pending while any delivery is; else failed if any failed; else succeeded if any succeeded; none without deliveries or with canceled ones only',
     }),
     payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The exact body sent to receivers' }),
     deliveries: Type.Optional(Type.Array(Delivery, { description: 'Deliveries and their attempts (single-event reads)' })),
