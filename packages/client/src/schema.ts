@@ -1809,7 +1809,7 @@ export interface components {
                 /** Format: date-time */
                 createdAt: string;
                 /**
-                 * @description pending while any delivery is; else failed if any failed; succeeded if all did; none without deliveries
+                 * @description pending while any delivery is; else failed if any failed; else succeeded if any succeeded; none without deliveries or with canceled ones only
                  * @enum {unknown}
                  */
                 deliveryState: "pending" | "succeeded" | "failed" | "none";
