@@ -227,6 +227,12 @@ function cpuTicks(serverPid: number): { server: number; postgres: number } | und
   return { server: server.ticks, postgres };
 }
 
+/** The server's ledger check (`/admin/v1/ledger/verify`): whether it is sound, and any violations. */
+export async function verifyLedger(coffer: Pick<CofferServer, 'adminUrl' | 'adminToken'>): Promise<{ sound: boolean; violations?: unknown }> {
+  const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+  return report.data.attributes;
+}
+
 export async function json(url: string, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<any> {
   const res = await fetch(url, { ...init, headers: { 'content-type': 'application/vnd.api+json', ...init.headers } });
   const text = await res.text();

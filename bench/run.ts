@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, writeResults, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
 import { listsScenario } from './lists.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
@@ -127,8 +127,8 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     };
     results.push(await fromWallet('POST withdraw (50 wallets)', 'Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({})));
     results.push(await fromWallet('POST /payments (50 wallets)', 'CreatePayment', () => '/api/v1/payments', (w) => ({ walletId: w.walletId })));
-    const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
-    if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
+    const ledger = await verifyLedger(coffer);
+    if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
     await coffer.stop();
   }
@@ -275,8 +275,8 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
     });
     results.push(await postEach('POST /payment-intents/{id}/cancel', open, (id) => ({ path: `/api/v1/payment-intents/${id}/cancel` })));
-    const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
-    if (!report.data.attributes.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(report.data.attributes.violations)}`);
+    const ledger = await verifyLedger(coffer);
+    if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
     await coffer.stop();
   }

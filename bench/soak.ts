@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, runOn, startCoffer, writeResults } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, runOn, startCoffer, verifyLedger, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
 const minutes = Number(values.minutes);
@@ -132,7 +132,7 @@ for (let i = 0; i < 600 && seen.size < total; i++) {
   await new Promise((r) => setTimeout(r, 500));
   total = await events();
 }
-const ledger = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+const ledger = await verifyLedger(coffer);
 
 // Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
 // minute 1 and by minute 7), once the run is long enough for the two not to overlap.
@@ -173,7 +173,7 @@ const summary = {
   events: total,
   delivered,
   duplicates,
-  ledgerSound: ledger.data.attributes.sound as boolean,
+  ledgerSound: ledger.sound,
   flat,
   tables,
   windows,

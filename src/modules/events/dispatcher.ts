@@ -155,10 +155,14 @@ export class WebhookDispatcher {
 
     // Gives deliveries back unattempted: their host's breaker is open or probing, or they
     // waited in the queue past their budget. If this fails, their lease runs out instead.
+    // A claim waits for the releases before it, so that it can take what they gave back.
+    let released: Promise<unknown> = Promise.resolve();
     const giveBack = (back: Released[], now: Date) => {
       if (back.length === 0) return;
       drained = false; // some may be due again at once
-      track(releaseDeliveries(this.#o.db, back, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries')));
+      const release = releaseDeliveries(this.#o.db, back, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries'));
+      released = Promise.all([released, release]);
+      track(release);
     };
 
     const launch = ({ d, host }: Queued) => {
@@ -194,10 +198,9 @@ export class WebhookDispatcher {
     const startQueued = () => {
       const now = this.#o.clock.now();
       const back: Released[] = [];
-      for (let i = queue.length - 1; i >= 0; i--) {
-        const { d, startBy } = queue[i]!;
-        if (now.getTime() < startBy) continue;
-        queue.splice(i, 1);
+      // The queue is in claim order, so its expired deliveries lead it.
+      while (queue.length > 0 && now.getTime() >= queue[0]!.startBy) {
+        const { d } = queue.shift()!;
         back.push({ id: d.id, eventId: d.eventId, attempt: d.attempt });
       }
       while (running < concurrency) {
@@ -228,9 +231,10 @@ export class WebhookDispatcher {
     };
 
     const claim = async () => {
-      const now = this.#o.clock.now();
       settledAtClaim = settled;
       lookAgain = false;
+      await released;
+      const now = this.#o.clock.now();
       // What this worker holds already, in flight or queued, counts against the caps.
       const busy = new Map(this.#busy);
       const held = new Map(this.#inFlight);
@@ -289,7 +293,7 @@ export class WebhookDispatcher {
       // Wait for a slot or a claim; when nothing more was due, also look again after a poll
       // interval so new events do not wait for a slow attempt to end; and wake for the first
       // queued delivery to outlive its budget.
-      const firstExpiry = queue.reduce((m, q) => Math.min(m, q.startBy), Infinity);
+      const firstExpiry = queue[0]?.startBy;
       await new Promise<void>((resolve) => {
         const timers: NodeJS.Timeout[] = [];
         wake = () => {
@@ -298,7 +302,7 @@ export class WebhookDispatcher {
           resolve();
         };
         if (drained && !claiming) timers.push(setTimeout(() => ((lookAgain = true), wake?.()), pollMs));
-        if (firstExpiry !== Infinity) timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
+        if (firstExpiry !== undefined) timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
       });
     }
     await Promise.all(pending);

@@ -58,6 +58,24 @@ async function deliveriesOf(t: TestApp, m: Merchant): Promise<DeliveryRow[]> {
 }
 
 /**
+ * Runs `fn` while every claim is logged (a trigger on the deliveries' lease); `claims(m)` gives
+ * how many of the merchant's deliveries each claim statement leased, in order.
+ */
+async function withClaimLog(t: TestApp, fn: (claims: (m: Merchant) => Promise<number[]>) => Promise<void>): Promise<void> {
+  await t.ctx.db.execute(sql.raw(`create table claim_log (client_id uuid, tx bigint, at bigserial)`));
+  await t.ctx.db.execute(sql.raw(`create function log_claim() returns trigger language plpgsql as $$
+    begin insert into claim_log (client_id, tx) values (new.client_id, txid_current()); return new; end $$`));
+  await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_deliveries for each row when (new.lease_until is not null) execute function log_claim()`));
+  try {
+    await fn(async (m) =>
+      rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from claim_log where client_id = ${m.clientId} group by tx order by min(at)`)).map((r) => r.n),
+    );
+  } finally {
+    for (const drop of ['drop trigger log_claim on event_deliveries', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
+  }
+}
+
+/**
  * Each test's own time, earlier than any other test's: deliveries other tests leave pending
  * (the suite shares one database) are never due in it.
  */
@@ -112,25 +130,44 @@ describe('delivery isolation between merchants', () => {
     const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '2' } });
     const rx = await startReceiver();
     const m = await t.createMerchant();
-    // Each claim statement that leases the merchant's deliveries, by its transaction.
-    await t.ctx.db.execute(sql.raw(`create table claim_log (client_id uuid, tx bigint)`));
-    await t.ctx.db.execute(sql.raw(`create function log_claim() returns trigger language plpgsql as $$
-      begin insert into claim_log values (new.client_id, txid_current()); return new; end $$`));
-    await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_deliveries for each row when (new.lease_until is not null) execute function log_claim()`));
     try {
-      const w = await register(t, m, rx.url);
-      for (let i = 0; i < 24; i++) await sendTest(t, m, w);
-      assert.equal(await t.ctx.webhooks.runOnce(), 24);
-      assert.equal(rx.received.length, 24);
-      assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(24).fill(['succeeded', 1, 1]));
-      // Two slots, sixteen held (in flight and queued): claiming only for free slots would take
-      // two at a time.
-      const [c] = rowsOf<{ largest: number }>(
-        await t.ctx.db.execute(sql`select max(n)::int as largest from (select tx, count(*) as n from claim_log where client_id = ${m.clientId} group by tx) x`),
-      );
-      assert.equal(c!.largest, 16, 'the first claim takes eight times the merchant\'s two slots');
+      await withClaimLog(t, async (claims) => {
+        const w = await register(t, m, rx.url);
+        for (let i = 0; i < 24; i++) await sendTest(t, m, w);
+        assert.equal(await t.ctx.webhooks.runOnce(), 24);
+        assert.equal(rx.received.length, 24);
+        assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(24).fill(['succeeded', 1, 1]));
+        // Two slots, sixteen held (in flight and queued): claiming only for free slots would take
+        // two at a time.
+        assert.equal(Math.max(...(await claims(m))), 16, 'the first claim takes eight times the merchant\'s two slots');
+      });
     } finally {
-      for (const drop of ['drop trigger log_claim on event_deliveries', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
+      await t.close();
+      await rx.close();
+    }
+  });
+
+  test('a claimed delivery that cannot start within its queue budget goes back unattempted, its attempt number restored', async () => {
+    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '10000' } });
+    let answerFirst!: () => void;
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const rx = await startReceiver(async (_r, index) => (index === 0 && (await firstAnswered), { status: 200 }));
+    const m = await t.createMerchant();
+    try {
+      await withClaimLog(t, async (claims) => {
+        const w = await register(t, m, rx.url);
+        for (let i = 0; i < 8; i++) await sendTest(t, m, w);
+        const run = t.ctx.webhooks.runOnce();
+        // The merchant's one slot is held by the first attempt while the other seven wait in the
+        // queue past their budget (5 s: less than the 10 s timeout).
+        await rx.waitFor(1, 10_000);
+        t.clock.advance(5_001);
+        answerFirst();
+        assert.equal(await run, 8);
+        assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(8).fill(['succeeded', 1, 1]));
+        assert.deepEqual(await claims(m), [8, 7], 'the seven went back and were claimed again');
+      });
+    } finally {
       await t.close();
       await rx.close();
     }
