@@ -1,5 +1,5 @@
 // Profiling one checkout step (a developer's tool, not a benchmark):
-//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit> [seconds]
+//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit|refund|cancel-payment|cancel-intent> [seconds]
 // Needs a PostgreSQL server in PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres);
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that; both come after
@@ -47,7 +47,7 @@ const depositReq = {
     return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `p-${k}-${Date.now()}` } } }) };
   },
 };
-const warm = step === 'authorize' || step === 'capture' ? Number(process.env.PROFILE_WARM ?? 2000) : 0;
+const warm = ['authorize', 'capture', 'refund', 'cancel-payment', 'cancel-intent'].includes(step) ? Number(process.env.PROFILE_WARM ?? 2000) : 0;
 const n = 400 * seconds + warm;
 const intents: string[] = [];
 const payments: string[] = [];
@@ -64,11 +64,26 @@ const capReq = {
   method: 'POST',
   setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[j++]}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
 };
+let r2 = 0;
+const refundReq = {
+  method: 'POST',
+  setupRequest: (r: Record<string, unknown>) => {
+    const id = payments[r2++];
+    return { ...r, path: `/api/v1/payments/${id}/refund`, body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }) };
+  },
+};
+let c2 = 0;
+const cancelPaymentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[c2++]}/cancel` }) };
+let c3 = 0;
+const cancelIntentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payment-intents/${intents[c3++]}/cancel` }) };
 if (step !== 'intent') {
   await load('intents', { url: coffer.url, headers: auth, amount: n, requests: [{ ...intentReq, onResponse: (_s: number, b: string) => void intents.push(JSON.parse(b).data.id) }] as never });
 }
-if (step === 'capture') {
+if (step === 'capture' || step === 'refund' || step === 'cancel-payment') {
   await load('authorize', { url: coffer.url, headers: auth, amount: n, requests: [{ ...authReq, onResponse: (_s: number, b: string) => void payments.push(JSON.parse(b).included[0].id) }] as never });
+}
+if (step === 'refund') {
+  await load('capture', { url: coffer.url, headers: auth, amount: n, requests: [capReq] as never });
 }
 
 // The measured step runs on a fresh server process, so its profile holds only the step.
@@ -77,7 +92,7 @@ if (!process.env.PROFILE_NO_RESTART) {
   await coffer.stop();
   coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
 }
-const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq] }[step]!;
+const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq], refund: [refundReq], 'cancel-payment': [cancelPaymentReq], 'cancel-intent': [cancelIntentReq] }[step]!;
 if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 // The tables' statistics current, as the benchmark has them (analyzeDatabase): PostgreSQL's
 // autovacuum may be off (it is on this project's benchmark machine), and plans made for the

@@ -14,7 +14,7 @@ import type { Sourcing } from '../../db/schema.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 import { checkBodyId } from '../../http/patch-body.ts';
-import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
+import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, lockAccounts } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
@@ -325,22 +325,42 @@ async function alreadyReturned(tx: Executor, paymentId: string): Promise<Sourcin
 }
 
 /**
- * A refund (Processing or Sent): money returns where it came from. When everything captured is
- * refunded, a Sent payment becomes Returned. Idempotent through the route's key.
+ * A refund (Processing or Sent) of a payment the caller has locked: money returns where it came
+ * from, planned against what the payment's refunds (read after the lock) have returned so far.
+ * When everything captured is refunded, a Sent payment becomes Returned. Its writes go to the
+ * caller's batch (the route's, with the idempotency key's stored response): none of them can
+ * fail a no-negative check, since a refund only credits wallets and gifts. Returns the refund,
+ * the payment as updated and all its refunds, oldest first.
  */
-export async function refundPayment(tx: Executor, opts: Ctx & { paymentId: string; amount: number; ext: Record<ClientCode, string> }): Promise<{ refund: q.RefundRow; payment: q.PaymentRow }> {
-  const p = await getPayment(tx, { ...opts, forUpdate: true });
+export async function refundPayment(
+  tx: Executor,
+  p: q.PaymentRow,
+  opts: Ctx & { amount: number; ext: Record<ClientCode, string>; batch: WriteBatch },
+): Promise<{ refund: q.RefundRow; payment: q.PaymentRow; refunds: q.RefundRow[] }> {
   if (p.status !== 'Processing' && p.status !== 'Sent') illegal(p, 'refunded');
   const refundable = p.capturedAmount - p.refundedAmount;
   if (opts.amount > refundable) {
     throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, { pointer: '/data/attributes/amount' });
   }
-  const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), opts.amount);
-  const id = uuidv7();
+  // The tracked accounts a refund may credit, locked in id order with the read of the refunds.
+  const credited: string[] = [];
+  if (p.walletId) {
+    const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
+    credited.push(w['deposit.available'], w['reward.accrue.available'], w['reward.merchant.available']);
+  }
+  if (p.giftId) credited.push((await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: p.giftId }))['gift.available']);
+  const earlier = await q.refundContext(tx, p.id, credited.sort());
+  const returned = planRefund(
+    p.captured ?? NO_SOURCING,
+    earlier.reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING),
+    opts.amount,
+  );
+  const refund: q.RefundRow = { id: uuidv7(), clientId: p.clientId, paymentId: p.id, amount: opts.amount, returned, createdAt: opts.now };
+  const batch = opts.batch;
   await returnCaptured(tx, {
     clientId: p.clientId,
     refType: 'refund',
-    refId: id,
+    refId: refund.id,
     now: opts.now,
     walletId: p.walletId,
     giftId: p.giftId,
@@ -348,14 +368,17 @@ export async function refundPayment(tx: Executor, opts: Ctx & { paymentId: strin
     from: p.rail === 'bank' ? 'settlement' : 'card_network',
     ext: opts.ext,
     kind: 'payment.refund',
+    batch,
+    locked: new Set(credited),
   });
-  const refund = await q.insertRefund(tx, { id, clientId: p.clientId, paymentId: p.id, amount: opts.amount, returned, createdAt: opts.now });
+  batch.add(q.insertRefundPart(refund));
   const refundedAmount = p.refundedAmount + opts.amount;
-  const fully = refundedAmount === p.capturedAmount;
-  const payment = await q.updatePayment(tx, p.id, { refundedAmount, ...(fully && p.status === 'Sent' ? { status: 'Returned' } : {}), updatedAt: opts.now });
-  await recordEvent(tx, { clientId: p.clientId, topic: 'RefundCreated', ...(p.userId ? { userId: p.userId } : {}), ...(p.walletId ? { walletId: p.walletId } : {}), resource: refundResource(refund), now: opts.now });
-  if (payment.status !== p.status) await emitPayment(tx, 'PaymentUpdated', payment, opts.rc, opts.now);
-  return { refund, payment };
+  const patch = { refundedAmount, ...(refundedAmount === p.capturedAmount && p.status === 'Sent' ? { status: 'Returned' } : {}), updatedAt: opts.now };
+  await batch.put(tx, q.updatePaymentPart(p.id, patch));
+  const payment: q.PaymentRow = { ...p, ...patch };
+  await recordEvent(tx, { clientId: p.clientId, topic: 'RefundCreated', ...(p.userId ? { userId: p.userId } : {}), ...(p.walletId ? { walletId: p.walletId } : {}), resource: refundResource(refund), now: opts.now }, { batch });
+  if (payment.status !== p.status) await emitPayment(tx, 'PaymentUpdated', payment, opts.rc, opts.now, batch);
+  return { refund, payment, refunds: [...earlier, refund] };
 }
 
 // ----- direct payments (POST /payments) ----------------------------------------------------

@@ -602,9 +602,9 @@ describe('payments: refunds', () => {
     await assertLedgerSound(t);
   });
 
-  test('concurrent refunds never add up to more than was captured', async () => {
-    const { wallet } = await fundedWallet(t, m, 2000);
-    const { id } = await authorized(t, m, wallet.id, 1000);
+  test('concurrent refunds never add up to more than was captured, each planned after the ones before it', async () => {
+    const { wallet } = await fundedWallet(t, m, 400);
+    const { id } = await authorized(t, m, wallet.id, 1000); // 400 deposit, 600 from the bank
     await capture(t, m, id, 1000);
     await settle(t);
     const results = await Promise.all(Array.from({ length: 5 }, () => refund(t, m, id, 300)));
@@ -617,7 +617,12 @@ describe('payments: refunds', () => {
     const p = (await getPayment(t, m, id)).body.data.attributes;
     assert.equal(p.refundedAmount, 900);
     assert.equal(p.status, 'Sent');
-    assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1900);
+    // The bank's 600 first, then deposit money: a refund that planned without an earlier one
+    // would send the bank more than it paid.
+    const returned = ok.map((r) => r.body.included[0].attributes.returned);
+    assert.equal(returned.reduce((s, r) => s + r.linked, 0), 600, JSON.stringify(returned));
+    assert.equal(returned.reduce((s, r) => s + r.deposit, 0), 300, JSON.stringify(returned));
+    assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 300);
     await assertLedgerSound(t);
   });
 

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
 import { fingerprintOf, idempotent, sendOutcome, type Outcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { wrappedOrBare } from '../../http/patch-body.ts';
@@ -48,7 +49,7 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, bankCaptureOf, captureRows, listPaymentRows, lockPaymentPreflight, paymentFromJson, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -299,14 +300,19 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
       const ext = await clientAccountIds(ctx.db, req.client.id);
+      // Five round trips: BEGIN; the key's check with the payment locked; the payment's refunds
+      // read with the credited accounts locked; one statement of every write; COMMIT.
       const outcome = await idempotent(
         reply,
         { clientId: req.client.id, operation: 'refund', key: idempotencyKey, fingerprint: fingerprintOf([req.params.paymentId, { amount }]) },
         { db: ctx.db, clock: ctx.clock },
-        async (tx) => {
-          const { refund, payment } = await refundPayment(tx, { clientId: req.client.id, paymentId: req.params.paymentId, amount, ext, rc, now: ctx.clock.now() });
-          const refunds = (await refundsByPayment(tx, [payment.id])).get(payment.id) ?? [];
-          const captures = (await captureRows(tx, req.client.id, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
+        async (tx, batch, preflight) => {
+          const row = preflight?.payment_row as Record<string, unknown> | null | undefined;
+          if (!row) throw apiError('PaymentNotFound', `No payment ${req.params.paymentId}.`);
+          const { refund, payment, refunds } = await refundPayment(tx, paymentFromJson(row), { clientId: req.client.id, amount, ext, rc, now: ctx.clock.now(), batch });
+          // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
+          const bank = bankCaptureOf(payment);
+          const captures = payment.rail === 'bank' ? (bank ? [bank] : []) : (await captureRows(tx, req.client.id, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
           return {
             status: 200,
             body: {
@@ -317,6 +323,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
             },
           };
         },
+        lockPaymentPreflight(req.client.id, req.params.paymentId),
       );
       return sendOutcome(reply, outcome);
     },

@@ -7,6 +7,7 @@ import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
+import type { Preflight } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type PaymentRow = typeof payments.$inferSelect;
@@ -220,9 +221,32 @@ export async function lockPaymentById(db: Executor, id: string): Promise<Payment
 
 // ----- refunds
 
-export async function insertRefund(db: Executor, row: typeof refunds.$inferInsert): Promise<RefundRow> {
-  const [out] = await db.insert(refunds).values(row).returning();
-  return out!;
+export const insertRefundPart = (row: RefundRow): WritePart => insertPart(refunds, row);
+export const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
+
+/** Refund, first read (in the idempotency key's check): the payment, locked. */
+export function lockPaymentPreflight(clientId: string, paymentId: string): Preflight {
+  return {
+    name: 'refund_payment',
+    text: 'select row_to_json(p) as payment_row from payments p where p.client_id = $1 and p.id = $2 and {{gate}} for update of p',
+    params: [clientId, paymentId],
+  };
+}
+
+/**
+ * Refund, second read, after the payment is locked (so no refund of it can commit unseen): its
+ * refunds so far, oldest first, with the ledger accounts the refund credits locked in id order.
+ */
+const REFUND_CONTEXT = statement(
+  'refund_context',
+  `with l as (select id from ledger_accounts where id = any($2::uuid[]) order by id for no key update)
+   select (select count(*) from l)::int as locked,
+     (select coalesce(json_agg(row_to_json(r) order by r.created_at, r.id), '[]'::json) from refunds r where r.payment_id = $1) as refunds`,
+);
+
+export async function refundContext(db: Executor, paymentId: string, lock: string[]): Promise<RefundRow[]> {
+  const [row] = await run<{ refunds: Record<string, unknown>[] }>(db, REFUND_CONTEXT, [paymentId, lock]);
+  return row!.refunds.map(refundFromJson);
 }
 
 export async function refundsOf(db: Executor, paymentIds: string[]): Promise<RefundRow[]> {
@@ -360,6 +384,13 @@ export interface CaptureRow {
   capturedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A captured bank-rail payment's one capture, as captureRows reads it (its second branch), from the row at hand. */
+export function bankCaptureOf(p: PaymentRow): CaptureRow | undefined {
+  if (p.rail !== 'bank' || !p.capturedAt) return undefined;
+  const at = p.capturedAt;
+  return { id: p.id, paymentId: p.id, amount: p.capturedAmount, success: true, method: p.intentId ? 'BankRails' : 'Direct', reference: p.reference, authorizationId: null, capturedAt: at, createdAt: at, updatedAt: at };
 }
 
 export const CAPTURE_SORT_FIELDS = ['createdAt', 'amount'] as const;
