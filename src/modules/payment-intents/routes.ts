@@ -145,9 +145,8 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       },
     },
     async (req) => {
-      const intent = await cancelIntent(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId, rc, now: ctx.clock.now() });
-      const { data } = await render(req.client, [intent], new Set());
-      return { data: data[0]! };
+      const { intent, paymentIds } = await cancelIntent(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId, rc, now: ctx.clock.now() });
+      return { data: intentResource(intent, paymentIds, base, ctx.clock.now()) };
     },
   );
 

@@ -24,7 +24,7 @@ import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
 import { findLinkedAccount } from '../linked-accounts/sql.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { intentFromJson, lockIntent, lockIntentSkipLocked, updateIntent, type IntentRow } from '../payment-intents/sql.ts';
+import { intentFromJson, lockIntent, lockIntentSkipLocked, updateIntent, updateIntentPart, type IntentRow } from '../payment-intents/sql.ts';
 import { findUser } from '../users/sql.ts';
 import type { Buckets } from '../wallets/balance.ts';
 import { findWallet } from '../wallets/sql.ts';
@@ -160,31 +160,73 @@ export async function capturePayment(db: Db, opts: CaptureInput): Promise<Change
   });
 }
 
-/** Created → Canceled: the reservation (or the card network's hold on a gift) is released. */
-export async function cancelCreatedPayment(tx: Executor, p: q.PaymentRow, c: Ctx & { reason: string }): Promise<q.PaymentRow> {
+/**
+ * Created → Canceled: the reservation (or the card network's hold on a gift) is released. With a
+ * batch, its writes join the caller's (which holds the wallet's or gift's accounts in `locked`).
+ */
+export async function cancelCreatedPayment(
+  tx: Executor,
+  p: q.PaymentRow,
+  c: Ctx & { reason: string; batch?: WriteBatch; locked?: ReadonlySet<string> },
+): Promise<q.PaymentRow> {
   if (p.status !== 'Created') illegal(p, 'canceled');
-  if (p.walletId) await releaseWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId, sourcing: p.sourcing });
-  if (p.giftId && p.networkAuthorized > 0) await releaseGift(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, giftId: p.giftId, amount: p.networkAuthorized });
+  const batch = c.batch ?? new WriteBatch();
+  const ref = { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, batch, locked: c.locked };
+  if (p.walletId) await releaseWallet(tx, { ...ref, walletId: p.walletId, sourcing: p.sourcing });
+  if (p.giftId && p.networkAuthorized > 0) await releaseGift(tx, { ...ref, giftId: p.giftId, amount: p.networkAuthorized });
   if (p.networkAuthorized > 0) await q.cancelCardAuthorizations(tx, p.id, c.now);
-  const updated = await q.updatePayment(tx, p.id, { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now });
-  await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
+  const patch = { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now };
+  await batch.put(tx, q.updatePaymentPart(p.id, patch));
+  const updated: q.PaymentRow = { ...p, ...patch };
+  await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now, batch);
+  if (!c.batch) await batch.flush(tx);
   return updated;
+}
+
+/** The tracked accounts a Created payment's cancel moves money between, in id order (the order every movement locks them in). */
+export async function releasedAccounts(tx: Executor, p: q.PaymentRow): Promise<string[]> {
+  const ids: string[] = [];
+  if (p.walletId) {
+    const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
+    ids.push(...MOVED_WALLET_CODES.map((code) => w[code]));
+  }
+  if (p.giftId && p.networkAuthorized > 0) {
+    const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: p.giftId });
+    ids.push(g['gift.available'], g['gift.reserved']);
+  }
+  return ids.sort();
 }
 
 /**
  * POST /payments/{id}/cancel: the payment and its intent end. Locks are taken in the one order
  * every transition uses (intent, then payment, then ledger accounts), so a cancel racing an
- * intent cancel or a capture waits instead of deadlocking.
+ * intent cancel or a capture waits instead of deadlocking. Six round trips: BEGIN; the intent
+ * locked; the payment locked (with the intent read after its lock); the accounts locked; one
+ * statement of every write; COMMIT.
  */
 export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<ChangedPayment> {
   await clientAccountIds(db, opts.clientId);
   return db.transaction(async (tx) => {
-    const { payment: p } = await lockForChange(tx, opts);
-    const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.' });
-    if (!p.intentId) return { payment: canceled, intent: undefined, paymentIds: [] };
-    const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: opts.now });
-    const paymentIds = await q.paymentIdsOfIntent(tx, intent.id);
-    await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now, { paymentIds });
+    const found = await q.lockIntentOfPayment(tx, opts.clientId, opts.paymentId);
+    if (!found) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
+    const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
+    if (!locked) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
+    const p = locked.payment;
+    if (p.status !== 'Created') illegal(p, 'canceled');
+    const held = await releasedAccounts(tx, p);
+    if (held.length > 1) await lockAccounts(tx, held);
+    const batch = new WriteBatch();
+    const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.', batch, locked: new Set(held) });
+    const { intent: before, paymentIds } = capturedOf(p, locked.intent);
+    if (!before) {
+      await batch.flush(tx);
+      return { payment: canceled, intent: undefined, paymentIds: [] };
+    }
+    const patch = { status: 'Canceled', updatedAt: opts.now };
+    batch.add(updateIntentPart(before.id, patch));
+    const intent: IntentRow = { ...before, ...patch };
+    await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now, { batch, paymentIds });
+    await batch.flush(tx);
     return { payment: canceled, intent, paymentIds };
   });
 }

@@ -55,6 +55,22 @@ export async function lockPaymentWithIntent(db: Executor, clientId: string, id: 
   return (await lockPaymentsWithIntents(db, [{ clientId, paymentId: id }]))[0];
 }
 
+/**
+ * A payment's intent locked (the first lock of a change: intent, then payment), found through the
+ * payment. Undefined: no such payment; `intentId` null: a payment without an intent.
+ */
+const LOCK_INTENT_OF_PAYMENT = statement(
+  'payment_lock_intent',
+  `select p.id, i.id as intent_id
+   from payments p left join lateral (select i.id from payment_intents i where i.id = p.intent_id for update) i on true
+   where p.client_id = $1 and p.id = $2`,
+);
+
+export async function lockIntentOfPayment(db: Executor, clientId: string, paymentId: string): Promise<{ intentId: string | null } | undefined> {
+  const [row] = await run<{ id: string; intent_id: string | null }>(db, LOCK_INTENT_OF_PAYMENT, [clientId, paymentId]);
+  return row ? { intentId: row.intent_id } : undefined;
+}
+
 const PAYMENT_IDS_OF_INTENT = statement('payment_ids_of_intent', 'select id from payments where intent_id = $1 order by created_at, id');
 
 export async function paymentIdsOfIntent(db: Executor, intentId: string): Promise<string[]> {
