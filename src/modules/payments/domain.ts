@@ -366,35 +366,37 @@ async function alreadyReturned(tx: Executor, paymentId: string): Promise<Sourcin
   return (await q.refundsOf(tx, [paymentId])).reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING);
 }
 
+/** The tracked accounts a refund of the payment may credit (its wallet's available buckets, its gift). */
+export async function creditedAccounts(tx: Executor, p: q.PaymentRow): Promise<string[]> {
+  const ids: string[] = [];
+  if (p.walletId) {
+    const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
+    ids.push(w['deposit.available'], w['reward.accrue.available'], w['reward.merchant.available']);
+  }
+  if (p.giftId) ids.push((await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: p.giftId }))['gift.available']);
+  return ids;
+}
+
 /**
  * A refund (Processing or Sent) of a payment the caller has locked: money returns where it came
- * from, planned against what the payment's refunds (read after the lock) have returned so far.
+ * from, planned against what the payment's `earlier` refunds (read after the lock) returned.
  * When everything captured is refunded, a Sent payment becomes Returned. Its writes go to the
- * caller's batch (the route's, with the idempotency key's stored response): none of them can
- * fail a no-negative check, since a refund only credits wallets and gifts. Returns the refund,
- * the payment as updated and all its refunds, oldest first.
+ * caller's batch, which holds the credited accounts locked: none of them can fail a
+ * no-negative check, since a refund only credits wallets and gifts (refund-groups.ts).
  */
 export async function refundPayment(
   tx: Executor,
   p: q.PaymentRow,
-  opts: Ctx & { amount: number; ext: Record<ClientCode, string>; batch: WriteBatch },
-): Promise<{ refund: q.RefundRow; payment: q.PaymentRow; refunds: q.RefundRow[] }> {
+  opts: Ctx & { amount: number; ext: Record<ClientCode, string>; earlier: q.RefundRow[]; batch: WriteBatch; locked: ReadonlySet<string> },
+): Promise<{ refund: q.RefundRow; payment: q.PaymentRow }> {
   if (p.status !== 'Processing' && p.status !== 'Sent') illegal(p, 'refunded');
   const refundable = p.capturedAmount - p.refundedAmount;
   if (opts.amount > refundable) {
     throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, { pointer: '/data/attributes/amount' });
   }
-  // The tracked accounts a refund may credit, locked in id order with the read of the refunds.
-  const credited: string[] = [];
-  if (p.walletId) {
-    const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
-    credited.push(w['deposit.available'], w['reward.accrue.available'], w['reward.merchant.available']);
-  }
-  if (p.giftId) credited.push((await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: p.giftId }))['gift.available']);
-  const earlier = await q.refundContext(tx, p.id, credited.sort());
   const returned = planRefund(
     p.captured ?? NO_SOURCING,
-    earlier.reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING),
+    opts.earlier.reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING),
     opts.amount,
   );
   const refund: q.RefundRow = { id: uuidv7(), clientId: p.clientId, paymentId: p.id, amount: opts.amount, returned, createdAt: opts.now };
@@ -411,7 +413,7 @@ export async function refundPayment(
     ext: opts.ext,
     kind: 'payment.refund',
     batch,
-    locked: new Set(credited),
+    locked: opts.locked,
   });
   batch.add(q.insertRefundPart(refund));
   const refundedAmount = p.refundedAmount + opts.amount;
@@ -420,7 +422,7 @@ export async function refundPayment(
   const payment: q.PaymentRow = { ...p, ...patch };
   await recordEvent(tx, { clientId: p.clientId, topic: 'RefundCreated', ...(p.userId ? { userId: p.userId } : {}), ...(p.walletId ? { walletId: p.walletId } : {}), resource: refundResource(refund), now: opts.now }, { batch });
   if (payment.status !== p.status) await emitPayment(tx, 'PaymentUpdated', payment, opts.rc, opts.now, batch);
-  return { refund, payment, refunds: [...earlier, refund] };
+  return { refund, payment };
 }
 
 // ----- direct payments (POST /payments) ----------------------------------------------------

@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
-import { apiError } from '../../http/errors.ts';
 import { fingerprintOf, idempotent, sendOutcome, type Outcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { wrappedOrBare } from '../../http/patch-body.ts';
@@ -14,6 +13,7 @@ import { renderContext } from '../payment-intents/routes.ts';
 import { PaymentIntent } from '../payment-intents/schemas.ts';
 import { findIntent, intentsByIds } from '../payment-intents/sql.ts';
 import { submitCapture } from './capture-groups.ts';
+import { submitRefund } from './refund-groups.ts';
 import {
   cancelPayment,
   completePayment,
@@ -25,7 +25,6 @@ import {
   listCardAuthorizations,
   networkAuthorize,
   networkCapture,
-  refundPayment,
   refundsByPayment,
   settlePaymentNow,
   updatePaymentReference,
@@ -49,7 +48,7 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, bankCaptureOf, captureRows, listPaymentRows, lockPaymentPreflight, paymentFromJson, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -300,31 +299,23 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
       const ext = await clientAccountIds(ctx.db, req.client.id);
-      // Five round trips: BEGIN; the key's check with the payment locked; the payment's refunds
-      // read with the credited accounts locked; one statement of every write; COMMIT.
-      const outcome = await idempotent(
-        reply,
-        { clientId: req.client.id, operation: 'refund', key: idempotencyKey, fingerprint: fingerprintOf([req.params.paymentId, { amount }]) },
-        { db: ctx.db, clock: ctx.clock },
-        async (tx, batch, preflight) => {
-          const row = preflight?.payment_row as Record<string, unknown> | null | undefined;
-          if (!row) throw apiError('PaymentNotFound', `No payment ${req.params.paymentId}.`);
-          const { refund, payment, refunds } = await refundPayment(tx, paymentFromJson(row), { clientId: req.client.id, amount, ext, rc, now: ctx.clock.now(), batch });
-          // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
-          const bank = bankCaptureOf(payment);
-          const captures = payment.rail === 'bank' ? (bank ? [bank] : []) : (await captureRows(tx, req.client.id, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
-          return {
-            status: 200,
-            body: {
-              data: paymentResource(payment, rc, { refunds, captures }),
-              links: self(req),
-              included: [refundResource(refund)],
-              meta: { message: `Refunded ${amount} cents.`, refundId: refund.id },
-            },
-          };
-        },
-        lockPaymentPreflight(req.client.id, req.params.paymentId),
-      );
+      const serialize = reply.getSerializationFunction('200', JSONAPI) ?? JSON.stringify;
+      const outcome = await submitRefund(ctx.db, {
+        scope: { clientId: req.client.id, operation: 'refund', key: idempotencyKey, fingerprint: fingerprintOf([req.params.paymentId, { amount }]) },
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        amount,
+        ext,
+        rc,
+        now: ctx.clock.now(),
+        render: ({ refund, payment, refunds, captures }) =>
+          serialize({
+            data: paymentResource(payment, rc, { refunds, captures }),
+            links: self(req),
+            included: [refundResource(refund)],
+            meta: { message: `Refunded ${amount} cents.`, refundId: refund.id },
+          }),
+      });
       return sendOutcome(reply, outcome);
     },
   );

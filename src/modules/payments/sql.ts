@@ -7,7 +7,7 @@ import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
-import type { Preflight } from '../../http/idempotency.ts';
+import type { KeyCheck } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type PaymentRow = typeof payments.$inferSelect;
@@ -240,29 +240,51 @@ export async function lockPaymentById(db: Executor, id: string): Promise<Payment
 export const insertRefundPart = (row: RefundRow): WritePart => insertPart(refunds, row);
 export const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
 
-/** Refund, first read (in the idempotency key's check): the payment, locked. */
-export function lockPaymentPreflight(clientId: string, paymentId: string): Preflight {
-  return {
-    name: 'refund_payment',
-    text: 'select row_to_json(p) as payment_row from payments p where p.client_id = $1 and p.id = $2 and {{gate}} for update of p',
-    params: [clientId, paymentId],
-  };
+/** A refund's idempotency check (KeyCheck) with its payment, locked when the refund will run. */
+export type RefundCheck = KeyCheck & { payment_row: Record<string, unknown> | null };
+
+/**
+ * Refunds in a group, first read, in one statement and in the order given (payment id order, so
+ * two groups cannot deadlock): each one's idempotency check (its key's lock, then its stored
+ * outcome: idempotency_check, migration 0007) and its payment, locked only when the refund will
+ * run (this request holds the key and nothing live is stored under it), so a replay or a 409
+ * never waits for a payment's lock.
+ */
+const REFUND_GROUP_CHECK = statement(
+  'refund_group_check',
+  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at, x.payment_row
+    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[], $5::timestamptz[]) with ordinality as m(lock_key, client_id, key, payment_id, now, i)
+    cross join lateral idempotency_check(m.lock_key, m.client_id, 'refund', m.key) c
+    left join lateral (
+      select row_to_json(p) as payment_row from payments p
+      where p.client_id = m.client_id and p.id = m.payment_id and c.locked and (c.fingerprint is null or c.expires_at <= m.now)
+      for update of p
+    ) x on true
+    order by m.i`,
+);
+
+export async function checkRefundGroup(tx: Executor, keys: { lockKey: string; clientId: string; key: string; paymentId: string; now: Date }[]): Promise<RefundCheck[]> {
+  return run<RefundCheck>(tx, REFUND_GROUP_CHECK, [keys.map((k) => k.lockKey), keys.map((k) => k.clientId), keys.map((k) => k.key), keys.map((k) => k.paymentId), keys.map((k) => k.now)]);
 }
 
 /**
- * Refund, second read, after the payment is locked (so no refund of it can commit unseen): its
- * refunds so far, oldest first, with the ledger accounts the refund credits locked in id order.
+ * Refunds, second read, after their payments are locked (so no refund of them can commit
+ * unseen): the payments' refunds so far, oldest first, with the ledger accounts the refunds
+ * credit locked in id order (the order every movement locks them in).
  */
 const REFUND_CONTEXT = statement(
   'refund_context',
   `with l as (select id from ledger_accounts where id = any($2::uuid[]) order by id for no key update)
    select (select count(*) from l)::int as locked,
-     (select coalesce(json_agg(row_to_json(r) order by r.created_at, r.id), '[]'::json) from refunds r where r.payment_id = $1) as refunds`,
+     (select coalesce(json_agg(row_to_json(r) order by r.created_at, r.id), '[]'::json) from refunds r where r.payment_id = any($1::uuid[])) as refunds`,
 );
 
-export async function refundContext(db: Executor, paymentId: string, lock: string[]): Promise<RefundRow[]> {
-  const [row] = await run<{ refunds: Record<string, unknown>[] }>(db, REFUND_CONTEXT, [paymentId, lock]);
-  return row!.refunds.map(refundFromJson);
+/** Each payment's refunds (refundContext), with `lock` (sorted) locked. */
+export async function refundContext(db: Executor, paymentIds: string[], lock: string[]): Promise<Map<string, RefundRow[]>> {
+  const [row] = await run<{ refunds: Record<string, unknown>[] }>(db, REFUND_CONTEXT, [paymentIds, lock]);
+  const out = new Map<string, RefundRow[]>(paymentIds.map((id) => [id, []]));
+  for (const r of row!.refunds.map(refundFromJson)) out.get(r.paymentId)!.push(r);
+  return out;
 }
 
 export async function refundsOf(db: Executor, paymentIds: string[]): Promise<RefundRow[]> {
