@@ -4,7 +4,8 @@
 // Under load a request's share of round trips, statements and commits falls with the size of
 // the group; on two cores shared with PostgreSQL those, not the rows, are most of a request's
 // cost (docs/architecture.md). A quiet server runs each request at once, as a group of one.
-import type { Db } from './open.ts';
+import { CommitOutcomeUnknown } from './errors.ts';
+import type { Db, Tx } from './open.ts';
 import { groupCommitSize } from '../observability/metrics.ts';
 
 export type Member<T, R> = T & { resolve(result: R): void; reject(err: unknown): void };
@@ -115,4 +116,52 @@ export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Pr
       }
     });
   };
+}
+
+/**
+ * One group's transaction, for requests that each change one row (a payment, an intent) they
+ * lock: the first request of each row joins the group, sorted by row (payment id order, the
+ * order two groups lock their rows in, so they cannot deadlock); a repeat of a row runs after
+ * the group commits, as it would have waited for the first's lock. `transact` decides each
+ * member in the transaction and returns how to settle each after the commit.
+ *
+ * A group that fails as a whole wrote nothing: each member runs again as a group of one and gets
+ * its own answer (alone, the error is its own). A group that may have committed
+ * (CommitOutcomeUnknown) is not run again, since its changes may stand: every member gets the
+ * retryable error.
+ */
+export async function runRowGroup<M extends { reject(err: unknown): void }>(
+  db: Db,
+  members: M[],
+  rowOf: (m: M) => string,
+  transact: (tx: Tx, group: M[]) => Promise<(() => void)[]>,
+): Promise<void> {
+  const seen = new Set<string>();
+  const group: M[] = [];
+  const later: M[] = [];
+  for (const m of members) {
+    const row = rowOf(m);
+    if (seen.has(row)) later.push(m);
+    else {
+      seen.add(row);
+      group.push(m);
+    }
+  }
+  group.sort((a, b) => (rowOf(a) < rowOf(b) ? -1 : 1));
+  const alone = (ms: M[]) => Promise.all(ms.map((m) => runRowGroup(db, [m], rowOf, transact)));
+  let settle: (() => void)[];
+  try {
+    settle = await db.transaction((tx) => transact(tx, group));
+  } catch (err) {
+    if (err instanceof CommitOutcomeUnknown) {
+      for (const m of [...group, ...later]) m.reject(err);
+      return;
+    }
+    if (group.length === 1) group[0]!.reject(err);
+    else await alone(group);
+    await alone(later);
+    return;
+  }
+  for (const s of settle) s();
+  await alone(later);
 }

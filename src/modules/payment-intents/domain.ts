@@ -4,14 +4,13 @@ import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { lockAccounts } from '../../ledger/post.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 import type { AuthenticatedClient } from '../clients/authenticate.ts';
 import { giftAvailable } from '../gifts/domain.ts';
 import { findGift } from '../gifts/sql.ts';
-import { cancelCreatedPayment, emitIntent, releasedAccounts } from '../payments/domain.ts';
+import { cancelCreatedPayment, emitIntent } from '../payments/domain.ts';
 import type { RenderContext } from '../payments/render.ts';
-import { activePaymentOfIntent, paymentIdsOfIntent } from '../payments/sql.ts';
+import type { PaymentRow } from '../payments/sql.ts';
 import { walletBalance, type Buckets } from '../wallets/balance.ts';
 import { checkBarcode } from '../wallets/domain.ts';
 import { findBarcode, incrementBarcodeUse } from '../wallets/sql.ts';
@@ -160,40 +159,40 @@ export async function refreshBalance(db: Executor, intent: q.IntentRow, client: 
 
 const CANCELABLE = new Set(['Promotable', 'Invalid', 'RequiresAction']);
 
+/** POST /payment-intents/{id}/cancel (cancel-groups.ts). */
+export interface CancelIntentInput {
+  clientId: string;
+  intentId: string;
+  rc: RenderContext;
+  now: Date;
+}
+
 /**
  * Promotable, Invalid or RequiresAction → Canceled. PromotedToPayment → Canceled only while its
- * payment is Created, which is canceled too (its funds released). Anything else is 400. Returns
- * the intent as canceled with its payments' ids, oldest first. Five round trips when there is
- * no payment to cancel: BEGIN; the intent locked; its payments' ids, read after the lock (a
- * concurrent authorize's payment is then seen); one statement of the writes; COMMIT.
+ * payment is Created, which is canceled too (its funds released). Anything else is 400. The
+ * caller holds the intent locked, then its active payment (read after the intent's lock, so a
+ * capture that got there first is seen as such) and the payment's released accounts (`held`):
+ * the writes go to `batch`. Returns the intent as canceled.
  */
-export async function cancelIntent(db: Db, opts: { clientId: string; intentId: string; rc: RenderContext; now: Date }): Promise<{ intent: q.IntentRow; paymentIds: string[] }> {
-  return db.transaction(async (tx) => {
-    const intent = await q.lockIntent(tx, opts.clientId, opts.intentId);
-    if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.intentId}.`);
-    const paymentIds = await paymentIdsOfIntent(tx, intent.id);
-    const status = effectiveStatus(intent, opts.now);
-    const batch = new WriteBatch();
-    if (status === 'PromotedToPayment') {
-      // Locked (intent, then payment, then the ledger accounts: the order every transition
-      // uses) and read after the lock, so a capture that got there first is seen as such.
-      const payment = await activePaymentOfIntent(tx, intent.id, { forUpdate: true });
-      if (!payment || payment.status !== 'Created') {
-        throw apiError('IllegalOperation', `The intent's payment is ${payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`);
-      }
-      const held = await releasedAccounts(tx, payment);
-      if (held.length > 1) await lockAccounts(tx, held);
-      await cancelCreatedPayment(tx, payment, { clientId: opts.clientId, rc: opts.rc, now: opts.now, reason: 'The payment intent was canceled.', batch, locked: new Set(held) });
-    } else if (!CANCELABLE.has(status)) {
-      throw apiError('IllegalOperation', `A ${status} payment intent cannot be canceled.`);
+export async function cancelLockedIntent(
+  tx: Executor,
+  intent: q.IntentRow,
+  c: CancelIntentInput & { paymentIds: string[]; payment: PaymentRow | undefined; held: ReadonlySet<string>; batch: WriteBatch },
+): Promise<q.IntentRow> {
+  const status = effectiveStatus(intent, c.now);
+  if (status === 'PromotedToPayment') {
+    if (!c.payment || c.payment.status !== 'Created') {
+      throw apiError('IllegalOperation', `The intent's payment is ${c.payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`);
     }
-    const patch = { status: 'Canceled', updatedAt: opts.now };
-    batch.add(q.updateIntentPart(intent.id, patch));
-    const canceled: q.IntentRow = { ...intent, ...patch };
-    await emitIntent(tx, 'PaymentIntentUpdated', canceled, opts.rc, opts.now, { batch, paymentIds });
-    await batch.flush(tx);
-    return { intent: canceled, paymentIds };
-  });
+    await cancelCreatedPayment(tx, c.payment, { clientId: c.clientId, rc: c.rc, now: c.now, reason: 'The payment intent was canceled.', batch: c.batch, locked: c.held });
+  } else if (!CANCELABLE.has(status)) {
+    throw apiError('IllegalOperation', `A ${status} payment intent cannot be canceled.`);
+  }
+  const patch = { status: 'Canceled', updatedAt: c.now };
+  c.batch.add(q.updateIntentPart(intent.id, patch));
+  const canceled: q.IntentRow = { ...intent, ...patch };
+  await emitIntent(tx, 'PaymentIntentUpdated', canceled, c.rc, c.now, { batch: c.batch, paymentIds: c.paymentIds });
+  return canceled;
 }
 
 /** Job: intents past expiresAt are recorded Expired (they already read so) and announced. */

@@ -10,7 +10,8 @@ import { Payment } from '../payments/schemas.ts';
 import { paymentsOfIntents, type PaymentRow } from '../payments/sql.ts';
 import { serializerOf, type AuthorizeDeps } from './authorize.ts';
 import { submitAuthorize } from './authorize-groups.ts';
-import { cancelIntent, createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
+import { submitIntentCancel } from './cancel-groups.ts';
+import { createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
 import { intentResource } from './render.ts';
 import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent, PROCESSOR_META_MAX_BYTES } from './schemas.ts';
 import { INTENT_SORT_FIELDS, type IntentRow } from './sql.ts';
@@ -145,7 +146,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       },
     },
     async (req) => {
-      const { intent, paymentIds } = await cancelIntent(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId, rc, now: ctx.clock.now() });
+      const { intent, paymentIds } = await submitIntentCancel(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId, rc, now: ctx.clock.now() });
       return { data: intentResource(intent, paymentIds, base, ctx.clock.now()) };
     },
   );

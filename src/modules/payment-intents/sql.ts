@@ -235,6 +235,20 @@ export function isLockNotAvailable(err: unknown): boolean {
   return false;
 }
 
+/** Intents of a group of cancels, locked in id order (the order every group locks intents in); the ones found. */
+const LOCK_INTENTS = statement(
+  'intent_lock_group',
+  `select row_to_json(i) as intent from payment_intents i
+   where (i.client_id, i.id) in (select * from unnest($1::uuid[], $2::uuid[]))
+   order by i.id
+   for update of i`,
+);
+
+export async function lockIntents(db: Executor, keys: { clientId: string; intentId: string }[]): Promise<IntentRow[]> {
+  const rows = await run<{ intent: Record<string, unknown> }>(db, LOCK_INTENTS, [keys.map((k) => k.clientId), keys.map((k) => k.intentId)]);
+  return rows.map((r) => intentFromJson(r.intent));
+}
+
 export async function lockIntent(db: Executor, clientId: string, id: string): Promise<IntentRow | undefined> {
   const [row] = await db
     .select()

@@ -197,38 +197,22 @@ export async function releasedAccounts(tx: Executor, p: q.PaymentRow): Promise<s
   return ids.sort();
 }
 
+/** A Created payment's cancel (POST /payments/{id}/cancel, cancel-groups.ts): the payment and its intent end. */
+export type CancelInput = Ctx & { paymentId: string };
+
 /**
- * POST /payments/{id}/cancel: the payment and its intent end. Locks are taken in the one order
- * every transition uses (intent, then payment, then ledger accounts), so a cancel racing an
- * intent cancel or a capture waits instead of deadlocking. Six round trips: BEGIN; the intent
- * locked; the payment locked (with the intent read after its lock); the accounts locked; one
- * statement of every write; COMMIT.
+ * Cancels a payment locked with its intent (read after the intent's lock), whose released
+ * accounts the caller holds locked: the release, both updates and both events go to `batch`.
  */
-export async function cancelPayment(db: Db, opts: Ctx & { paymentId: string }): Promise<ChangedPayment> {
-  await clientAccountIds(db, opts.clientId);
-  return db.transaction(async (tx) => {
-    const found = await q.lockIntentOfPayment(tx, opts.clientId, opts.paymentId);
-    if (!found) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
-    const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
-    if (!locked) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
-    const p = locked.payment;
-    if (p.status !== 'Created') illegal(p, 'canceled');
-    const held = await releasedAccounts(tx, p);
-    if (held.length > 1) await lockAccounts(tx, held);
-    const batch = new WriteBatch();
-    const canceled = await cancelCreatedPayment(tx, p, { ...opts, reason: 'Canceled by the merchant.', batch, locked: new Set(held) });
-    const { intent: before, paymentIds } = capturedOf(p, locked.intent);
-    if (!before) {
-      await batch.flush(tx);
-      return { payment: canceled, intent: undefined, paymentIds: [] };
-    }
-    const patch = { status: 'Canceled', updatedAt: opts.now };
-    batch.add(updateIntentPart(before.id, patch));
-    const intent: IntentRow = { ...before, ...patch };
-    await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, opts.now, { batch, paymentIds });
-    await batch.flush(tx);
-    return { payment: canceled, intent, paymentIds };
-  });
+export async function cancelLockedPayment(tx: Executor, locked: { payment: q.PaymentRow; intent: Record<string, unknown> | null }, c: CancelInput & { batch: WriteBatch; held: ReadonlySet<string> }): Promise<ChangedPayment> {
+  const canceled = await cancelCreatedPayment(tx, locked.payment, { ...c, reason: 'Canceled by the merchant.', locked: c.held });
+  const { intent: before, paymentIds } = capturedOf(locked.payment, locked.intent);
+  if (!before) return { payment: canceled, intent: undefined, paymentIds: [] };
+  const patch = { status: 'Canceled', updatedAt: c.now };
+  c.batch.add(updateIntentPart(before.id, patch));
+  const intent: IntentRow = { ...before, ...patch };
+  await emitIntent(tx, 'PaymentIntentUpdated', intent, c.rc, c.now, { batch: c.batch, paymentIds });
+  return { payment: canceled, intent, paymentIds };
 }
 
 /**

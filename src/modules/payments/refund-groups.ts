@@ -12,10 +12,9 @@
 // later is concurrent with the first (409 IdempotencyKeyInUse). The same payment twice under
 // two keys: the later runs after the group commits, as it would have waited for the first's
 // lock. A group that fails as a whole wrote nothing, and each of its refunds runs again alone.
-import { CommitOutcomeUnknown } from '../../db/errors.ts';
 import { WriteBatch } from '../../db/batch.ts';
-import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
-import type { Db } from '../../db/open.ts';
+import { groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import type { Db, Tx } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import type { ClientCode } from '../../ledger/accounts.ts';
@@ -49,90 +48,69 @@ type Member = GroupMember<RefundRequest, StoredOutcome>;
 export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, { name: 'refund' });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
+  // The same key twice in one group: the later request is concurrent with the first, which is
+  // in flight (and one statement could not store both outcomes).
   const keys = new Set<string>();
-  const payments = new Set<string>();
-  const group: Member[] = [];
-  const later: Member[] = [];
-  for (const m of members) {
+  const distinct = members.filter((m) => {
     const key = lockKeyOf(m.scope);
-    if (keys.has(key)) m.reject(keyInUse());
-    else if (payments.has(m.paymentId)) {
-      keys.add(key);
-      later.push(m);
-    } else {
-      keys.add(key);
-      payments.add(m.paymentId);
-      group.push(m);
-    }
-  }
-  group.sort((a, b) => (a.paymentId < b.paymentId ? -1 : 1));
+    if (!keys.has(key)) return keys.add(key);
+    m.reject(keyInUse());
+    return false;
+  });
+  await runRowGroup(db, distinct, (m) => m.paymentId, refundGroup);
+}
+
+async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   const settle: (() => void)[] = [];
-  try {
-    await db.transaction(async (tx) => {
-      const checks = await q.checkRefundGroup(
-        tx,
-        group.map((m) => ({ lockKey: lockKeyOf(m.scope), clientId: m.clientId, key: m.scope.key, paymentId: m.paymentId, now: m.now })),
-      );
-      const runs: { m: Member; p: q.PaymentRow }[] = [];
-      for (const [n, m] of group.entries()) {
-        try {
-          const { state } = interpretKeyCheck(checks[n], m.scope, m.now);
-          if (state.kind === 'replay') {
-            settle.push(() => m.resolve(state.outcome));
-            continue;
-          }
-          const row = checks[n]!.payment_row;
-          if (!row) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-          runs.push({ m, p: q.paymentFromJson(row) });
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          settle.push(() => m.reject(err));
-        }
+  const checks = await q.checkRefundGroup(
+    tx,
+    group.map((m) => ({ lockKey: lockKeyOf(m.scope), clientId: m.clientId, key: m.scope.key, paymentId: m.paymentId, now: m.now })),
+  );
+  const runs: { m: Member; p: q.PaymentRow }[] = [];
+  for (const [n, m] of group.entries()) {
+    try {
+      const { state } = interpretKeyCheck(checks[n], m.scope, m.now);
+      if (state.kind === 'replay') {
+        settle.push(() => m.resolve(state.outcome));
+        continue;
       }
-      if (runs.length === 0) return;
-      const lock = new Set<string>();
-      for (const { p } of runs) for (const id of await creditedAccounts(tx, p)) lock.add(id);
-      const earlier = await q.refundContext(tx, runs.map((r) => r.p.id), [...lock].sort());
-      const batches: WriteBatch[] = [];
-      const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
-      for (const { m, p } of runs) {
-        const batch = new WriteBatch();
-        try {
-          const before = earlier.get(p.id)!;
-          const { refund, payment } = await refundPayment(tx, p, { clientId: m.clientId, rc: m.rc, now: m.now, amount: m.amount, ext: m.ext, earlier: before, batch, locked: lock });
-          // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
-          const bank = q.bankCaptureOf(payment);
-          const captures =
-            payment.rail === 'bank' ? (bank ? [bank] : []) : (await q.captureRows(tx, m.clientId, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
-          const body = m.render({ refund, payment, refunds: [...before, refund], captures });
-          batches.push(batch);
-          stored.push({ scope: m.scope, status: 200, body, now: m.now });
-          settle.push(() => m.resolve({ status: 200, body, replayed: false }));
-        } catch (err) {
-          // A refusal after some of its writes went out cannot be left out: the group fails.
-          if (!(err instanceof ApiError) || batch.flushed) throw err;
-          settle.push(() => m.reject(err));
-        }
-      }
-      if (batches.length === 0) return;
-      const all = WriteBatch.merged(batches);
-      all.add(storeOutcomesPart(stored));
-      await all.flush(tx);
-    });
-  } catch (err) {
-    // A group that may have committed is not run again (its refunds may have been made): each
-    // gets the retryable error. Alone, the error is the refund's own.
-    if (group.length === 1 || err instanceof CommitOutcomeUnknown) {
-      for (const m of group) m.reject(err);
-      if (err instanceof CommitOutcomeUnknown) for (const m of later) m.reject(err);
-      else await Promise.all(later.map((m) => runGroup(db, [m])));
-      return;
+      const row = checks[n]!.payment_row;
+      if (!row) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
+      runs.push({ m, p: q.paymentFromJson(row) });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      settle.push(() => m.reject(err));
     }
-    // Nothing of the group was written: each refund runs alone and gets its own answer.
-    await Promise.all(group.map((m) => runGroup(db, [m])));
-    await Promise.all(later.map((m) => runGroup(db, [m])));
-    return;
   }
-  for (const s of settle) s();
-  await Promise.all(later.map((m) => runGroup(db, [m])));
+  if (runs.length === 0) return settle;
+  const lock = new Set<string>();
+  for (const { p } of runs) for (const id of await creditedAccounts(tx, p)) lock.add(id);
+  const earlier = await q.refundContext(tx, runs.map((r) => r.p.id), [...lock].sort());
+  const batches: WriteBatch[] = [];
+  const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
+  for (const { m, p } of runs) {
+    const batch = new WriteBatch();
+    try {
+      const before = earlier.get(p.id)!;
+      const { refund, payment } = await refundPayment(tx, p, { clientId: m.clientId, rc: m.rc, now: m.now, amount: m.amount, ext: m.ext, earlier: before, batch, locked: lock });
+      // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
+      const bank = q.bankCaptureOf(payment);
+      const captures =
+        payment.rail === 'bank' ? (bank ? [bank] : []) : (await q.captureRows(tx, m.clientId, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
+      const body = m.render({ refund, payment, refunds: [...before, refund], captures });
+      batches.push(batch);
+      stored.push({ scope: m.scope, status: 200, body, now: m.now });
+      settle.push(() => m.resolve({ status: 200, body, replayed: false }));
+    } catch (err) {
+      // A refusal after some of its writes went out cannot be left out: the group fails.
+      if (!(err instanceof ApiError) || batch.flushed) throw err;
+      settle.push(() => m.reject(err));
+    }
+  }
+  if (batches.length > 0) {
+    const all = WriteBatch.merged(batches);
+    all.add(storeOutcomesPart(stored));
+    await all.flush(tx);
+  }
+  return settle;
 }

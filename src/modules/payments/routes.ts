@@ -12,10 +12,10 @@ import { intentResource } from '../payment-intents/render.ts';
 import { renderContext } from '../payment-intents/routes.ts';
 import { PaymentIntent } from '../payment-intents/schemas.ts';
 import { findIntent, intentsByIds } from '../payment-intents/sql.ts';
+import { submitCancel } from './cancel-groups.ts';
 import { submitCapture } from './capture-groups.ts';
 import { submitRefund } from './refund-groups.ts';
 import {
-  cancelPayment,
   completePayment,
   createDirectPayment,
   failBankPull,
@@ -202,7 +202,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req) => {
       parseInclude(req.query.include, ['paymentIntent'] as const);
-      const canceled = await cancelPayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() });
+      const canceled = await submitCancel(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() });
       return { data: paymentResource(canceled.payment, rc), links: self(req), included: includedIntent(canceled) };
     },
   );

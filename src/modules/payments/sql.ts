@@ -56,19 +56,47 @@ export async function lockPaymentWithIntent(db: Executor, clientId: string, id: 
 }
 
 /**
- * A payment's intent locked (the first lock of a change: intent, then payment), found through the
- * payment. Undefined: no such payment; `intentId` null: a payment without an intent.
+ * The first lock of payments' cancels in a group: their intents (found through the payments),
+ * locked in intent id order. Intent, then payment, then ledger accounts, each in id order, is
+ * the order every transition locks them in, so two groups cannot deadlock.
  */
-const LOCK_INTENT_OF_PAYMENT = statement(
-  'payment_lock_intent',
-  `select p.id, i.id as intent_id
-   from payments p left join lateral (select i.id from payment_intents i where i.id = p.intent_id for update) i on true
-   where p.client_id = $1 and p.id = $2`,
+const LOCK_INTENTS_OF_PAYMENTS = statement(
+  'payment_lock_intents',
+  `select i.id from payment_intents i
+   where i.id in (select p.intent_id from unnest($1::uuid[], $2::uuid[]) as m(client_id, id) join payments p on p.client_id = m.client_id and p.id = m.id)
+   order by i.id
+   for update of i`,
 );
 
-export async function lockIntentOfPayment(db: Executor, clientId: string, paymentId: string): Promise<{ intentId: string | null } | undefined> {
-  const [row] = await run<{ id: string; intent_id: string | null }>(db, LOCK_INTENT_OF_PAYMENT, [clientId, paymentId]);
-  return row ? { intentId: row.intent_id } : undefined;
+export async function lockIntentsOfPayments(db: Executor, keys: { clientId: string; paymentId: string }[]): Promise<void> {
+  await run(db, LOCK_INTENTS_OF_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
+}
+
+/** The payments of intents, oldest first (read after the intents' locks, so none is missed). */
+const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
+
+export async function paymentIdsOfIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(intentIds.map((id) => [id, []]));
+  for (const r of await run<{ id: string; intent_id: string }>(db, PAYMENTS_OF_INTENTS, [intentIds])) out.get(r.intent_id)!.push(r.id);
+  return out;
+}
+
+/**
+ * The payments of intents that are not Failed (an intent has at most one), locked in payment id
+ * order: the order every group locks payments in, so a capture group cannot deadlock with them.
+ */
+const LOCK_ACTIVE_PAYMENTS = statement(
+  'payments_lock_active',
+  `select row_to_json(p) as payment from payments p where p.intent_id = any($1::uuid[]) and p.status <> 'Failed' order by p.id for update of p`,
+);
+
+export async function lockActivePayments(db: Executor, intentIds: string[]): Promise<Map<string, PaymentRow>> {
+  const out = new Map<string, PaymentRow>();
+  for (const r of await run<{ payment: Record<string, unknown> }>(db, LOCK_ACTIVE_PAYMENTS, [intentIds])) {
+    const p = paymentFromJson(r.payment);
+    out.set(p.intentId!, p);
+  }
+  return out;
 }
 
 const PAYMENT_IDS_OF_INTENT = statement('payment_ids_of_intent', 'select id from payments where intent_id = $1 order by created_at, id');

@@ -1,0 +1,57 @@
+// Payment cancels in groups (group commit, src/db/groups.ts): cancels that arrive together
+// share one transaction of six round trips whatever their number: BEGIN; one statement locks
+// the payments' intents in intent id order; one locks the payments in payment id order, each
+// with its intent as it stands after that lock; one locks the wallets' (or gifts') accounts in
+// id order; each cancel is decided on its own (cancelLockedPayment); one statement writes every
+// release, payment and intent update and event (WriteBatch.merged); COMMIT. Intent, then
+// payment, then ledger accounts is the order every transition locks them in, so a cancel racing
+// an intent's cancel, a capture or another group waits instead of deadlocking. Responses are
+// sent after the commit; a quiet server runs each cancel as a group of one.
+//
+// A refused cancel (no payment, not Created) writes nothing and gets its error. The same payment
+// twice: the later runs after the group commits (and finds it Canceled). A group that fails as
+// a whole wrote nothing, and each of its cancels runs again alone.
+import { WriteBatch } from '../../db/batch.ts';
+import { groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import type { Db } from '../../db/open.ts';
+import { apiError, ApiError } from '../../http/errors.ts';
+import { clientAccountIds } from '../../ledger/accounts.ts';
+import { lockAccounts } from '../../ledger/post.ts';
+import { cancelLockedPayment, releasedAccounts, type CancelInput, type ChangedPayment } from './domain.ts';
+import * as q from './sql.ts';
+
+type Member = GroupMember<CancelInput, ChangedPayment>;
+
+/** Cancels a Created payment in the next group to run. */
+export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, { name: 'cancel' });
+
+async function runGroup(db: Db, members: Member[]): Promise<void> {
+  // Outside the transaction: a merchant's accounts are created (once) and committed before their ids are cached.
+  for (const clientId of new Set(members.map((m) => m.clientId))) await clientAccountIds(db, clientId);
+  await runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
+    const settle: (() => void)[] = [];
+    await q.lockIntentsOfPayments(tx, group);
+    const locked = await q.lockPaymentsWithIntents(tx, group);
+    const created = locked.flatMap((l) => (l?.payment.status === 'Created' ? [l.payment] : []));
+    const held = new Set<string>();
+    for (const p of created) for (const id of await releasedAccounts(tx, p)) held.add(id);
+    if (held.size > 1) await lockAccounts(tx, [...held].sort());
+    const batches: WriteBatch[] = [];
+    for (const [n, m] of group.entries()) {
+      const batch = new WriteBatch();
+      try {
+        const l = locked[n];
+        if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
+        const changed = await cancelLockedPayment(tx, l, { ...m, batch, held });
+        batches.push(batch);
+        settle.push(() => m.resolve(changed));
+      } catch (err) {
+        // A refusal after some of its writes went out cannot be left out: the group fails.
+        if (!(err instanceof ApiError) || batch.flushed) throw err;
+        settle.push(() => m.reject(err));
+      }
+    }
+    await WriteBatch.merged(batches).flush(tx);
+    return settle;
+  });
+}
