@@ -220,7 +220,12 @@ export const storeOutcomesPart = (outcomes: StoredKey[]): WritePart => storeRows
 export async function idempotent(
   reply: FastifyReply,
   scope: IdempotencyScope,
-  opts: { db: Db; clock: Clock },
+  opts: {
+    db: Db;
+    clock: Clock;
+    /** What an error of the final write means (a debit in the batch that the ledger's no-negative check refuses), when it has a meaning. */
+    flushError?: (err: unknown) => unknown;
+  },
   run: (tx: Tx, batch: WriteBatch, preflight: Record<string, unknown> | undefined) => Promise<Outcome>,
   preflight?: Preflight,
 ): Promise<StoredOutcome> {
@@ -236,7 +241,11 @@ export async function idempotent(
     const body = serialize(outcome.body);
     // A key past its retention is simply overwritten.
     batch.add(storeOutcomePart(scope, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)));
-    await batch.flush(tx);
+    try {
+      await batch.flush(tx);
+    } catch (err) {
+      throw opts.flushError?.(err) ?? err;
+    }
     return { status: outcome.status, body, replayed: false };
   });
 }

@@ -4,39 +4,42 @@
 // ledger's CHECK fails the transaction when it would go negative, however many race).
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
+import type { WriteBatch } from '../../db/batch.ts';
+import { checkViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
-import { InsufficientFundsError, postEntry } from '../../ledger/post.ts';
+import { postEntry } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
-import { connectedAccounts } from '../linked-accounts/sql.ts';
-import { findUser } from '../users/sql.ts';
-import { getWallet } from '../wallets/domain.ts';
 import { largestRemainder } from './split.ts';
 import * as q from './sql.ts';
 
+/**
+ * A withdrawal decided from its context (withdrawPreflight): its ledger entry and row go to the
+ * caller's batch. The entry's debit of the wallet's available deposit money can fail the
+ * ledger's no-negative check when the batch is written: withdrawRefused() says what that means.
+ */
 export async function createWithdrawal(
   tx: Executor,
-  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date },
+  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date; context: q.WithdrawContext | undefined; batch: WriteBatch },
 ): Promise<q.WithdrawalRow> {
-  const wallet = await getWallet(tx, { clientId: i.clientId, walletId: i.walletId });
-  if (wallet.status !== 'Active') throw apiError('WalletClosed');
-  const user = (await findUser(tx, i.clientId, wallet.userId))!;
-  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; withdrawals need Approved.`);
-  const connected = await connectedAccounts(tx, i.clientId, user.id);
+  const c = i.context;
+  if (!c?.walletStatus) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
+  if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
+  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; withdrawals need Approved.`);
+  const connected = c.connected ?? [];
   if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
-  const deposited = await q.clearedDepositsByAccount(tx, i.clientId, wallet.id, connected.map((a) => a.id));
-  const byAccount = new Map(deposited.map((d) => [d.linkedAccountId, d.sum]));
-  const amounts = largestRemainder(i.amount, connected.map((a) => byAccount.get(a.id) ?? 0));
+  const amounts = largestRemainder(i.amount, connected.map((a) => Number(a.deposited)));
   const split = connected
     .map((a, k) => ({ linkedAccountId: a.id, institutionName: a.institutionName, accountMask: a.accountMask, amount: amounts[k]! }))
     .filter((s) => s.amount > 0);
 
   const id = uuidv7();
-  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
-  try {
-    await postEntry(tx, {
+  const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: i.walletId });
+  await postEntry(
+    tx,
+    {
       clientId: i.clientId,
       kind: 'withdraw',
       refType: 'withdrawal',
@@ -46,16 +49,20 @@ export async function createWithdrawal(
         { accountId: i.clientAccounts['external.bank'], amount: i.amount },
       ],
       now: i.now,
-    });
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) {
-      throw apiError('InsufficientWithdrawableBalance', 'The amount is more than the wallet\'s withdrawable balance (available deposit money; rewards are never withdrawable).', {
-        pointer: '/data/attributes/amount',
-      });
-    }
-    throw err;
-  }
-  return q.insertWithdrawal(tx, { id, clientId: i.clientId, walletId: wallet.id, amount: i.amount, split, createdAt: i.now });
+    },
+    i.batch,
+  );
+  const row: q.WithdrawalRow = { id, clientId: i.clientId, walletId: i.walletId, amount: i.amount, split, providerRef: null, createdAt: i.now };
+  i.batch.add(q.insertWithdrawalPart(row));
+  return row;
+}
+
+/** A withdrawal's write refused by the ledger's no-negative check: more than the withdrawable balance (400). */
+export function withdrawRefused(err: unknown): unknown {
+  if (checkViolation(err) !== 'ledger_accounts_non_negative') return err;
+  return apiError('InsufficientWithdrawableBalance', "The amount is more than the wallet's withdrawable balance (available deposit money; rewards are never withdrawable).", {
+    pointer: '/data/attributes/amount',
+  });
 }
 
 /** The most withdrawals one run of the bank-pushes job sends. */

@@ -1,12 +1,14 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
-import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import { WriteBatch } from '../../db/batch.ts';
+import type { Tx } from '../../db/open.ts';
+import { fingerprintOf, idempotent, runPreflight, sendOutcome } from '../../http/idempotency.ts';
+import { COMMON_ERRORS, Cents, JSONAPI, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
-import { createWithdrawal } from './domain.ts';
-import type { WithdrawalRow } from './sql.ts';
+import { createWithdrawal, withdrawRefused } from './domain.ts';
+import { withdrawPreflight, type WithdrawContext, type WithdrawalRow } from './sql.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
@@ -51,13 +53,32 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
-      const run = async (tx: Parameters<Parameters<typeof ctx.db.transaction>[0]>[0]) => {
-        const created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() });
+      // Four round trips with a key: BEGIN; the key's check with everything the withdrawal
+      // decides on (withdrawPreflight); the entry, the withdrawal and the stored response in one
+      // statement; COMMIT.
+      const preflight = withdrawPreflight(req.client.id, req.params.walletId);
+      const run = async (tx: Tx, batch: WriteBatch, context: Record<string, unknown> | undefined) => {
+        const created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now(), context: context as WithdrawContext | undefined, batch });
         return { status: 201, body: { data: withdrawResource(created) } };
       };
       const outcome = idempotencyKey
-        ? await idempotent(reply, { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) }, { db: ctx.db, clock: ctx.clock }, run)
-        : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction('201', 'application/vnd.api+json')!(o.body), replayed: false }));
+        ? await idempotent(
+            reply,
+            { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
+            { db: ctx.db, clock: ctx.clock, flushError: withdrawRefused },
+            run,
+            preflight,
+          )
+        : await ctx.db.transaction(async (tx) => {
+            const batch = new WriteBatch();
+            const o = await run(tx, batch, await runPreflight(tx, preflight));
+            try {
+              await batch.flush(tx);
+            } catch (err) {
+              throw withdrawRefused(err);
+            }
+            return { status: o.status, body: reply.getSerializationFunction('201', JSONAPI)!(o.body), replayed: false };
+          });
       // The bank pushes are started by the bank-pushes job, outside any transaction.
       return sendOutcome(reply, outcome);
     },

@@ -1,29 +1,52 @@
 // Every query on withdrawals, scoped by client_id.
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { WritePart } from '../../db/batch.ts';
 import { pagedRows } from '../../db/paged.ts';
 import type { Executor } from '../../db/open.ts';
-import { linkedAccounts, transactions, withdrawals } from '../../db/schema.ts';
+import { insertPart } from '../../db/rows.ts';
+import type { Preflight } from '../../http/idempotency.ts';
+import { linkedAccounts, withdrawals } from '../../db/schema.ts';
 
 export type WithdrawalRow = typeof withdrawals.$inferSelect;
 
-export async function insertWithdrawal(db: Executor, row: typeof withdrawals.$inferInsert): Promise<WithdrawalRow> {
-  const [out] = await db.insert(withdrawals).values(row).returning();
-  return out!;
+export const insertWithdrawalPart = (row: WithdrawalRow): WritePart => insertPart(withdrawals, row);
+
+/** A connected linked account of the wallet's user, with what the wallet's cleared deposits brought in from it. */
+export interface WithdrawTarget {
+  id: string;
+  institutionName: string;
+  accountMask: string;
+  deposited: number;
+}
+
+export interface WithdrawContext {
+  walletStatus: string | null;
+  userId: string | null;
+  kycStatus: string | null;
+  /** Oldest first (connectedAccounts' order). */
+  connected: WithdrawTarget[] | null;
 }
 
 /**
- * What a wallet's cleared deposits brought in, per linked account, over the accounts named. The
- * merchant's id leads the condition so the wallet's rows are read through transactions_wallet_idx
- * (client_id, wallet_id, …); on the wallet id alone PostgreSQL read every transaction.
+ * Everything a withdrawal decides on, read in the statement of the idempotency key's check
+ * (one round trip): the wallet, its user's KYC, and the user's connected linked accounts with
+ * what the wallet's cleared deposits brought in from each (read through transactions_wallet_idx,
+ * as clearedDepositsByAccount). Nothing is locked: the debit of the wallet's available deposit
+ * money is the guard. No wallet: the columns are null.
  */
-export async function clearedDepositsByAccount(db: Executor, clientId: string, walletId: string, linkedAccountIds: string[]) {
-  return db
-    .select({ linkedAccountId: transactions.linkedAccountId, sum: sql<number>`sum(${transactions.walletAmount})`.mapWith(Number) })
-    .from(transactions)
-    .where(
-      and(eq(transactions.clientId, clientId), eq(transactions.walletId, walletId), eq(transactions.status, 'Cleared'), inArray(transactions.linkedAccountId, linkedAccountIds)),
-    )
-    .groupBy(transactions.linkedAccountId);
+export function withdrawPreflight(clientId: string, walletId: string): Preflight {
+  return {
+    name: 'withdraw_context',
+    text: `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+        (select coalesce(json_agg(json_build_object('id', la.id, 'institutionName', la.institution_name, 'accountMask', la.account_mask,
+            'deposited', (select coalesce(sum(t.wallet_amount), 0) from transactions t
+              where t.client_id = w.client_id and t.wallet_id = w.id and t.status = 'Cleared' and t.linked_account_id = la.id))
+          order by la.created_at, la.id), '[]'::json)
+          from linked_accounts la where la.client_id = w.client_id and la.user_id = u.id and la.status = 'Connected') as connected
+      from wallets w join users u on u.id = w.user_id
+      where w.client_id = $1 and w.id = $2`,
+    params: [clientId, walletId],
+  };
 }
 
 /** Withdrawals the provider has not acknowledged yet, oldest first (the bank-pushes job, every client). */

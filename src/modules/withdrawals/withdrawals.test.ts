@@ -109,6 +109,23 @@ describe('withdrawals', () => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 600);
     assert.equal((await withdraw(t, m, wallet.id, 300, { idempotencyKey: key })).status, 409);
+    const over = await withdraw(t, m, wallet.id, 601, { idempotencyKey: randomUUID() });
+    assert.equal(over.status, 400, over.raw);
+    assert.equal(errorsOf(over)[0]!.code, 'InsufficientWithdrawableBalance');
+    for (const body of [{ idempotencyKey: randomUUID() }, {}]) {
+      const missing = await withdraw(t, m, randomUUID(), 100, body);
+      assert.equal(missing.status, 404, missing.raw);
+      assert.equal(errorsOf(missing)[0]!.code, 'WalletNotFound');
+    }
+  });
+
+  test('withdrawals racing for one balance: never more than it holds, the rest refused 400', async () => {
+    const { wallet } = await fundedWallet(t, m, 1000);
+    const results = await Promise.all(Array.from({ length: 5 }, (_, n) => withdraw(t, m, wallet.id, 300, n % 2 ? {} : { idempotencyKey: randomUUID() })));
+    assert.equal(results.filter((r) => r.status === 201).length, 3, results.map((r) => r.raw).join('\n'));
+    for (const r of results.filter((r) => r.status !== 201)) assert.equal(errorsOf(r)[0]!.code, 'InsufficientWithdrawableBalance', r.raw);
+    assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 100);
+    await assertLedgerSound(t);
   });
 
   test('largest remainder splits exactly', () => {
