@@ -250,6 +250,32 @@ export async function idempotent(
   });
 }
 
+/**
+ * A write whose idempotency key is optional: with a key, idempotent(); without one, the same
+ * preflight, run and batch in a plain transaction (the writes go out as one statement, and
+ * `flushError` says what a refusal of them means), its body serialized as the route's response.
+ */
+export async function keyedOrPlain(
+  reply: FastifyReply,
+  scope: Omit<IdempotencyScope, 'key'> & { key: string | undefined },
+  opts: Parameters<typeof idempotent>[2],
+  run: (tx: Tx, batch: WriteBatch, preflight: Record<string, unknown> | undefined) => Promise<Outcome>,
+  preflight?: Preflight,
+): Promise<StoredOutcome> {
+  if (scope.key !== undefined) return idempotent(reply, { ...scope, key: scope.key }, opts, run, preflight);
+  return opts.db.transaction(async (tx) => {
+    const batch = new WriteBatch();
+    const outcome = await run(tx, batch, preflight ? await runPreflight(tx, preflight) : undefined);
+    try {
+      await batch.flush(tx);
+    } catch (err) {
+      throw opts.flushError?.(err) ?? err;
+    }
+    const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
+    return { status: outcome.status, body: serialize(outcome.body), replayed: false };
+  });
+}
+
 /** The most keys one purge deletes; a full batch makes the job run again at once. */
 export const KEY_PURGE_BATCH = 5_000;
 

@@ -9,6 +9,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
+import { checkViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
@@ -19,10 +20,8 @@ import { InsufficientFundsError, lockAccounts } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
-import { findCounterparties } from '../counterparties/sql.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
-import { findLinkedAccount } from '../linked-accounts/sql.ts';
 import { intentResource } from '../payment-intents/render.ts';
 import { intentFromJson, lockIntent, lockIntentSkipLocked, updateIntent, updateIntentPart, type IntentRow } from '../payment-intents/sql.ts';
 import { findUser } from '../users/sql.ts';
@@ -424,6 +423,10 @@ export interface DirectPaymentInput {
   ext: Record<ClientCode, string>;
   rc: RenderContext;
   now: Date;
+  /** What the payment decides on (directPaymentPreflight). */
+  context: q.DirectPaymentContext | undefined;
+  /** Takes the payment's writes; directPaymentRefused() says what a refusal of them means. */
+  batch: WriteBatch;
 }
 
 const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
@@ -431,7 +434,8 @@ const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
 /**
  * A payment taken at once from the wallet (spending order), the rest from the linked account;
  * `externalPayments` (cash and the like) are recorded, not moved. Starts Processing; settles to
- * Sent, when the disbursements reach their counterparties.
+ * Sent, when the disbursements reach their counterparties. Decided from its context, read with
+ * the key's check; its entry, row and event go to the caller's batch.
  */
 export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): Promise<q.PaymentRow> {
   const external = (i.externalPayments ?? []).reduce((s, e) => s + e.amount, 0);
@@ -441,47 +445,43 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
   if (disbursed > i.amount - external) throw apiError('ValidationError', '`disbursement` adds up to more than Coffer takes (`amount` less `externalPayments`).', ptr('disbursement'));
   const ids = disbursement.map((d) => d.counterpartyId);
   if (new Set(ids).size !== ids.length) throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
-  const known = new Set((await findCounterparties(tx, i.clientId, ids)).map((c) => c.id));
+  const c = i.context;
+  const known = new Set(c?.counterpartyIds ?? []);
   const missing = disbursement.findIndex((d) => !known.has(d.counterpartyId));
   if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
 
-  const wallet = await findWallet(tx, i.clientId, i.walletId);
-  if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, ...ptr('walletId') });
-  if (wallet.status !== 'Active') throw apiError('WalletClosed', undefined, ptr('walletId'));
-  const user = (await findUser(tx, i.clientId, wallet.userId))!;
-  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
+  if (!c?.walletStatus) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, ...ptr('walletId') });
+  if (c.walletStatus !== 'Active') throw apiError('WalletClosed', undefined, ptr('walletId'));
+  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
 
   const due = i.amount - external;
-  const sourcing = planWalletSourcing(await walletBuckets(tx, wallet.id), due, {
+  const sourcing = planWalletSourcing((c.buckets ?? {}) as Buckets, due, {
     applyWalletBalance: true,
     rewardMinimumPurchase: i.settings.rewardMinimumPurchase,
     purchaseAmount: i.amount,
   });
   if (sourcing.linked > 0) {
     if (!i.linkedAccountId) throw apiError('Failed', `The wallet covers ${due - sourcing.linked} of ${due} cents; send a linkedAccountId for the rest.`, ptr('linkedAccountId'));
-    const la = await findLinkedAccount(tx, i.clientId, user.id, i.linkedAccountId);
-    if (!la) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
-    if (la.status !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
+    if (!c.linkedStatus) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+    if (c.linkedStatus !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
     if (sourcing.linked > i.settings.bankFundingLimit) {
       throw apiError('Failed', `The linked account may fund at most ${i.settings.bankFundingLimit} cents of a payment.`);
     }
   }
   const id = uuidv7();
-  try {
-    await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: wallet.id, sourcing, ext: i.ext });
-  } catch (err) {
-    if (err instanceof InsufficientFundsError) throw apiError('Failed', 'The wallet balance changed; try again.');
-    throw err;
-  }
-  const payment = await q.insertPayment(tx, {
+  await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: i.walletId, sourcing, ext: i.ext, batch: i.batch });
+  const payment: q.PaymentRow = {
     id,
     clientId: i.clientId,
-    walletId: wallet.id,
-    userId: user.id,
+    intentId: null,
+    walletId: i.walletId,
+    giftId: null,
+    userId: c.walletUserId,
     rail: 'bank',
     status: 'Processing',
     amount: i.amount,
     capturedAmount: due,
+    refundedAmount: 0,
     channel: i.channel ?? null,
     reference: i.reference ?? null,
     linkedAccountId: sourcing.linked > 0 ? i.linkedAccountId! : null,
@@ -489,14 +489,26 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
     captured: sourcing,
     externalPayments: i.externalPayments ?? [],
     disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: d.remit ?? false })),
+    processor: null,
+    networkAuthorized: 0,
+    failureReason: null,
     expiresAt: new Date(i.now.getTime() + AUTHORIZATION_LIFETIME_MS),
     settleAfter: new Date(i.now.getTime() + SANDBOX_SETTLE_DELAY_MS),
     createdAt: i.now,
     updatedAt: i.now,
     capturedAt: i.now,
-  });
-  await emitPayment(tx, 'PaymentCreated', payment, i.rc, i.now);
+    settledAt: null,
+    canceledAt: null,
+  };
+  i.batch.add(q.insertPaymentPart(payment));
+  await emitPayment(tx, 'PaymentCreated', payment, i.rc, i.now, i.batch);
   return payment;
+}
+
+/** A direct payment's write refused by the ledger's no-negative check: the balance it was planned from changed (402 Failed, to retry). */
+export function directPaymentRefused(err: unknown): unknown {
+  if (checkViolation(err) !== 'ledger_accounts_non_negative') return err;
+  return apiError('Failed', 'The wallet balance changed; try again.');
 }
 
 // ----- the card network (sandbox) -------------------------------------------------------

@@ -718,6 +718,19 @@ describe('payments: direct payments (POST /payments)', () => {
     await t.close();
   });
 
+  test('direct payments racing for one balance: never more than it holds, the rest 402 Failed to retry', async () => {
+    const { wallet } = await fundedWallet(t, m, 1000);
+    // Each is planned from the balance as read; the ledger refuses the ones it no longer covers.
+    const results = await Promise.all(Array.from({ length: 5 }, (_, n) => createPayment(t, m, { walletId: wallet.id, amount: 300, ...(n % 2 ? { idempotencyKey: randomUUID() } : {}) })));
+    assert.equal(results.filter((r) => r.status === 200).length, 3, results.map((r) => r.raw).join('\n'));
+    for (const r of results.filter((r) => r.status !== 200)) {
+      assert.equal(r.status, 402, r.raw);
+      assert.equal(errorsOf(r)[0]!.code, 'Failed');
+    }
+    assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 100);
+    await assertLedgerSound(t);
+  });
+
   test('200 Processing: the wallet pays in the spending order, the linked account the rest; externalPayments are recorded, not moved; PaymentCreated', async () => {
     const { wallet, account } = await fundedWallet(t, m, 2000);
     assert.equal((await reward(t, m, wallet.id, 100)).status, 200);

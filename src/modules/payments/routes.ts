@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
-import { fingerprintOf, idempotent, sendOutcome, type Outcome } from '../../http/idempotency.ts';
+import { fingerprintOf, keyedOrPlain, sendOutcome, type Outcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { wrappedOrBare } from '../../http/patch-body.ts';
 import { COMMON_ERRORS, JSONAPI, defaultBody, document, idParams, listDocument, ref, requestBody, responses } from '../../http/schemas.ts';
@@ -18,6 +18,7 @@ import { submitRefund } from './refund-groups.ts';
 import {
   completePayment,
   createDirectPayment,
+  directPaymentRefused,
   failBankPull,
   getPayment,
   increaseAuthorization,
@@ -48,7 +49,7 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, directPaymentPreflight, type DirectPaymentContext, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -86,12 +87,8 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
   const self = (req: FastifyRequest) => ({ self: `${rc.baseUrl}${req.url}` });
   const includedIntent = (c: ChangedPayment) => (c.intent ? [intentResource(c.intent, c.paymentIds, rc.baseUrl, ctx.clock.now())] : []);
   /** Runs a write under its idempotency key when the caller sent one (same rules as deposits), else in a plain transaction. */
-  const keyed = async (reply: FastifyReply, scope: { clientId: string; operation: string; key?: string; fingerprint: unknown }, run: (tx: Tx) => Promise<Outcome>) => {
-    const outcome = scope.key
-      ? await idempotent(reply, { ...scope, key: scope.key, fingerprint: fingerprintOf(scope.fingerprint) }, { db: ctx.db, clock: ctx.clock }, run)
-      : await ctx.db.transaction(run).then((o) => ({ status: o.status, body: reply.getSerializationFunction(String(o.status), JSONAPI)!(o.body as Record<string, unknown>), replayed: false }));
-    return sendOutcome(reply, outcome);
-  };
+  const keyed = async (reply: FastifyReply, scope: { clientId: string; operation: string; key?: string; fingerprint: unknown }, run: (tx: Tx) => Promise<Outcome>) =>
+    sendOutcome(reply, await keyedOrPlain(reply, { ...scope, key: scope.key, fingerprint: fingerprintOf(scope.fingerprint) }, { db: ctx.db, clock: ctx.clock }, run));
 
   app.post(
     '/api/v1/payments',
@@ -111,10 +108,20 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const ext = await clientAccountIds(ctx.db, req.client.id);
-      return keyed(reply, { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: attributes }, async (tx) => {
-        const p = await createDirectPayment(tx, { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now() });
-        return { status: 200, body: { data: paymentResource(p, rc) } };
-      });
+      // Five round trips: BEGIN; the key's check with everything the payment decides on; the
+      // wallet's accounts locked; the entry, payment, event and stored response; COMMIT.
+      const preflight = directPaymentPreflight(req.client.id, attributes.walletId, (attributes.disbursement ?? []).map((d) => d.counterpartyId), attributes.linkedAccountId);
+      const outcome = await keyedOrPlain(
+        reply,
+        { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
+        { db: ctx.db, clock: ctx.clock, flushError: directPaymentRefused },
+        async (tx, batch, context) => {
+          const p = await createDirectPayment(tx, { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now(), context: context as DirectPaymentContext | undefined, batch });
+          return { status: 200, body: { data: paymentResource(p, rc) } };
+        },
+        preflight,
+      );
+      return sendOutcome(reply, outcome);
     },
   );
 

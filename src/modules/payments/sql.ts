@@ -7,7 +7,7 @@ import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
-import type { KeyCheck } from '../../http/idempotency.ts';
+import type { KeyCheck, Preflight } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type PaymentRow = typeof payments.$inferSelect;
@@ -267,6 +267,37 @@ export async function lockPaymentById(db: Executor, id: string): Promise<Payment
 
 export const insertRefundPart = (row: RefundRow): WritePart => insertPart(refunds, row);
 export const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
+
+/** What a direct payment (POST /payments) decides on: directPaymentPreflight. */
+export interface DirectPaymentContext {
+  /** The named counterparties that exist (not deleted) for the merchant. */
+  counterpartyIds: string[];
+  walletStatus: string | null;
+  walletUserId: string | null;
+  kycStatus: string | null;
+  /** The wallet's balance per ledger account code. */
+  buckets: Record<string, number> | null;
+  /** The named linked account's status, when it is the wallet user's. */
+  linkedStatus: string | null;
+}
+
+/**
+ * Everything a direct payment decides on, read in the statement of the idempotency key's check
+ * (one round trip): the named counterparties, the wallet, its user's KYC, its balances and the
+ * named linked account. Nothing is locked: the balances plan the sourcing, and the ledger's
+ * no-negative check refuses a plan a concurrent spend made stale. One row, even without a wallet.
+ */
+export function directPaymentPreflight(clientId: string, walletId: string, counterpartyIds: string[], linkedAccountId: string | undefined): Preflight {
+  return {
+    name: 'direct_payment_context',
+    text: `select (select coalesce(json_agg(c.id), '[]'::json) from counterparties c where c.client_id = $1 and c.deleted_at is null and c.id = any($3::uuid[])) as "counterpartyIds",
+        w.status as "walletStatus", w.user_id as "walletUserId", u.kyc_status as "kycStatus",
+        (select json_object_agg(a.code, a.balance) from ledger_accounts a where a.owner_type = 'wallet' and a.owner_id = w.id) as buckets,
+        (select la.status from linked_accounts la where la.client_id = $1 and la.user_id = w.user_id and la.id = $4::uuid) as "linkedStatus"
+      from (select 1) one left join wallets w on w.client_id = $1 and w.id = $2 left join users u on u.id = w.user_id`,
+    params: [clientId, walletId, counterpartyIds, linkedAccountId ?? null],
+  };
+}
 
 /** A refund's idempotency check (KeyCheck) with its payment, locked when the refund will run. */
 export type RefundCheck = KeyCheck & { payment_row: Record<string, unknown> | null };

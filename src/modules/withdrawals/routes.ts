@@ -1,9 +1,9 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { WriteBatch } from '../../db/batch.ts';
+import type { WriteBatch } from '../../db/batch.ts';
 import type { Tx } from '../../db/open.ts';
-import { fingerprintOf, idempotent, runPreflight, sendOutcome } from '../../http/idempotency.ts';
-import { COMMON_ERRORS, Cents, JSONAPI, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import { fingerprintOf, keyedOrPlain, sendOutcome } from '../../http/idempotency.ts';
+import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
@@ -61,24 +61,13 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
         const created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now(), context: context as WithdrawContext | undefined, batch });
         return { status: 201, body: { data: withdrawResource(created) } };
       };
-      const outcome = idempotencyKey
-        ? await idempotent(
-            reply,
-            { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
-            { db: ctx.db, clock: ctx.clock, flushError: withdrawRefused },
-            run,
-            preflight,
-          )
-        : await ctx.db.transaction(async (tx) => {
-            const batch = new WriteBatch();
-            const o = await run(tx, batch, await runPreflight(tx, preflight));
-            try {
-              await batch.flush(tx);
-            } catch (err) {
-              throw withdrawRefused(err);
-            }
-            return { status: o.status, body: reply.getSerializationFunction('201', JSONAPI)!(o.body), replayed: false };
-          });
+      const outcome = await keyedOrPlain(
+        reply,
+        { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
+        { db: ctx.db, clock: ctx.clock, flushError: withdrawRefused },
+        run,
+        preflight,
+      );
       // The bank pushes are started by the bank-pushes job, outside any transaction.
       return sendOutcome(reply, outcome);
     },
