@@ -618,6 +618,22 @@ export const transactions = pgTable(
 );
 
 /**
+ * What a wallet's cleared deposits brought in from each linked account, kept as deposits clear
+ * (a deposit clears once and never changes after): a withdrawal splits by it in one indexed read
+ * instead of summing every deposit the wallet ever cleared (docs/money.md#withdrawals).
+ */
+export const depositTotals = pgTable(
+  'deposit_totals',
+  {
+    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    linkedAccountId: uuid('linked_account_id').notNull(),
+    clientId: uuid('client_id').notNull().references(() => clients.id),
+    cleared: bigint('cleared', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.walletId, t.linkedAccountId] })],
+);
+
+/**
  * Bank transfers that a status-reporting provider accepted (providers/bank-transfers.ts) and
  * whose end Coffer waits for: a deposit's pull, a withdrawal's push, a captured payment's pull of
  * its bank part. The bank-transfer-status job asks the provider about each due one (leased with

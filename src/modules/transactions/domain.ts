@@ -194,6 +194,7 @@ async function clear(tx: Executor, t: q.TransactionRow, o: SettleOptions, ext: R
   }
   await postEntry(tx, { clientId: t.clientId, kind: 'deposit.clear', refType: 'transaction', refId: t.id, postings, now: o.now });
   const cleared = await q.updateTransactionRow(tx, t.id, { status: 'Cleared', clearedAt: o.now, rewardAmount: reward, updatedAt: o.now });
+  await q.addClearedDeposit(tx, t);
   await recordEvent(tx, { clientId: t.clientId, topic: 'TransactionCleared', userId: t.userId, walletId: t.walletId, resource: transactionResource(cleared, o.baseUrl), now: o.now });
   return cleared;
 }

@@ -66,6 +66,17 @@ export async function listTransactionRows(db: Executor, clientId: string, wallet
   return { rows: [], total: await readTotal(db, total) };
 }
 
+/** A cleared deposit adds what it brought in to its wallet's total from its linked account (deposit_totals). */
+const ADD_CLEARED = statement(
+  'deposit_totals_add',
+  `insert into deposit_totals (wallet_id, linked_account_id, client_id, cleared) values ($1, $2, $3, $4)
+   on conflict (wallet_id, linked_account_id) do update set cleared = deposit_totals.cleared + excluded.cleared`,
+);
+
+export async function addClearedDeposit(db: Executor, t: Pick<TransactionRow, 'walletId' | 'linkedAccountId' | 'clientId' | 'walletAmount'>): Promise<void> {
+  await run(db, ADD_CLEARED, [t.walletId, t.linkedAccountId, t.clientId, t.walletAmount]);
+}
+
 export async function updateTransactionRow(db: Executor, id: string, patch: Partial<TransactionRow>): Promise<TransactionRow> {
   const [row] = await db.update(transactions).set(patch).where(eq(transactions.id, id)).returning();
   return row!;

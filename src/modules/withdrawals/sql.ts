@@ -30,8 +30,8 @@ export interface WithdrawContext {
 /**
  * Everything a withdrawal decides on, read in the statement of the idempotency key's check
  * (one round trip): the wallet, its user's KYC, and the user's connected linked accounts with
- * what the wallet's cleared deposits brought in from each (read through transactions_wallet_idx,
- * as clearedDepositsByAccount). Nothing is locked: the debit of the wallet's available deposit
+ * what the wallet's cleared deposits brought in from each (deposit_totals, kept as deposits
+ * clear, so the read does not grow with the wallet's deposits). Nothing is locked: the debit of the wallet's available deposit
  * money is the guard. No wallet: the columns are null.
  */
 export function withdrawPreflight(clientId: string, walletId: string): Preflight {
@@ -39,8 +39,7 @@ export function withdrawPreflight(clientId: string, walletId: string): Preflight
     name: 'withdraw_context',
     text: `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
         (select coalesce(json_agg(json_build_object('id', la.id, 'institutionName', la.institution_name, 'accountMask', la.account_mask,
-            'deposited', (select coalesce(sum(t.wallet_amount), 0) from transactions t
-              where t.client_id = w.client_id and t.wallet_id = w.id and t.status = 'Cleared' and t.linked_account_id = la.id))
+            'deposited', coalesce((select d.cleared from deposit_totals d where d.wallet_id = w.id and d.linked_account_id = la.id), 0))
           order by la.created_at, la.id), '[]'::json)
           from linked_accounts la where la.client_id = w.client_id and la.user_id = u.id and la.status = 'Connected') as connected
       from wallets w join users u on u.id = w.user_id
