@@ -5,35 +5,22 @@
 // deletes) keep the rollup and its deltas equal to a count over payments, and so does the fold.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf, runMigrations, type Database } from '../db/open.ts';
+import { rowsOf, runMigrations } from '../db/open.ts';
 import { foldPaymentRollup } from '../modules/payments/sql.ts';
-import { migrateUpTo } from '../test/migrations.ts';
-import { freshDatabaseUrl } from '../test/harness.ts';
+import { migrationTestDatabase } from '../test/migrations.ts';
 
 const TAG = /_console_payment_rollup$/;
 
-let dir: string;
-let database: Database;
-before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'coffer-rollup-migration-'));
-  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
-});
-after(async () => {
-  await database?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = migrationTestDatabase('rollup');
 
 const merchants = [randomUUID(), randomUUID()];
 
 /** payments counted per merchant and hour, as the rollup defines its figures. */
 async function truth() {
   return rowsOf<Record<string, unknown>>(
-    await database.db.execute(sql`
+    await scratch.database.db.execute(sql`
       select client_id::text, date_trunc('hour', created_at, 'UTC') as hour, count(*)::bigint as payments, count(*) filter (where status = 'Failed')::bigint as failed,
         sum(amount)::bigint as amount, coalesce(sum(captured_amount) filter (where status <> 'Failed'), 0)::bigint as captured, sum(refunded_amount)::bigint as refunded
       from payments group by 1, 2 order by 1, 2`),
@@ -43,7 +30,7 @@ async function truth() {
 /** The rollup and the deltas not yet folded, summed per merchant and hour (rows that sum to nothing left out). */
 async function rolled() {
   return rowsOf<Record<string, unknown>>(
-    await database.db.execute(sql`
+    await scratch.database.db.execute(sql`
       select client_id::text, hour, sum(payments)::bigint as payments, sum(failed)::bigint as failed, sum(amount)::bigint as amount,
         sum(captured)::bigint as captured, sum(refunded)::bigint as refunded
       from (select * from console_payment_rollup union all select * from console_payment_rollup_deltas) x
@@ -71,12 +58,12 @@ const insertPayments = (client: string, n: number, from: string, status = 'Creat
   from generate_series(1, ${n}) k`;
 
 test('the migration counts the payments there are; every statement on payments keeps the rollup equal to them', async () => {
-  const db = database.db;
-  await migrateUpTo(database, TAG, dir);
+  const db = scratch.database.db;
+  await scratch.upTo(TAG);
 
   await db.execute(insertPayments(merchants[0]!, 10, '2026-05-01T10:05:00Z', 'Sent'));
   await db.execute(insertPayments(merchants[1]!, 4, '2026-05-01T23:50:00Z', 'Failed'));
-  await runMigrations(database);
+  await runMigrations(scratch.database);
   assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n), 0);
   const backfilled = await truth();
   assert.equal(backfilled.length, 4 + 2, 'ten payments over four hours, four over two');

@@ -4,29 +4,16 @@
 // what the cleared ones brought in, and nothing for the others.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf, runMigrations, type Database } from './open.ts';
-import { freshDatabaseUrl } from '../test/harness.ts';
-import { migrateUpTo } from '../test/migrations.ts';
+import { rowsOf, runMigrations } from './open.ts';
+import { migrationTestDatabase } from '../test/migrations.ts';
 
-let dir: string;
-let database: Database;
-before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'coffer-deposit-totals-migration-'));
-  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
-});
-after(async () => {
-  await database?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = migrationTestDatabase('deposit-totals');
 
 test('the migration totals the deposits cleared before it, per wallet and linked account', async () => {
-  const db = database.db;
-  await migrateUpTo(database, /_deposit_totals$/, dir);
+  const db = scratch.database.db;
+  await scratch.upTo(/_deposit_totals$/);
   const [client, wallet, other, bankA, bankB] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
   const user = randomUUID();
   await db.execute(sql`insert into clients (id, name) values (${client}::uuid, 'm')`);
@@ -45,7 +32,7 @@ test('the migration totals the deposits cleared before it, per wallet and linked
   await deposit(wallet, bankB, 'Failed', 7777);
   await deposit(other, bankA, 'Cleared', 40);
   await deposit(other, bankB, 'Pending', 5);
-  await runMigrations(database);
+  await runMigrations(scratch.database);
   const totals = rowsOf<{ wallet_id: string; linked_account_id: string; cleared: string }>(
     await db.execute(sql`select wallet_id, linked_account_id, cleared from deposit_totals order by cleared desc`),
   ).map((r) => [r.wallet_id, r.linked_account_id, Number(r.cleared)]);

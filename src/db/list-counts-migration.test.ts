@@ -5,27 +5,14 @@
 // their deltas equal to a count over the tables, and so does the fold, in small batches too.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { foldListCounts } from './list-counts.ts';
-import { openDatabase, rowsOf, runMigrations, type Database } from './open.ts';
-import { freshDatabaseUrl } from '../test/harness.ts';
+import { rowsOf, runMigrations, type Database } from './open.ts';
 import { countsFromTables, countsKept } from '../test/list-counts.ts';
-import { migrateUpTo } from '../test/migrations.ts';
+import { migrationTestDatabase } from '../test/migrations.ts';
 
-let dir: string;
-let database: Database;
-before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'coffer-list-counts-migration-'));
-  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
-});
-after(async () => {
-  await database?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = migrationTestDatabase('list-counts');
 
 const merchants = [randomUUID(), randomUUID()];
 const wallets = [randomUUID(), randomUUID()];
@@ -54,8 +41,8 @@ async function assertCounted(db: Database['db']) {
 }
 
 test('the migration counts the rows there are; every statement keeps the counters equal to them', async () => {
-  const db = database.db;
-  await migrateUpTo(database, /_list_counts$/, dir);
+  const db = scratch.database.db;
+  await scratch.upTo(/_list_counts$/);
   for (const [i, client] of merchants.entries()) {
     await db.execute(sql`insert into clients (id, name) values (${client}::uuid, ${'m' + i})`);
     const user = randomUUID();
@@ -67,7 +54,7 @@ test('the migration counts the rows there are; every statement keeps the counter
     await db.execute(insertEvents(client, 4 + i));
   }
   const before = await countsFromTables(db);
-  await runMigrations(database);
+  await runMigrations(scratch.database);
   assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n), 0);
   assert.deepEqual(await countsKept(db), before, 'the migration counted every row');
   assert.equal(before[`${merchants[1]}|payments/channel=web|{"status": "Created"}`], 2);

@@ -5,33 +5,20 @@
 // gives each due delivery's event.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf, runMigrations, type Database } from '../../db/open.ts';
-import { migrateUpTo } from '../../test/migrations.ts';
-import { freshDatabaseUrl } from '../../test/harness.ts';
+import { rowsOf, runMigrations } from '../../db/open.ts';
+import { migrationTestDatabase } from '../../test/migrations.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { weekOf } from './partitions.ts';
 
 const DAY = 86_400_000;
 
-let dir: string;
-let database: Database;
-before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'coffer-partitions-migration-'));
-  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
-});
-after(async () => {
-  await database?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = migrationTestDatabase('partitions');
 
 test('events, deliveries and attempts move with their rows into weekly partitions', async () => {
-  await migrateUpTo(database, /_partitioned_events$/, dir);
-  const db = database.db;
+  await scratch.upTo(/_partitioned_events$/);
+  const db = scratch.database.db;
   const client = randomUUID();
   await db.execute(sql`insert into clients (id, name) values (${client}, 'Partitioned')`);
   const webhook = randomUUID();
@@ -49,7 +36,7 @@ test('events, deliveries and attempts move with their rows into weekly partition
       values (${uuidv7At(now)}, ${client}, ${delivery}, ${id}, 1, now(), 12, 500)`);
   }
 
-  await runMigrations(database);
+  await runMigrations(scratch.database);
 
   const partitionOf = async (table: string, key: string, id: string) =>
     rowsOf<{ p: string }>(await db.execute(sql.raw(`select tableoid::regclass::text as p from ${table} where ${key} = '${id}'`)))[0]?.p;

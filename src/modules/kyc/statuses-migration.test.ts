@@ -3,35 +3,22 @@
 // the way; DisclosuresAccepted becomes NotStarted (its acceptance time kept) and Declined Denied.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf, runMigrations, type Database } from '../../db/open.ts';
-import { migrateUpTo } from '../../test/migrations.ts';
-import { freshDatabaseUrl } from '../../test/harness.ts';
+import { rowsOf, runMigrations } from '../../db/open.ts';
+import { migrationTestDatabase } from '../../test/migrations.ts';
 
 const TAG = /_accrue_kyc_users$/;
 
-let dir: string;
-let database: Database;
-before(async () => {
-  dir = await mkdtemp(path.join(tmpdir(), 'coffer-kyc-migration-'));
-  database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
-});
-after(async () => {
-  await database?.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = migrationTestDatabase('kyc');
 
 test('stored DisclosuresAccepted and Declined become NotStarted and Denied; other statuses stay', async () => {
-  await migrateUpTo(database, TAG, dir);
+  await scratch.upTo(TAG);
 
   const client = randomUUID();
   const accepted = new Date('2026-05-01T10:00:00Z');
   const users = { disclosed: randomUUID(), declined: randomUUID(), approved: randomUUID(), fresh: randomUUID() };
-  const db = database.db;
+  const db = scratch.database.db;
   await db.execute(sql`insert into clients (id, name) values (${client}, 'Old statuses')`);
   for (const [name, status] of [['disclosed', 'DisclosuresAccepted'], ['declined', 'Declined'], ['approved', 'Approved'], ['fresh', 'NotStarted']] as const) {
     await db.execute(sql`insert into users (id, client_id, public_id, phone_number, kyc_status, disclosures_accepted_at)
@@ -41,7 +28,7 @@ test('stored DisclosuresAccepted and Declined become NotStarted and Denied; othe
   await db.execute(sql`insert into kyc_applications (id, client_id, user_id, status, first_name, last_name, date_of_birth, email, address, decide_after)
     values (${application}, ${client}, ${users.declined}, 'Declined', 'D', 'E', '1990-01-01', 'd@declined.test', '{}'::jsonb, now())`);
 
-  await runMigrations(database);
+  await runMigrations(scratch.database);
 
   const rows = rowsOf<{ id: string; kyc_status: string; disclosures_accepted_at: Date | string | null }>(
     await db.execute(sql`select id, kyc_status, disclosures_accepted_at from users where client_id = ${client}`),
