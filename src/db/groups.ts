@@ -4,6 +4,7 @@
 // Under load a request's share of round trips, statements and commits falls with the size of
 // the group; on two cores shared with PostgreSQL those, not the rows, are most of a request's
 // cost (docs/architecture.md). A quiet server runs each request at once, as a group of one.
+import { WriteBatch } from './batch.ts';
 import { CommitOutcomeUnknown } from './errors.ts';
 import type { Db, Tx } from './open.ts';
 import { groupCommitSize } from '../observability/metrics.ts';
@@ -164,4 +165,31 @@ export async function runRowGroup<M extends { reject(err: unknown): void }>(
   }
   for (const s of settle) s();
   await alone(later);
+}
+
+/**
+ * Decides each member of a group on a batch of its own, in order. A refusal (`refused(err)`: the
+ * request's own error) before any of its writes went out leaves its writes out and settles it
+ * with the error after the commit; a refusal after some went out, or any other error, fails the
+ * group. Returns the decided members' batches, to be written together (WriteBatch.merged).
+ */
+export async function decideEach<M extends { resolve(result: R): void; reject(err: unknown): void }, R>(
+  members: M[],
+  settle: (() => void)[],
+  refused: (err: unknown) => boolean,
+  decide: (m: M, batch: WriteBatch) => Promise<R>,
+): Promise<WriteBatch[]> {
+  const batches: WriteBatch[] = [];
+  for (const m of members) {
+    const batch = new WriteBatch();
+    try {
+      const result = await decide(m, batch);
+      batches.push(batch);
+      settle.push(() => m.resolve(result));
+    } catch (err) {
+      if (!refused(err) || batch.flushed) throw err;
+      settle.push(() => m.reject(err));
+    }
+  }
+  return batches;
 }

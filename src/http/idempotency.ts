@@ -241,13 +241,18 @@ export async function idempotent(
     const body = serialize(outcome.body);
     // A key past its retention is simply overwritten.
     batch.add(storeOutcomePart(scope, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)));
-    try {
-      await batch.flush(tx);
-    } catch (err) {
-      throw opts.flushError?.(err) ?? err;
-    }
+    await flushWrites(tx, batch, opts.flushError);
     return { status: outcome.status, body, replayed: false };
   });
+}
+
+/** Writes a write's batch; `flushError` says what a refusal of it means. */
+async function flushWrites(tx: Tx, batch: WriteBatch, flushError: ((err: unknown) => unknown) | undefined): Promise<void> {
+  try {
+    await batch.flush(tx);
+  } catch (err) {
+    throw flushError?.(err) ?? err;
+  }
 }
 
 /**
@@ -266,11 +271,7 @@ export async function keyedOrPlain(
   return opts.db.transaction(async (tx) => {
     const batch = new WriteBatch();
     const outcome = await run(tx, batch, preflight ? await runPreflight(tx, preflight) : undefined);
-    try {
-      await batch.flush(tx);
-    } catch (err) {
-      throw opts.flushError?.(err) ?? err;
-    }
+    await flushWrites(tx, batch, opts.flushError);
     const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
     return { status: outcome.status, body: serialize(outcome.body), replayed: false };
   });

@@ -94,6 +94,9 @@ function normalise(postings: Posting[]): Posting[] {
   return kept;
 }
 
+/** Whether a database error is the ledger's no-negative check refusing a balance below zero. */
+export const refusedByLedger = (err: unknown): boolean => checkViolation(err) === 'ledger_accounts_non_negative';
+
 /**
  * Writes one entry. Returns its id, or undefined when every amount was zero. Account ids come
  * from accountIds()/clientAccountIds(); whether each keeps a cached balance is known from there
@@ -130,7 +133,7 @@ export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBa
   try {
     await own.flush(tx);
   } catch (err) {
-    if (checkViolation(err) === 'ledger_accounts_non_negative') {
+    if (refusedByLedger(err)) {
       countMovement(input.kind, 'insufficient_funds');
       throw new InsufficientFundsError();
     }

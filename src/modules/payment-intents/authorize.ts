@@ -24,7 +24,7 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
-import { checkViolation } from '../../db/errors.ts';
+import { refusedByLedger } from '../../ledger/post.ts';
 import { apiError } from '../../http/errors.ts';
 import { renderErrorDocument } from '../../http/error-handler.ts';
 import { checkKey, fingerprintOf, RETENTION_MS, runPreflight, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
@@ -239,7 +239,7 @@ export async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
   try {
     await batch.flush(tx);
   } catch (err) {
-    if (checkViolation(err) === 'ledger_accounts_non_negative') throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
+    if (refusedByLedger(err)) throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
     throw err;
   }
 }

@@ -12,7 +12,7 @@
 // intent twice: the later runs after the group commits (and finds it Canceled). A group that
 // fails as a whole wrote nothing, and each of its cancels runs again alone.
 import { WriteBatch } from '../../db/batch.ts';
-import { groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { lockAccounts } from '../../ledger/post.ts';
@@ -46,22 +46,13 @@ function runGroup(db: Db, members: Member[]): Promise<void> {
     const held = new Set<string>();
     for (const p of payments.values()) if (p.status === 'Created') for (const id of await releasedAccounts(tx, p)) held.add(id);
     if (held.size > 1) await lockAccounts(tx, [...held].sort());
-    const batches: WriteBatch[] = [];
-    for (const m of group) {
-      const batch = new WriteBatch();
-      try {
-        const intent = intents.get(m.intentId);
-        if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${m.intentId}.`);
-        const ids = paymentIds.get(intent.id)!;
-        const canceled = await cancelLockedIntent(tx, intent, { ...m, paymentIds: ids, payment: payments.get(intent.id), held, batch });
-        batches.push(batch);
-        settle.push(() => m.resolve({ intent: canceled, paymentIds: ids }));
-      } catch (err) {
-        // A refusal after some of its writes went out cannot be left out: the group fails.
-        if (!(err instanceof ApiError) || batch.flushed) throw err;
-        settle.push(() => m.reject(err));
-      }
-    }
+    const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
+      const intent = intents.get(m.intentId);
+      if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${m.intentId}.`);
+      const ids = paymentIds.get(intent.id)!;
+      const canceled = await cancelLockedIntent(tx, intent, { ...m, paymentIds: ids, payment: payments.get(intent.id), held, batch });
+      return { intent: canceled, paymentIds: ids };
+    });
     await WriteBatch.merged(batches).flush(tx);
     return settle;
   });

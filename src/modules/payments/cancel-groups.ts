@@ -12,10 +12,9 @@
 // twice: the later runs after the group commits (and finds it Canceled). A group that fails as
 // a whole wrote nothing, and each of its cancels runs again alone.
 import { WriteBatch } from '../../db/batch.ts';
-import { groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { clientAccountIds } from '../../ledger/accounts.ts';
 import { lockAccounts } from '../../ledger/post.ts';
 import { cancelLockedPayment, releasedAccounts, type CancelInput, type ChangedPayment } from './domain.ts';
 import * as q from './sql.ts';
@@ -25,10 +24,8 @@ type Member = GroupMember<CancelInput, ChangedPayment>;
 /** Cancels a Created payment in the next group to run. */
 export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, { name: 'cancel' });
 
-async function runGroup(db: Db, members: Member[]): Promise<void> {
-  // Outside the transaction: a merchant's accounts are created (once) and committed before their ids are cached.
-  for (const clientId of new Set(members.map((m) => m.clientId))) await clientAccountIds(db, clientId);
-  await runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
+function runGroup(db: Db, members: Member[]): Promise<void> {
+  return runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
     const settle: (() => void)[] = [];
     await q.lockIntentsOfPayments(tx, group);
     const locked = await q.lockPaymentsWithIntents(tx, group);
@@ -36,21 +33,12 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
     const held = new Set<string>();
     for (const p of created) for (const id of await releasedAccounts(tx, p)) held.add(id);
     if (held.size > 1) await lockAccounts(tx, [...held].sort());
-    const batches: WriteBatch[] = [];
-    for (const [n, m] of group.entries()) {
-      const batch = new WriteBatch();
-      try {
-        const l = locked[n];
-        if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-        const changed = await cancelLockedPayment(tx, l, { ...m, batch, held });
-        batches.push(batch);
-        settle.push(() => m.resolve(changed));
-      } catch (err) {
-        // A refusal after some of its writes went out cannot be left out: the group fails.
-        if (!(err instanceof ApiError) || batch.flushed) throw err;
-        settle.push(() => m.reject(err));
-      }
-    }
+    const row = new Map(group.map((m, n) => [m, locked[n]]));
+    const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
+      const l = row.get(m);
+      if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
+      return cancelLockedPayment(tx, l, { ...m, batch, held });
+    });
     await WriteBatch.merged(batches).flush(tx);
     return settle;
   });

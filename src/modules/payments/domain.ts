@@ -9,14 +9,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
-import { checkViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 import { checkBodyId } from '../../http/patch-body.ts';
 import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
-import { InsufficientFundsError, lockAccounts } from '../../ledger/post.ts';
+import { InsufficientFundsError, lockAccounts, refusedByLedger } from '../../ledger/post.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
@@ -129,11 +128,7 @@ export async function captureBankPayment(
   return updated;
 }
 
-/**
- * POST /payments/{id}/capture alone: BEGIN; the payment locked (with its intent); the wallet's
- * accounts locked; one batch of writes; COMMIT. Most captures run in groups instead
- * (capture-groups.ts); this is the path for what a group hands back.
- */
+/** POST /payments/{id}/capture (capture-groups.ts). */
 export type CaptureInput = Ctx & { paymentId: string; amount: number };
 
 /** A changed payment (captured, canceled, increased), with its intent and the intent's payments for the response. */
@@ -143,21 +138,12 @@ export interface ChangedPayment {
   paymentIds: string[];
 }
 
-/** The response's view of a locked payment's intent (lockPaymentWithIntent). */
+/** The response's view of a locked payment's intent (lockPaymentsWithIntents). */
 export const capturedOf = (payment: q.PaymentRow, intent: Record<string, unknown> | null): ChangedPayment => ({
   payment,
   intent: intent ? intentFromJson(intent) : undefined,
   paymentIds: (intent?.payment_ids as string[] | undefined) ?? [],
 });
-
-export async function capturePayment(db: Db, opts: CaptureInput): Promise<ChangedPayment> {
-  const ext = await clientAccountIds(db, opts.clientId);
-  return db.transaction(async (tx) => {
-    const locked = await q.lockPaymentWithIntent(tx, opts.clientId, opts.paymentId);
-    if (!locked) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
-    return capturedOf(await captureBankPayment(tx, locked.payment, opts.amount, { ...opts, ext }), locked.intent);
-  });
-}
 
 /**
  * Created → Canceled: the reservation (or the card network's hold on a gift) is released. With a
@@ -507,7 +493,7 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
 
 /** A direct payment's write refused by the ledger's no-negative check: the balance it was planned from changed (402 Failed, to retry). */
 export function directPaymentRefused(err: unknown): unknown {
-  if (checkViolation(err) !== 'ledger_accounts_non_negative') return err;
+  if (!refusedByLedger(err)) return err;
   return apiError('Failed', 'The wallet balance changed; try again.');
 }
 

@@ -13,7 +13,7 @@
 // two keys: the later runs after the group commits, as it would have waited for the first's
 // lock. A group that fails as a whole wrote nothing, and each of its refunds runs again alone.
 import { WriteBatch } from '../../db/batch.ts';
-import { groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
@@ -66,7 +66,7 @@ async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
     tx,
     group.map((m) => ({ lockKey: lockKeyOf(m.scope), clientId: m.clientId, key: m.scope.key, paymentId: m.paymentId, now: m.now })),
   );
-  const runs: { m: Member; p: q.PaymentRow }[] = [];
+  const runs = new Map<Member, q.PaymentRow>();
   for (const [n, m] of group.entries()) {
     try {
       const { state } = interpretKeyCheck(checks[n], m.scope, m.now);
@@ -76,37 +76,29 @@ async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
       }
       const row = checks[n]!.payment_row;
       if (!row) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-      runs.push({ m, p: q.paymentFromJson(row) });
+      runs.set(m, q.paymentFromJson(row));
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       settle.push(() => m.reject(err));
     }
   }
-  if (runs.length === 0) return settle;
+  if (runs.size === 0) return settle;
   const lock = new Set<string>();
-  for (const { p } of runs) for (const id of await creditedAccounts(tx, p)) lock.add(id);
-  const earlier = await q.refundContext(tx, runs.map((r) => r.p.id), [...lock].sort());
-  const batches: WriteBatch[] = [];
+  for (const p of runs.values()) for (const id of await creditedAccounts(tx, p)) lock.add(id);
+  const earlier = await q.refundContext(tx, [...runs.values()].map((p) => p.id), [...lock].sort());
   const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
-  for (const { m, p } of runs) {
-    const batch = new WriteBatch();
-    try {
-      const before = earlier.get(p.id)!;
-      const { refund, payment } = await refundPayment(tx, p, { clientId: m.clientId, rc: m.rc, now: m.now, amount: m.amount, ext: m.ext, earlier: before, batch, locked: lock });
-      // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
-      const bank = q.bankCaptureOf(payment);
-      const captures =
-        payment.rail === 'bank' ? (bank ? [bank] : []) : (await q.captureRows(tx, m.clientId, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
-      const body = m.render({ refund, payment, refunds: [...before, refund], captures });
-      batches.push(batch);
-      stored.push({ scope: m.scope, status: 200, body, now: m.now });
-      settle.push(() => m.resolve({ status: 200, body, replayed: false }));
-    } catch (err) {
-      // A refusal after some of its writes went out cannot be left out: the group fails.
-      if (!(err instanceof ApiError) || batch.flushed) throw err;
-      settle.push(() => m.reject(err));
-    }
-  }
+  const batches = await decideEach([...runs.keys()], settle, (err) => err instanceof ApiError, async (m, batch): Promise<StoredOutcome> => {
+    const p = runs.get(m)!;
+    const before = earlier.get(p.id)!;
+    const { refund, payment } = await refundPayment(tx, p, { clientId: m.clientId, rc: m.rc, now: m.now, amount: m.amount, ext: m.ext, earlier: before, batch, locked: lock });
+    // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
+    const bank = q.bankCaptureOf(payment);
+    const captures =
+      payment.rail === 'bank' ? (bank ? [bank] : []) : (await q.captureRows(tx, m.clientId, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
+    const body = m.render({ refund, payment, refunds: [...before, refund], captures });
+    stored.push({ scope: m.scope, status: 200, body, now: m.now });
+    return { status: 200, body, replayed: false };
+  });
   if (batches.length > 0) {
     const all = WriteBatch.merged(batches);
     all.add(storeOutcomesPart(stored));

@@ -50,11 +50,6 @@ export async function lockPaymentsWithIntents(db: Executor, keys: { clientId: st
   return rows.map((r) => (r.payment ? { payment: paymentFromJson(r.payment), intent: r.intent } : undefined));
 }
 
-/** One payment locked for a transition, with its intent (lockPaymentsWithIntents). */
-export async function lockPaymentWithIntent(db: Executor, clientId: string, id: string): Promise<{ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined> {
-  return (await lockPaymentsWithIntents(db, [{ clientId, paymentId: id }]))[0];
-}
-
 /**
  * The first lock of payments' cancels in a group: their intents (found through the payments),
  * locked in intent id order. Intent, then payment, then ledger accounts, each in id order, is
@@ -99,15 +94,9 @@ export async function lockActivePayments(db: Executor, intentIds: string[]): Pro
   return out;
 }
 
-const PAYMENT_IDS_OF_INTENT = statement('payment_ids_of_intent', 'select id from payments where intent_id = $1 order by created_at, id');
-
+/** An intent's payments' ids, oldest first. */
 export async function paymentIdsOfIntent(db: Executor, intentId: string): Promise<string[]> {
-  return (await run<{ id: string }>(db, PAYMENT_IDS_OF_INTENT, [intentId])).map((r) => r.id);
-}
-
-export async function insertPayment(db: Executor, row: typeof payments.$inferInsert): Promise<PaymentRow> {
-  const [out] = await db.insert(payments).values(row).returning();
-  return out!;
+  return (await paymentIdsOfIntents(db, [intentId])).get(intentId)!;
 }
 
 export async function findPayment(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
@@ -119,18 +108,6 @@ export async function findPayment(db: Executor, clientId: string, id: string, op
 export async function updatePayment(db: Executor, id: string, patch: Partial<PaymentRow>): Promise<PaymentRow> {
   const [row] = await db.update(payments).set(patch).where(eq(payments.id, id)).returning();
   return row!;
-}
-
-/** The intent's payment that is not Failed (at most one: an intent is authorized once). */
-export async function activePaymentOfIntent(db: Executor, intentId: string, opts: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
-  const q = db
-    .select()
-    .from(payments)
-    .where(and(eq(payments.intentId, intentId), sql`${payments.status} <> 'Failed'`))
-    .orderBy(desc(payments.createdAt))
-    .limit(1);
-  const [row] = opts.forUpdate ? await q.for('update') : await q;
-  return row;
 }
 
 export async function paymentsOfIntents(db: Executor, intentIds: string[]): Promise<PaymentRow[]> {

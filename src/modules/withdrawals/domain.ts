@@ -5,11 +5,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import type { WriteBatch } from '../../db/batch.ts';
-import { checkViolation } from '../../db/errors.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
-import { postEntry } from '../../ledger/post.ts';
+import { postEntry, refusedByLedger } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { largestRemainder } from './split.ts';
@@ -59,7 +58,7 @@ export async function createWithdrawal(
 
 /** A withdrawal's write refused by the ledger's no-negative check: more than the withdrawable balance (400). */
 export function withdrawRefused(err: unknown): unknown {
-  if (checkViolation(err) !== 'ledger_accounts_non_negative') return err;
+  if (!refusedByLedger(err)) return err;
   return apiError('InsufficientWithdrawableBalance', "The amount is more than the wallet's withdrawable balance (available deposit money; rewards are never withdrawable).", {
     pointer: '/data/attributes/amount',
   });
