@@ -802,7 +802,8 @@ export const paymentIntents = pgTable(
     index('payment_intents_client_idx').on(t.clientId, t.createdAt, t.id),
     index('payment_intents_client_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
     index('payment_intents_client_method_idx').on(t.clientId, t.paymentMethod, t.createdAt, t.id),
-    index('payment_intents_expiring_idx').on(t.expiresAt).where(sql`status = 'Promotable'`),
+    // The expiry job's read (status in EXPIRING, by expires_at): both statuses, or it scans the table.
+    index('payment_intents_expiring_idx').on(t.expiresAt).where(sql`status in ('Promotable', 'RequiresAction')`),
   ],
 );
 

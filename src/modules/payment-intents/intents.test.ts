@@ -12,6 +12,9 @@ import { kycApplication, webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
 import { startReceiver } from '../../test/receiver.ts';
+import { genericPlan } from '../../test/plans.ts';
+import { intentTotal, lockDueExpiries } from './sql.ts';
+import { PgDialect } from 'drizzle-orm/pg-core';
 
 const UNKNOWN_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
 const BANK_FUNDING_LIMIT = 500_000; // the default setting
@@ -957,6 +960,20 @@ describe('payment intents: expiry', () => {
     await sweep(t);
     assert.equal(await statusOf(t, m, i.id), 'Expired');
     assertError(await authorizeReq(t, m, i.id, 1000), 400, 'PaymentIntentExpired');
+  });
+
+  test("the sweeper finds what is due through payment_intents_expiring_idx, in a prepared statement's generic plan (no scan of every intent)", async () => {
+    const plan = await genericPlan(t.ctx.db, lockDueExpiries(t.ctx.db, t.clock.now(), 200).toSQL());
+    assert.match(plan, /payment_intents_expiring_idx/, plan);
+    assert.doesNotMatch(plan, /Seq Scan/, plan);
+  });
+
+  test("filter[status]=Expired and =Promotable count the due intents through payment_intents_expiring_idx, in a generic plan", async () => {
+    for (const status of ['Expired', 'Promotable']) {
+      const plan = await genericPlan(t.ctx.db, new PgDialect().sqlToQuery(sql`select ${intentTotal(m.clientId, { status }, t.clock.now())}`));
+      assert.match(plan, /payment_intents_expiring_idx/, plan);
+      assert.doesNotMatch(plan, /Seq Scan/, plan);
+    }
   });
 
   test('an authorized (PromotedToPayment) intent does not expire', async () => {

@@ -14,6 +14,12 @@ export type IntentRow = typeof paymentIntents.$inferSelect;
 
 /** States that run out at expiresAt. */
 export const EXPIRING = ['Promotable', 'RequiresAction'];
+/**
+ * `status in EXPIRING` with the statuses as literals: the predicate of payment_intents_expiring_idx,
+ * which a prepared statement's generic plan can only use when the statuses are in its text (as
+ * parameters, the expiry job's read scans the whole table).
+ */
+const EXPIRING_STATUS = sql.raw(`"payment_intents"."status" in (${EXPIRING.map((s) => `'${s}'`).join(', ')})`);
 
 export async function insertIntent(db: Executor, row: typeof paymentIntents.$inferInsert): Promise<IntentRow> {
   const [out] = await db.insert(paymentIntents).values(row).returning();
@@ -346,7 +352,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
  * a second, so few; counted through payment_intents_expiring_idx or the status index) move from
  * their stored status to Expired.
  */
-function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
+export function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
   const match: Record<string, string> = {};
   if (f.initiator) match.initiator = f.initiator;
   if (f.paymentMethod) match.paymentMethod = f.paymentMethod;
@@ -356,7 +362,8 @@ function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
   // One count per stored status: an equality on the status lets a Promotable count walk
   // payment_intents_expiring_idx from its start to now (the due ones only, not every live one).
   const dueOf = (status: string) => {
-    const due = [eq(paymentIntents.clientId, clientId), eq(paymentIntents.status, status), lte(paymentIntents.expiresAt, now)];
+    // The status as a literal (one of EXPIRING): a generic plan can then use the partial index.
+    const due = [eq(paymentIntents.clientId, clientId), sql`${paymentIntents.status} = ${sql.raw(`'${status}'`)}`, lte(paymentIntents.expiresAt, now)];
     if (f.initiator) due.push(eq(paymentIntents.initiator, f.initiator));
     if (f.paymentMethod) due.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
     return sql`(select count(*) from ${paymentIntents} where ${and(...due)})`;
@@ -366,11 +373,11 @@ function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
 }
 
 /** Intents past expiresAt still in an expiring state, locked (SKIP LOCKED) for the sweeper. */
-export async function lockDueExpiries(db: Executor, now: Date, limit: number): Promise<IntentRow[]> {
+export function lockDueExpiries(db: Executor, now: Date, limit: number) {
   return db
     .select()
     .from(paymentIntents)
-    .where(and(inArray(paymentIntents.status, EXPIRING), lte(paymentIntents.expiresAt, now)))
+    .where(and(EXPIRING_STATUS, lte(paymentIntents.expiresAt, now)))
     .orderBy(asc(paymentIntents.expiresAt))
     .limit(limit)
     .for('update', { skipLocked: true });

@@ -1,0 +1,2 @@
+DROP INDEX "payment_intents_expiring_idx";--> statement-breakpoint
+CREATE INDEX "payment_intents_expiring_idx" ON "payment_intents" USING btree ("expires_at") WHERE status in ('Promotable', 'RequiresAction');
