@@ -2,7 +2,7 @@
 // docs/decisions.md#list-totals): list_counts holds each (merchant, list, key)'s count as of the
 // last fold, list_count_deltas what statements changed since. A total is both summed in one
 // statement, so a fold running meanwhile is seen wholly or not at all.
-import { sql, type SQL } from 'drizzle-orm';
+import { Placeholder, sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Executor } from './open.ts';
 
 /**
@@ -12,9 +12,13 @@ import { rowsOf, type Executor } from './open.ts';
  * A merchant's list has few keys (the product of its counted columns' values), read through the
  * primary key and the deltas' index.
  */
-export function countedTotal(clientId: string, list: string, match: Record<string, string> | { key: SQL }): SQL {
+export function countedTotal(clientId: string | Placeholder, list: string | Placeholder, match: Record<string, string> | { key: SQL } | Placeholder): SQL {
   const which =
-    'key' in match && typeof match.key !== 'string' ? sql`key = ${match.key}` : sql`key::jsonb @> ${JSON.stringify(match)}::jsonb`;
+    match instanceof Placeholder
+      ? sql`key::jsonb @> ${match}::jsonb` // the match's JSON text, given at execution
+      : 'key' in match && typeof match.key !== 'string'
+        ? sql`key = ${match.key}`
+        : sql`key::jsonb @> ${JSON.stringify(match)}::jsonb`;
   return sql`(select coalesce(sum(c.n), 0) from (
     select n from list_counts where client_id = ${clientId} and list = ${list} and ${which}
     union all
@@ -27,7 +31,7 @@ export function countedTotal(clientId: string, list: string, match: Record<strin
  * past the end, or of a filter combination no row matches, reads no index at all, where it
  * would otherwise walk every entry of the index range looking for rows.
  */
-export function withinTotal(total: SQL, offset: number): SQL {
+export function withinTotal(total: SQL, offset: number | Placeholder): SQL {
   return sql`${total} > ${offset}`;
 }
 

@@ -83,7 +83,7 @@ export function nameRepeatedStatements(client: { query(...args: unknown[]): unkn
     if (
       typeof config === 'object' &&
       config !== null &&
-      config.name === undefined &&
+      !config.name && // unnamed: none, or '' (a statement built once: built-once.ts)
       typeof config.text === 'string' &&
       ((Array.isArray(args[1]) && args[1].length > 0) || (config.values?.length ?? 0) > 0) &&
       !(client as unknown as Record<symbol, boolean>)[UNNAMED]

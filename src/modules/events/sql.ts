@@ -1,5 +1,6 @@
 // Every query on events, deliveries and attempts.
-import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
@@ -92,7 +93,7 @@ const stateOf = sql<EventDeliveryState>`(
  * none event by one probe of event_deliveries_event_idx per event read (the states most events
  * are in: a page fills within its first rows).
  */
-function hasDeliveryState(clientId: string, state: EventDeliveryState): SQL {
+function hasDeliveryState(clientId: string | Placeholder, state: EventDeliveryState): SQL {
   const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
   switch (state) {
     // An array, not IN (…): the events are then read by id from the deliveries' list, at a cost
@@ -128,14 +129,45 @@ export interface EventFilters {
   deliveryState?: EventDeliveryState;
 }
 
-/** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
-export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+type V = string | Placeholder;
+
+function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Placeholder; createdBefore?: Date | Placeholder; deliveryState?: EventDeliveryState }): SQL {
   const conds: SQL[] = [eq(events.clientId, clientId)];
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
   if (f.createdBefore) conds.push(lt(events.createdAt, f.createdBefore));
   if (f.deliveryState) conds.push(hasDeliveryState(clientId, f.deliveryState));
-  const where = and(...conds);
+  return and(...conds)!;
+}
+
+/**
+ * The API's page of events with their delivery states and total. No filter or a topic: the
+ * counters (list 'events', a key per topic). A time range or a delivery state is counted over
+ * the rows it matches (docs/scaling.md#lists-at-a-million-rows). One statement per shape: which
+ * filters it has, the delivery state a literal (built once: built-once.ts).
+ */
+const eventPage = builtOnce((db: Executor, shape: string) => {
+  const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState };
+  const where = eventConditions(ph('clientId'), {
+    topic: has.topic ? ph('topic') : undefined,
+    createdAfter: has.createdAfter ? ph('createdAfter') : undefined,
+    createdBefore: has.createdBefore ? ph('createdBefore') : undefined,
+    deliveryState: has.deliveryState,
+  });
+  const counted = !has.createdAfter && !has.createdBefore && !has.deliveryState ? countedTotal(ph('clientId'), 'events', ph('match')) : undefined;
+  return db
+    .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(events)
+    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
+    .orderBy(desc(events.createdAt), desc(events.id))
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+/** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
+export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+  const where = eventConditions(clientId, f);
   if (opts.totalCap !== undefined) {
     return cappedPage(db, {
       table: events,
@@ -152,18 +184,12 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
         : {}),
     });
   }
-  // No filter or a topic: the counters (list 'events', a key per topic). A time range or a
-  // delivery state is counted over the rows it matches (docs/scaling.md#lists-at-a-million-rows).
-  const counted = !f.createdAfter && !f.createdBefore && !f.deliveryState ? countedTotal(clientId, 'events', f.topic ? { topic: f.topic } : {}) : undefined;
-  const rows = await db
-    .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
-    .from(events)
-    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
-    .orderBy(desc(events.createdAt), desc(events.id))
-    .limit(page.limit)
-    .offset(page.offset);
+  const counts = !f.createdAfter && !f.createdBefore && !f.deliveryState;
+  const match: Record<string, string> = f.topic ? { topic: f.topic } : {};
+  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState });
+  const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total, capped: false };
-  if (counted) return { rows: [], total: await readTotal(db, counted), capped: false };
+  if (counts) return { rows: [], total: await readTotal(db, countedTotal(clientId, 'events', match)), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }

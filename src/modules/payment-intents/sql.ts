@@ -1,5 +1,6 @@
 // Every query on payment intents, scoped by client_id.
-import { and, asc, desc, eq, inArray, lte, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lte, or, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
@@ -289,8 +290,10 @@ export interface IntentFilters {
 export const INTENT_SORT_FIELDS = ['createdAt', 'updatedAt', 'amount', 'expiresAt', 'status'] as const;
 export type IntentSortField = (typeof INTENT_SORT_FIELDS)[number];
 
+type V = string | Placeholder;
+
 /** Sort expressions; status sorts as read (an intent past expiresAt as Expired), like the filter. */
-function sortable(field: IntentSortField, now: Date): SQLWrapper {
+function sortable(field: IntentSortField, now: Date | Placeholder): SQLWrapper {
   switch (field) {
     case 'createdAt':
       return paymentIntents.createdAt;
@@ -301,68 +304,89 @@ function sortable(field: IntentSortField, now: Date): SQLWrapper {
     case 'expiresAt':
       return paymentIntents.expiresAt;
     case 'status':
-      return sql`case when ${inArray(paymentIntents.status, EXPIRING)} and ${paymentIntents.expiresAt} <= ${now} then 'Expired' else ${paymentIntents.status} end`;
+      return sql`case when ${EXPIRING_STATUS} and ${paymentIntents.expiresAt} <= ${now} then 'Expired' else ${paymentIntents.status} end`;
   }
 }
 
-/** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
-export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+/**
+ * The filters' conditions. The console filters by the stored status, which it shows, an equality
+ * on payment_intents_client_status_idx (the expiry job stores Expired within a second); the API
+ * by the status as read: an expiring intent past expiresAt reads Expired.
+ */
+function intentConditions(clientId: V, f: { initiator?: V; paymentMethod?: V; status?: string }, now: Date | Placeholder, o: { storedStatus: boolean }): SQL {
   const conds: SQL[] = [eq(paymentIntents.clientId, clientId)];
   if (f.initiator) conds.push(eq(paymentIntents.initiator, f.initiator));
   if (f.paymentMethod) conds.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
-  // The console filters by the stored status, which it shows, an equality on
-  // payment_intents_client_status_idx (the expiry job stores Expired within a second).
-  if (f.status && opts.totalCap !== undefined) conds.push(eq(paymentIntents.status, f.status));
-  else if (f.status) {
-    // The status read is the effective one: an expiring intent past expiresAt reads Expired.
-    const due = and(inArray(paymentIntents.status, EXPIRING), lte(paymentIntents.expiresAt, now));
-    if (f.status === 'Expired') conds.push(or(eq(paymentIntents.status, 'Expired'), due)!);
-    else if (EXPIRING.includes(f.status)) conds.push(and(eq(paymentIntents.status, f.status), sql`${paymentIntents.expiresAt} > ${now}`)!);
-    else conds.push(eq(paymentIntents.status, f.status));
-  }
-  const where = and(...conds);
+  if (f.status && o.storedStatus) conds.push(eq(paymentIntents.status, f.status));
+  else if (f.status === 'Expired') conds.push(or(eq(paymentIntents.status, 'Expired'), and(EXPIRING_STATUS, lte(paymentIntents.expiresAt, now)))!);
+  else if (f.status && EXPIRING.includes(f.status)) conds.push(and(eq(paymentIntents.status, f.status), sql`${paymentIntents.expiresAt} > ${now}`)!);
+  else if (f.status) conds.push(eq(paymentIntents.status, f.status));
+  return and(...conds)!;
+}
+
+/**
+ * The API's page of intents with its total, one statement per shape: which filters it has, the
+ * status (a literal: which conditions it takes depends on it) and the sort (built once:
+ * built-once.ts).
+ */
+const intentPage = builtOnce((db: Executor, shape: string) => {
+  const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string; sort: SortKey<IntentSortField>[] };
+  const f = { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status };
+  const now = ph('now');
+  const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
+  const total = intentTotal(ph('clientId'), f, now, ph('match'));
+  return db
+    .select({ i: paymentIntents, total: sql<number>`${total}`.mapWith(Number) })
+    .from(paymentIntents)
+    .where(and(intentConditions(ph('clientId'), f, now, { storedStatus: false }), withinTotal(total, ph('offset'))))
+    .orderBy(...order)
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+/** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
+export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   if (opts.totalCap !== undefined) {
     return cappedPage(db, {
       table: paymentIntents,
       clientId,
-      where,
+      where: intentConditions(clientId, f, now, { storedStatus: true }),
       page,
       cursor: opts.cursor,
       totalCap: opts.totalCap,
       rows: (w, orderBy, limit, offset) => db.select().from(paymentIntents).where(w).orderBy(...orderBy).limit(limit).offset(offset),
     });
   }
-  const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
-  const total = intentTotal(clientId, f, now);
-  const rows = await db
-    .select({ i: paymentIntents, total: sql<number>`${total}`.mapWith(Number) })
-    .from(paymentIntents)
-    .where(and(where, withinTotal(total, page.offset)))
-    .orderBy(...order)
-    .limit(page.limit)
-    .offset(page.offset);
+  const shape = JSON.stringify({ initiator: !!f.initiator, paymentMethod: !!f.paymentMethod, status: f.status || undefined, sort });
+  const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
+  const rows = await intentPage(db, shape, values);
   if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
-  return { rows: [], total: await readTotal(db, total) };
+  return { rows: [], total: await readTotal(db, intentTotal(clientId, f, now)) };
+}
+
+/** The counters' key of a filter: its initiator, payment method and status (JSON, in this order). */
+function matchOf(f: IntentFilters): Record<string, string> {
+  const match: Record<string, string> = {};
+  if (f.initiator) match.initiator = f.initiator;
+  if (f.paymentMethod) match.paymentMethod = f.paymentMethod;
+  if (f.status) match.status = f.status;
+  return match;
 }
 
 /**
  * The exact total of the API's intent list from the counters (list 'payment_intents', a key per
  * stored status, initiator and payment method). The status filter reads the status as shown: the
  * intents past expiresAt still stored in an expiring state (the expiry job stores Expired within
- * a second, so few; counted through payment_intents_expiring_idx or the status index) move from
- * their stored status to Expired.
+ * a second, so few; counted through payment_intents_expiring_idx) move from their stored status
+ * to Expired. `match` is the counters' key (matchOf), or a placeholder for it.
  */
-export function intentTotal(clientId: string, f: IntentFilters, now: Date): SQL {
-  const match: Record<string, string> = {};
-  if (f.initiator) match.initiator = f.initiator;
-  if (f.paymentMethod) match.paymentMethod = f.paymentMethod;
-  if (f.status) match.status = f.status;
+export function intentTotal(clientId: V, f: { initiator?: V; paymentMethod?: V; status?: string }, now: Date | Placeholder, match: Record<string, string> | Placeholder = matchOf(f as IntentFilters)): SQL {
   const counted = countedTotal(clientId, 'payment_intents', match);
   if (!f.status || (f.status !== 'Expired' && !EXPIRING.includes(f.status))) return counted;
-  // One count per stored status: an equality on the status lets a Promotable count walk
+  // One count per stored status, named as a literal: a generic plan then walks
   // payment_intents_expiring_idx from its start to now (the due ones only, not every live one).
   const dueOf = (status: string) => {
-    // The status as a literal (one of EXPIRING): a generic plan can then use the partial index.
     const due = [eq(paymentIntents.clientId, clientId), sql`${paymentIntents.status} = ${sql.raw(`'${status}'`)}`, lte(paymentIntents.expiresAt, now)];
     if (f.initiator) due.push(eq(paymentIntents.initiator, f.initiator));
     if (f.paymentMethod) due.push(eq(paymentIntents.paymentMethod, f.paymentMethod));

@@ -1,5 +1,6 @@
 // Every query on payments, refunds, authorization attempts and virtual cards; scoped by client_id.
-import { and, asc, desc, eq, inArray, lte, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lte, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
@@ -131,19 +132,52 @@ const SORTABLE = { createdAt: payments.createdAt, updatedAt: payments.updatedAt,
 export type PaymentSortField = keyof typeof SORTABLE;
 export const PAYMENT_SORT_FIELDS = Object.keys(SORTABLE) as PaymentSortField[];
 
-/**
- * A page of payments and their total. With `totalCap` (the console), newest first, the total
- * counted no further than the cap (`capped` says there are more) and the page found by `cursor`
- * when given, so a page costs only its rows (cappedPage). Each filter is a range of one index.
- */
-export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+type V = string | Placeholder;
+
+/** The filters' conditions: each a range of one index. */
+function paymentConditions(clientId: V, f: { [K in keyof PaymentFilters]: V }): SQL {
   const conds: SQL[] = [eq(payments.clientId, clientId)];
   if (f.status) conds.push(eq(payments.status, f.status));
   if (f.paymentIntentId) conds.push(eq(payments.intentId, f.paymentIntentId));
   if (f.reference) conds.push(eq(payments.reference, f.reference));
   if (f.channel) conds.push(eq(payments.channel, f.channel));
-  const where = and(...conds);
-  const order = [...sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
+  return and(...conds)!;
+}
+
+/**
+ * The API's page of payments with its total. The total: with an intent or a reference (a few
+ * payments, through their indexes) the rows matched, counted with the page; otherwise the
+ * counters (list 'payments' by status, or the channel's own list 'payments/channel=<channel>').
+ * One statement per shape: which filters it has and the sort (built once: built-once.ts).
+ */
+const paymentPage = builtOnce((db: Executor, shape: string) => {
+  const has = JSON.parse(shape) as Record<keyof PaymentFilters, boolean> & { sort: SortKey<PaymentSortField>[] };
+  const f = {
+    status: has.status ? ph('status') : undefined,
+    paymentIntentId: has.paymentIntentId ? ph('paymentIntentId') : undefined,
+    reference: has.reference ? ph('reference') : undefined,
+    channel: has.channel ? ph('channel') : undefined,
+  };
+  const where = paymentConditions(ph('clientId'), f);
+  const order = [...has.sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
+  const counted = has.paymentIntentId || has.reference ? undefined : countedTotal(ph('clientId'), ph('list'), ph('match'));
+  return db
+    .select({ p: payments, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
+    .from(payments)
+    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
+    .orderBy(...order)
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+/**
+ * A page of payments and their total. With `totalCap` (the console), newest first, the total
+ * counted no further than the cap (`capped` says there are more) and the page found by `cursor`
+ * when given, so a page costs only its rows (cappedPage).
+ */
+export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+  const where = paymentConditions(clientId, f);
   if (opts.totalCap !== undefined) {
     // The console: newest first, by cursor or offset (cappedPage).
     return cappedPage(db, {
@@ -156,20 +190,13 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
       rows: (w, orderBy, limit, offset) => db.select().from(payments).where(w).orderBy(...orderBy).limit(limit).offset(offset),
     });
   }
-  // The total: with an intent or a reference (a few payments, through their indexes) the rows
-  // matched, counted with the page; otherwise the counters (list 'payments' by status, or the
-  // channel's own list 'payments/channel=<channel>').
-  const selective = f.paymentIntentId !== undefined || f.reference !== undefined;
-  const counted = selective ? undefined : countedTotal(clientId, f.channel ? `payments/channel=${f.channel}` : 'payments', f.status ? { status: f.status } : {});
-  const rows = await db
-    .select({ p: payments, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
-    .from(payments)
-    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
-    .orderBy(...order)
-    .limit(page.limit)
-    .offset(page.offset);
+  const selective = !!f.paymentIntentId || !!f.reference;
+  const list = f.channel ? `payments/channel=${f.channel}` : 'payments';
+  const match: Record<string, string> = f.status ? { status: f.status } : {};
+  const shape = JSON.stringify({ status: !!f.status, paymentIntentId: !!f.paymentIntentId, reference: !!f.reference, channel: !!f.channel, sort });
+  const rows = await paymentPage(db, shape, { clientId, ...f, list, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
-  if (counted) return { rows: [], total: await readTotal(db, counted), capped: false };
+  if (!selective) return { rows: [], total: await readTotal(db, countedTotal(clientId, list, match)), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }

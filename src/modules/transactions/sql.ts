@@ -1,5 +1,6 @@
 // Every query on deposit transactions, scoped by client_id.
-import { and, asc, desc, eq, inArray, notInArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, notInArray, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
@@ -51,19 +52,27 @@ export async function lockPendingTransactions(db: Executor, clientId: string, wa
     .for('update');
 }
 
-export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
-  const where = and(eq(transactions.clientId, clientId), eq(transactions.walletId, walletId));
-  // The wallet's counted total (list_counts), beside the page.
-  const total = countedTotal(clientId, 'transactions', { key: sql`jsonb_build_object('walletId', ${walletId}::uuid)::text` });
-  const rows = await db
+/** The wallet's counted total (list_counts). */
+const walletTotal = (clientId: string | Placeholder, walletId: string | Placeholder) =>
+  countedTotal(clientId, 'transactions', { key: sql`jsonb_build_object('walletId', ${walletId}::uuid)::text` });
+
+/** A page of a wallet's transactions and its counted total, beside it (built once: built-once.ts). */
+const transactionPage = builtOnce((db: Executor, _shape: '') => {
+  const total = walletTotal(ph('clientId'), ph('walletId'));
+  return db
     .select({ t: transactions, total: sql<number>`${total}`.mapWith(Number) })
     .from(transactions)
-    .where(and(where, withinTotal(total, page.offset)))
+    .where(and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId')), withinTotal(total, ph('offset'))))
     .orderBy(desc(transactions.createdAt), desc(transactions.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
+  const rows = await transactionPage(db, '', { clientId, walletId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.t), total: rows[0]!.total };
-  return { rows: [], total: await readTotal(db, total) };
+  return { rows: [], total: await readTotal(db, walletTotal(clientId, walletId)) };
 }
 
 /** A cleared deposit adds what it brought in to its wallet's total from its linked account (deposit_totals). */

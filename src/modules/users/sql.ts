@@ -1,5 +1,6 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
-import { and, desc, eq, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
@@ -52,10 +53,10 @@ export interface UserFilters {
   referenceId?: string;
 }
 
-function userConditions(clientId: string, f: UserFilters): SQL | undefined {
+function userConditions(clientId: string | Placeholder, f: { [K in keyof UserFilters]: string | Placeholder }): SQL | undefined {
   const conds: SQL[] = [eq(users.clientId, clientId)];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
-  if (f.email !== undefined) conds.push(eq(users.email, f.email.toLowerCase()));
+  if (f.email !== undefined) conds.push(eq(users.email, f.email));
   if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
   return and(...conds);
 }
@@ -65,29 +66,44 @@ export function consoleUserRows(db: Executor, clientId: string, f: UserFilters, 
   return cappedPage(db, {
     table: users,
     clientId,
-    where: userConditions(clientId, f),
+    where: userConditions(clientId, { ...f, email: f.email?.toLowerCase() }),
     page,
     ...o,
     rows: (w, orderBy, limit, offset) => db.select().from(users).where(w).orderBy(...orderBy).limit(limit).offset(offset),
   });
 }
 
-export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
-  const where = userConditions(clientId, f);
-  // The total rides along with the page (one round trip): the merchant's counted total, or with a
-  // filter (each names at most a user or two, through a unique index) the rows it matches.
-  const filtered = f.phoneNumber !== undefined || f.email !== undefined || f.referenceId !== undefined;
-  const counted = filtered ? undefined : countedTotal(clientId, 'users', {});
-  const rows = await db
+type UserListShape = `${'' | 'p'}${'' | 'e'}${'' | 'r'}`;
+
+/**
+ * A page of users with its total in one round trip: the merchant's counted total, or with a
+ * filter (each names at most a user or two, through a unique index) the rows it matches.
+ */
+const userPage = builtOnce((db: Executor, shape: UserListShape) => {
+  const where = userConditions(ph('clientId'), {
+    phoneNumber: shape.includes('p') ? ph('phoneNumber') : undefined,
+    email: shape.includes('e') ? ph('email') : undefined,
+    referenceId: shape.includes('r') ? ph('referenceId') : undefined,
+  });
+  const counted = shape === '' ? countedTotal(ph('clientId'), 'users', {}) : undefined;
+  return db
     .select({ user: users, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
     .from(users)
-    .where(counted ? and(where, withinTotal(counted, page.offset)) : where)
+    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(desc(users.createdAt), desc(users.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
+  const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as UserListShape;
+  const email = f.email?.toLowerCase();
+  const rows = await userPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.user), total: rows[0]!.total };
-  if (counted) return { rows: [], total: await readTotal(db, counted) };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(where);
+  // An empty page: its offset is past the end, or nothing matches.
+  if (shape === '') return { rows: [], total: await readTotal(db, countedTotal(clientId, 'users', {})) };
+  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(userConditions(clientId, { ...f, email }));
   return { rows: [], total: c?.n ?? 0 };
 }
 

@@ -1,5 +1,6 @@
 // Every query on wallets and barcodes, scoped by client_id.
-import { and, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, isNull, lt, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { builtOnce, ph } from '../../db/built-once.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
@@ -59,10 +60,10 @@ export interface WalletFilters {
 }
 
 /** The filters on the wallet's user, or none (with the user's client_id, so they read users' (client_id, …) unique indexes). */
-function walletUserConditions(clientId: string, f: WalletFilters): SQL[] {
+function walletUserConditions(clientId: string | Placeholder, f: { [K in keyof WalletFilters]: string | Placeholder }): SQL[] {
   const conds: SQL[] = [];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
-  if (f.email !== undefined) conds.push(eq(users.email, f.email.toLowerCase()));
+  if (f.email !== undefined) conds.push(eq(users.email, f.email));
   if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
   return conds.length > 0 ? [eq(users.clientId, clientId), ...conds] : [];
 }
@@ -73,7 +74,7 @@ function walletUserConditions(clientId: string, f: WalletFilters): SQL[] {
  * wallets' own.
  */
 export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<WalletRow>> {
-  const byUser = walletUserConditions(clientId, f);
+  const byUser = walletUserConditions(clientId, { ...f, email: f.email?.toLowerCase() });
   const where = and(eq(wallets.clientId, clientId), ...byUser);
   const from = () => (byUser.length > 0 ? db.select({ wallet: wallets }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)) : db.select({ wallet: wallets }).from(wallets));
   return cappedPage(db, {
@@ -92,37 +93,53 @@ export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilte
   });
 }
 
-export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
-  const byUser = walletUserConditions(clientId, f);
-  const where = and(eq(wallets.clientId, clientId), ...byUser);
+type WalletListShape = `${'' | 'p'}${'' | 'e'}${'' | 'r'}`;
+
+/** A page of wallets with its total, in one round trip (built once: built-once.ts). */
+const walletPage = builtOnce((db: Executor, shape: WalletListShape) => {
+  const byUser = walletUserConditions(ph('clientId'), {
+    phoneNumber: shape.includes('p') ? ph('phoneNumber') : undefined,
+    email: shape.includes('e') ? ph('email') : undefined,
+    referenceId: shape.includes('r') ? ph('referenceId') : undefined,
+  });
+  const where = and(eq(wallets.clientId, ph('clientId')), ...byUser);
   if (byUser.length === 0) {
     // No filter: the merchant's wallets and their counted total (list_counts), no join (every
     // wallet has its user).
-    const total = countedTotal(clientId, 'wallets', {});
-    const rows = await db
+    const total = countedTotal(ph('clientId'), 'wallets', {});
+    return db
       .select({ wallet: wallets, total: sql<number>`${total}`.mapWith(Number) })
       .from(wallets)
-      .where(and(where, withinTotal(total, page.offset)))
+      .where(and(where, withinTotal(total, ph('offset'))))
       .orderBy(desc(wallets.createdAt), desc(wallets.id))
-      .limit(page.limit)
-      .offset(page.offset);
-    return { rows: rows.map((r) => r.wallet), total: rows.length > 0 ? rows[0]!.total : await readTotal(db, total) };
+      .limit(ph('limit'))
+      .offset(ph('offset'))
+      .prepare('');
   }
   // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
-  const rows = await db
+  return db
     .select({ wallet: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(wallets)
     .innerJoin(users, eq(users.id, wallets.userId))
     .where(where)
     .orderBy(desc(wallets.createdAt), desc(wallets.id))
-    .limit(page.limit)
-    .offset(page.offset);
+    .limit(ph('limit'))
+    .offset(ph('offset'))
+    .prepare('');
+});
+
+export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
+  const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as WalletListShape;
+  const email = f.email?.toLowerCase();
+  const rows = await walletPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.wallet), total: rows[0]!.total };
+  // An empty page: its offset is past the end, or nothing matches.
+  if (shape === '') return { rows: [], total: await readTotal(db, countedTotal(clientId, 'wallets', {})) };
   const [c] = await db
     .select({ n: sql<number>`count(*)`.mapWith(Number) })
     .from(wallets)
     .innerJoin(users, eq(users.id, wallets.userId))
-    .where(where);
+    .where(and(eq(wallets.clientId, clientId), ...walletUserConditions(clientId, { ...f, email })));
   return { rows: [], total: c?.n ?? 0 };
 }
 
