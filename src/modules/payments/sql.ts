@@ -111,9 +111,14 @@ export async function updatePayment(db: Executor, id: string, patch: Partial<Pay
   return row!;
 }
 
+/** The payments of intents, as one statement whatever their number (an array; built once: built-once.ts). */
+const intentsPayments = builtOnce((db: Executor, _shape: '') =>
+  db.select().from(payments).where(sql`${payments.intentId} = any(${ph('intentIds')}::uuid[])`).orderBy(asc(payments.createdAt), asc(payments.id)).prepare(''),
+);
+
 export async function paymentsOfIntents(db: Executor, intentIds: string[]): Promise<PaymentRow[]> {
   if (intentIds.length === 0) return [];
-  return db.select().from(payments).where(inArray(payments.intentId, intentIds)).orderBy(asc(payments.createdAt), asc(payments.id));
+  return intentsPayments(db, '', { intentIds });
 }
 
 export async function paymentsByIds(db: Executor, clientId: string, ids: string[]): Promise<PaymentRow[]> {

@@ -157,10 +157,16 @@ export async function finishDepositPull(tx: Executor, o: { transactionId: string
 }
 
 export async function listTransactions(db: Executor, opts: { clientId: string; walletId: string; type?: string; page: Page }) {
-  const wallet = await getWallet(db, opts);
   // Only NonRecurring transactions exist; any other type is an empty list (spec).
-  if (opts.type !== undefined && opts.type !== 'NonRecurring') return { rows: [], total: 0 };
-  return q.listTransactionRows(db, opts.clientId, wallet.id, opts.page);
+  if (opts.type !== undefined && opts.type !== 'NonRecurring') {
+    await getWallet(db, opts);
+    return { rows: [], total: 0 };
+  }
+  // The page first, in one round trip: its rows are read by the merchant's id and the wallet's,
+  // so a row shows the wallet is the merchant's; only an empty page looks the wallet up (404).
+  const page = await q.listTransactionRows(db, opts.clientId, opts.walletId, opts.page);
+  if (page.rows.length === 0) await getWallet(db, opts);
+  return page;
 }
 
 export async function getTransaction(db: Executor, opts: { clientId: string; walletId: string; transactionId: string }) {
