@@ -201,8 +201,9 @@ function summed(changes: Iterable<[string, number]>): [string, number][] {
 /**
  * Many entries at once (a group of deposits): one insert of the entries, one of their postings
  * and one update of each tracked balance by its summed change, as parts of the caller's batch.
- * The tracked rows are locked first, in id order, as postEntry does. Like a batched postEntry,
- * only for movements that cannot fail the no-negative check (credits to what users hold).
+ * The tracked rows are locked first, in id order, as postEntry does. A movement that can fail
+ * the no-negative check (a withdrawal's debit) fails the caller's whole batch when it is
+ * flushed, so a caller grouping those runs each alone after such a failure (withdraw-groups.ts).
  */
 export async function postEntries(tx: Executor, inputs: EntryInput[], batch: WriteBatch): Promise<void> {
   const entries: EntryRow[] = [];

@@ -4,25 +4,25 @@
 // ledger's CHECK fails the transaction when it would go negative, however many race).
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
-import type { WriteBatch } from '../../db/batch.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
-import { postEntry, refusedByLedger } from '../../ledger/post.ts';
+import { postEntry, refusedByLedger, type EntryInput } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { largestRemainder } from './split.ts';
 import * as q from './sql.ts';
 
 /**
- * A withdrawal decided from its context (withdrawPreflight): its ledger entry and row go to the
- * caller's batch. The entry's debit of the wallet's available deposit money can fail the
- * ledger's no-negative check when the batch is written: withdrawRefused() says what that means.
+ * A withdrawal decided from its context (checkWithdrawGroup): its row and its ledger entry, for
+ * the caller to write (withdraw-groups.ts). The entry's debit of the wallet's available deposit
+ * money can fail the ledger's no-negative check when it is written: withdrawRefused() says what
+ * that means.
  */
-export async function createWithdrawal(
+export async function planWithdrawal(
   tx: Executor,
-  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date; context: q.WithdrawContext | undefined; batch: WriteBatch },
-): Promise<q.WithdrawalRow> {
+  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date; context: Partial<q.WithdrawContext> | undefined },
+): Promise<{ row: q.WithdrawalRow; entry: EntryInput }> {
   const c = i.context;
   if (!c?.walletStatus) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
@@ -36,24 +36,18 @@ export async function createWithdrawal(
 
   const id = uuidv7();
   const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: i.walletId });
-  await postEntry(
-    tx,
-    {
-      clientId: i.clientId,
-      kind: 'withdraw',
-      refType: 'withdrawal',
-      refId: id,
-      postings: [
-        { accountId: w['deposit.available'], amount: -i.amount },
-        { accountId: i.clientAccounts['external.bank'], amount: i.amount },
-      ],
-      now: i.now,
-    },
-    i.batch,
-  );
-  const row: q.WithdrawalRow = { id, clientId: i.clientId, walletId: i.walletId, amount: i.amount, split, providerRef: null, createdAt: i.now };
-  i.batch.add(q.insertWithdrawalPart(row));
-  return row;
+  const entry: EntryInput = {
+    clientId: i.clientId,
+    kind: 'withdraw',
+    refType: 'withdrawal',
+    refId: id,
+    postings: [
+      { accountId: w['deposit.available'], amount: -i.amount },
+      { accountId: i.clientAccounts['external.bank'], amount: i.amount },
+    ],
+    now: i.now,
+  };
+  return { row: { id, clientId: i.clientId, walletId: i.walletId, amount: i.amount, split, providerRef: null, createdAt: i.now }, entry };
 }
 
 /** A withdrawal's write refused by the ledger's no-negative check: more than the withdrawable balance (400). */

@@ -1,14 +1,12 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import type { WriteBatch } from '../../db/batch.ts';
-import type { Tx } from '../../db/open.ts';
-import { fingerprintOf, keyedOrPlain, sendOutcome } from '../../http/idempotency.ts';
-import { COMMON_ERRORS, Cents, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
+import { COMMON_ERRORS, Cents, JSONAPI, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
-import { createWithdrawal, withdrawRefused } from './domain.ts';
-import { withdrawPreflight, type WithdrawContext, type WithdrawalRow } from './sql.ts';
+import type { WithdrawalRow } from './sql.ts';
+import { submitWithdrawal } from './withdraw-groups.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
@@ -53,21 +51,12 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
-      // Four round trips with a key: BEGIN; the key's check with everything the withdrawal
-      // decides on (withdrawPreflight); the entry, the withdrawal and the stored response in one
-      // statement; COMMIT.
-      const preflight = withdrawPreflight(req.client.id, req.params.walletId);
-      const run = async (tx: Tx, batch: WriteBatch, context: Record<string, unknown> | undefined) => {
-        const created = await createWithdrawal(tx, { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now(), context: context as WithdrawContext | undefined, batch });
-        return { status: 201, body: { data: withdrawResource(created) } };
-      };
-      const outcome = await keyedOrPlain(
-        reply,
-        { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
-        { db: ctx.db, clock: ctx.clock, flushError: withdrawRefused },
-        run,
-        preflight,
-      );
+      const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
+      const outcome = await submitWithdrawal(ctx.db, {
+        scope: { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
+        input: { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() },
+        render: (created) => serialize({ data: withdrawResource(created) }),
+      });
       // The bank pushes are started by the bank-pushes job, outside any transaction.
       return sendOutcome(reply, outcome);
     },

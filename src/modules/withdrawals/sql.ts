@@ -3,13 +3,14 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { WritePart } from '../../db/batch.ts';
 import { pagedRows } from '../../db/paged.ts';
 import type { Executor } from '../../db/open.ts';
-import { insertPart } from '../../db/rows.ts';
-import type { Preflight } from '../../http/idempotency.ts';
+import { insertManyPart } from '../../db/rows.ts';
+import { run, statement } from '../../db/statements.ts';
+import type { KeyCheck } from '../../http/idempotency.ts';
 import { linkedAccounts, withdrawals } from '../../db/schema.ts';
 
 export type WithdrawalRow = typeof withdrawals.$inferSelect;
 
-export const insertWithdrawalPart = (row: WithdrawalRow): WritePart => insertPart(withdrawals, row);
+export const withdrawalsInsertPart = (rows: WithdrawalRow[]): WritePart => insertManyPart(withdrawals, rows);
 
 /** A connected linked account of the wallet's user, with what the wallet's cleared deposits brought in from it. */
 export interface WithdrawTarget {
@@ -28,24 +29,40 @@ export interface WithdrawContext {
 }
 
 /**
- * Everything a withdrawal decides on, read in the statement of the idempotency key's check
- * (one round trip): the wallet, its user's KYC, and the user's connected linked accounts with
- * what the wallet's cleared deposits brought in from each (deposit_totals, kept as deposits
- * clear, so the read does not grow with the wallet's deposits). Nothing is locked: the debit of the wallet's available deposit
- * money is the guard. No wallet: the columns are null.
+ * Everything a withdrawal decides on, for the wallet `walletId` of the merchant `clientId` (SQL
+ * expressions): the wallet, its user's KYC, and the user's connected linked accounts with what
+ * the wallet's cleared deposits brought in from each (deposit_totals, kept as deposits clear, so
+ * the read does not grow with the wallet's deposits). Nothing is locked: the debit of the
+ * wallet's available deposit money is the guard. No wallet: no row.
  */
-export function withdrawPreflight(clientId: string, walletId: string): Preflight {
-  return {
-    name: 'withdraw_context',
-    text: `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+const contextOf = (clientId: string, walletId: string) => `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
         (select coalesce(json_agg(json_build_object('id', la.id, 'institutionName', la.institution_name, 'accountMask', la.account_mask,
             'deposited', coalesce((select d.cleared from deposit_totals d where d.wallet_id = w.id and d.linked_account_id = la.id), 0))
           order by la.created_at, la.id), '[]'::json)
           from linked_accounts la where la.client_id = w.client_id and la.user_id = u.id and la.status = 'Connected') as connected
       from wallets w join users u on u.id = w.user_id
-      where w.client_id = $1 and w.id = $2`,
-    params: [clientId, walletId],
-  };
+      where w.client_id = ${clientId} and w.id = ${walletId}`;
+
+export type WithdrawCheck = KeyCheck & Partial<WithdrawContext>;
+
+/**
+ * For a group of withdrawals, in one statement and in order: each one's idempotency check (its
+ * key's lock, then its stored outcome: idempotency_check, migration 0007) and its context. A
+ * withdrawal without a key passes a null lock key and key: pg_try_advisory_xact_lock(null) is
+ * null, so the check takes no lock and finds nothing (locked, no outcome).
+ */
+const GROUP_CHECK = statement(
+  'withdraw_group_check',
+  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at,
+      p."walletStatus", p."userId", p."kycStatus", p.connected
+    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[]) with ordinality as m(lock_key, client_id, key, wallet_id, i)
+    cross join lateral idempotency_check(m.lock_key, m.client_id, 'withdraw', m.key) c
+    left join lateral (${contextOf('m.client_id', 'm.wallet_id')}) p on true
+    order by m.i`,
+);
+
+export async function checkWithdrawGroup(tx: Executor, members: { lockKey: string | null; clientId: string; key: string | null; walletId: string }[]): Promise<WithdrawCheck[]> {
+  return run<WithdrawCheck>(tx, GROUP_CHECK, [members.map((m) => m.lockKey), members.map((m) => m.clientId), members.map((m) => m.key), members.map((m) => m.walletId)]);
 }
 
 /** Withdrawals the provider has not acknowledged yet, oldest first (the bank-pushes job, every client). */
