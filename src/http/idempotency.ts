@@ -220,12 +220,7 @@ export const storeOutcomesPart = (outcomes: StoredKey[]): WritePart => storeRows
 export async function idempotent(
   reply: FastifyReply,
   scope: IdempotencyScope,
-  opts: {
-    db: Db;
-    clock: Clock;
-    /** What an error of the final write means (a debit in the batch that the ledger's no-negative check refuses), when it has a meaning. */
-    flushError?: (err: unknown) => unknown;
-  },
+  opts: { db: Db; clock: Clock },
   run: (tx: Tx, batch: WriteBatch, preflight: Record<string, unknown> | undefined) => Promise<Outcome>,
   preflight?: Preflight,
 ): Promise<StoredOutcome> {
@@ -241,24 +236,15 @@ export async function idempotent(
     const body = serialize(outcome.body);
     // A key past its retention is simply overwritten.
     batch.add(storeOutcomePart(scope, outcome.status, body, now, new Date(now.getTime() + RETENTION_MS)));
-    await flushWrites(tx, batch, opts.flushError);
+    await batch.flush(tx);
     return { status: outcome.status, body, replayed: false };
   });
 }
 
-/** Writes a write's batch; `flushError` says what a refusal of it means. */
-async function flushWrites(tx: Tx, batch: WriteBatch, flushError: ((err: unknown) => unknown) | undefined): Promise<void> {
-  try {
-    await batch.flush(tx);
-  } catch (err) {
-    throw flushError?.(err) ?? err;
-  }
-}
-
 /**
  * A write whose idempotency key is optional: with a key, idempotent(); without one, the same
- * preflight, run and batch in a plain transaction (the writes go out as one statement, and
- * `flushError` says what a refusal of them means), its body serialized as the route's response.
+ * preflight, run and batch in a plain transaction (the writes go out as one statement), its
+ * body serialized as the route's response.
  */
 export async function keyedOrPlain(
   reply: FastifyReply,
@@ -271,7 +257,7 @@ export async function keyedOrPlain(
   return opts.db.transaction(async (tx) => {
     const batch = new WriteBatch();
     const outcome = await run(tx, batch, preflight ? await runPreflight(tx, preflight) : undefined);
-    await flushWrites(tx, batch, opts.flushError);
+    await batch.flush(tx);
     const serialize = reply.getSerializationFunction(String(outcome.status), JSONAPI) ?? JSON.stringify;
     return { status: outcome.status, body: serialize(outcome.body), replayed: false };
   });

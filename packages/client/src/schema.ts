@@ -9477,7 +9477,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Conflict: `IdempotencyKeyReused` */
+            /** @description Conflict: `IdempotencyKeyInUse`, `IdempotencyKeyReused` */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -409,10 +409,12 @@ export interface DirectPaymentInput {
   ext: Record<ClientCode, string>;
   rc: RenderContext;
   now: Date;
-  /** What the payment decides on (directPaymentPreflight). */
+  /** What the payment decides on (checkDirectPaymentGroup). */
   context: q.DirectPaymentContext | undefined;
   /** Takes the payment's writes; directPaymentRefused() says what a refusal of them means. */
   batch: WriteBatch;
+  /** The wallet's tracked accounts, when the caller holds their locks (direct-groups.ts). */
+  locked?: ReadonlySet<string>;
 }
 
 const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
@@ -455,7 +457,7 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
     }
   }
   const id = uuidv7();
-  await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: i.walletId, sourcing, ext: i.ext, batch: i.batch });
+  await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: i.walletId, sourcing, ext: i.ext, batch: i.batch, locked: i.locked });
   const payment: q.PaymentRow = {
     id,
     clientId: i.clientId,

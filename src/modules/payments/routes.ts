@@ -14,11 +14,10 @@ import { PaymentIntent } from '../payment-intents/schemas.ts';
 import { findIntent, intentsByIds } from '../payment-intents/sql.ts';
 import { submitCancel } from './cancel-groups.ts';
 import { submitCapture } from './capture-groups.ts';
+import { submitDirectPayment } from './direct-groups.ts';
 import { submitRefund } from './refund-groups.ts';
 import {
   completePayment,
-  createDirectPayment,
-  directPaymentRefused,
   failBankPull,
   getPayment,
   increaseAuthorization,
@@ -49,7 +48,7 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, directPaymentPreflight, type DirectPaymentContext, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -108,19 +107,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const ext = await clientAccountIds(ctx.db, req.client.id);
-      // Five round trips: BEGIN; the key's check with everything the payment decides on; the
-      // wallet's accounts locked; the entry, payment, event and stored response; COMMIT.
-      const preflight = directPaymentPreflight(req.client.id, attributes.walletId, (attributes.disbursement ?? []).map((d) => d.counterpartyId), attributes.linkedAccountId);
-      const outcome = await keyedOrPlain(
-        reply,
-        { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
-        { db: ctx.db, clock: ctx.clock, flushError: directPaymentRefused },
-        async (tx, batch, context) => {
-          const p = await createDirectPayment(tx, { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now(), context: context as DirectPaymentContext | undefined, batch });
-          return { status: 200, body: { data: paymentResource(p, rc) } };
-        },
-        preflight,
-      );
+      const serialize = reply.getSerializationFunction('200', JSONAPI) ?? JSON.stringify;
+      const outcome = await submitDirectPayment(ctx.db, {
+        scope: { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
+        input: { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now() },
+        render: (p) => serialize({ data: paymentResource(p, rc) }),
+      });
       return sendOutcome(reply, outcome);
     },
   );

@@ -8,7 +8,7 @@ import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, statement } from '../../db/statements.ts';
-import type { KeyCheck, Preflight } from '../../http/idempotency.ts';
+import type { KeyCheck } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
 export type PaymentRow = typeof payments.$inferSelect;
@@ -277,7 +277,7 @@ export async function lockPaymentById(db: Executor, id: string): Promise<Payment
 export const insertRefundPart = (row: RefundRow): WritePart => insertPart(refunds, row);
 export const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
 
-/** What a direct payment (POST /payments) decides on: directPaymentPreflight. */
+/** What a direct payment (POST /payments) decides on: checkDirectPaymentGroup. */
 export interface DirectPaymentContext {
   /** The named counterparties that exist (not deleted) for the merchant. */
   counterpartyIds: string[];
@@ -290,22 +290,44 @@ export interface DirectPaymentContext {
   linkedStatus: string | null;
 }
 
+export type DirectPaymentCheck = KeyCheck & DirectPaymentContext;
+
 /**
- * Everything a direct payment decides on, read in the statement of the idempotency key's check
- * (one round trip): the named counterparties, the wallet, its user's KYC, its balances and the
- * named linked account. Nothing is locked: the balances plan the sourcing, and the ledger's
- * no-negative check refuses a plan a concurrent spend made stale. One row, even without a wallet.
+ * For a group of direct payments, in one statement and in order: each one's idempotency check
+ * (its key's lock, then its stored outcome: idempotency_check, migration 0007; a payment without
+ * a key passes a null lock key and key: pg_try_advisory_xact_lock(null) is null, so the check
+ * takes no lock and finds nothing) and everything it decides on: the named counterparties (a JSON
+ * array of ids), the wallet, its user's KYC, its balances and the named linked account. Nothing
+ * is locked here: the balances plan the sourcing, and the ledger's no-negative check refuses a
+ * plan a concurrent spend made stale. One row per payment, even without a wallet.
  */
-export function directPaymentPreflight(clientId: string, walletId: string, counterpartyIds: string[], linkedAccountId: string | undefined): Preflight {
-  return {
-    name: 'direct_payment_context',
-    text: `select (select coalesce(json_agg(c.id), '[]'::json) from counterparties c where c.client_id = $1 and c.deleted_at is null and c.id = any($3::uuid[])) as "counterpartyIds",
-        w.status as "walletStatus", w.user_id as "walletUserId", u.kyc_status as "kycStatus",
-        (select json_object_agg(a.code, a.balance) from ledger_accounts a where a.owner_type = 'wallet' and a.owner_id = w.id) as buckets,
-        (select la.status from linked_accounts la where la.client_id = $1 and la.user_id = w.user_id and la.id = $4::uuid) as "linkedStatus"
-      from (select 1) one left join wallets w on w.client_id = $1 and w.id = $2 left join users u on u.id = w.user_id`,
-    params: [clientId, walletId, counterpartyIds, linkedAccountId ?? null],
-  };
+const DIRECT_GROUP_CHECK = statement(
+  'direct_payment_group_check',
+  `select c.locked, c.fingerprint, c.status_code, c.response_body, c.expires_at,
+      (select coalesce(json_agg(cp.id), '[]'::json) from counterparties cp
+        where cp.client_id = m.client_id and cp.deleted_at is null and cp.id = any(array(select json_array_elements_text(m.counterparty_ids::json)::uuid))) as "counterpartyIds",
+      w.status as "walletStatus", w.user_id as "walletUserId", u.kyc_status as "kycStatus",
+      (select json_object_agg(a.code, a.balance) from ledger_accounts a where a.owner_type = 'wallet' and a.owner_id = w.id) as buckets,
+      (select la.status from linked_accounts la where la.client_id = m.client_id and la.user_id = w.user_id and la.id = m.linked_id) as "linkedStatus"
+    from unnest($1::text[], $2::uuid[], $3::text[], $4::uuid[], $5::text[], $6::uuid[]) with ordinality as m(lock_key, client_id, key, wallet_id, counterparty_ids, linked_id, i)
+    cross join lateral idempotency_check(m.lock_key, m.client_id, 'payment', m.key) c
+    left join wallets w on w.client_id = m.client_id and w.id = m.wallet_id
+    left join users u on u.id = w.user_id
+    order by m.i`,
+);
+
+export async function checkDirectPaymentGroup(
+  tx: Executor,
+  members: { lockKey: string | null; clientId: string; key: string | null; walletId: string; counterpartyIds: string[]; linkedAccountId: string | null }[],
+): Promise<DirectPaymentCheck[]> {
+  return run<DirectPaymentCheck>(tx, DIRECT_GROUP_CHECK, [
+    members.map((m) => m.lockKey),
+    members.map((m) => m.clientId),
+    members.map((m) => m.key),
+    members.map((m) => m.walletId),
+    members.map((m) => JSON.stringify(m.counterpartyIds)),
+    members.map((m) => m.linkedAccountId),
+  ]);
 }
 
 /** A refund's idempotency check (KeyCheck) with its payment, locked when the refund will run. */

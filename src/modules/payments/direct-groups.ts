@@ -1,0 +1,121 @@
+// Direct payments (POST /payments) in groups (group commit, src/db/groups.ts): payments that
+// arrive together share one transaction of five round trips whatever their number: BEGIN; one
+// statement checks every key and reads what each payment decides on (counterparties, wallet, KYC,
+// balances, linked account); the spendable accounts of every wallet paid from, locked in id order
+// (so two groups cannot deadlock); each payment decided on its own (createDirectPayment); one
+// statement writes every entry, posting, summed balance change, payment, event and stored
+// response (WriteBatch.merged); COMMIT. Responses are sent after the commit.
+//
+// A group holds one payment per wallet: another payment of a wallet in the group runs after it
+// commits (runRowGroup), and one of a wallet a running group is paying from waits for the next
+// group (rowOf), so each is planned on the balances the one before left. Nothing is locked
+// before the plan: the ledger's no-negative check is the guard, and a group whose write it
+// refuses (a plan a concurrent spend made stale) wrote nothing and runs each payment alone,
+// where that refusal is the payment's own (402 Failed, to retry). A payment refused before the
+// write (validation, no wallet, KYC, a reused key...) writes nothing and gets its error. A
+// group that may have committed is not run again (a payment without a key would be taken
+// twice): each member gets the retryable error.
+import { WriteBatch } from '../../db/batch.ts';
+import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
+import type { Db, Tx } from '../../db/open.ts';
+import { ApiError } from '../../http/errors.ts';
+import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { accountIds, type WalletCode } from '../../ledger/accounts.ts';
+import { lockAccounts, refusedByLedger } from '../../ledger/post.ts';
+import { createDirectPayment, directPaymentRefused, type DirectPaymentInput } from './domain.ts';
+import * as q from './sql.ts';
+
+export interface DirectPaymentRequest {
+  /** The key's scope; without a key nothing is checked or stored (the key is optional). */
+  scope: Omit<IdempotencyScope, 'key'> & { key: string | undefined };
+  input: Omit<DirectPaymentInput, 'context' | 'batch' | 'locked'>;
+  /** The 200 body, serialized as the route sends it (stored for replays). */
+  render: (p: q.PaymentRow) => string;
+}
+
+type Member = GroupMember<DirectPaymentRequest, StoredOutcome>;
+
+/** The wallet accounts a payment spends from (payFromWallet's debits). */
+const SPENT: WalletCode[] = ['reward.merchant.available', 'reward.accrue.available', 'deposit.available'];
+
+/** Takes a direct payment (or replays its key's outcome) in the next group to run. */
+export const submitDirectPayment = groupCommit<DirectPaymentRequest, StoredOutcome>(runGroup, { name: 'payment', rowOf: (r) => r.input.walletId });
+
+const keyed = (m: Member): IdempotencyScope | undefined => (m.scope.key === undefined ? undefined : { ...m.scope, key: m.scope.key });
+
+async function runGroup(db: Db, members: Member[]): Promise<void> {
+  // The same key twice in one group: the later request is concurrent with the first, which is
+  // in flight (and one statement could not store both outcomes).
+  const keys = new Set<string>();
+  const distinct = members.filter((m) => {
+    const scope = keyed(m);
+    if (!scope) return true;
+    const key = lockKeyOf(scope);
+    if (!keys.has(key)) return keys.add(key);
+    m.reject(keyInUse());
+    return false;
+  });
+  await runRowGroup(db, distinct, (m) => m.input.walletId, paymentGroup);
+}
+
+async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
+  const settle: (() => void)[] = [];
+  const checks = await q.checkDirectPaymentGroup(
+    tx,
+    group.map((m) => {
+      const scope = keyed(m);
+      return {
+        lockKey: scope ? lockKeyOf(scope) : null,
+        clientId: m.input.clientId,
+        key: scope?.key ?? null,
+        walletId: m.input.walletId,
+        counterpartyIds: (m.input.disbursement ?? []).map((d) => d.counterpartyId),
+        linkedAccountId: m.input.linkedAccountId ?? null,
+      };
+    }),
+  );
+  const runs = new Map<Member, q.DirectPaymentCheck>();
+  for (const [n, m] of group.entries()) {
+    try {
+      const scope = keyed(m);
+      if (scope) {
+        const { state } = interpretKeyCheck(checks[n], scope, m.input.now);
+        if (state.kind === 'replay') {
+          settle.push(() => m.resolve(state.outcome));
+          continue;
+        }
+      }
+      runs.set(m, checks[n]!);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      settle.push(() => m.reject(err));
+    }
+  }
+  if (runs.size === 0) return settle;
+  const locked = new Set<string>();
+  for (const [m, c] of runs) {
+    if (!c.walletStatus) continue;
+    const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: m.input.walletId });
+    for (const code of SPENT) locked.add(w[code]);
+  }
+  if (locked.size > 0) await lockAccounts(tx, [...locked].sort());
+  const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
+  const batches = await decideEach([...runs.keys()], settle, (err) => err instanceof ApiError, async (m, batch): Promise<StoredOutcome> => {
+    const p = await createDirectPayment(tx, { ...m.input, context: runs.get(m), batch, locked });
+    const body = m.render(p);
+    const scope = keyed(m);
+    if (scope) stored.push({ scope, status: 200, body, now: m.input.now });
+    return { status: 200, body, replayed: false };
+  });
+  if (batches.length === 0) return settle;
+  const all = WriteBatch.merged(batches);
+  if (stored.length > 0) all.add(storeOutcomesPart(stored));
+  try {
+    await all.flush(tx);
+  } catch (err) {
+    // Alone, a refusal by the ledger is this payment's: its plan is stale (402, retry). In a
+    // group it fails the group, whose payments then run alone (runRowGroup).
+    throw group.length === 1 && refusedByLedger(err) ? directPaymentRefused(err) : err;
+  }
+  return settle;
+}
