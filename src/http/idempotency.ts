@@ -169,6 +169,42 @@ export const keyInUse = () =>
 /** The advisory lock key of an idempotency key (the same string on every path). */
 export const lockKeyOf = (scope: IdempotencyScope) => `${scope.clientId}:${scope.operation}:${scope.key}`;
 
+/**
+ * The members of a group with the same key as an earlier member of it left out and refused
+ * 409 IdempotencyKeyInUse: the later is concurrent with the first, which is in flight (and one
+ * statement could not store both outcomes). `scopeOf` is undefined for a member without a key.
+ */
+export function withoutRepeatedKeys<M extends { reject(err: unknown): void }>(members: M[], scopeOf: (m: M) => IdempotencyScope | undefined): M[] {
+  const keys = new Set<string>();
+  return members.filter((m) => {
+    const scope = scopeOf(m);
+    if (!scope) return true;
+    const key = lockKeyOf(scope);
+    if (!keys.has(key)) return keys.add(key);
+    m.reject(keyInUse());
+    return false;
+  });
+}
+
+/** A scope whose key is optional (withdrawals, direct payments). */
+export type OptionalKeyScope = Omit<IdempotencyScope, 'key'> & { key: string | undefined };
+
+/** The scope of an optional key, or undefined without one. */
+export const keyedScope = (scope: OptionalKeyScope): IdempotencyScope | undefined => (scope.key === undefined ? undefined : { ...scope, key: scope.key });
+
+/**
+ * A group check's lock key and key (idempotency_check). Without a key both are null:
+ * pg_try_advisory_xact_lock(null) is null, so the check takes no lock and finds nothing.
+ */
+export const checkedKeyOf = (scope: IdempotencyScope | undefined) => ({ lockKey: scope ? lockKeyOf(scope) : null, key: scope?.key ?? null });
+
+/** The stored outcome a group member replays, if any (interpretKeyCheck); nothing without a key. */
+export function replayOf(check: KeyCheck | undefined, scope: IdempotencyScope | undefined, now: Date): StoredOutcome | undefined {
+  if (!scope) return undefined;
+  const { state } = interpretKeyCheck(check, scope, now);
+  return state.kind === 'replay' ? state.outcome : undefined;
+}
+
 /** The write that stores an outcome under its key (a part of the caller's batch). */
 export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date): WritePart {
   return {
@@ -248,7 +284,7 @@ export async function idempotent(
  */
 export async function keyedOrPlain(
   reply: FastifyReply,
-  scope: Omit<IdempotencyScope, 'key'> & { key: string | undefined },
+  scope: OptionalKeyScope,
   opts: Parameters<typeof idempotent>[2],
   run: (tx: Tx, batch: WriteBatch, preflight: Record<string, unknown> | undefined) => Promise<Outcome>,
   preflight?: Preflight,

@@ -23,7 +23,7 @@ import type { Db } from '../../db/open.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, keyInUse, lockKeyOf, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { checkedKeyOf, interpretKeyCheck, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import {
   alreadyAuthorized,
@@ -70,19 +70,8 @@ const runAlone = (m: Member) => authorize(m.deps, m.serialize, m.input).then(m.r
 
 async function runGroup(members: Member[]): Promise<void> {
   const db: Db = members[0]!.deps.db;
-  // The same key twice in one group: the later request is concurrent with the earlier, which
-  // is in flight (and one statement could not store both outcomes).
-  const keys = new Set<string>();
-  const group: Member[] = [];
-  for (const m of members) {
-    m.scope = scopeOfInput(m.input);
-    const key = m.scope && lockKeyOf(m.scope);
-    if (key && keys.has(key)) m.reject(keyInUse());
-    else {
-      if (key) keys.add(key);
-      group.push(m);
-    }
-  }
+  for (const m of members) m.scope = scopeOfInput(m.input);
+  const group = withoutRepeatedKeys(members, (m) => m.scope);
   const settle: (() => void)[] = [];
   const alone: Member[] = [];
   try {
@@ -92,9 +81,8 @@ async function runGroup(members: Member[]): Promise<void> {
       const reads = await q.readAuthorizeGroup(
         tx,
         group.map((m) => ({
-          lockKey: m.scope ? lockKeyOf(m.scope) : null,
+          ...checkedKeyOf(m.scope),
           clientId: m.input.clientId,
-          key: m.scope?.key ?? null,
           intentId: m.input.intentId,
           spend: m.input.applyWalletBalance,
         })),

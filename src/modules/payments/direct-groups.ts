@@ -19,7 +19,7 @@ import { WriteBatch } from '../../db/batch.ts';
 import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import { ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { checkedKeyOf, keyedScope, replayOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type OptionalKeyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { accountIds, type WalletCode } from '../../ledger/accounts.ts';
 import { lockAccounts, refusedByLedger } from '../../ledger/post.ts';
 import { createDirectPayment, directPaymentRefused, type DirectPaymentInput } from './domain.ts';
@@ -27,7 +27,7 @@ import * as q from './sql.ts';
 
 export interface DirectPaymentRequest {
   /** The key's scope; without a key nothing is checked or stored (the key is optional). */
-  scope: Omit<IdempotencyScope, 'key'> & { key: string | undefined };
+  scope: OptionalKeyScope;
   input: Omit<DirectPaymentInput, 'context' | 'batch' | 'locked'>;
   /** The 200 body, serialized as the route sends it (stored for replays). */
   render: (p: q.PaymentRow) => string;
@@ -41,49 +41,31 @@ const SPENT: WalletCode[] = ['reward.merchant.available', 'reward.accrue.availab
 /** Takes a direct payment (or replays its key's outcome) in the next group to run. */
 export const submitDirectPayment = groupCommit<DirectPaymentRequest, StoredOutcome>(runGroup, { name: 'payment', rowOf: (r) => r.input.walletId });
 
-const keyed = (m: Member): IdempotencyScope | undefined => (m.scope.key === undefined ? undefined : { ...m.scope, key: m.scope.key });
+const keyed = (m: Member) => keyedScope(m.scope);
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
-  // The same key twice in one group: the later request is concurrent with the first, which is
-  // in flight (and one statement could not store both outcomes).
-  const keys = new Set<string>();
-  const distinct = members.filter((m) => {
-    const scope = keyed(m);
-    if (!scope) return true;
-    const key = lockKeyOf(scope);
-    if (!keys.has(key)) return keys.add(key);
-    m.reject(keyInUse());
-    return false;
-  });
-  await runRowGroup(db, distinct, (m) => m.input.walletId, paymentGroup);
+  await runRowGroup(db, withoutRepeatedKeys(members, keyed), (m) => m.input.walletId, paymentGroup);
 }
 
 async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   const settle: (() => void)[] = [];
   const checks = await q.checkDirectPaymentGroup(
     tx,
-    group.map((m) => {
-      const scope = keyed(m);
-      return {
-        lockKey: scope ? lockKeyOf(scope) : null,
-        clientId: m.input.clientId,
-        key: scope?.key ?? null,
-        walletId: m.input.walletId,
-        counterpartyIds: (m.input.disbursement ?? []).map((d) => d.counterpartyId),
-        linkedAccountId: m.input.linkedAccountId ?? null,
-      };
-    }),
+    group.map((m) => ({
+      ...checkedKeyOf(keyed(m)),
+      clientId: m.input.clientId,
+      walletId: m.input.walletId,
+      counterpartyIds: (m.input.disbursement ?? []).map((d) => d.counterpartyId),
+      linkedAccountId: m.input.linkedAccountId ?? null,
+    })),
   );
   const runs = new Map<Member, q.DirectPaymentCheck>();
   for (const [n, m] of group.entries()) {
     try {
-      const scope = keyed(m);
-      if (scope) {
-        const { state } = interpretKeyCheck(checks[n], scope, m.input.now);
-        if (state.kind === 'replay') {
-          settle.push(() => m.resolve(state.outcome));
-          continue;
-        }
+      const replay = replayOf(checks[n], keyed(m), m.input.now);
+      if (replay) {
+        settle.push(() => m.resolve(replay));
+        continue;
       }
       runs.set(m, checks[n]!);
     } catch (err) {

@@ -16,7 +16,7 @@ import { WriteBatch } from '../../db/batch.ts';
 import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { interpretKeyCheck, lockKeyOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import type { ClientCode } from '../../ledger/accounts.ts';
 import { creditedAccounts, refundPayment } from './domain.ts';
 import type { RenderContext } from './render.ts';
@@ -48,16 +48,7 @@ type Member = GroupMember<RefundRequest, StoredOutcome>;
 export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, { name: 'refund' });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
-  // The same key twice in one group: the later request is concurrent with the first, which is
-  // in flight (and one statement could not store both outcomes).
-  const keys = new Set<string>();
-  const distinct = members.filter((m) => {
-    const key = lockKeyOf(m.scope);
-    if (!keys.has(key)) return keys.add(key);
-    m.reject(keyInUse());
-    return false;
-  });
-  await runRowGroup(db, distinct, (m) => m.paymentId, refundGroup);
+  await runRowGroup(db, withoutRepeatedKeys(members, (m) => m.scope), (m) => m.paymentId, refundGroup);
 }
 
 async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {

@@ -20,7 +20,7 @@ import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { interpretKeyCheck, lockKeyOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { postEntries, type EntryInput } from '../../ledger/post.ts';
 import { planDeposit, type DepositInput } from './domain.ts';
 import { checkDepositGroup, depositsInsertPart, type TransactionRow } from './sql.ts';
@@ -38,18 +38,7 @@ type Member = GroupMember<DepositRequest, StoredOutcome>;
 export const submitDeposit = groupCommit<DepositRequest, StoredOutcome>(runGroup, { name: 'deposit' });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
-  // The same key twice in one group: the later request is concurrent with the first, which is
-  // in flight (and one statement could not store both outcomes).
-  const seen = new Set<string>();
-  const group: Member[] = [];
-  for (const m of members) {
-    const key = lockKeyOf(m.scope);
-    if (seen.has(key)) m.reject(keyInUse());
-    else {
-      seen.add(key);
-      group.push(m);
-    }
-  }
+  const group = withoutRepeatedKeys(members, (m) => m.scope);
   const settle: (() => void)[] = [];
   try {
     await db.transaction(async (tx) => {

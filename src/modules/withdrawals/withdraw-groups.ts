@@ -18,7 +18,7 @@ import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, keyInUse, lockKeyOf, storeOutcomesPart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import { checkedKeyOf, keyedScope, replayOf, storeOutcomesPart, withoutRepeatedKeys, type OptionalKeyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import type { ClientCode } from '../../ledger/accounts.ts';
 import { postEntries, type EntryInput } from '../../ledger/post.ts';
 import { planWithdrawal, withdrawRefused } from './domain.ts';
@@ -26,7 +26,7 @@ import { checkWithdrawGroup, withdrawalsInsertPart, type WithdrawalRow } from '.
 
 export interface WithdrawRequest {
   /** The key's scope; without a key nothing is checked or stored (the key is optional). */
-  scope: Omit<IdempotencyScope, 'key'> & { key: string | undefined };
+  scope: OptionalKeyScope;
   input: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date };
   /** The 201 body, serialized as the route sends it (stored for replays). */
   render: (w: WithdrawalRow) => string;
@@ -37,42 +37,24 @@ type Member = GroupMember<WithdrawRequest, StoredOutcome>;
 /** Makes a withdrawal (or replays its key's outcome) in the next group to run. */
 export const submitWithdrawal = groupCommit<WithdrawRequest, StoredOutcome>(runGroup, { name: 'withdraw' });
 
-const keyed = (m: Member): IdempotencyScope | undefined => (m.scope.key === undefined ? undefined : { ...m.scope, key: m.scope.key });
+const keyed = (m: Member) => keyedScope(m.scope);
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
-  // The same key twice in one group: the later request is concurrent with the first, which is
-  // in flight (and one statement could not store both outcomes).
-  const seen = new Set<string>();
-  const group: Member[] = [];
-  for (const m of members) {
-    const scope = keyed(m);
-    const key = scope && lockKeyOf(scope);
-    if (key !== undefined && seen.has(key)) m.reject(keyInUse());
-    else {
-      if (key !== undefined) seen.add(key);
-      group.push(m);
-    }
-  }
+  const group = withoutRepeatedKeys(members, keyed);
   const settle: (() => void)[] = [];
   try {
     await db.transaction(async (tx) => {
       const checks = await checkWithdrawGroup(
         tx,
-        group.map((m) => {
-          const scope = keyed(m);
-          return { lockKey: scope ? lockKeyOf(scope) : null, clientId: m.input.clientId, key: scope?.key ?? null, walletId: m.input.walletId };
-        }),
+        group.map((m) => ({ ...checkedKeyOf(keyed(m)), clientId: m.input.clientId, walletId: m.input.walletId })),
       );
       const made: { m: Member; row: WithdrawalRow; entry: EntryInput; body: string }[] = [];
       for (const [n, m] of group.entries()) {
         try {
-          const scope = keyed(m);
-          if (scope) {
-            const { state } = interpretKeyCheck(checks[n], scope, m.input.now);
-            if (state.kind === 'replay') {
-              settle.push(() => m.resolve(state.outcome));
-              continue;
-            }
+          const replay = replayOf(checks[n], keyed(m), m.input.now);
+          if (replay) {
+            settle.push(() => m.resolve(replay));
+            continue;
           }
           const { row, entry } = await planWithdrawal(tx, { ...m.input, context: checks[n] });
           made.push({ m, row, entry, body: m.render(row) });
