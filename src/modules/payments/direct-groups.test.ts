@@ -5,9 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import { rowsOf } from '../../db/open.ts';
-import { withRefusal } from '../../test/faults.ts';
+import { withRefusal, writersOf } from '../../test/faults.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../test/money.ts';
 
@@ -23,8 +21,7 @@ describe('direct payments in groups', () => {
   });
   after(() => t.close());
 
-  const xminOf = async (ids: string[]) =>
-    rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));
+  const xminOf = (ids: string[]) => writersOf(t, 'payments', ids);
 
   test('payments sent together share one transaction, and each gets its own outcome', async () => {
     const [a, b, c] = await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)]).then((w) => w.map((x) => x.wallet));
@@ -78,19 +75,14 @@ describe('direct payments in groups', () => {
     const wallets = (await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)])).map((w) => w.wallet);
     // Stands in for a concurrent spend that made one plan stale: the ledger's refusal, raised
     // only for this amount's payment.
-    await t.ctx.db.execute(sql.raw(`create function refuse_stale() returns trigger language plpgsql as $$
-      begin if new.amount = 7777 then raise exception 'stale' using errcode = '23514', constraint = 'ledger_accounts_non_negative'; end if; return new; end $$`));
-    await t.ctx.db.execute(sql.raw('create trigger refuse_stale before insert on payments for each row execute function refuse_stale()'));
-    try {
+    const stale = { table: 'payments', on: 'insert' as const, when: 'new.amount = 7777', raise: "errcode = '23514', constraint = 'ledger_accounts_non_negative'" };
+    await withRefusal(t, stale, async () => {
       const results = await Promise.all([1000, 7777, 2000].map((amount, n) => createPayment(t, m, { walletId: wallets[n]!.id, amount })));
       assert.deepEqual(results.map((r) => r.status), [200, 402, 200], results.map((r) => r.raw).join('\n'));
       assert.equal(errorsOf(results[1]!)[0]!.code, 'Failed');
       const rows = await xminOf([results[0]!, results[2]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
-    } finally {
-      await t.ctx.db.execute(sql.raw('drop trigger refuse_stale on payments'));
-      await t.ctx.db.execute(sql.raw('drop function refuse_stale()'));
-    }
+    });
     assert.equal((await balanceOf(t, m, wallets[1]!.id)).available.deposit, 10_000);
     await assertLedgerSound(t);
   });

@@ -4,9 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import { rowsOf } from '../../db/open.ts';
-import { withRefusal } from '../../test/faults.ts';
+import { withRefusal, writersOf } from '../../test/faults.ts';
 import { createUser, errorsOf, type Merchant, type TestApp, createTestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, linkAccount } from '../../test/money.ts';
 
@@ -25,8 +23,7 @@ describe('deposits in groups', () => {
     const w = await createWallet(t, m, user.id);
     return { walletId: w.id, accountId: account.id };
   }
-  const xminOf = async (ids: string[]) =>
-    rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from transactions where id in ${ids}`));
+  const xminOf = (ids: string[]) => writersOf(t, 'transactions', ids);
 
   test('deposits sent together share one transaction, and each gets its own outcome', async () => {
     const a = await wallet();

@@ -5,9 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import { rowsOf } from '../../db/open.ts';
-import { withRefusal } from '../../test/faults.ts';
+import { withRefusal, writersOf } from '../../test/faults.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../test/money.ts';
 
@@ -23,8 +21,7 @@ describe('withdrawals in groups', () => {
   });
   after(() => t.close());
 
-  const xminOf = async (ids: string[]) =>
-    rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from withdrawals where id in ${ids}`));
+  const xminOf = (ids: string[]) => writersOf(t, 'withdrawals', ids);
 
   test('withdrawals sent together share one transaction, and each gets its own outcome', async () => {
     const a = (await fundedWallet(t, m, 10_000)).wallet;
