@@ -369,22 +369,27 @@ describe('KYC', () => {
 
 describe('KYC with the background job running', () => {
   test('the sandbox decision arrives within one second of the answer', async () => {
-    // Real time for this one: the job runs on its own timer.
+    // Real time for this one: the job runs on its own timer. The second is measured between the
+    // times the server records (the application's creation, the decision), so a loaded test
+    // machine's slow requests and the polling below do not count against it; the poll only waits.
     const t = await createTestApp({ clock: systemClock });
     t.ctx.jobs.start();
     try {
       const m = await t.createMerchant();
       const u = await createUser(t, m);
       await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m });
-      const started = Date.now();
       const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: accrueKycApplication('fast@lowrisk.com') });
       assert.equal(res.status, 200);
       let s = 'Pending';
-      while (s === 'Pending' && Date.now() - started < 1000) {
+      for (const until = Date.now() + 15_000; s === 'Pending' && Date.now() < until; ) {
         await new Promise((r) => setTimeout(r, 50));
         s = (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: m })).body.data.attributes.status;
       }
-      assert.equal(s, 'Approved', `decided after ${Date.now() - started} ms`);
+      assert.equal(s, 'Approved');
+      const [app] = rowsOf<{ took: number }>(
+        await t.ctx.db.execute(sql`select (extract(epoch from decided_at - created_at) * 1000)::int as took from kyc_applications where user_id = ${u.id}`),
+      );
+      assert.ok(app!.took >= 0 && app!.took < 1000, `decided ${app!.took} ms after the application was made`);
     } finally {
       await t.close();
     }
