@@ -3,9 +3,9 @@
 //   request is still running), with exponential backoff, full jitter, and Retry-After honoured;
 // - a request that may have been applied (a timeout, a 5xx) is retried only when repeating it
 //   is safe: reads, deletes, and writes that carry an idempotency key;
-// - an idempotency key is made once per logical authorize, deposit, withdrawal, refund, reward,
-//   counterparty payout or transfer, or authorization increase, before the first attempt, so every retry sends
-//   the same key and a replay returns the first result;
+// - an idempotency key is made once per logical authorize, deposit, withdrawal, direct payment,
+//   refund, reward, counterparty payout or transfer, or authorization increase, before the first
+//   attempt, so every retry sends the same key and a replay returns the first result;
 // - each attempt has a timeout: authorize 90 s (the spec asks at least 60), others 10 s.
 import { randomUUID } from 'node:crypto';
 
@@ -36,6 +36,8 @@ const KEYED = [
   /\/wallets\/[^/]+\/transactions$/,
   /\/wallets\/[^/]+\/withdraw$/,
   /\/payments\/[^/]+\/refund$/,
+  // A direct payment (POST /payments, no intent).
+  /\/api\/v1\/payments$/,
   /\/rewards$/,
   // Counterparty payouts and transfers.
   /\/counterparties\/[^/]+\/payouts$/,

@@ -61,8 +61,8 @@ describe('retry rules', () => {
     const given = scripted([{ status: 201 }]);
     await retryingFetch(opts(given.fetch))(post('http://x/api/v1/payments/p/refund', { amount: 1, idempotencyKey: 'mine' }));
     assert.equal(JSON.parse(given.calls[0]!.body!).data.attributes.idempotencyKey, 'mine');
-    // Withdrawals, counterparty payouts and transfers carry keys too.
-    for (const url of ['http://x/api/v1/wallets/w/withdraw', 'http://x/api/v1/counterparties/c/payouts', 'http://x/api/v1/counterparty-transfers']) {
+    // Withdrawals, direct payments, counterparty payouts and transfers carry keys too.
+    for (const url of ['http://x/api/v1/wallets/w/withdraw', 'http://x/api/v1/payments', 'http://x/api/v1/counterparties/c/payouts', 'http://x/api/v1/counterparty-transfers']) {
       const k = scripted([{ status: 503 }, { status: 201 }]);
       await retryingFetch(opts(k.fetch))(post(url, { amount: 100 }));
       const sent = k.calls.map((c) => JSON.parse(c.body!).data.attributes.idempotencyKey);
