@@ -180,6 +180,23 @@ describe('chaos checker', () => {
     assert.deepEqual(rules(history, facts), ['at most one effect per operation']);
   });
 
+  test('a direct payment (no intent) is one payment row and reserves nothing; a second row for it is a doubled effect', () => {
+    const { history, facts } = clean();
+    const D = 'payment-4';
+    history.push({ kind: 'op', seq: 30, client: 1, name: 'directPayment', merchant: 'wallet', refs: { wallet: W }, amount: 40, idempotencyKey: 'k30', at: 6_000, end: 6_100, status: 200, resultId: D });
+    facts.payments.push({ id: D, intent_id: null, wallet_id: W, gift_id: null, rail: 'bank', status: 'Processing', amount: 40, captured_amount: 40, network_authorized: 0, sourcing: { merchantReward: 0, accrueReward: 0, deposit: 40 } });
+    facts.entries.push({ id: 'e-direct', kind: 'payment.direct', ref_type: 'payment', ref_id: D });
+    facts.postings.push({ entry_id: 'e-direct', account_id: 'available', amount: -40 }, { entry_id: 'e-direct', account_id: 'settlement', amount: 40 });
+    facts.accounts[1]!.balance -= 40;
+    facts.accounts[3]!.balance += 40;
+    assert.deepEqual(check(history, facts), []);
+    facts.payments.push({ ...facts.payments.at(-1)!, id: 'payment-5' });
+    assert.deepEqual(rules(history, facts), ['at most one effect per operation']);
+    facts.payments.pop();
+    facts.payments.pop();
+    assert.deepEqual(rules(history, facts), ['answered 2xx means applied', 'answered 2xx means applied']);
+  });
+
   test('an unbalanced entry, and a balance that is not its postings', () => {
     const { history, facts } = clean();
     facts.postings[1] = { entry_id: 'e-deposit', account_id: 'available', amount: 490 };

@@ -77,6 +77,8 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
   for (const r of f.rewards) if (r.wallet_id) add(`reward|${r.wallet_id}|${r.amount}`);
   for (const r of f.refunds) add(`refund|${r.payment_id}|${r.amount}`);
   for (const p of f.payments) if (p.intent_id && p.status !== 'Failed') add(`authorize|${p.intent_id}`);
+  // A direct payment (no intent): a refused one writes no row, so every row counts, whatever became of it.
+  for (const p of f.payments) if (!p.intent_id && p.wallet_id) add(`directPayment|${p.wallet_id}|${p.amount}`);
   // A capture: the merchant's (bank rails) or the card network's (card rails, gifts).
   for (const e of f.entries) if (e.ref_type === 'payment' && (e.kind === 'payment.capture' || e.kind === 'gift.capture')) add(`capture|${e.ref_id}`);
   // The card network's authorizations it approved (Canceled: approved, then the payment was canceled).
@@ -92,6 +94,7 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
       case 'deposit':
       case 'withdraw':
       case 'reward':
+      case 'directPayment':
         return [`${op.name}|${op.refs.wallet}|${op.amount}`];
       case 'refund':
         return [`refund|${op.refs.payment}|${op.amount}`];
@@ -140,6 +143,7 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
     createGift: new Set(f.gifts.map((g) => g.look_up_id)),
     deposit: new Set(f.transactions.map((t) => t.id)),
     withdraw: new Set(f.withdrawals.map((w) => w.id)),
+    directPayment: new Set(f.payments.map((p) => p.id)),
     createCounterparty: new Set(f.counterparties.map((c) => c.id)),
     payout: new Set(f.payouts.map((p) => p.id)),
   };
@@ -184,7 +188,8 @@ export function checkLedger(f: Facts): Anomaly[] {
   const openByWallet = new Map<string, number>();
   for (const p of f.payments) {
     if (!p.wallet_id) continue;
-    const reserved = p.status === 'Failed' ? 0 : p.sourcing.merchantReward + p.sourcing.accrueReward + p.sourcing.deposit;
+    // A direct payment (no intent) pays from the available accounts at once and reserves nothing.
+    const reserved = p.status === 'Failed' || !p.intent_id ? 0 : p.sourcing.merchantReward + p.sourcing.accrueReward + p.sourcing.deposit;
     const t = taken.get(p.id) ?? 0;
     if (t > reserved) out.push({ rule: 'reservation released or captured, never both', detail: `payment ${p.id} (${p.status}): reserved ${reserved}, released and captured ${t}` });
     else if (p.status !== 'Created' && t !== reserved) out.push({ rule: 'reservation released or captured', detail: `payment ${p.id} is ${p.status} and still holds ${reserved - t} of ${reserved} reserved` });

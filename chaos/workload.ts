@@ -63,7 +63,7 @@ export class ChaosClient {
       const hasWallet = this.wallets.length > 0;
       const kind = !hasWallet
         ? 'newUser'
-        : this.rng.weighted({ newUser: 1, deposit: 4, withdraw: 2, authorize: 6, capture: 4, network: 3, cancel: 2, refund: 3, reward: 2, gift: 2, balance: 2, counterparty: 3 });
+        : this.rng.weighted({ newUser: 1, deposit: 4, withdraw: 2, direct: 2, authorize: 6, capture: 4, network: 3, cancel: 2, refund: 3, reward: 2, gift: 2, balance: 2, counterparty: 3 });
       await this[kind]();
     }
   }
@@ -134,6 +134,19 @@ export class ChaosClient {
     const amount = this.rng.int(100, 3_000);
     const key = randomUUID();
     await this.call('withdraw', w.merchant, { wallet: w.walletId }, 'POST', '/api/v1/wallets/{walletId}/withdraw', { walletId: w.walletId }, this.doc('Withdraw', { amount, idempotencyKey: key }), { amount, idempotencyKey: key });
+  }
+
+  /**
+   * A payment straight from the wallet (POST /payments, no intent): from its balance alone, or
+   * with the linked account paying what the balance does not. Refunded later like any payment.
+   */
+  private async direct(): Promise<void> {
+    const w = this.wallet();
+    const amount = this.rng.int(100, 4_000);
+    const key = randomUUID();
+    const linked = this.rng.chance(0.3) ? { linkedAccountId: w.accountId } : {};
+    const a = await this.call('directPayment', w.merchant, { wallet: w.walletId }, 'POST', '/api/v1/payments', {}, this.doc('CreatePayment', { walletId: w.walletId, amount, idempotencyKey: key, ...linked }), { amount, idempotencyKey: key });
+    if (this.ok(a)) this.payments.push({ paymentId: a.data.data.id, intentId: '', merchant: w.merchant, amount, rail: 'bank', networkAuthorized: 0, captured: amount, refunded: 0 });
   }
 
   private async reward(): Promise<void> {
