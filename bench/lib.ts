@@ -299,9 +299,9 @@ export const post = (coffer: CofferServer, auth: Auth, path: string, body?: unkn
   json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
 
 /** `n` users with approved KYC, a linked account and a wallet each (the sandbox decides KYC in the background). */
-export async function approvedWallets(coffer: CofferServer, auth: Auth, n: number): Promise<{ walletId: string; accountId: string }[]> {
+export async function approvedWallets(coffer: CofferServer, auth: Auth, n: number, from = 0): Promise<{ walletId: string; accountId: string }[]> {
   const wallets: { walletId: string; accountId: string }[] = [];
-  for (let i = 0; i < n; i++) {
+  for (let i = from; i < from + n; i++) {
     const u = await post(coffer, auth, '/api/v1/users', { data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } });
     const userId = u.data.id as string;
     await post(coffer, auth, `/api/v1/users/${userId}/disclosures/kyc`);

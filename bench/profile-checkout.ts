@@ -1,5 +1,5 @@
 // Profiling one checkout step (a developer's tool, not a benchmark):
-//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit|refund|cancel-payment|cancel-intent> [seconds]
+//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit|refund|cancel-payment|cancel-intent|withdraw|direct> [seconds]
 // Needs a PostgreSQL server in PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres);
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that; both come after
@@ -47,6 +47,16 @@ const depositReq = {
     return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `p-${k}-${Date.now()}` } } }) };
   },
 };
+/** Money out of a funded wallet, as the benchmark sends it: a withdrawal, or a direct payment (POST /payments). */
+const fromWalletReq = (type: string, path: (walletId: string) => string, extra: (walletId: string) => Record<string, unknown>) => ({
+  method: 'POST',
+  setupRequest: (r: Record<string, unknown>) => {
+    const w = wallets[k++ % wallets.length]!;
+    return { ...r, path: path(w.walletId), body: JSON.stringify({ data: { type, attributes: { amount: 100, ...extra(w.walletId), idempotencyKey: `p-${k}-${Date.now()}` } } }) };
+  },
+});
+const withdrawReq = fromWalletReq('Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({}));
+const directReq = fromWalletReq('CreatePayment', () => '/api/v1/payments', (walletId) => ({ walletId }));
 const warm = ['authorize', 'capture', 'refund', 'cancel-payment', 'cancel-intent'].includes(step) ? Number(process.env.PROFILE_WARM ?? 2000) : 0;
 const n = 400 * seconds + warm;
 const intents: string[] = [];
@@ -76,7 +86,7 @@ let c2 = 0;
 const cancelPaymentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[c2++]}/cancel` }) };
 let c3 = 0;
 const cancelIntentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payment-intents/${intents[c3++]}/cancel` }) };
-if (step !== 'intent') {
+if (!['intent', 'deposit', 'withdraw', 'direct'].includes(step)) {
   await load('intents', { url: coffer.url, headers: auth, amount: n, requests: [{ ...intentReq, onResponse: (_s: number, b: string) => void intents.push(JSON.parse(b).data.id) }] as never });
 }
 if (step === 'capture' || step === 'refund' || step === 'cancel-payment') {
@@ -92,7 +102,7 @@ if (!process.env.PROFILE_NO_RESTART) {
   await coffer.stop();
   coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
 }
-const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq], refund: [refundReq], 'cancel-payment': [cancelPaymentReq], 'cancel-intent': [cancelIntentReq] }[step]!;
+const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq], refund: [refundReq], 'cancel-payment': [cancelPaymentReq], 'cancel-intent': [cancelIntentReq], withdraw: [withdrawReq], direct: [directReq] }[step]!;
 if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 // The tables' statistics current, as the benchmark has them (analyzeDatabase): PostgreSQL's
 // autovacuum may be off (it is on this project's benchmark machine), and plans made for the
@@ -103,7 +113,7 @@ const statements = await admin.query('select pg_stat_statements_reset()').then(
   () => true,
   () => false,
 );
-const timed = step === 'intent' || step === 'deposit';
+const timed = ['intent', 'deposit', 'withdraw', 'direct'].includes(step);
 const perf = process.env.PROFILE_PERF ? spawn('perf', ['record', '-a', '-g', '-F', '999', '-o', process.env.PROFILE_PERF], { stdio: 'ignore' }) : undefined;
 const r = await load(step, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, connections: Number(process.env.PROFILE_CONNECTIONS ?? 50), ...(timed ? { durationS: seconds } : { amount: n - warm }), requests: requests as never });
 if (perf) {
