@@ -6,7 +6,8 @@
 // the flags of `npm start`, and a V8 flag given twice takes the later value), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
 // PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data). Authorize and capture
-// first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; the figures include
+// first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; PROFILE_WALLETS (50,
+// as the benchmark) sets how many wallets the steps spread over. The figures include
 // the CPU time per request of the server and of PostgreSQL. PROFILE_CONNECTIONS (50) sets the load;
 // PROFILE_PERF=<file> records `perf record -a -g` of the whole machine during the measured step.
 // PROFILE_NO_RESTART=1 measures on the server that set up the step (what it remembers, such as
@@ -31,7 +32,7 @@ const env = { LOG_LEVEL: 'warn', ...(process.env.PROFILE_ENV ? (JSON.parse(proce
 
 let coffer = await startCoffer({ databaseUrl, env });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
-const wallets = await approvedWallets(coffer, auth, 50); // as the benchmark
+const wallets = await approvedWallets(coffer, auth, Number(process.env.PROFILE_WALLETS ?? 50)); // 50: as the benchmark
 await fundWallets(coffer, auth, wallets, 50_000_000);
 
 let k = 0;
