@@ -62,11 +62,14 @@ describe('direct payments in groups', () => {
     await assertLedgerSound(t);
   });
 
-  test('two payments of one wallet sent together: the second runs after the first commits, planned on what it left', async () => {
+  test('payments of one wallet sent together share the group, each planned on what the ones before it left', async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
-    const results = await Promise.all([createPayment(t, m, { walletId: wallet.id, amount: 600 }), createPayment(t, m, { walletId: wallet.id, amount: 600 })]);
-    assert.deepEqual(results.map((r) => r.status).sort(), [200, 402], results.map((r) => r.raw).join('\n'));
-    assert.equal(errorsOf(results.find((r) => r.status === 402)!)[0]!.code, 'Failed');
+    const results = await Promise.all([300, 300, 600].map((amount) => createPayment(t, m, { walletId: wallet.id, amount })));
+    assert.deepEqual(results.map((r) => r.status), [200, 200, 402], results.map((r) => r.raw).join('\n'));
+    // The third was planned on the 400 cents the first two left: the wallet cannot cover it.
+    assert.equal(errorsOf(results[2]!)[0]!.code, 'Failed');
+    const rows = await xminOf(results.slice(0, 2).map((r) => r.body.data.id));
+    assert.equal(new Set(rows.map((r) => r.xmin)).size, 1, 'one transaction wrote both');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 400);
     await assertLedgerSound(t);
   });
