@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { withRefusal } from '../test/faults.ts';
 import { createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
 import { clearPending, createWallet, deposit, fundedWallet, intentFor, linkAccount, approvedUser } from '../test/money.ts';
 
@@ -125,6 +126,29 @@ describe('metrics', () => {
     const delta = (outcome: string) => valueOf(after, 'coffer_authorizations_total', { outcome }) - valueOf(before, 'coffer_authorizations_total', { outcome });
     assert.deepEqual({ approved: delta('approved'), declined: delta('declined'), requires_action: delta('requires_action') }, { approved: 1, declined: 1, requires_action: 1 });
     assert.equal(valueOf(after, 'coffer_money_movements_total', { kind: 'payment.reserve' }) - valueOf(before, 'coffer_money_movements_total', { kind: 'payment.reserve' }), 1);
+  });
+
+  test('a withdrawal and a direct payment the ledger refuses count as insufficient_funds', async () => {
+    const { wallet } = await fundedWallet(t, m, 50_000);
+    // Stands in for a concurrent spend that made the plan stale: the ledger's refusal, raised
+    // for this amount's rows only.
+    const refusal = (table: string) => ({ table, on: 'insert' as const, when: 'new.amount = 7777', raise: "errcode = '23514', constraint = 'ledger_accounts_non_negative'" });
+    const before = await scrape();
+    const withdrawn = await withRefusal(t, refusal('withdrawals'), () =>
+      t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount: 7777 } } } }),
+    );
+    assert.equal(withdrawn.status, 400, withdrawn.raw);
+    const paid = await withRefusal(t, refusal('payments'), () =>
+      t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 7777 } } } }),
+    );
+    assert.equal(paid.status, 402, paid.raw);
+    const after = await scrape();
+    const delta = (kind: string, outcome: string) => valueOf(after, 'coffer_money_movements_total', { kind, outcome }) - valueOf(before, 'coffer_money_movements_total', { kind, outcome });
+    assert.deepEqual(
+      { withdraw: delta('withdraw', 'insufficient_funds'), direct: delta('payment.direct', 'insufficient_funds') },
+      { withdraw: 1, direct: 1 },
+    );
+    assert.equal(delta('withdraw', 'committed') + delta('payment.direct', 'committed'), 0);
   });
 
   test('rate limit refusals by listener', async () => {

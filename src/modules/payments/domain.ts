@@ -16,6 +16,7 @@ import type { Page, SortKey } from '../../http/paging.ts';
 import { checkBodyId } from '../../http/patch-body.ts';
 import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, lockAccounts, refusedByLedger } from '../../ledger/post.ts';
+import { countMovement } from '../../observability/metrics.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
@@ -496,6 +497,7 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
 /** A direct payment's write refused by the ledger's no-negative check: the balance it was planned from changed (402 Failed, to retry). */
 export function directPaymentRefused(err: unknown): unknown {
   if (!refusedByLedger(err)) return err;
+  countMovement('payment.direct', 'insufficient_funds');
   return apiError('Failed', 'The wallet balance changed; try again.');
 }
 

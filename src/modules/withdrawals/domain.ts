@@ -8,6 +8,7 @@ import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { postEntry, refusedByLedger, type EntryInput } from '../../ledger/post.ts';
+import { countMovement } from '../../observability/metrics.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { largestRemainder } from './split.ts';
@@ -53,6 +54,7 @@ export async function planWithdrawal(
 /** A withdrawal's write refused by the ledger's no-negative check: more than the withdrawable balance (400). */
 export function withdrawRefused(err: unknown): unknown {
   if (!refusedByLedger(err)) return err;
+  countMovement('withdraw', 'insufficient_funds');
   return apiError('InsufficientWithdrawableBalance', "The amount is more than the wallet's withdrawable balance (available deposit money; rewards are never withdrawable).", {
     pointer: '/data/attributes/amount',
   });
