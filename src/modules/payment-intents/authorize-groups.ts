@@ -25,6 +25,7 @@ import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { checkedKeyOf, interpretKeyCheck, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
+import { availableDebits } from '../payments/money.ts';
 import {
   alreadyAuthorized,
   alreadyRunning,
@@ -182,6 +183,6 @@ async function runGroup(members: Member[]): Promise<void> {
 
 /** What a reservation takes from the wallet's available balances (the shared array, in place). */
 function spend(accounts: [string, string, number][] | null, s: { merchantReward: number; accrueReward: number; deposit: number }): void {
-  const taken: Record<string, number> = { 'reward.merchant.available': s.merchantReward, 'reward.accrue.available': s.accrueReward, 'deposit.available': s.deposit };
+  const taken: Record<string, number | undefined> = availableDebits(s);
   for (const a of accounts ?? []) if (taken[a[1]]) a[2] -= taken[a[1]]!;
 }

@@ -25,8 +25,9 @@ import type { Sourcing } from '../../db/schema.ts';
 import { ApiError } from '../../http/errors.ts';
 import { checkedKeyOf, keyedScope, replayOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type OptionalKeyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { accountIds, type WalletCode } from '../../ledger/accounts.ts';
-import { lockAccounts, refusedByLedger } from '../../ledger/post.ts';
+import { lockAccounts } from '../../ledger/post.ts';
 import { createDirectPayment, directPaymentRefused, type DirectPaymentInput } from './domain.ts';
+import { availableDebits } from './money.ts';
 import * as q from './sql.ts';
 
 export interface DirectPaymentRequest {
@@ -56,9 +57,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
 
 /** Takes a decided payment's sourcing off its wallet's balances (payFromWallet's debits). */
 function spend(buckets: Record<string, number>, s: Sourcing): void {
-  buckets['reward.merchant.available'] = (buckets['reward.merchant.available'] ?? 0) - s.merchantReward;
-  buckets['reward.accrue.available'] = (buckets['reward.accrue.available'] ?? 0) - s.accrueReward;
-  buckets['deposit.available'] = (buckets['deposit.available'] ?? 0) - s.deposit;
+  for (const [code, amount] of Object.entries(availableDebits(s))) buckets[code] = (buckets[code] ?? 0) - amount;
 }
 
 async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
@@ -117,7 +116,7 @@ async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   } catch (err) {
     // Alone, a refusal by the ledger is this payment's: its plan is stale (402, retry). In a
     // group it fails the group, whose payments then run alone (runRowGroup).
-    throw group.length === 1 && refusedByLedger(err) ? directPaymentRefused(err) : err;
+    throw group.length === 1 ? directPaymentRefused(err) : err;
   }
   return settle;
 }

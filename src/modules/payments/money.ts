@@ -20,6 +20,13 @@ export const NO_SOURCING: Sourcing = { merchantReward: 0, accrueReward: 0, depos
 
 export const sourcedTotal = (s: Sourcing) => s.merchantReward + s.accrueReward + s.deposit + s.linked + s.gift;
 
+/** What a sourcing takes from each of the wallet's available accounts (a reservation's or a direct payment's debits). */
+export const availableDebits = (s: Pick<Sourcing, 'merchantReward' | 'accrueReward' | 'deposit'>): Partial<Record<WalletCode, number>> => ({
+  'reward.merchant.available': s.merchantReward,
+  'reward.accrue.available': s.accrueReward,
+  'deposit.available': s.deposit,
+});
+
 /**
  * How a wallet pays `amount`: rewards usable on this purchase first (merchant, then accrue),
  * then deposit money, the rest from the linked account. Without `applyWalletBalance`, all of it
