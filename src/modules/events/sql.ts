@@ -1,6 +1,7 @@
 // Every query on events, deliveries and attempts.
 import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { builtOnce, ph } from '../../db/built-once.ts';
+import { ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
@@ -144,9 +145,9 @@ function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Plac
  * The API's page of events with their delivery states and total. No filter or a topic: the
  * counters (list 'events', a key per topic). A time range or a delivery state is counted over
  * the rows it matches (docs/scaling.md#lists-at-a-million-rows). One statement per shape: which
- * filters it has, the delivery state a literal (built once: built-once.ts).
+ * filters it has, the delivery state a literal (built once, pages asked for together read together: coalesced-pages.ts).
  */
-const eventPage = builtOnce((db: Executor, shape: string) => {
+const eventPage = coalescedPages((db: Executor, shape: string) => {
   const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState };
   const where = eventConditions(ph('clientId'), {
     topic: has.topic ? ph('topic') : undefined,
@@ -161,8 +162,7 @@ const eventPage = builtOnce((db: Executor, shape: string) => {
     .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 /** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */

@@ -1,6 +1,7 @@
 // Every query on payment intents, scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, or, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm';
-import { builtOnce, ph } from '../../db/built-once.ts';
+import { ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
@@ -326,10 +327,10 @@ function intentConditions(clientId: V, f: { initiator?: V; paymentMethod?: V; st
 
 /**
  * The API's page of intents with its total, one statement per shape: which filters it has, the
- * status (a literal: which conditions it takes depends on it) and the sort (built once:
- * built-once.ts).
+ * status (a literal: which conditions it takes depends on it) and the sort (built once,
+ * pages asked for together read together: coalesced-pages.ts).
  */
-const intentPage = builtOnce((db: Executor, shape: string) => {
+const intentPage = coalescedPages((db: Executor, shape: string) => {
   const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string; sort: SortKey<IntentSortField>[] };
   const f = { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status };
   const now = ph('now');
@@ -341,8 +342,7 @@ const intentPage = builtOnce((db: Executor, shape: string) => {
     .where(and(intentConditions(ph('clientId'), f, now, { storedStatus: false }), withinTotal(total, ph('offset'))))
     .orderBy(...order)
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 /** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */

@@ -1,6 +1,7 @@
 // Every query on payments, refunds, authorization attempts and virtual cards; scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { builtOnce, ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
@@ -153,9 +154,9 @@ function paymentConditions(clientId: V, f: { [K in keyof PaymentFilters]: V }): 
  * The API's page of payments with its total. The total: with an intent or a reference (a few
  * payments, through their indexes) the rows matched, counted with the page; otherwise the
  * counters (list 'payments' by status, or the channel's own list 'payments/channel=<channel>').
- * One statement per shape: which filters it has and the sort (built once: built-once.ts).
+ * One statement per shape: which filters it has and the sort (built once, pages asked for together read together: coalesced-pages.ts).
  */
-const paymentPage = builtOnce((db: Executor, shape: string) => {
+const paymentPage = coalescedPages((db: Executor, shape: string) => {
   const has = JSON.parse(shape) as Record<keyof PaymentFilters, boolean> & { sort: SortKey<PaymentSortField>[] };
   const f = {
     status: has.status ? ph('status') : undefined,
@@ -172,8 +173,7 @@ const paymentPage = builtOnce((db: Executor, shape: string) => {
     .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(...order)
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 /**

@@ -1,6 +1,7 @@
 // Every query on deposit transactions, scoped by client_id.
 import { and, asc, desc, eq, inArray, notInArray, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { builtOnce, ph } from '../../db/built-once.ts';
+import { ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
@@ -56,8 +57,8 @@ export async function lockPendingTransactions(db: Executor, clientId: string, wa
 const walletTotal = (clientId: string | Placeholder, walletId: string | Placeholder) =>
   countedTotal(clientId, 'transactions', { key: sql`jsonb_build_object('walletId', ${walletId}::uuid)::text` });
 
-/** A page of a wallet's transactions and its counted total, beside it (built once: built-once.ts). */
-const transactionPage = builtOnce((db: Executor, _shape: '') => {
+/** A page of a wallet's transactions and its counted total, beside it (built once, pages asked for together read together: coalesced-pages.ts). */
+const transactionPage = coalescedPages((db: Executor, _shape: '') => {
   const total = walletTotal(ph('clientId'), ph('walletId'));
   return db
     .select({ t: transactions, total: sql<number>`${total}`.mapWith(Number) })
@@ -65,8 +66,7 @@ const transactionPage = builtOnce((db: Executor, _shape: '') => {
     .where(and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId')), withinTotal(total, ph('offset'))))
     .orderBy(desc(transactions.createdAt), desc(transactions.id))
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {

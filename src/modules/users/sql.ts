@@ -1,6 +1,7 @@
 // Every query on users. Each one is scoped by client_id: a merchant never reads another's.
 import { and, desc, eq, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { builtOnce, ph } from '../../db/built-once.ts';
+import { ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
@@ -79,7 +80,7 @@ type UserListShape = `${'' | 'p'}${'' | 'e'}${'' | 'r'}`;
  * A page of users with its total in one round trip: the merchant's counted total, or with a
  * filter (each names at most a user or two, through a unique index) the rows it matches.
  */
-const userPage = builtOnce((db: Executor, shape: UserListShape) => {
+const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
   const where = userConditions(ph('clientId'), {
     phoneNumber: shape.includes('p') ? ph('phoneNumber') : undefined,
     email: shape.includes('e') ? ph('email') : undefined,
@@ -92,8 +93,7 @@ const userPage = builtOnce((db: Executor, shape: UserListShape) => {
     .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(desc(users.createdAt), desc(users.id))
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {

@@ -1,6 +1,7 @@
 // Every query on wallets and barcodes, scoped by client_id.
 import { and, desc, eq, gt, isNull, lt, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { builtOnce, ph } from '../../db/built-once.ts';
+import { ph } from '../../db/built-once.ts';
+import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
@@ -95,8 +96,8 @@ export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilte
 
 type WalletListShape = `${'' | 'p'}${'' | 'e'}${'' | 'r'}`;
 
-/** A page of wallets with its total, in one round trip (built once: built-once.ts). */
-const walletPage = builtOnce((db: Executor, shape: WalletListShape) => {
+/** A page of wallets with its total, in one round trip (built once, pages asked for together read together: coalesced-pages.ts). */
+const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
   const byUser = walletUserConditions(ph('clientId'), {
     phoneNumber: shape.includes('p') ? ph('phoneNumber') : undefined,
     email: shape.includes('e') ? ph('email') : undefined,
@@ -113,8 +114,7 @@ const walletPage = builtOnce((db: Executor, shape: WalletListShape) => {
       .where(and(where, withinTotal(total, ph('offset'))))
       .orderBy(desc(wallets.createdAt), desc(wallets.id))
       .limit(ph('limit'))
-      .offset(ph('offset'))
-      .prepare('');
+      .offset(ph('offset'));
   }
   // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
   return db
@@ -124,8 +124,7 @@ const walletPage = builtOnce((db: Executor, shape: WalletListShape) => {
     .where(where)
     .orderBy(desc(wallets.createdAt), desc(wallets.id))
     .limit(ph('limit'))
-    .offset(ph('offset'))
-    .prepare('');
+    .offset(ph('offset'));
 });
 
 export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {

@@ -1,0 +1,210 @@
+// Coalesced list pages. The API's list pages of one shape (the same filters and sort) that are
+// asked for during one turn of the event loop go to the database as one statement, each page a
+// LATERAL subquery over its own values, instead of one round trip each: PostgreSQL parses,
+// binds, locks (every weekly partition of the events, for a generic plan) and returns once for
+// the lot, and the driver and the kernel handle one exchange. Each caller gets only its own page,
+// read by its own merchant, filters, limit and offset, so scoping and results are those of a
+// page read alone; the statement starts after every page in it was asked for, so a page still
+// sees every write answered before it was asked. Like the point reads of coalesce.ts.
+import * as drizzle from 'drizzle-orm';
+import { Column, fillPlaceholders, is, SQL, sql } from 'drizzle-orm';
+import { rowsOf, type Executor } from './open.ts';
+
+interface Executable<R> {
+  execute(values: Record<string, unknown>): Promise<R>;
+}
+
+/**
+ * What a shape's builder returns: Drizzle's select with placeholders (`ph`), not yet prepared.
+ * Its SQL text, parameters and selected fields are read once to build the coalesced statement.
+ */
+export interface PageQuery<R> {
+  toSQL(): { sql: string; params: unknown[] };
+  prepare(name: string): Executable<R[]>;
+}
+
+// Drizzle's own flattening of a select's fields into the columns it maps rows by (exported at
+// run time, left out of its type declarations).
+const orderSelectedFields = (drizzle as unknown as { orderSelectedFields(fields: Record<string, unknown>): { path: string[]; field: unknown }[] }).orderSelectedFields;
+
+/** Pages in one statement at most; more that arrive together go in the next. */
+const MAX_PAGES = 50;
+/** Shapes kept per statement and handle; past this (sorts on many keys, say), a shape is built and run alone each time. */
+const MAX_SHAPES = 256;
+
+/** How pages went to the database (for tests and the benchmark's notes): alone, together, or alone after a batch failed. */
+export const pageStats = { alone: 0, batches: 0, batched: 0, fallbacks: 0 };
+
+/**
+ * A page statement per shape whose concurrent executions coalesce: `build(db, shape)` returns the
+ * select for one page; the result runs it for `values` and resolves to that page's rows. Kept
+ * per database handle (the pool, or PGlite; a transaction's handle gets its own).
+ */
+export function coalescedPages<S extends string, R>(build: (db: Executor, shape: S) => PageQuery<R>) {
+  const byDb = new WeakMap<object, Map<S, Shape<R>>>();
+  return (db: Executor, shape: S, values: Record<string, unknown>): Promise<R[]> => {
+    let shapes = byDb.get(db);
+    if (!shapes) byDb.set(db, (shapes = new Map()));
+    let s = shapes.get(shape);
+    if (!s) {
+      if (shapes.size >= MAX_SHAPES) return build(db, shape).prepare('').execute(values);
+      s = new Shape(db, build(db, shape));
+      shapes.set(shape, s);
+    }
+    return s.add(values);
+  };
+}
+
+type Pending<R> = { values: Record<string, unknown>; resolve: (rows: R[]) => void; reject: (err: unknown) => void };
+
+class Shape<R> {
+  readonly #db: Executor;
+  readonly #query: PageQuery<R>;
+  readonly #single: Executable<R[]>;
+  #batched: Promise<Executable<Array<R & { __i: number }>> | undefined> | undefined;
+  #pending: Pending<R>[] = [];
+  #scheduled = false;
+
+  constructor(db: Executor, query: PageQuery<R>) {
+    this.#db = db;
+    this.#query = query;
+    const q = internalsOf(query);
+    const { sql: text, params } = query.toSQL();
+    const mapper = q && rowMapper(q.fields);
+    this.#single = q && mapper ? q.session.prepareQuery({ sql: text, params }, q.fields, '', true, mapper) : query.prepare('');
+  }
+
+  add(values: Record<string, unknown>): Promise<R[]> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ values, resolve, reject });
+      if (this.#pending.length >= MAX_PAGES) this.#flush();
+      else if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    this.#scheduled = false;
+    const batch = this.#pending;
+    this.#pending = [];
+    if (batch.length === 1) {
+      pageStats.alone++;
+      this.#alone(batch[0]!);
+    } else if (batch.length > 1) void this.#together(batch);
+  }
+
+  #alone(p: Pending<R>): void {
+    this.#single.execute(p.values).then(p.resolve, p.reject);
+  }
+
+  async #together(batch: Pending<R>[]): Promise<void> {
+    let rows: Array<R & { __i: number }>;
+    try {
+      const q = await (this.#batched ??= this.#buildBatched());
+      if (!q) throw new Error('this shape does not coalesce');
+      const { params } = this.#query.toSQL();
+      const perPage = batch.map((p) => fillPlaceholders(params, p.values));
+      const values: Record<string, unknown[]> = {};
+      params.forEach((_, k) => (values[`__p${k + 1}`] = perPage.map((v) => v[k])));
+      rows = await q.execute(values);
+    } catch {
+      // Each page alone, for its own rows or its own error (one page's bad value must not fail
+      // the others'); a failed batch costs the time it took.
+      pageStats.fallbacks++;
+      for (const p of batch) this.#alone(p);
+      return;
+    }
+    pageStats.batches++;
+    pageStats.batched += batch.length;
+    const pages: R[][] = batch.map(() => []);
+    for (const r of rows) {
+      const i = r.__i;
+      delete (r as { __i?: number }).__i;
+      pages[i - 1]!.push(r);
+    }
+    batch.forEach((p, k) => p.resolve(pages[k]!));
+  }
+
+  /**
+   * The statement for several pages: the page's select as a LATERAL subquery over the rows of
+   * `unnest` of one array per parameter (typed as PostgreSQL types the page's own parameters),
+   * numbered by `with ordinality`. A LATERAL subquery with a LIMIT runs as a nested loop over
+   * those rows, so each page's rows come out together, in its own order.
+   */
+  async #buildBatched(): Promise<Executable<Array<R & { __i: number }>> | undefined> {
+    const { sql: text, params } = this.#query.toSQL();
+    const q = internalsOf(this.#query);
+    if (!q || params.length === 0) return undefined;
+    const types = await parameterTypes(this.#db, text);
+    if (types.length !== params.length) return undefined;
+    const columns = types.map((_, k) => `__p${k + 1}`);
+    const arrays = types.map((t, k) => `$${k + 1}::${t}[]`);
+    const inner = text.replace(/\$(\d+)/g, (_, n: string) => `b.__p${n}`);
+    const wrapped = `select b.__i, p.* from unnest(${arrays.join(', ')}) with ordinality as b(${columns.join(', ')}, __i) cross join lateral (${inner}) p`;
+    const fields = [{ path: ['__i'], field: sql`__i`.mapWith(Number) }, ...q.fields];
+    const batched = q.session.prepareQuery({ sql: wrapped, params: columns.map((c) => sql.placeholder(c)) }, fields, '', true, rowMapper(fields));
+    batched.joinsNotNullableMap = q.joinsNotNullableMap;
+    return batched;
+  }
+}
+
+type Field = { path: string[]; field: unknown };
+type Mapper = (rows: unknown[][]) => unknown[];
+
+interface Internals {
+  fields: Field[];
+  session: { prepareQuery(query: { sql: string; params: unknown[] }, fields: Field[], name: string, arrayMode: boolean, mapper?: Mapper): Executable<never> & { joinsNotNullableMap?: unknown } };
+  joinsNotNullableMap?: Record<string, boolean>;
+}
+
+/** Drizzle's select internals that running its SQL with another text needs (drizzle-orm 0.45's PgSelect). */
+function internalsOf(query: PageQuery<unknown>): Internals | undefined {
+  const q = query as unknown as { config?: { fields?: Record<string, unknown> }; session?: Internals['session']; joinsNotNullableMap?: Record<string, boolean> };
+  if (!q.config?.fields || !q.session) return undefined;
+  const fields = orderSelectedFields(q.config.fields);
+  // A left join's table comes out null when all its columns are: Drizzle's own mapping does that.
+  if (q.joinsNotNullableMap && Object.values(q.joinsNotNullableMap).some((notNull) => !notNull)) return undefined;
+  return { fields, session: q.session, joinsNotNullableMap: q.joinsNotNullableMap };
+}
+
+/**
+ * Rows (arrays, in the fields' order) into Drizzle's result objects, each field's decoder found
+ * once. Drizzle's own mapping finds it per row and column through \`is()\` (a walk of the
+ * prototype chain): a fifth of the server's CPU on a page of ten users (CPU profile). A column
+ * whose decoder is the identity (text, uuid, boolean, integer) is copied as it is.
+ */
+function rowMapper(fields: Field[]): Mapper | undefined {
+  const identity = Column.prototype.mapFromDriverValue;
+  const columns = fields.map(({ path, field }) => {
+    const decoder = (is(field, Column) ? field : is(field, SQL) ? (field as unknown as { decoder: unknown }).decoder : undefined) as { mapFromDriverValue(v: unknown): unknown } | undefined;
+    return { path, decoder, decode: decoder && decoder.mapFromDriverValue !== identity ? decoder.mapFromDriverValue.bind(decoder) : undefined };
+  });
+  if (columns.some((c) => !c.decoder || c.path.length > 2)) return undefined;
+  return (rows) =>
+    rows.map((row) => {
+      const out: Record<string, unknown> = {};
+      for (let k = 0; k < columns.length; k++) {
+        const { path, decode } = columns[k]!;
+        const raw = row[k];
+        const value = raw === null || raw === undefined || !decode ? raw : decode(raw);
+        if (path.length === 1) out[path[0]!] = value;
+        else ((out[path[0]!] ??= {}) as Record<string, unknown>)[path[1]!] = value;
+      }
+      return out;
+    });
+}
+
+let described = 0;
+
+/** The types PostgreSQL gives a statement's parameters (a PREPARE, read back and dropped in one transaction). */
+async function parameterTypes(db: Executor, text: string): Promise<string[]> {
+  const name = `coffer_describe_${process.pid}_${++described}`;
+  return db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`prepare ${name} as ${text}`));
+    const [row] = rowsOf<{ t: string[] }>(await tx.execute(sql.raw(`select parameter_types::text[] as t from pg_prepared_statements where name = '${name}'`)));
+    await tx.execute(sql.raw(`deallocate ${name}`));
+    return row?.t ?? [];
+  });
+}
