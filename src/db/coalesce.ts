@@ -81,3 +81,45 @@ class Batch<R extends { id: string; clientId: string }> {
     );
   }
 }
+
+type Lookup<R> = { keys: string[]; resolve: (rows: R[]) => void; reject: (err: unknown) => void };
+
+/**
+ * Lookups by a list of keys (`run` reads the rows of all the keys given, as one statement over an
+ * array) made in one turn of the event loop, sent as one: each caller gets the rows whose key
+ * (`keyOf`) is among its own, in the statement's order. The payments of a page's intents are
+ * one such lookup per page; many pages at once are then one statement.
+ */
+export function coalescedLookups<R>(run: (db: Executor, keys: string[]) => Promise<R[]>, keyOf: (row: R) => string, max = 1_000) {
+  const batches = new WeakMap<Executor, Lookup<R>[]>();
+  const flush = (db: Executor) => {
+    const batch = batches.get(db) ?? [];
+    batches.delete(db);
+    if (batch.length === 0) return;
+    const keys = [...new Set(batch.flatMap((l) => l.keys))];
+    run(db, keys).then(
+      (rows) => {
+        if (batch.length === 1) return batch[0]!.resolve(rows);
+        for (const l of batch) {
+          const mine = new Set(l.keys);
+          l.resolve(rows.filter((r) => mine.has(keyOf(r))));
+        }
+      },
+      (err: unknown) => {
+        for (const l of batch) l.reject(err);
+      },
+    );
+  };
+  return (db: Executor, keys: string[]): Promise<R[]> =>
+    new Promise((resolve, reject) => {
+      let batch = batches.get(db);
+      if (!batch) {
+        batches.set(db, (batch = []));
+        setImmediate(() => {
+          if (batches.get(db) === batch) flush(db);
+        });
+      }
+      batch.push({ keys, resolve, reject });
+      if (batch.reduce((n, l) => n + l.keys.length, 0) >= max) flush(db);
+    });
+}

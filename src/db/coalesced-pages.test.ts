@@ -62,7 +62,7 @@ describe('coalesced list pages', () => {
     ...[0, 2].map((offset) => ({ url: `/api/v1/wallets?page[limit]=4&page[offset]=${offset}`, as: b })),
     ...wallets.flatMap((w) => [0, 1, 5].map((offset) => ({ url: `/api/v1/wallets/${w.id}/transactions?page[limit]=2&page[offset]=${offset}`, as: w.as }))),
     { url: `/api/v1/wallets/${wallets[0]!.id}/transactions`, as: b }, // another merchant's wallet: 404
-    ...wallets.flatMap((w) => ['', '&filter[status]=Promotable', '&filter[status]=PromotedToPayment', '&sort=amount'].map((q) => ({ url: `/api/v1/payment-intents?page[limit]=3${q}`, as: w.as }))),
+    ...wallets.flatMap((w) => ['', '&filter[status]=Promotable', '&filter[status]=PromotedToPayment', '&sort=amount', '&include=payments'].map((q) => ({ url: `/api/v1/payment-intents?page[limit]=3${q}`, as: w.as }))),
     ...wallets.flatMap((w) => ['', '&filter[status]=Created', '&filter[status]=Sent', `&filter[paymentIntentId]=${w.intents[0]}`].map((q) => ({ url: `/api/v1/payments?page[limit]=3${q}`, as: w.as }))),
     ...wallets.flatMap((w) => [0, 1, 4].map((offset) => ({ url: `/api/v1/webhook-events?page[limit]=3&page[offset]=${offset}`, as: w.as }))),
   ];

@@ -4,6 +4,7 @@ import { builtOnce, ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
+import { coalescedLookups } from '../../db/coalesce.ts';
 import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
@@ -117,9 +118,15 @@ const intentsPayments = builtOnce((db: Executor, _shape: '') =>
   db.select().from(payments).where(sql`${payments.intentId} = any(${ph('intentIds')}::uuid[])`).orderBy(asc(payments.createdAt), asc(payments.id)).prepare(''),
 );
 
+const paymentsOfIntentsTogether = coalescedLookups<PaymentRow>(
+  (db, intentIds) => intentsPayments(db, '', { intentIds }),
+  (p) => p.intentId!,
+);
+
+/** The payments of intents (those of several pages asked for together read as one: coalesce.ts). */
 export async function paymentsOfIntents(db: Executor, intentIds: string[]): Promise<PaymentRow[]> {
   if (intentIds.length === 0) return [];
-  return intentsPayments(db, '', { intentIds });
+  return paymentsOfIntentsTogether(db, intentIds);
 }
 
 export async function paymentsByIds(db: Executor, clientId: string, ids: string[]): Promise<PaymentRow[]> {
