@@ -178,7 +178,9 @@ function internalsOf(query: PageQuery<unknown>): Internals | undefined {
 function rowMapper(fields: Field[]): Mapper | undefined {
   const identity = Column.prototype.mapFromDriverValue;
   const columns = fields.map(({ path, field }) => {
-    const decoder = (is(field, Column) ? field : is(field, SQL) ? (field as unknown as { decoder: unknown }).decoder : undefined) as { mapFromDriverValue(v: unknown): unknown } | undefined;
+    const decoder = (
+      is(field, Column) ? field : is(field, SQL) ? (field as unknown as { decoder: unknown }).decoder : is(field, SQL.Aliased) ? (field.sql as unknown as { decoder: unknown }).decoder : undefined
+    ) as { mapFromDriverValue(v: unknown): unknown } | undefined;
     return { path, decoder, decode: decoder && decoder.mapFromDriverValue !== identity ? decoder.mapFromDriverValue.bind(decoder) : undefined };
   });
   if (columns.some((c) => !c.decoder || c.path.length > 2)) return undefined;

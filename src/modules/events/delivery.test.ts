@@ -411,6 +411,12 @@ describe('events API', () => {
     assert.deepEqual(topics(succeeded), ['ApplicationApproved']);
     const none = await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=none&page[limit]=50', { as: m });
     assert.deepEqual(topics(none), topics(all).filter((topic) => topic !== 'ApplicationApproved'));
+    // Each listed event shows its own delivery state, on every page and past an offset.
+    const states = (res: typeof all) => res.body.data.map((e: { attributes: { topic: string; deliveryState: string } }) => [e.attributes.topic, e.attributes.deliveryState]);
+    const expected = topics(all).map((topic: string) => [topic, topic === 'ApplicationApproved' ? 'succeeded' : 'none']);
+    assert.deepEqual(states(all), expected);
+    const paged = await t.request('GET', '/api/v1/webhook-events?page[limit]=2&page[offset]=3', { as: m });
+    assert.deepEqual(states(paged), expected.slice(3, 5));
   });
 
   test('an event shows the exact payload sent and every attempt', async () => {

@@ -1,5 +1,5 @@
 // Every query on events, deliveries and attempts.
-import { and, asc, desc, eq, gte, isNull, lt, ne, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, ne, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
@@ -73,18 +73,20 @@ export async function enabledWebhooks(db: Executor, clientId: string): Promise<{
 /**
  * SQL for an event's delivery state, from its deliveries: pending over failed over succeeded,
  * `none` without any of those. One read of the event's deliveries (a subplan per row, which on
- * the partitioned table prunes to the event's week each time), not one per state. The outer
- * table is named in full: Drizzle renders a column of a single-table query unqualified, and a
- * bare "id" inside the subquery would mean the delivery's own id.
+ * the partitioned table prunes to the event's week each time), not one per state. The event's
+ * id is named in full (`"events"."id"`, `"page"."id"`): Drizzle renders a column of a
+ * single-table query unqualified, and a bare "id" inside the subquery would mean the delivery's
+ * own id.
  */
-const stateOf = sql<EventDeliveryState>`(
+const stateOfEvent = (eventId: SQL) => sql<EventDeliveryState>`(
   select case
     when bool_or(d.state = 'pending') then 'pending'
     when bool_or(d.state = 'failed') then 'failed'
     when bool_or(d.state = 'succeeded') then 'succeeded'
     else 'none'
   end
-  from event_deliveries d where d.event_id = "events"."id")`;
+  from event_deliveries d where d.event_id = ${eventId})`;
+const stateOf = stateOfEvent(sql`"events"."id"`);
 
 /**
  * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
@@ -147,6 +149,8 @@ function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Plac
  * the rows it matches (docs/scaling.md#lists-at-a-million-rows). One statement per shape: which
  * filters it has, the delivery state a literal (built once, pages asked for together read together: coalesced-pages.ts).
  */
+const columns = getTableColumns(events);
+
 const eventPage = coalescedPages((db: Executor, shape: string) => {
   const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState };
   const where = eventConditions(ph('clientId'), {
@@ -156,13 +160,21 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
     deliveryState: has.deliveryState,
   });
   const counted = !has.createdAfter && !has.createdBefore && !has.deliveryState ? countedTotal(ph('clientId'), 'events', ph('match')) : undefined;
-  return db
-    .select({ event: events, state: stateOf, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
+  // The page first, then its delivery states: in the same select, a delivery state would be
+  // read for every row the offset skips too (PostgreSQL projects below the LIMIT).
+  const page = db
+    .select({ ...columns, total: (counted ? sql<number>`${counted}` : sql<number>`count(*) over ()`).mapWith(Number).as('total') })
     .from(events)
     .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(ph('limit'))
-    .offset(ph('offset'));
+    .offset(ph('offset'))
+    .as('page');
+  const event = Object.fromEntries(Object.keys(columns).map((k) => [k, page[k as keyof typeof columns]])) as { [K in keyof typeof columns]: (typeof page)[K] };
+  return db
+    .select({ event, state: stateOfEvent(sql`"page"."id"`), total: page.total })
+    .from(page)
+    .orderBy(desc(page.createdAt), desc(page.id));
 });
 
 /** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
