@@ -61,7 +61,9 @@ class Shape<R> {
   readonly #db: Executor;
   readonly #query: PageQuery<R>;
   readonly #single: Executable<R[]>;
-  #batched: Promise<Executable<Array<R & { __i: number }>> | undefined> | undefined;
+  /** The page's parameters: Drizzle's placeholders, filled per page. */
+  readonly #params: unknown[];
+  #batched: Promise<Executable<Array<{ page: number; row: R }>> | undefined> | undefined;
   #pending: Pending<R>[] = [];
   #scheduled = false;
 
@@ -70,7 +72,8 @@ class Shape<R> {
     this.#query = query;
     const q = internalsOf(query);
     const { sql: text, params } = query.toSQL();
-    const mapper = q && rowMapper(q.fields);
+    this.#params = params;
+    const mapper = q && rowMapper(q.fields, 0);
     this.#single = q && mapper ? q.session.prepareQuery({ sql: text, params }, q.fields, '', true, mapper) : query.prepare('');
   }
 
@@ -100,11 +103,14 @@ class Shape<R> {
   }
 
   async #together(batch: Pending<R>[]): Promise<void> {
-    let rows: Array<R & { __i: number }>;
+    let rows: Array<{ page: number; row: R }>;
     try {
-      const q = await (this.#batched ??= this.#buildBatched());
+      const q = await (this.#batched ??= this.#buildBatched().catch((err: unknown) => {
+        this.#batched = undefined; // a failed PREPARE (a lost connection, say) is tried again with the next batch
+        throw err;
+      }));
       if (!q) throw new Error('this shape does not coalesce');
-      const { params } = this.#query.toSQL();
+      const params = this.#params;
       const perPage = batch.map((p) => fillPlaceholders(params, p.values));
       const values: Record<string, unknown[]> = {};
       params.forEach((_, k) => (values[`__p${k + 1}`] = perPage.map((v) => v[k])));
@@ -119,11 +125,7 @@ class Shape<R> {
     pageStats.batches++;
     pageStats.batched += batch.length;
     const pages: R[][] = batch.map(() => []);
-    for (const r of rows) {
-      const i = r.__i;
-      delete (r as { __i?: number }).__i;
-      pages[i - 1]!.push(r);
-    }
+    for (const { page, row } of rows) pages[page - 1]!.push(row);
     batch.forEach((p, k) => p.resolve(pages[k]!));
   }
 
@@ -133,7 +135,7 @@ class Shape<R> {
    * numbered by `with ordinality`. A LATERAL subquery with a LIMIT runs as a nested loop over
    * those rows, so each page's rows come out together, in its own order.
    */
-  async #buildBatched(): Promise<Executable<Array<R & { __i: number }>> | undefined> {
+  async #buildBatched(): Promise<Executable<Array<{ page: number; row: R }>> | undefined> {
     const { sql: text, params } = this.#query.toSQL();
     const q = internalsOf(this.#query);
     if (!q || params.length === 0) return undefined;
@@ -143,10 +145,13 @@ class Shape<R> {
     const arrays = types.map((t, k) => `$${k + 1}::${t}[]`);
     const inner = text.replace(/\$(\d+)/g, (_, n: string) => `b.__p${n}`);
     const wrapped = `select b.__i, p.* from unnest(${arrays.join(', ')}) with ordinality as b(${columns.join(', ')}, __i) cross join lateral (${inner}) p`;
-    const fields = [{ path: ['__i'], field: sql`__i`.mapWith(Number) }, ...q.fields];
-    const batched = q.session.prepareQuery({ sql: wrapped, params: columns.map((c) => sql.placeholder(c)) }, fields, '', true, rowMapper(fields));
-    batched.joinsNotNullableMap = q.joinsNotNullableMap;
-    return batched;
+    const mapper = rowMapper(q.fields, 1);
+    if (!mapper) return undefined;
+    const paged: Mapper = (rows) => {
+      const mapped = mapper(rows);
+      return mapped.map((row, k) => ({ page: Number(rows[k]![0]), row }));
+    };
+    return q.session.prepareQuery({ sql: wrapped, params: columns.map((c) => sql.placeholder(c)) }, q.fields, '', true, paged);
   }
 }
 
@@ -170,12 +175,13 @@ function internalsOf(query: PageQuery<unknown>): Internals | undefined {
 }
 
 /**
- * Rows (arrays, in the fields' order) into Drizzle's result objects, each field's decoder found
- * once. Drizzle's own mapping finds it per row and column through \`is()\` (a walk of the
- * prototype chain): a fifth of the server's CPU on a page of ten users (CPU profile). A column
- * whose decoder is the identity (text, uuid, boolean, integer) is copied as it is.
+ * Rows (arrays: the fields' columns from index `from` on) into Drizzle's result objects, each
+ * field's decoder found once. Drizzle's own mapping finds it per row and column through `is()`
+ * (a walk of the prototype chain): a sixth of the server's CPU on a page of ten users (CPU
+ * profile). A column whose decoder is the identity (text, uuid, boolean, integer) is copied as
+ * it is.
  */
-function rowMapper(fields: Field[]): Mapper | undefined {
+function rowMapper(fields: Field[], from: number): Mapper | undefined {
   const identity = Column.prototype.mapFromDriverValue;
   const columns = fields.map(({ path, field }) => {
     const decoder = (
@@ -189,7 +195,7 @@ function rowMapper(fields: Field[]): Mapper | undefined {
       const out: Record<string, unknown> = {};
       for (let k = 0; k < columns.length; k++) {
         const { path, decode } = columns[k]!;
-        const raw = row[k];
+        const raw = row[k + from];
         const value = raw === null || raw === undefined || !decode ? raw : decode(raw);
         if (path.length === 1) out[path[0]!] = value;
         else ((out[path[0]!] ??= {}) as Record<string, unknown>)[path[1]!] = value;
