@@ -40,32 +40,19 @@ export class CoalescedRead<R extends { id: string; clientId: string }> {
 class Batch<R extends { id: string; clientId: string }> {
   readonly #db: Executor;
   readonly #statement: Statement;
-  readonly #max: number;
-  #pending: Pending<R>[] = [];
-  #scheduled = false;
+  readonly #turn: TurnBatch<Pending<R>>;
 
   constructor(db: Executor, st: Statement, max: number) {
     this.#db = db;
     this.#statement = st;
-    this.#max = max;
+    this.#turn = new TurnBatch((batch) => this.#flush(batch), max);
   }
 
   add(clientId: string, id: string): Promise<R | undefined> {
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject });
-      if (this.#pending.length >= this.#max) this.#flush();
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.#flush());
-      }
-    });
+    return new Promise((resolve, reject) => this.#turn.add({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject }));
   }
 
-  #flush(): void {
-    this.#scheduled = false;
-    const batch = this.#pending;
-    if (batch.length === 0) return;
-    this.#pending = [];
+  #flush(batch: Pending<R>[]): void {
     // Each key once: a query that aggregates per key would count a repeated key twice.
     const keys = [...new Set(batch.map((p) => `${p.clientId}/${p.id}`))];
     const clientIds = keys.map((k) => k.slice(0, 36));
@@ -82,6 +69,44 @@ class Batch<R extends { id: string; clientId: string }> {
   }
 }
 
+/**
+ * Items gathered during one turn of the event loop, or until they weigh `max` (each `weight`,
+ * one by default), then handed to `flush` together: the batching of every coalesced read.
+ */
+export class TurnBatch<T> {
+  readonly #flush: (items: T[]) => void;
+  readonly #max: number;
+  readonly #weight: (item: T) => number;
+  #items: T[] = [];
+  #weighed = 0;
+  #scheduled = false;
+
+  constructor(flush: (items: T[]) => void, max: number, weight: (item: T) => number = () => 1) {
+    this.#flush = flush;
+    this.#max = max;
+    this.#weight = weight;
+  }
+
+  add(item: T): void {
+    this.#items.push(item);
+    this.#weighed += this.#weight(item);
+    if (this.#weighed >= this.#max) this.#drain();
+    else if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => this.#drain());
+    }
+  }
+
+  #drain(): void {
+    this.#scheduled = false;
+    const items = this.#items;
+    if (items.length === 0) return;
+    this.#items = [];
+    this.#weighed = 0;
+    this.#flush(items);
+  }
+}
+
 type Lookup<R> = { keys: string[]; resolve: (rows: R[]) => void; reject: (err: unknown) => void };
 
 /**
@@ -91,11 +116,8 @@ type Lookup<R> = { keys: string[]; resolve: (rows: R[]) => void; reject: (err: u
  * one such lookup per page; many pages at once are then one statement.
  */
 export function coalescedLookups<R>(run: (db: Executor, keys: string[]) => Promise<R[]>, keyOf: (row: R) => string, max = 1_000) {
-  const batches = new WeakMap<Executor, Lookup<R>[]>();
-  const flush = (db: Executor) => {
-    const batch = batches.get(db) ?? [];
-    batches.delete(db);
-    if (batch.length === 0) return;
+  const turns = new WeakMap<Executor, TurnBatch<Lookup<R>>>();
+  const flush = (db: Executor, batch: Lookup<R>[]) => {
     const keys = [...new Set(batch.flatMap((l) => l.keys))];
     run(db, keys).then(
       (rows) => {
@@ -112,14 +134,8 @@ export function coalescedLookups<R>(run: (db: Executor, keys: string[]) => Promi
   };
   return (db: Executor, keys: string[]): Promise<R[]> =>
     new Promise((resolve, reject) => {
-      let batch = batches.get(db);
-      if (!batch) {
-        batches.set(db, (batch = []));
-        setImmediate(() => {
-          if (batches.get(db) === batch) flush(db);
-        });
-      }
-      batch.push({ keys, resolve, reject });
-      if (batch.reduce((n, l) => n + l.keys.length, 0) >= max) flush(db);
+      let turn = turns.get(db);
+      if (!turn) turns.set(db, (turn = new TurnBatch((batch) => flush(db, batch), max, (l) => l.keys.length)));
+      turn.add({ keys, resolve, reject });
     });
 }

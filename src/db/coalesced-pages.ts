@@ -8,6 +8,7 @@
 // sees every write answered before it was asked. Like the point reads of coalesce.ts.
 import * as drizzle from 'drizzle-orm';
 import { Column, fillPlaceholders, is, SQL, sql } from 'drizzle-orm';
+import { TurnBatch } from './coalesce.ts';
 import { rowsOf, type Executor } from './open.ts';
 
 interface Executable<R> {
@@ -64,8 +65,7 @@ class Shape<R> {
   /** The page's parameters: Drizzle's placeholders, filled per page. */
   readonly #params: unknown[];
   #batched: Promise<Executable<Array<{ page: number; row: R }>> | undefined> | undefined;
-  #pending: Pending<R>[] = [];
-  #scheduled = false;
+  readonly #turn = new TurnBatch<Pending<R>>((batch) => this.#flush(batch), MAX_PAGES);
 
   constructor(db: Executor, query: PageQuery<R>) {
     this.#db = db;
@@ -78,24 +78,14 @@ class Shape<R> {
   }
 
   add(values: Record<string, unknown>): Promise<R[]> {
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ values, resolve, reject });
-      if (this.#pending.length >= MAX_PAGES) this.#flush();
-      else if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.#flush());
-      }
-    });
+    return new Promise((resolve, reject) => this.#turn.add({ values, resolve, reject }));
   }
 
-  #flush(): void {
-    this.#scheduled = false;
-    const batch = this.#pending;
-    this.#pending = [];
+  #flush(batch: Pending<R>[]): void {
     if (batch.length === 1) {
       pageStats.alone++;
       this.#alone(batch[0]!);
-    } else if (batch.length > 1) void this.#together(batch);
+    } else void this.#together(batch);
   }
 
   #alone(p: Pending<R>): void {
