@@ -1,8 +1,8 @@
 // Coalesced list pages. The API's list pages of one shape (the same filters and sort) that are
 // asked for during one turn of the event loop go to the database as one statement, each page a
-// LATERAL subquery over its own values, instead of one round trip each: PostgreSQL parses,
-// binds, locks (every weekly partition of the events, for a generic plan) and returns once for
-// the lot, and the driver and the kernel handle one exchange. Each caller gets only its own page,
+// LATERAL subquery over its own values, instead of one round trip each: PostgreSQL binds, locks
+// (every weekly partition of the events, for a generic plan) and returns once for the lot, and
+// the driver and the kernel handle one exchange. Each caller gets only its own page,
 // read by its own merchant, filters, limit and offset, so scoping and results are those of a
 // page read alone; the statement starts after every page in it was asked for, so a page still
 // sees every write answered before it was asked. Like the point reads of coalesce.ts.
@@ -33,7 +33,7 @@ const MAX_PAGES = 50;
 /** Shapes kept per statement and handle; past this (sorts on many keys, say), a shape is built and run alone each time. */
 const MAX_SHAPES = 256;
 
-/** How pages went to the database (for tests and the benchmark's notes): alone, together, or alone after a batch failed. */
+/** How pages went to the database (the tests read it): alone, together, or alone after a batch failed. */
 export const pageStats = { alone: 0, batches: 0, batched: 0, fallbacks: 0 };
 
 /**
