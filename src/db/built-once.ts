@@ -19,8 +19,9 @@ const MAX_SHAPES = 256;
 
 /**
  * A statement per shape: `build(db, shape)` returns Drizzle's prepared query for that shape
- * (`.prepare('')`: no name of its own), kept per database handle (the pool, or PGlite; a
- * transaction's handle gets its own, dropped with it).
+ * (`.prepare('')`: no name of its own) or another executable of it (the API's list pages:
+ * coalesced-pages.ts), kept per database handle (the pool, or PGlite; a transaction's handle
+ * gets its own, dropped with it).
  */
 export function builtOnce<S extends string, R>(build: (db: Executor, shape: S) => Executable<R>) {
   const byDb = new WeakMap<object, Map<S, Executable<R>>>();

@@ -8,6 +8,7 @@
 // sees every write answered before it was asked. Like the point reads of coalesce.ts.
 import * as drizzle from 'drizzle-orm';
 import { Column, fillPlaceholders, is, SQL, sql } from 'drizzle-orm';
+import { builtOnce } from './built-once.ts';
 import { TurnBatch } from './coalesce.ts';
 import { rowsOf, type Executor } from './open.ts';
 
@@ -30,62 +31,50 @@ const orderSelectedFields = (drizzle as unknown as { orderSelectedFields(fields:
 
 /** Pages in one statement at most; more that arrive together go in the next. */
 const MAX_PAGES = 50;
-/** Shapes kept per statement and handle; past this (sorts on many keys, say), a shape is built and run alone each time. */
-const MAX_SHAPES = 256;
 
-/** How pages went to the database (the tests read it): alone, together, or alone after a batch failed. */
-export const pageStats = { alone: 0, batches: 0, batched: 0, fallbacks: 0 };
+/** How pages went to the database (the tests read it): batches of several, the pages in them, and batches that ran page by page after failing. */
+export const pageStats = { batches: 0, batched: 0, fallbacks: 0 };
 
 /**
  * A page statement per shape whose concurrent executions coalesce: `build(db, shape)` returns the
  * select for one page; the result runs it for `values` and resolves to that page's rows. Kept
- * per database handle (the pool, or PGlite; a transaction's handle gets its own).
+ * per shape and database handle as builtOnce keeps its statements (the pool, or PGlite; a
+ * transaction's handle gets its own).
  */
 export function coalescedPages<S extends string, R>(build: (db: Executor, shape: S) => PageQuery<R>) {
-  const byDb = new WeakMap<object, Map<S, Shape<R>>>();
-  return (db: Executor, shape: S, values: Record<string, unknown>): Promise<R[]> => {
-    let shapes = byDb.get(db);
-    if (!shapes) byDb.set(db, (shapes = new Map()));
-    let s = shapes.get(shape);
-    if (!s) {
-      if (shapes.size >= MAX_SHAPES) return build(db, shape).prepare('').execute(values);
-      s = new Shape(db, build(db, shape));
-      shapes.set(shape, s);
-    }
-    return s.add(values);
-  };
+  return builtOnce((db: Executor, shape: S) => new Shape(db, build(db, shape)));
 }
 
 type Pending<R> = { values: Record<string, unknown>; resolve: (rows: R[]) => void; reject: (err: unknown) => void };
 
 class Shape<R> {
   readonly #db: Executor;
-  readonly #query: PageQuery<R>;
-  readonly #single: Executable<R[]>;
+  /** Drizzle's internals of the page's select; undefined when it cannot run as another text. */
+  readonly #internals: Internals | undefined;
+  readonly #text: string;
   /** The page's parameters: Drizzle's placeholders, filled per page. */
   readonly #params: unknown[];
+  readonly #single: Executable<R[]>;
   #batched: Promise<Executable<Array<{ page: number; row: R }>> | undefined> | undefined;
   readonly #turn = new TurnBatch<Pending<R>>((batch) => this.#flush(batch), MAX_PAGES);
 
   constructor(db: Executor, query: PageQuery<R>) {
     this.#db = db;
-    this.#query = query;
-    const q = internalsOf(query);
+    const q = (this.#internals = internalsOf(query));
     const { sql: text, params } = query.toSQL();
+    this.#text = text;
     this.#params = params;
     const mapper = q && rowMapper(q.fields, 0);
     this.#single = q && mapper ? q.session.prepareQuery({ sql: text, params }, q.fields, '', true, mapper) : query.prepare('');
   }
 
-  add(values: Record<string, unknown>): Promise<R[]> {
+  execute(values: Record<string, unknown>): Promise<R[]> {
     return new Promise((resolve, reject) => this.#turn.add({ values, resolve, reject }));
   }
 
   #flush(batch: Pending<R>[]): void {
-    if (batch.length === 1) {
-      pageStats.alone++;
-      this.#alone(batch[0]!);
-    } else void this.#together(batch);
+    if (batch.length === 1) this.#alone(batch[0]!);
+    else void this.#together(batch);
   }
 
   #alone(p: Pending<R>): void {
@@ -126,11 +115,11 @@ class Shape<R> {
    * those rows, so each page's rows come out together, in its own order.
    */
   async #buildBatched(): Promise<Executable<Array<{ page: number; row: R }>> | undefined> {
-    const { sql: text, params } = this.#query.toSQL();
-    const q = internalsOf(this.#query);
-    if (!q || params.length === 0) return undefined;
+    const q = this.#internals;
+    const text = this.#text;
+    if (!q || this.#params.length === 0) return undefined;
     const types = await parameterTypes(this.#db, text);
-    if (types.length !== params.length) return undefined;
+    if (types.length !== this.#params.length) return undefined;
     const columns = types.map((_, k) => `__p${k + 1}`);
     const arrays = types.map((t, k) => `$${k + 1}::${t}[]`);
     const inner = text.replace(/\$(\d+)/g, (_, n: string) => `b.__p${n}`);
@@ -150,8 +139,7 @@ type Mapper = (rows: unknown[][]) => unknown[];
 
 interface Internals {
   fields: Field[];
-  session: { prepareQuery(query: { sql: string; params: unknown[] }, fields: Field[], name: string, arrayMode: boolean, mapper?: Mapper): Executable<never> & { joinsNotNullableMap?: unknown } };
-  joinsNotNullableMap?: Record<string, boolean>;
+  session: { prepareQuery(query: { sql: string; params: unknown[] }, fields: Field[], name: string, arrayMode: boolean, mapper?: Mapper): Executable<never> };
 }
 
 /** Drizzle's select internals that running its SQL with another text needs (drizzle-orm 0.45's PgSelect). */
@@ -161,7 +149,7 @@ function internalsOf(query: PageQuery<unknown>): Internals | undefined {
   const fields = orderSelectedFields(q.config.fields);
   // A left join's table comes out null when all its columns are: Drizzle's own mapping does that.
   if (q.joinsNotNullableMap && Object.values(q.joinsNotNullableMap).some((notNull) => !notNull)) return undefined;
-  return { fields, session: q.session, joinsNotNullableMap: q.joinsNotNullableMap };
+  return { fields, session: q.session };
 }
 
 /**

@@ -149,7 +149,7 @@ function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Plac
  * the rows it matches (docs/scaling.md#lists-at-a-million-rows). One statement per shape: which
  * filters it has, the delivery state a literal (built once, pages asked for together read together: coalesced-pages.ts).
  */
-const columns = getTableColumns(events);
+const eventColumns = getTableColumns(events);
 
 const eventPage = coalescedPages((db: Executor, shape: string) => {
   const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState };
@@ -163,14 +163,14 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
   // The page first, then its delivery states: in the same select, a delivery state would be
   // read for every row the offset skips too (PostgreSQL projects below the LIMIT).
   const page = db
-    .select({ ...columns, total: (counted ? sql<number>`${counted}` : sql<number>`count(*) over ()`).mapWith(Number).as('total') })
+    .select({ ...eventColumns, total: (counted ? sql<number>`${counted}` : sql<number>`count(*) over ()`).mapWith(Number).as('total') })
     .from(events)
     .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(ph('limit'))
     .offset(ph('offset'))
     .as('page');
-  const event = Object.fromEntries(Object.keys(columns).map((k) => [k, page[k as keyof typeof columns]])) as { [K in keyof typeof columns]: (typeof page)[K] };
+  const event = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as { [K in keyof typeof eventColumns]: (typeof page)[K] };
   return db
     .select({ event, state: stateOfEvent(sql`"page"."id"`), total: page.total })
     .from(page)
