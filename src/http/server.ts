@@ -16,6 +16,7 @@ import { documentJsonApiRequest, normalizeJsonApiRequest } from './jsonapi-reque
 import { refuseNulInUrl } from './nul.ts';
 import { makeErrorHandler } from './error-handler.ts';
 import { JSONAPI, responses, sharedSchemas } from './schemas.ts';
+import { buildSerializer } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -62,6 +63,8 @@ export function createServer(opts: ServerOptions): App {
     // The rate limit keys on the client address; behind a proxy it comes from X-Forwarded-For.
     trustProxy: config.trustProxy,
     ajv: { customOptions: { strict: false } },
+    // Response serializers from the schemas with nullable fields as type arrays (serializer.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
     // Errors the router raises before any route (a malformed URL, an over-long path segment)
     // are rendered like every other error.
     frameworkErrors: (err, req, reply) => errorHandler(err, req, reply),

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Topic } from '../events/topics.ts';
 import type { CounterpartyBalance } from './domain.ts';
 import type { CounterpartyRow, IncomingPaymentRow, PayoutRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
 
 type AccountType = 'Checking' | 'Savings';
 
@@ -40,8 +41,8 @@ export function counterpartyResource(c: CounterpartyRow, balance: CounterpartyBa
       externalBankAccount: { accountNumber: masked, routingNumber: c.routingNumber, accountType },
       ...(o.sandbox ? { internalBankAccount: sandboxDepositAccount(c.id) } : {}),
       balance,
-      createdAt: c.createdAt.toISOString(),
-      updatedAt: c.updatedAt.toISOString(),
+      createdAt: isoTime(c.createdAt),
+      updatedAt: isoTime(c.updatedAt),
     },
     links: { self: `${o.baseUrl}/api/v1/counterparties/${c.id}` },
   };
@@ -59,8 +60,8 @@ export function payoutResource(p: PayoutRow) {
       counterpartyId: p.counterpartyId,
       returnCode: p.returnCode,
       returnReason: p.returnReason,
-      createdAt: p.createdAt.toISOString(),
-      updatedAt: p.updatedAt.toISOString(),
+      createdAt: isoTime(p.createdAt),
+      updatedAt: isoTime(p.updatedAt),
     },
   };
 }
@@ -82,8 +83,8 @@ export function payoutEventResource(p: PayoutRow, topic: PayoutTopic) {
       description: p.description,
       effectiveDate: p.effectiveDate,
       ...(topic === 'CounterpartyPayoutReturned' ? { returnCode: p.returnCode, returnReason: p.returnReason } : {}),
-      createdAt: p.createdAt.toISOString(),
-      updatedAt: p.updatedAt.toISOString(),
+      createdAt: isoTime(p.createdAt),
+      updatedAt: isoTime(p.updatedAt),
     },
   };
 }
@@ -102,7 +103,7 @@ export function incomingPaymentEventResource(i: IncomingPaymentRow) {
       method: i.method,
       asOfDate: i.asOfDate,
       externalIncomingPaymentId: i.externalId,
-      createdAt: i.createdAt.toISOString(),
+      createdAt: isoTime(i.createdAt),
     },
   };
 }

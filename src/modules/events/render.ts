@@ -1,4 +1,5 @@
 import type { AttemptRow, DeliveryRow, EventDeliveryState, EventRow } from './sql.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export function eventResource(e: EventRow & { deliveryState: EventDeliveryState }, baseUrl: string, history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] }) {
   return {
@@ -11,8 +12,8 @@ export function eventResource(e: EventRow & { deliveryState: EventDeliveryState 
       clientId: e.clientId,
       ...(e.userId ? { userId: e.userId } : {}),
       ...(e.walletId ? { walletId: e.walletId } : {}),
-      updatedAt: e.createdAt.toISOString(),
-      createdAt: e.createdAt.toISOString(),
+      updatedAt: isoTime(e.createdAt),
+      createdAt: isoTime(e.createdAt),
       deliveryState: e.deliveryState,
       payload: JSON.parse(e.body) as Record<string, unknown>,
       ...(history
@@ -23,13 +24,13 @@ export function eventResource(e: EventRow & { deliveryState: EventDeliveryState 
               trigger: d.trigger as 'event' | 'replay' | 'test',
               state: d.state as 'pending' | 'succeeded' | 'failed' | 'canceled',
               attemptCount: d.attemptCount,
-              nextAttemptAt: d.state === 'pending' ? d.nextAttemptAt.toISOString() : null,
-              completedAt: d.completedAt?.toISOString() ?? null,
+              nextAttemptAt: d.state === 'pending' ? isoTime(d.nextAttemptAt) : null,
+              completedAt: isoTimeOrNull(d.completedAt),
               attempts: history.attempts
                 .filter((a) => a.deliveryId === d.id)
                 .map((a) => ({
                   attempt: a.attempt,
-                  startedAt: a.startedAt.toISOString(),
+                  startedAt: isoTime(a.startedAt),
                   durationMs: a.durationMs,
                   statusCode: a.statusCode,
                   error: a.error,

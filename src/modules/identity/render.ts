@@ -2,6 +2,7 @@
 import type { SubmissionOutcome } from './domain.ts';
 import type { ChallengeRow, ProfileUpdateRow } from './sql.ts';
 import { FAILURE_REASONS } from './schemas.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export const identityPath = (userIdentifier: string) => `/api/v1/users/${encodeURIComponent(userIdentifier)}/identity-verification`;
 
@@ -11,10 +12,10 @@ export function challengeResource(c: ChallengeRow, userIdentifier: string, baseU
     type: 'IdentityVerificationChallenge' as const,
     attributes: {
       challengeId: c.id,
-      expiresAt: c.expiresAt.toISOString(),
+      expiresAt: isoTime(c.expiresAt),
       questions: c.questions.map((q) => ({ id: q.id, prompt: q.prompt, options: q.options.map((o) => ({ id: o.id, label: o.label })) })),
-      updatedAt: c.updatedAt.toISOString(),
-      createdAt: c.createdAt.toISOString(),
+      updatedAt: isoTime(c.updatedAt),
+      createdAt: isoTime(c.createdAt),
     },
     links: { submissions: `${baseUrl}${identityPath(userIdentifier)}/challenges/${c.id}/submissions` },
   };
@@ -30,10 +31,10 @@ export function resultResource(o: SubmissionOutcome) {
     attributes: {
       passed: s.passed,
       ...(o.verificationToken ? { verificationToken: o.verificationToken } : {}),
-      expiresAt: o.tokenExpiresAt?.toISOString() ?? null,
+      expiresAt: isoTimeOrNull(o.tokenExpiresAt),
       failureReason: (s.failureReason as FailureReason | null) ?? null,
-      updatedAt: s.createdAt.toISOString(),
-      createdAt: s.createdAt.toISOString(),
+      updatedAt: isoTime(s.createdAt),
+      createdAt: isoTime(s.createdAt),
     },
     meta: { attemptsRemaining: o.attemptsRemaining },
   };
@@ -46,9 +47,9 @@ export function profileUpdateResource(u: ProfileUpdateRow) {
     attributes: {
       phoneNumber: u.phoneNumber,
       email: u.email,
-      appliedAt: u.appliedAt.toISOString(),
-      updatedAt: u.createdAt.toISOString(),
-      createdAt: u.createdAt.toISOString(),
+      appliedAt: isoTime(u.appliedAt),
+      updatedAt: isoTime(u.createdAt),
+      createdAt: isoTime(u.createdAt),
     },
     relationships: { user: { data: { type: 'User' as const, id: u.userId } } },
   };

@@ -1,6 +1,7 @@
 import type { UserRow } from '../users/sql.ts';
 import type { KycApplicationRow, KycDocumentLinkRow } from './sql.ts';
 import type { KycStatus } from './schemas.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export function kycResource(user: UserRow, application: KycApplicationRow | undefined, baseUrl: string) {
   return {
@@ -8,12 +9,12 @@ export function kycResource(user: UserRow, application: KycApplicationRow | unde
     type: 'Kyc' as const,
     attributes: {
       status: user.kycStatus as KycStatus,
-      disclosuresAcceptedAt: user.disclosuresAcceptedAt?.toISOString() ?? null,
-      submittedAt: application?.createdAt.toISOString() ?? null,
-      documentsSubmittedAt: application?.documentsSubmittedAt?.toISOString() ?? null,
-      decidedAt: application?.decidedAt?.toISOString() ?? null,
-      updatedAt: user.updatedAt.toISOString(),
-      createdAt: user.createdAt.toISOString(),
+      disclosuresAcceptedAt: isoTimeOrNull(user.disclosuresAcceptedAt),
+      submittedAt: isoTimeOrNull(application?.createdAt),
+      documentsSubmittedAt: isoTimeOrNull(application?.documentsSubmittedAt),
+      decidedAt: isoTimeOrNull(application?.decidedAt),
+      updatedAt: isoTime(user.updatedAt),
+      createdAt: isoTime(user.createdAt),
     },
     relationships: { user: { data: { type: 'User' as const, id: user.id } } },
     links: { self: `${baseUrl}/api/v1/users/${user.id}/kyc/status` },
@@ -24,7 +25,7 @@ export function documentLinkResource(link: KycDocumentLinkRow) {
   return {
     id: link.id,
     type: 'DocumentVerificationLink' as const,
-    attributes: { url: link.url!, redirectUrl: link.redirectUrl, updatedAt: link.updatedAt.toISOString(), createdAt: link.createdAt.toISOString() },
+    attributes: { url: link.url!, redirectUrl: link.redirectUrl, updatedAt: isoTime(link.updatedAt), createdAt: isoTime(link.createdAt) },
     relationships: { user: { data: { type: 'User' as const, id: link.userId } } },
   };
 }

@@ -1,4 +1,5 @@
 import type { LinkedAccountRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
 
 export function linkedAccountResource(a: LinkedAccountRow, baseUrl: string) {
   return {
@@ -12,8 +13,8 @@ export function linkedAccountResource(a: LinkedAccountRow, baseUrl: string) {
       accountMask: a.accountMask,
       institutionName: a.institutionName,
       institutionId: a.institutionId,
-      updatedAt: a.updatedAt.toISOString(),
-      createdAt: a.createdAt.toISOString(),
+      updatedAt: isoTime(a.updatedAt),
+      createdAt: isoTime(a.createdAt),
     },
     links: { self: `${baseUrl}/api/v1/users/${a.userId}/linked-accounts/${a.id}` },
   };
@@ -29,8 +30,8 @@ export function demoBackupPaymentMethodResource(a: LinkedAccountRow) {
       institutionName: a.institutionName,
       accountType: a.accountType as 'debit' | 'creditCard',
       status: 'Connected' as const,
-      updatedAt: a.updatedAt.toISOString(),
-      createdAt: a.createdAt.toISOString(),
+      updatedAt: isoTime(a.updatedAt),
+      createdAt: isoTime(a.createdAt),
     },
   };
 }

@@ -1,4 +1,5 @@
 import { EXPIRING, type IntentRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
 
 /** What an intent reads as now: an expiring intent past expiresAt is Expired (the sweeper records it). */
 export function effectiveStatus(i: IntentRow, now: Date): string {
@@ -25,9 +26,9 @@ export function intentResource(i: IntentRow, paymentIds: string[], baseUrl: stri
       email: i.email,
       fullName: i.fullName,
       phoneNumber: i.phoneNumber,
-      expiresAt: i.expiresAt.toISOString(),
-      updatedAt: i.updatedAt.toISOString(),
-      createdAt: i.createdAt.toISOString(),
+      expiresAt: isoTime(i.expiresAt),
+      updatedAt: isoTime(i.updatedAt),
+      createdAt: isoTime(i.createdAt),
     },
     relationships: { payments: { data: paymentIds.map((id) => ({ type: 'Payment' as const, id })) } },
     links: { self: `${baseUrl}/api/v1/payment-intents/${i.id}` },

@@ -1,4 +1,5 @@
 import type { CaptureRow, CardAuthorizationRow, PaymentRow, RefundRow } from './sql.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export interface RenderContext {
   baseUrl: string;
@@ -22,9 +23,9 @@ export function paymentResource(p: PaymentRow, c: RenderContext, opts: { refunds
       disbursement: p.disbursement,
       externalPayments: p.externalPayments,
       failureReason: p.failureReason,
-      expiresAt: p.expiresAt.toISOString(),
-      updatedAt: p.updatedAt.toISOString(),
-      createdAt: p.createdAt.toISOString(),
+      expiresAt: isoTime(p.expiresAt),
+      updatedAt: isoTime(p.updatedAt),
+      createdAt: isoTime(p.createdAt),
     },
     relationships: {
       paymentIntent: p.intentId
@@ -51,8 +52,8 @@ export function refundResource(r: RefundRow) {
       amount: r.amount,
       status: 'Sent' as const,
       returned: r.returned,
-      updatedAt: r.createdAt.toISOString(),
-      createdAt: r.createdAt.toISOString(),
+      updatedAt: isoTime(r.createdAt),
+      createdAt: isoTime(r.createdAt),
     },
   };
 }
@@ -69,9 +70,9 @@ export function captureResource(c: CaptureRow) {
       method: c.method,
       reference: c.reference,
       authorizationRequestId: c.authorizationId,
-      capturedAt: c.capturedAt?.toISOString() ?? null,
-      updatedAt: c.updatedAt.toISOString(),
-      createdAt: c.createdAt.toISOString(),
+      capturedAt: isoTimeOrNull(c.capturedAt),
+      updatedAt: isoTime(c.updatedAt),
+      createdAt: isoTime(c.createdAt),
     },
   };
 }
@@ -85,8 +86,8 @@ export function authorizationRequestResource(a: CardAuthorizationRow, walletId: 
       walletId,
       status: a.status as 'Approved',
       amount: a.amount,
-      createdAt: a.createdAt.toISOString(),
-      updatedAt: a.updatedAt.toISOString(),
+      createdAt: isoTime(a.createdAt),
+      updatedAt: isoTime(a.updatedAt),
     },
   };
 }

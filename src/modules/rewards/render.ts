@@ -1,4 +1,5 @@
 import type { RewardRow } from './sql.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 /** What a reward reads as now: a waiting pre-issued reward past its claim window is Expired (the job records it). */
 export function effectiveStatus(r: RewardRow, now: Date): string {
@@ -19,15 +20,15 @@ export function rewardResource(r: RewardRow, c: { baseUrl: string; now: Date; un
       status: status as 'Credited',
       canUpdate: waiting,
       canCancel: waiting || ((status === 'Credited' || status === 'Claimed') && c.unspent > 0),
-      claimExpiresAt: r.claimExpiresAt?.toISOString() ?? null,
+      claimExpiresAt: isoTimeOrNull(r.claimExpiresAt),
       message: r.message,
       reasonCode: r.reasonCode,
       costCenter: r.costCenter,
       notificationEmail: r.notificationEmail,
       phoneNumber: r.phoneNumber,
       reversedAmount: r.reversedAmount,
-      updatedAt: r.updatedAt.toISOString(),
-      createdAt: r.createdAt.toISOString(),
+      updatedAt: isoTime(r.updatedAt),
+      createdAt: isoTime(r.createdAt),
     },
     links: { self: `${c.baseUrl}/api/v1/rewards/${r.id}` },
   };

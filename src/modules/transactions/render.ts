@@ -1,4 +1,5 @@
 import type { TransactionRow } from './sql.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export function transactionResource(t: TransactionRow, baseUrl: string) {
   return {
@@ -13,9 +14,9 @@ export function transactionResource(t: TransactionRow, baseUrl: string) {
       linkedAccountId: t.linkedAccountId,
       charges: { fee: { amount: t.feeAmount, type: t.feeType } },
       failureReason: t.failureReason,
-      createdAt: t.createdAt.toISOString(),
-      clearedAt: t.clearedAt?.toISOString() ?? null,
-      failedAt: t.failedAt?.toISOString() ?? null,
+      createdAt: isoTime(t.createdAt),
+      clearedAt: isoTimeOrNull(t.clearedAt),
+      failedAt: isoTimeOrNull(t.failedAt),
     },
     links: { self: `${baseUrl}/api/v1/wallets/${t.walletId}/transactions/${t.id}` },
   };

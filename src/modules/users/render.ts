@@ -1,5 +1,6 @@
 // Users as JSON:API resources.
 import type { UserRow, UserSummaryRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
 
 export const userPath = (id: string) => `/api/v1/users/${id}`;
 
@@ -9,14 +10,14 @@ function profile(u: UserSummaryRow) {
 
 /** The attached profile's members that are set; an unset member is left out (the spec types them as strings, Accrue does not require them). */
 export function attachedProfileAttributes(u: UserRow) {
-  const members = {
-    referenceId: u.referenceId,
-    stableReferenceId: u.stableReferenceId,
-    effectiveReferenceId: u.stableReferenceId ?? u.referenceId,
-    email: u.attachedEmail,
-    phoneNumber: u.attachedPhoneNumber,
-  };
-  return Object.fromEntries(Object.entries(members).filter(([, v]) => v !== null)) as { [K in keyof typeof members]?: string };
+  const members: { referenceId?: string; stableReferenceId?: string; effectiveReferenceId?: string; email?: string; phoneNumber?: string } = {};
+  if (u.referenceId !== null) members.referenceId = u.referenceId;
+  if (u.stableReferenceId !== null) members.stableReferenceId = u.stableReferenceId;
+  const effective = u.stableReferenceId ?? u.referenceId;
+  if (effective !== null) members.effectiveReferenceId = effective;
+  if (u.attachedEmail !== null) members.email = u.attachedEmail;
+  if (u.attachedPhoneNumber !== null) members.phoneNumber = u.attachedPhoneNumber;
+  return members;
 }
 
 export function userResource(u: UserRow, baseUrl: string) {
@@ -28,8 +29,8 @@ export function userResource(u: UserRow, baseUrl: string) {
       publicId: u.publicId,
       profile: profile(u),
       attachedProfile: attachedProfileAttributes(u),
-      updatedAt: u.updatedAt.toISOString(),
-      createdAt: u.createdAt.toISOString(),
+      updatedAt: isoTime(u.updatedAt),
+      createdAt: isoTime(u.createdAt),
     },
     links: { self: baseUrl + userPath(u.id) },
   };
@@ -39,7 +40,7 @@ export function userSummaryResource(u: UserSummaryRow, baseUrl: string) {
   return {
     id: u.id,
     type: 'User' as const,
-    attributes: { disabled: u.disabled, profile: profile(u), updatedAt: u.updatedAt.toISOString(), createdAt: u.createdAt.toISOString() },
+    attributes: { disabled: u.disabled, profile: profile(u), updatedAt: isoTime(u.updatedAt), createdAt: isoTime(u.createdAt) },
     links: { self: baseUrl + userPath(u.id) },
   };
 }
@@ -48,7 +49,7 @@ export function attachedProfileResource(u: UserRow, baseUrl: string) {
   return {
     id: u.id,
     type: 'AttachedProfile' as const,
-    attributes: { ...attachedProfileAttributes(u), updatedAt: u.updatedAt.toISOString() },
+    attributes: { ...attachedProfileAttributes(u), updatedAt: isoTime(u.updatedAt) },
     links: { self: `${baseUrl}${userPath(u.id)}/attached-profile` },
   };
 }

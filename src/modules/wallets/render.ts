@@ -1,5 +1,6 @@
 import type { WalletBalance } from './balance.ts';
 import type { BarcodeView, WalletRow } from './sql.ts';
+import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export const walletPath = (id: string) => `/api/v1/wallets/${id}`;
 
@@ -9,9 +10,9 @@ export function walletResource(w: WalletRow, baseUrl: string) {
     type: 'Wallet' as const,
     attributes: {
       status: w.status as 'Active' | 'Closed',
-      closedAt: w.closedAt?.toISOString() ?? null,
-      updatedAt: w.updatedAt.toISOString(),
-      createdAt: w.createdAt.toISOString(),
+      closedAt: isoTimeOrNull(w.closedAt),
+      updatedAt: isoTime(w.updatedAt),
+      createdAt: isoTime(w.createdAt),
     },
     relationships: { user: { data: { type: 'User' as const, id: w.userId } } },
     links: { self: baseUrl + walletPath(w.id) },
@@ -31,12 +32,12 @@ export function barcodeResource(b: BarcodeView, opts: { idOf?: 'barcode' | 'wall
     attributes: {
       lookUpId: b.lookUpId,
       walletId: b.walletId,
-      expiresAt: b.expiresAt.toISOString(),
+      expiresAt: isoTime(b.expiresAt),
       usageLimit: b.usageLimit,
       usageCount: b.usageCount,
       referenceId: b.referenceId,
-      createdAt: b.createdAt.toISOString(),
-      updatedAt: b.updatedAt.toISOString(),
+      createdAt: isoTime(b.createdAt),
+      updatedAt: isoTime(b.updatedAt),
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { WebhookRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
 
 /** A webhook as the merchant reads it: its signing `secret` included (Accrue's Webhook requires it on every read). */
 export function webhookResource(w: WebhookRow, baseUrl: string, secret: string) {
@@ -11,8 +12,8 @@ export function webhookResource(w: WebhookRow, baseUrl: string, secret: string) 
       topics: w.topics,
       enabled: w.enabled,
       secret,
-      createdAt: w.createdAt.toISOString(),
-      updatedAt: w.updatedAt.toISOString(),
+      createdAt: isoTime(w.createdAt),
+      updatedAt: isoTime(w.updatedAt),
     },
     links: { self: `${baseUrl}/api/v1/webhooks/${w.id}` },
   };

@@ -1,0 +1,86 @@
+// Response serializers (serializer.ts): the schemas with nullable fields as type arrays must
+// serialize every document exactly as the schemas as written do, and Nullable must actually be
+// rewritten (or the serializers still run an Ajv validator per nullable field).
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fastJsonStringify from 'fast-json-stringify';
+import { Type } from 'typebox';
+import { PaymentIntent } from '../modules/payment-intents/schemas.ts';
+import { User } from '../modules/users/schemas.ts';
+import { Wallet } from '../modules/wallets/schemas.ts';
+import { listDocument, Nullable, ref, Timestamp } from './schemas.ts';
+import { buildSerializer, nullableAsTypes } from './serializer.ts';
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+
+describe('response serializers', () => {
+  test('a nullable field of one type becomes a type array; a union with a $ref stays a union; a string enum gets its type', () => {
+    const schema = Type.Object({
+      s: Nullable(Type.String({ description: 'a note' })),
+      t: Nullable(Timestamp()),
+      n: Nullable(Type.Integer()),
+      o: Nullable(Type.Object({ a: Type.String() })),
+      r: Nullable(ref(PaymentIntent)),
+      e: Type.Enum(['A', 'B']),
+      u: Type.Union([Type.Literal('x'), Type.Literal('y')]),
+    });
+    const before = clone(schema);
+    const out = nullableAsTypes(schema) as { properties: Record<string, Record<string, unknown>> };
+    assert.deepEqual(clone(schema), before, 'the schema as written is left as it is');
+    assert.deepEqual(out.properties.s, { type: ['string', 'null'], description: 'a note' });
+    assert.deepEqual(out.properties.t, { type: ['string', 'null'], format: 'date-time' });
+    assert.deepEqual(out.properties.n, { type: ['integer', 'null'] });
+    assert.deepEqual((out.properties.o as { type: unknown }).type, ['object', 'null']);
+    assert.ok(Array.isArray(out.properties.r!.anyOf), 'a $ref branch is left to anyOf');
+    assert.deepEqual(out.properties.e, { enum: ['A', 'B'], type: 'string' });
+    assert.ok(Array.isArray(out.properties.u!.anyOf), 'a union of literals is left as it is');
+    assert.doesNotMatch(JSON.stringify(nullableAsTypes(PaymentIntent)), /"anyOf"/, "no anyOf is left in a payment intent's schema");
+  });
+
+  test('documents serialize as the schemas as written serialize them', () => {
+    const intent = (over: Record<string, unknown>) => ({
+      id: 'pi_1',
+      type: 'PaymentIntent',
+      attributes: {
+        amount: 1250,
+        walletId: null,
+        userId: 'u_1',
+        status: 'Promotable',
+        error: null,
+        reference: 'order-"7"\n',
+        initiator: 'Merchant',
+        paymentMethod: 'Wallet',
+        lookUpId: null,
+        balance: { available: 5, eligibleReward: 0, upperLimit: 5 },
+        billingAddress: null,
+        email: 'é@example.com',
+        fullName: null,
+        phoneNumber: null,
+        expiresAt: '2026-11-28T08:49:25.224Z',
+        updatedAt: '2026-11-28T07:49:25.224Z',
+        createdAt: '2026-11-28T07:49:25.224Z',
+        ...over,
+      },
+      relationships: { payments: { data: [{ type: 'Payment', id: 'p_1' }] } },
+      links: { self: 'http://localhost/api/v1/payment-intents/pi_1' },
+      undeclared: 'dropped',
+    });
+    const user = {
+      id: 'u_1',
+      type: 'User',
+      attributes: { disabled: false, publicId: 'P1', profile: { firstName: null, lastName: 'Lovelace', email: null, phoneNumber: '+14155550123' }, attachedProfile: {}, updatedAt: '2026-01-01T00:00:00.000Z', createdAt: '2026-01-01T00:00:00.000Z' },
+      links: { self: 'x' },
+    };
+    const cases: [unknown, unknown[]][] = [
+      [PaymentIntent, [intent({}), intent({ walletId: 'w_1', error: 'WalletClosed', billingAddress: { city: 'Paris' }, fullName: 'Ada' })]],
+      [User, [user]],
+      [listDocument(ref(PaymentIntent)), [{ data: [intent({})], meta: { total: 1, limit: 10, offset: 0 }, links: { self: 's', first: 'f', last: 'l', prev: null, next: null } }]],
+    ];
+    const external = Object.fromEntries([PaymentIntent, User, Wallet].map((s) => [(s as { $id?: string }).$id!, s]));
+    for (const [schema, docs] of cases) {
+      const asWritten = fastJsonStringify(schema as object, { schema: external as never });
+      const rewritten = buildSerializer(external)({ schema });
+      for (const doc of docs) assert.equal(rewritten(doc), asWritten(doc));
+    }
+  });
+});
