@@ -156,30 +156,41 @@ function internalsOf(query: PageQuery<unknown>): Internals | undefined {
  * Rows (arrays: the fields' columns from index `from` on) into Drizzle's result objects, each
  * field's decoder found once. Drizzle's own mapping finds it per row and column through `is()`
  * (a walk of the prototype chain): a sixth of the server's CPU on a page of ten users (CPU
- * profile). A column whose decoder is the identity (text, uuid, boolean, integer) is copied as
- * it is.
+ * profile). The mapper is generated code (as fast-json-stringify's serializers are): one object
+ * literal per row, so every row is built in one step with the same shape. A column whose
+ * decoder is the identity (text, uuid, boolean, integer) is copied as it is.
  */
 function rowMapper(fields: Field[], from: number): Mapper | undefined {
   const identity = Column.prototype.mapFromDriverValue;
-  const columns = fields.map(({ path, field }) => {
+  const decoders: ((v: unknown) => unknown)[] = [];
+  const groups = new Map<string, string[]>();
+  const top: string[] = [];
+  for (let k = 0; k < fields.length; k++) {
+    const { path, field } = fields[k]!;
     const decoder = (
       is(field, Column) ? field : is(field, SQL) ? (field as unknown as { decoder: unknown }).decoder : is(field, SQL.Aliased) ? (field.sql as unknown as { decoder: unknown }).decoder : undefined
     ) as { mapFromDriverValue(v: unknown): unknown } | undefined;
-    return { path, decoder, decode: decoder && decoder.mapFromDriverValue !== identity ? decoder.mapFromDriverValue.bind(decoder) : undefined };
-  });
-  if (columns.some((c) => !c.decoder || c.path.length > 2)) return undefined;
-  return (rows) =>
-    rows.map((row) => {
-      const out: Record<string, unknown> = {};
-      for (let k = 0; k < columns.length; k++) {
-        const { path, decode } = columns[k]!;
-        const raw = row[k + from];
-        const value = raw === null || raw === undefined || !decode ? raw : decode(raw);
-        if (path.length === 1) out[path[0]!] = value;
-        else ((out[path[0]!] ??= {}) as Record<string, unknown>)[path[1]!] = value;
+    if (!decoder || path.length > 2) return undefined;
+    const raw = `r[${k + from}]`;
+    let value = raw;
+    if (decoder.mapFromDriverValue !== identity) {
+      decoders.push(decoder.mapFromDriverValue.bind(decoder));
+      value = `(${raw} === null || ${raw} === undefined ? ${raw} : d[${decoders.length - 1}](${raw}))`;
+    }
+    const member = `${JSON.stringify(path[path.length - 1])}: ${value}`;
+    if (path.length === 1) top.push(member);
+    else {
+      const key = JSON.stringify(path[0]);
+      if (!groups.has(key)) {
+        groups.set(key, []);
+        top.push(key); // the nested object's place among the top-level members
       }
-      return out;
-    });
+      groups.get(key)!.push(member);
+    }
+  }
+  const literal = top.map((m) => (groups.has(m) ? `${m}: { ${groups.get(m)!.join(', ')} }` : m)).join(', ');
+  // The keys are Drizzle's field names, quoted by JSON.stringify.
+  return new Function('d', `return (rows) => { const out = new Array(rows.length); for (let i = 0; i < rows.length; i++) { const r = rows[i]; out[i] = { ${literal} }; } return out; };`)(decoders) as Mapper;
 }
 
 let described = 0;
