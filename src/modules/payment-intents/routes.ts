@@ -7,7 +7,7 @@ import type { App } from '../../http/server.ts';
 import type { AuthenticatedClient } from '../clients/authenticate.ts';
 import { paymentResource, type RenderContext } from '../payments/render.ts';
 import { Payment } from '../payments/schemas.ts';
-import { paymentsOfIntents, type PaymentRow } from '../payments/sql.ts';
+import { paymentIdsOfListedIntents, paymentsOfIntents } from '../payments/sql.ts';
 import { serializerOf, type AuthorizeDeps } from './authorize.ts';
 import { submitAuthorize } from './authorize-groups.ts';
 import { submitIntentCancel } from './cancel-groups.ts';
@@ -43,16 +43,17 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
   const rc = renderContext(ctx);
   const base = rc.baseUrl;
 
-  /** Renders intents with their payments and what `include` asks for. */
+  /** Renders intents with their payments (whole only when `include` asks for them) and what `include` asks for. */
   const render = async (client: AuthenticatedClient, intents: IntentRow[], include: Set<string>) => {
-    const payments = await paymentsOfIntents(ctx.db, intents.map((i) => i.id));
-    const byIntent = new Map<string, PaymentRow[]>();
-    for (const p of payments) byIntent.set(p.intentId!, [...(byIntent.get(p.intentId!) ?? []), p]);
+    const ids = intents.map((i) => i.id);
+    const payments = include.has('payments') ? await paymentsOfIntents(ctx.db, ids) : [];
+    const byIntent = include.has('payments') ? new Map<string, string[]>(ids.map((id) => [id, []])) : await paymentIdsOfListedIntents(ctx.db, ids);
+    if (include.has('payments')) for (const p of payments) byIntent.get(p.intentId!)!.push(p.id);
     const now = ctx.clock.now();
     const data = await Promise.all(
       intents.map(async (i) => {
         const row = include.has('balance') ? { ...i, balance: await refreshBalance(ctx.db, i, client) } : i;
-        return intentResource(row, (byIntent.get(i.id) ?? []).map((p) => p.id), base, now);
+        return intentResource(row, byIntent.get(i.id)!, base, now);
       }),
     );
     const included: unknown[] = [];

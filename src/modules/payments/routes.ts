@@ -48,7 +48,7 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentsOfIntents, type PaymentRow } from './sql.ts';
+import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentIdsOfListedIntents, type PaymentRow } from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -74,9 +74,9 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     const included: unknown[] = [];
     if (include.has('paymentIntent')) {
       const intents = await intentsByIds(ctx.db, clientId, [...new Set(rows.flatMap((p) => (p.intentId ? [p.intentId] : [])))]);
-      const theirPayments = await paymentsOfIntents(ctx.db, intents.map((i) => i.id));
+      const theirPayments = await paymentIdsOfListedIntents(ctx.db, intents.map((i) => i.id));
       const now = ctx.clock.now();
-      included.push(...intents.map((i) => intentResource(i, theirPayments.filter((p) => p.intentId === i.id).map((p) => p.id), rc.baseUrl, now)));
+      included.push(...intents.map((i) => intentResource(i, theirPayments.get(i.id)!, rc.baseUrl, now)));
     }
     if (include.has('captures')) included.push(...(await captureRows(ctx.db, clientId, rows.map((p) => p.id), { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows.map(captureResource));
     if (refunds) included.push(...[...refunds.values()].flat().map(refundResource));

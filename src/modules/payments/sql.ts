@@ -73,9 +73,30 @@ export async function lockIntentsOfPayments(db: Executor, keys: { clientId: stri
 /** The payments of intents, oldest first (read after the intents' locks, so none is missed). */
 const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
 
+/** The payments' ids of intents, oldest first, by intent. */
 export async function paymentIdsOfIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
+  return idsByIntent(intentIds, await run<PaymentOfIntent>(db, PAYMENTS_OF_INTENTS, [intentIds]));
+}
+
+type PaymentOfIntent = { id: string; intent_id: string };
+
+const paymentIdsTogether = coalescedLookups<PaymentOfIntent>(
+  (db, intentIds) => run<PaymentOfIntent>(db, PAYMENTS_OF_INTENTS, [intentIds]),
+  (r) => r.intent_id,
+);
+
+/**
+ * paymentIdsOfIntents for a list page's relationships: those of several pages asked for together
+ * read as one statement (coalesce.ts). Two columns, where the whole payments cost the server
+ * their decoding (a tenth of an intents page's CPU).
+ */
+export async function paymentIdsOfListedIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
+  return idsByIntent(intentIds, intentIds.length === 0 ? [] : await paymentIdsTogether(db, intentIds));
+}
+
+function idsByIntent(intentIds: string[], rows: PaymentOfIntent[]): Map<string, string[]> {
   const out = new Map<string, string[]>(intentIds.map((id) => [id, []]));
-  for (const r of await run<{ id: string; intent_id: string }>(db, PAYMENTS_OF_INTENTS, [intentIds])) out.get(r.intent_id)!.push(r.id);
+  for (const r of rows) out.get(r.intent_id)!.push(r.id);
   return out;
 }
 
