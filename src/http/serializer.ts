@@ -26,9 +26,9 @@ export function buildSerializer(externalSchemas?: unknown, serializerOpts?: Opti
   };
 }
 
-const PRIMITIVE = new Set(['string', 'integer', 'number', 'boolean', 'object', 'array']);
+const ONE_TYPE = new Set(['string', 'integer', 'number', 'boolean', 'object', 'array']);
 
-/** A copy of `value` with every `anyOf: [X, { type: 'null' }]` (X of one primitive type, no $ref) as X with `type: [X.type, 'null']`. */
+/** A copy of `value` with every `anyOf: [X, { type: 'null' }]` (X of one JSON type, not a $ref or a union) as X with `type: [X.type, 'null']`. */
 export function nullableAsTypes(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(nullableAsTypes);
   if (typeof value !== 'object' || value === null) return value;
@@ -39,7 +39,7 @@ export function nullableAsTypes(value: unknown): unknown {
   if (Array.isArray(anyOf) && anyOf.length === 2) {
     const nullAt = anyOf.findIndex((b) => isNullSchema(b));
     const other = anyOf[1 - nullAt] as Schema | undefined;
-    if (nullAt >= 0 && other && typeof other.type === 'string' && PRIMITIVE.has(other.type) && !('$ref' in other) && !('anyOf' in other)) {
+    if (nullAt >= 0 && other && typeof other.type === 'string' && ONE_TYPE.has(other.type) && !('$ref' in other) && !('anyOf' in other)) {
       const { anyOf: _, ...rest } = out;
       return { ...other, ...rest, type: [other.type, 'null'] };
     }

@@ -46,9 +46,12 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
   /** Renders intents with their payments (whole only when `include` asks for them) and what `include` asks for. */
   const render = async (client: AuthenticatedClient, intents: IntentRow[], include: Set<string>) => {
     const ids = intents.map((i) => i.id);
-    const payments = include.has('payments') ? await paymentsOfIntents(ctx.db, ids) : [];
-    const byIntent = include.has('payments') ? new Map<string, string[]>(ids.map((id) => [id, []])) : await paymentIdsOfListedIntents(ctx.db, ids);
-    if (include.has('payments')) for (const p of payments) byIntent.get(p.intentId!)!.push(p.id);
+    const payments = include.has('payments') ? await paymentsOfIntents(ctx.db, ids) : undefined;
+    let byIntent: Map<string, string[]>;
+    if (payments) {
+      byIntent = new Map(ids.map((id) => [id, []]));
+      for (const p of payments) byIntent.get(p.intentId!)!.push(p.id);
+    } else byIntent = await paymentIdsOfListedIntents(ctx.db, ids);
     const now = ctx.clock.now();
     const data = await Promise.all(
       intents.map(async (i) => {
@@ -58,7 +61,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     );
     const included: unknown[] = [];
     if (include.has('client')) included.push(clientResource(client));
-    if (include.has('payments')) included.push(...payments.map((p) => paymentResource(p, rc)));
+    if (payments) included.push(...payments.map((p) => paymentResource(p, rc)));
     return { data, included };
   };
 

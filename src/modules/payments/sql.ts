@@ -87,8 +87,8 @@ const paymentIdsTogether = coalescedLookups<PaymentOfIntent>(
 
 /**
  * paymentIdsOfIntents for a list page's relationships: those of several pages asked for together
- * read as one statement (coalesce.ts). Two columns, where the whole payments cost the server
- * their decoding (a tenth of an intents page's CPU).
+ * read as one statement (coalesce.ts). Two columns, where the whole payments cost the server the
+ * decoding of every column.
  */
 export async function paymentIdsOfListedIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
   return idsByIntent(intentIds, intentIds.length === 0 ? [] : await paymentIdsTogether(db, intentIds));
