@@ -292,6 +292,23 @@ describe('authorize with the card processor', () => {
     await assertLedgerSound(t);
   });
 
+  test("an intent's payments, a declined one and the one after it, read oldest first alike on the intent and in the list", async () => {
+    const { wallet } = await fundedWallet(t, m, 5000);
+    const intentId = await intentFor(t, m, wallet.id, 5000);
+    const declined = await authorizeReq(t, m, intentId, { amount: 1202, idempotencyKey: randomUUID() });
+    assert.equal(declined.status, 402, declined.raw);
+    const ok = await authorizeReq(t, m, intentId, { amount: 1200, idempotencyKey: randomUUID() });
+    assert.equal(ok.status, 201, ok.raw);
+    const failedId = errorsOf(declined)[0]!.meta.paymentId as string;
+    const theirs = (await t.request('GET', `/api/v1/payments?filter[paymentIntentId]=${intentId}`, { as: m })).body.data as { id: string }[];
+    const acceptedId = theirs.find((p) => p.id !== failedId)!.id;
+    const expected = [failedId, acceptedId].map((id) => ({ type: 'Payment', id }));
+    const one = await t.request('GET', `/api/v1/payment-intents/${intentId}`, { as: m });
+    assert.deepEqual(one.body.data.relationships.payments.data, expected);
+    const list = await t.request('GET', '/api/v1/payment-intents?page[limit]=100', { as: m });
+    assert.deepEqual(list.body.data.find((i: { id: string }) => i.id === intentId).relationships.payments.data, expected);
+  });
+
   test('while the processor works: the same key is 409 IdempotencyKeyInUse, other requests 409 AlreadyExists; one charge', async () => {
     const slow = await t.createMerchant({ cardProcessor: { enabled: true, latencyMs: 600 } });
     const { wallet } = await fundedWallet(t, slow, 5000);

@@ -70,7 +70,7 @@ export async function lockIntentsOfPayments(db: Executor, keys: { clientId: stri
   await run(db, LOCK_INTENTS_OF_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
 }
 
-/** The payments of intents, oldest first (read after the intents' locks, so none is missed). */
+/** The payments of intents, oldest first (a cancel reads them after the intents' locks, so none is missed). */
 const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
 
 /** The payments' ids of intents, oldest first, by intent. */
