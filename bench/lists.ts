@@ -10,6 +10,10 @@
 // filter, page[offset]=1000, against the bare Fastify route of the same run. Every response's
 // meta.total is checked against a count(*) made once before the load.
 import { loadConfig } from '../src/config.ts';
+import { envelope } from '../src/modules/events/record.ts';
+import type { AnyTopic } from '../src/modules/events/topics.ts';
+import { paymentResource } from '../src/modules/payments/render.ts';
+import type { PaymentRow } from '../src/modules/payments/sql.ts';
 import { freshDatabase, json, load, merchant, runOn, startCoffer, type LoadResult } from './lib.ts';
 
 const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -22,6 +26,26 @@ const N = Number(process.env.LISTS_ROWS ?? 1_000_000);
 const uuidv7Sql = (ts: string, seed: string) =>
   `(lpad(to_hex((extract(epoch from ${ts}) * 1000)::bigint), 12, '0') || '7' || substr(md5(${seed}), 1, 3) || '8' || substr(md5(${seed}), 4, 15))::uuid`;
 
+const [EVENT_ID, PAYMENT_ID, INTENT_ID, TOPIC, AT] = ['@event-id@', '@payment-id@', '@intent-id@', '@topic@', '@at@'];
+
+/**
+ * The body of a seeded event, as Coffer writes one (envelope() around a rendered payment, about
+ * 1.2 KB) with placeholders for what differs per event; so a page of events parses and sends
+ * what a real one would.
+ */
+function eventBodyTemplate(clientId: string): string {
+  const at = new Date(0);
+  const payment = paymentResource(
+    {
+      id: PAYMENT_ID, intentId: INTENT_ID, status: 'Sent', amount: 4250, capturedAmount: 4250, refundedAmount: 0, rail: 'bank', channel: 'Store:nyc-3',
+      reference: 'order-20261128-000417', disbursement: [], externalPayments: [], failureReason: null, expiresAt: at, updatedAt: at, createdAt: at,
+    } as unknown as PaymentRow,
+    { baseUrl: 'https://api.coffer.example', secureUrl: 'https://secure.coffer.example' },
+  );
+  const body = envelope(EVENT_ID, { clientId, topic: TOPIC as AnyTopic, resource: payment, now: at });
+  return body.replaceAll(at.toISOString(), AT);
+}
+
 async function seed(databaseUrl: string, clientId: string): Promise<void> {
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: databaseUrl });
@@ -30,9 +54,9 @@ async function seed(databaseUrl: string, clientId: string): Promise<void> {
   const T0 = `'${new Date().toISOString()}'::timestamptz`;
   // Row k of each kind is created (40 days × k / N) after 40 days ago.
   const ts = (k: string) => `${T0} - interval '40 days' * ((${N} - ${k})::float8 / ${N})`;
-  const step = async (name: string, text: string) => {
+  const step = async (name: string, text: string, values?: unknown[]) => {
     const t0 = performance.now();
-    await c.query(text);
+    await c.query(text, values);
     say(`  ${name}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   };
   try {
@@ -88,9 +112,14 @@ async function seed(databaseUrl: string, clientId: string): Promise<void> {
     await step(
       'events',
       `insert into events (id, client_id, topic, resource_type, resource_id, body, created_at)
-         select ${uuidv7Sql(ts('k'), `'e' || k`)}, ${M}, case k % 4 when 0 then 'PaymentCreated' when 1 then 'PaymentCaptured' when 2 then 'TransactionCreated' else 'UserCreated' end,
-           'Payment', k::text, '{}', ${ts('k')}
-         from generate_series(1, ${N}) k`,
+         select e.id, ${M}, e.topic, 'Payment', e.payment_id,
+           replace(replace(replace(replace(replace($1, '${EVENT_ID}', e.id::text), '${PAYMENT_ID}', e.payment_id::text),
+             '${INTENT_ID}', e.intent_id::text), '${TOPIC}', e.topic), '${AT}', to_char(e.ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')),
+           e.ts
+         from (select ${uuidv7Sql(ts('k'), `'e' || k`)} as id, ${uuidv7Sql(ts('k'), `'p' || k`)} as payment_id, ${uuidv7Sql(ts('k'), `'i' || k`)} as intent_id,
+                 case k % 4 when 0 then 'PaymentCreated' when 1 then 'PaymentCaptured' when 2 then 'TransactionCreated' else 'UserCreated' end as topic, ${ts('k')} as ts
+               from generate_series(1, ${N}) k) e`,
+      [eventBodyTemplate(clientId)],
     );
     await step('vacuum analyze', 'vacuum analyze');
   } finally {

@@ -9,7 +9,7 @@ import { PaymentIntent } from '../modules/payment-intents/schemas.ts';
 import { User } from '../modules/users/schemas.ts';
 import { Wallet } from '../modules/wallets/schemas.ts';
 import { listDocument, Nullable, ref, Timestamp } from './schemas.ts';
-import { buildSerializer, nullableAsTypes } from './serializer.ts';
+import { buildSerializer, JSON_TEXT, JsonText, nullableAsTypes, unquoteJsonTexts } from './serializer.ts';
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
@@ -82,5 +82,41 @@ describe('response serializers', () => {
       const rewritten = buildSerializer(external)({ schema });
       for (const doc of docs) assert.equal(rewritten(doc), asWritten(doc));
     }
+  });
+
+  describe('JSON texts', () => {
+    const Item = Type.Object({ name: Type.String(), body: Type.Record(Type.String(), Type.Unknown(), { [JSON_TEXT]: true }), note: Nullable(Type.String()) });
+    const Doc = Type.Object({ data: Type.Array(Item), tags: Type.Record(Type.String(), Type.String()) });
+    const serialize = buildSerializer()({ schema: Doc });
+    // Strings elsewhere hold U+0000 and quotes next to it: they are escaped, so they stay as they are.
+    const bodies = [{ a: 1, s: 'x"\u0000"y', n: null, nested: { list: [1, 'é', { q: '"' }] } }, {}, { deep: [[[]]], e: '\u0000' }];
+    const doc = {
+      data: bodies.map((b, i) => ({ name: i === 0 ? '"\u0000' : `n${i}\u0000"`, body: new JsonText(JSON.stringify(b)), note: i === 1 ? null : '\u0000"\u0000' })),
+      tags: { ['k\u0000"']: '"\u0000v' },
+    };
+
+    test('a JsonText is written as its text, in place, and the rest as JSON.stringify writes it', () => {
+      const out = serialize(doc);
+      assert.equal(out, JSON.stringify(doc), 'JSON.stringify reads a JsonText by toJSON: the same document');
+      assert.deepEqual((JSON.parse(out) as { data: { body: unknown }[] }).data.map((d) => d.body), bodies);
+      for (const b of bodies) assert.ok(out.includes(`"body":${JSON.stringify(b)}`), 'each text verbatim');
+    });
+
+    test('the text is not parsed again: a text with spacing keeps it', () => {
+      const text = '{ "a" : [ 1, 2 ] }';
+      assert.equal(serialize({ data: [{ name: 'x', body: new JsonText(text), note: null }], tags: {} }), `{"data":[{"name":"x","body":${text},"note":null}],"tags":{}}`);
+    });
+
+    test('unquoteJsonTexts leaves JSON without texts as it is', () => {
+      for (const json of ['', '{}', '{"a":"\\u0000"}', '["\\"",1]']) assert.equal(unquoteJsonTexts(json), json);
+      assert.equal(unquoteJsonTexts('["\u0000{}\u0000","\u0000[1]\u0000"]'), '[{},[1]]');
+    });
+
+    test('only the serializer sees the marked field as a string; the schema as written keeps it', () => {
+      const written = clone(Item);
+      assert.deepEqual((nullableAsTypes(Item) as { properties: Record<string, unknown> }).properties.body, { type: 'string', format: 'unsafe' });
+      assert.deepEqual(clone(Item), written);
+      assert.equal((Item.properties.body as { type?: string }).type, 'object');
+    });
   });
 });

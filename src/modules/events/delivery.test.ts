@@ -425,6 +425,10 @@ describe('events API', () => {
     assert.equal(res.status, 200);
     const a = res.body.data.attributes;
     assert.deepEqual(a.payload, JSON.parse(rx.received[0]!.body));
+    // The very bytes sent, on the event and in the list (the stored text is not re-encoded).
+    assert.ok(res.raw.includes(`"payload":${rx.received[0]!.body}`), 'the payload is the body sent, byte for byte');
+    const listed = await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as: m });
+    assert.ok(listed.raw.includes(`"payload":${rx.received[0]!.body}`), 'the list sends the same bytes');
     assert.equal(a.deliveries.length, 1);
     assert.equal(a.deliveries[0].attempts[0].statusCode, 200);
     assert.equal(typeof a.deliveries[0].attempts[0].durationMs, 'number');

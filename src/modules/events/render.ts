@@ -1,4 +1,5 @@
 import type { AttemptRow, DeliveryRow, EventDeliveryState, EventRow } from './sql.ts';
+import { JsonText } from '../../http/serializer.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export function eventResource(e: EventRow & { deliveryState: EventDeliveryState }, baseUrl: string, history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] }) {
@@ -15,7 +16,8 @@ export function eventResource(e: EventRow & { deliveryState: EventDeliveryState 
       updatedAt: isoTime(e.createdAt),
       createdAt: isoTime(e.createdAt),
       deliveryState: e.deliveryState,
-      payload: JSON.parse(e.body) as Record<string, unknown>,
+      // Sent as stored: the text is not parsed and serialized again (src/http/serializer.ts).
+      payload: new JsonText(e.body),
       ...(history
         ? {
             deliveries: history.deliveries.map((d) => ({

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
+import { JSON_TEXT } from '../../http/serializer.ts';
 import { Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
 import { TEST_TOPIC, TOPICS } from './topics.ts';
 
@@ -39,7 +40,7 @@ export const WebhookEvent = resource(
     deliveryState: Type.Enum(['pending', 'succeeded', 'failed', 'none'], {
       description: 'pending while any delivery is; else failed if any failed; else succeeded if any succeeded; none without deliveries or with canceled ones only',
     }),
-    payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The exact body sent to receivers' }),
+    payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The exact body sent to receivers', [JSON_TEXT]: true }),
     deliveries: Type.Optional(Type.Array(Delivery, { description: 'Deliveries and their attempts (single-event reads)' })),
   },
   { relationships: { event: Type.Object({ data: Type.Object({ type: Type.String(), id: Type.String() }) }) }, links: { self: Type.String() } },
