@@ -9,7 +9,8 @@ import { PaymentIntent } from '../modules/payment-intents/schemas.ts';
 import { User } from '../modules/users/schemas.ts';
 import { Wallet } from '../modules/wallets/schemas.ts';
 import { listDocument, Nullable, ref, Timestamp } from './schemas.ts';
-import { buildSerializer, JSON_TEXT, JsonText, nullableAsTypes, unquoteJsonTexts } from './serializer.ts';
+import { WebhookEvent } from '../modules/events/schemas.ts';
+import { buildSerializer, holdsJsonText, JSON_TEXT, JsonText, nullableAsTypes, unquoteJsonTexts } from './serializer.ts';
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
@@ -110,6 +111,26 @@ describe('response serializers', () => {
     test('unquoteJsonTexts leaves JSON without texts as it is', () => {
       for (const json of ['', '{}', '{"a":"\\u0000"}', '["\\"",1]']) assert.equal(unquoteJsonTexts(json), json);
       assert.equal(unquoteJsonTexts('["\u0000{}\u0000","\u0000[1]\u0000"]'), '[{},[1]]');
+    });
+
+    test('a schema that refers to one holding a JSON text gets the unquoting serializer; others do not need it', () => {
+      const shared = Object.fromEntries([WebhookEvent, PaymentIntent].map((x) => [(x as { $id?: string }).$id!, x]));
+      assert.equal(holdsJsonText(listDocument(ref(WebhookEvent)), shared), true);
+      assert.equal(holdsJsonText(listDocument(ref(PaymentIntent)), shared), false);
+      const Loop = { $id: 'Loop', type: 'object', properties: { next: { $ref: 'Loop#' } } };
+      assert.equal(holdsJsonText(Loop, { Loop }), false, 'a schema that refers to itself ends');
+      const events = buildSerializer(shared)({ schema: listDocument(ref(WebhookEvent)) });
+      const text = '{"data":{"id":"e1"}}';
+      const event = {
+        id: 'e1', type: 'WebhookEvent',
+        attributes: { id: 'e1', topic: 'UserCreated', clientId: 'c1', updatedAt: '2026-01-01T00:00:00.000Z', createdAt: '2026-01-01T00:00:00.000Z', deliveryState: 'none', payload: new JsonText(text) },
+        relationships: { event: { data: { type: 'User', id: 'u1' } } },
+        links: { self: 's' },
+      };
+      const page = { data: [event], meta: { total: 1, limit: 10, offset: 0 }, links: { self: 's', first: 'f', prev: null, next: null } };
+      const out = events(page);
+      assert.ok(out.includes(`"payload":${text}`), out);
+      assert.equal(out, JSON.stringify(page));
     });
 
     test('only the serializer sees the marked field as a string; the schema as written keeps it', () => {
