@@ -128,7 +128,7 @@ describe('metrics', () => {
     assert.equal(valueOf(after, 'coffer_money_movements_total', { kind: 'payment.reserve' }) - valueOf(before, 'coffer_money_movements_total', { kind: 'payment.reserve' }), 1);
   });
 
-  test('a withdrawal and a direct payment the ledger refuses count as insufficient_funds', async () => {
+  test('a withdrawal, a direct payment and an authorization the ledger refuses count as insufficient_funds', async () => {
     const { wallet } = await fundedWallet(t, m, 50_000);
     // Stands in for a concurrent spend that made the plan stale: the ledger's refusal, raised
     // for this amount's rows only.
@@ -142,13 +142,18 @@ describe('metrics', () => {
       t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 7777 } } } }),
     );
     assert.equal(paid.status, 402, paid.raw);
+    const intentId = await intentFor(t, m, wallet.id, 7777);
+    const authorized = await withRefusal(t, refusal('payments'), () =>
+      t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 7777 } } } }),
+    );
+    assert.equal(authorized.status, 402, authorized.raw);
     const after = await scrape();
     const delta = (kind: string, outcome: string) => valueOf(after, 'coffer_money_movements_total', { kind, outcome }) - valueOf(before, 'coffer_money_movements_total', { kind, outcome });
     assert.deepEqual(
-      { withdraw: delta('withdraw', 'insufficient_funds'), direct: delta('payment.direct', 'insufficient_funds') },
-      { withdraw: 1, direct: 1 },
+      { withdraw: delta('withdraw', 'insufficient_funds'), direct: delta('payment.direct', 'insufficient_funds'), authorize: delta('payment.reserve', 'insufficient_funds') },
+      { withdraw: 1, direct: 1, authorize: 1 },
     );
-    assert.equal(delta('withdraw', 'committed') + delta('payment.direct', 'committed'), 0);
+    assert.equal(delta('withdraw', 'committed') + delta('payment.direct', 'committed') + delta('payment.reserve', 'committed'), 0);
   });
 
   test('rate limit refusals by listener', async () => {

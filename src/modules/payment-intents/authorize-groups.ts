@@ -164,7 +164,7 @@ async function runGroup(members: Member[]): Promise<void> {
           settle.push(() => m.reject(err));
         }
       }
-      await flushMoney(tx, WriteBatch.merged(batches));
+      await flushMoney(tx, WriteBatch.merged(batches), { countRefusal: false });
     });
   } catch (err) {
     // The group may have committed: each member gets the retryable error (a retry with its key

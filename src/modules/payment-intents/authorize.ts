@@ -29,6 +29,7 @@ import { apiError } from '../../http/errors.ts';
 import { renderErrorDocument } from '../../http/error-handler.ts';
 import { checkKey, fingerprintOf, RETENTION_MS, runPreflight, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
 import { JSONAPI } from '../../http/schemas.ts';
+import { countMovement } from '../../observability/metrics.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import type { CardIssuer, IssuedCard } from '../../providers/card-issuing.ts';
 import type { CardProcessor, ProcessorAnswer } from '../../providers/card-processor.ts';
@@ -166,7 +167,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
     const { attemptId, request, locked } = await reserve(tx, { i, intent: intent.row, c, plan, now, batch });
     if (!request.processor && request.rail !== 'card') {
       const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
-      await flushMoney(tx, batch);
+      await flushMoney(tx, batch, { countRefusal: true });
       return { kind: 'done', outcome };
     }
     const attempt: payments.AttemptRow = {
@@ -185,7 +186,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
       updatedAt: now,
     };
     batch.add(payments.insertAttemptPart(attempt));
-    await flushMoney(tx, batch);
+    await flushMoney(tx, batch, { countRefusal: true });
     return { kind: 'call', attempt };
   });
 
@@ -234,12 +235,19 @@ async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: Author
   return { kind: 'row', row: q.intentFromJson(row) };
 }
 
-/** The batch holds debits planned from locked balances; a failed no-negative check there is still a 402, never a 500. */
-export async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
+/**
+ * The batch holds debits planned from locked balances; a failed no-negative check there is still
+ * a 402, never a 500. `countRefusal`: the reservation counts as refused for insufficient funds
+ * (not for a group's flush: its members then run alone, and each refusal counts there).
+ */
+export async function flushMoney(tx: Tx, batch: WriteBatch, opts: { countRefusal: boolean }): Promise<void> {
   try {
     await batch.flush(tx);
   } catch (err) {
-    if (refusedByLedger(err)) throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
+    if (refusedByLedger(err)) {
+      if (opts.countRefusal) countMovement('payment.reserve', 'insufficient_funds');
+      throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
+    }
     throw err;
   }
 }
