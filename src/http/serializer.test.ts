@@ -111,6 +111,8 @@ describe('response serializers', () => {
     test('unquoteJsonTexts leaves JSON without texts as it is', () => {
       for (const json of ['', '{}', '{"a":"\\u0000"}', '["\\"",1]']) assert.equal(unquoteJsonTexts(json), json);
       assert.equal(unquoteJsonTexts('["\u0000{}\u0000","\u0000[1]\u0000"]'), '[{},[1]]');
+      assert.throws(() => unquoteJsonTexts('["\u0000{}"]'), /not closed/, 'never a loop over an unclosed text');
+      assert.throws(() => new JsonText('{"a":"\u0000"}'), /U\+0000/);
     });
 
     test('a schema that refers to one holding a JSON text gets the unquoting serializer; others do not need it', () => {

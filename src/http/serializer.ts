@@ -65,6 +65,7 @@ export function unquoteJsonTexts(json: string): string {
   let from = 0;
   while (at !== -1) {
     const end = json.indexOf(CLOSE, at + 2);
+    if (end === -1) throw new Error('A JSON text in a response is not closed');
     out += json.slice(from, at) + json.slice(at + 2, end);
     from = end + 2;
     at = json.indexOf(OPEN, from);
@@ -83,6 +84,8 @@ export class JsonText {
   [member: string]: unknown;
   readonly #text: string;
   constructor(text: string) {
+    // Its ends are marked by U+0000 (above); JSON and PostgreSQL's text never hold one raw.
+    if (text.includes(NUL)) throw new Error('A JSON text cannot hold U+0000');
     this.#text = text;
   }
   toString(): string {
