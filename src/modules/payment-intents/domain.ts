@@ -15,6 +15,7 @@ import { walletBalance, type Buckets } from '../wallets/balance.ts';
 import { checkBarcode } from '../wallets/domain.ts';
 import { findBarcode, incrementBarcodeUse } from '../wallets/sql.ts';
 import { effectiveStatus } from './render.ts';
+import { submitIntentWrite } from './create-groups.ts';
 import * as q from './sql.ts';
 import { rememberIntentWallet } from './wallet-hints.ts';
 
@@ -49,7 +50,8 @@ export function walletBalanceBlock(buckets: Buckets, connected: boolean, amount:
  * skip KYC.
  *
  * By `walletId` (the common case) it is one read and one write, without a transaction: the
- * intent and its event are written by a single statement, and the balance block is, by
+ * intent and its event are written by a single statement, shared with the creations that are
+ * ready in the same turn of the event loop (create-groups.ts), and the balance block is, by
  * definition, what was true when it was read. A scanned barcode is locked and used up, so that
  * path runs in a transaction.
  */
@@ -62,7 +64,7 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
     if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
     const batch = new WriteBatch();
     const intent = await writeIntent(db, batch, i, { wallet });
-    await batch.flush(db);
+    await submitIntentWrite(db, batch);
     rememberIntentWallet(intent.id, intent.walletId);
     return intent;
   }

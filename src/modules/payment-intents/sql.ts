@@ -1,6 +1,7 @@
 // Every query on payment intents, scoped by client_id.
 import { and, asc, desc, eq, inArray, lte, or, sql, type Placeholder, type SQL, type SQLWrapper } from 'drizzle-orm';
 import { ph } from '../../db/built-once.ts';
+import { CoalescedRead } from '../../db/coalesce.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
@@ -43,18 +44,19 @@ export interface WalletIntentContext {
   connected: boolean;
 }
 
-const WALLET_CONTEXT = statement(
-  'intent_wallet_context',
+/** The wallet reads of one turn of the event loop, as one statement (db/coalesce.ts). */
+const walletContexts = new CoalescedRead<WalletIntentContext>(
+  'intent_wallet_contexts',
   `select w.id, w.client_id as "clientId", w.user_id as "userId", w.status, u.kyc_status as "kycStatus",
      (select json_object_agg(a.code, a.balance) from ledger_accounts a where a.owner_type = 'wallet' and a.owner_id = w.id) as buckets,
      exists (select 1 from linked_accounts la where la.client_id = w.client_id and la.user_id = w.user_id and la.status = 'Connected') as connected
-   from wallets w join users u on u.id = w.user_id
-   where w.client_id = $1 and w.id = $2`,
+   from unnest($1::uuid[], $2::uuid[]) k(client_id, id)
+   join wallets w on w.client_id = k.client_id and w.id = k.id
+   join users u on u.id = w.user_id`,
 );
 
-export async function walletIntentContext(db: Executor, clientId: string, walletId: string): Promise<WalletIntentContext | undefined> {
-  const [row] = await run<WalletIntentContext>(db, WALLET_CONTEXT, [clientId, walletId]);
-  return row;
+export function walletIntentContext(db: Executor, clientId: string, walletId: string): Promise<WalletIntentContext | undefined> {
+  return walletContexts.get(db, clientId, walletId);
 }
 
 /**
