@@ -1,5 +1,6 @@
 // Profiling one checkout step (a developer's tool, not a benchmark):
-//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit|refund|cancel-payment|cancel-intent|withdraw|direct> [seconds]
+//   node --import tsx bench/profile-checkout.ts <intent|authorize|capture|deposit|refund|cancel-payment|cancel-intent|withdraw|direct|flow> [seconds]
+// (`flow`: the benchmark's checkout flow, each connection creating, authorizing and capturing in turn)
 // Needs a PostgreSQL server in PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres);
 // with pg_stat_statements preloaded it also prints the statements per request. Sets up wallets and the steps before the one
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that; both come after
@@ -87,7 +88,17 @@ let c2 = 0;
 const cancelPaymentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[c2++]}/cancel` }) };
 let c3 = 0;
 const cancelIntentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payment-intents/${intents[c3++]}/cancel` }) };
-if (!['intent', 'deposit', 'withdraw', 'direct'].includes(step)) {
+type FlowCtx = { intentId?: string; paymentId?: string };
+const flowReqs = [
+  { ...intentReq, onResponse: (_s: number, b: string, ctx: FlowCtx) => void (ctx.intentId = JSON.parse(b).data?.id) },
+  {
+    method: 'POST',
+    setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => ({ ...r, path: `/api/v1/payment-intents/${ctx.intentId}/authorize`, body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${ctx.intentId}-a` } } }) }),
+    onResponse: (_s: number, b: string, ctx: FlowCtx) => void (ctx.paymentId = JSON.parse(b).included?.[0]?.id),
+  },
+  { method: 'POST', setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => ({ ...r, path: `/api/v1/payments/${ctx.paymentId}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }) },
+];
+if (!['intent', 'deposit', 'withdraw', 'direct', 'flow'].includes(step)) {
   await load('intents', { url: coffer.url, headers: auth, amount: n, requests: [{ ...intentReq, onResponse: (_s: number, b: string) => void intents.push(JSON.parse(b).data.id) }] as never });
 }
 if (step === 'capture' || step === 'refund' || step === 'cancel-payment') {
@@ -103,7 +114,7 @@ if (!process.env.PROFILE_NO_RESTART) {
   await coffer.stop();
   coffer = await startCoffer({ databaseUrl, dataDir, env, nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] });
 }
-const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq], refund: [refundReq], 'cancel-payment': [cancelPaymentReq], 'cancel-intent': [cancelIntentReq], withdraw: [withdrawReq], direct: [directReq] }[step]!;
+const requests = { intent: [intentReq], authorize: [authReq], capture: [capReq], deposit: [depositReq], refund: [refundReq], 'cancel-payment': [cancelPaymentReq], 'cancel-intent': [cancelIntentReq], withdraw: [withdrawReq], direct: [directReq], flow: flowReqs }[step]!;
 if (warm) await load(`${step} (warm-up)`, { url: coffer.url, headers: auth, amount: warm, requests: requests as never });
 // The tables' statistics current, as the benchmark has them (analyzeDatabase): PostgreSQL's
 // autovacuum may be off (it is on this project's benchmark machine), and plans made for the
@@ -114,7 +125,7 @@ const statements = await admin.query('select pg_stat_statements_reset()').then(
   () => true,
   () => false,
 );
-const timed = ['intent', 'deposit', 'withdraw', 'direct'].includes(step);
+const timed = ['intent', 'deposit', 'withdraw', 'direct', 'flow'].includes(step);
 const perf = process.env.PROFILE_PERF ? spawn('perf', ['record', '-a', '-g', '-F', '999', '-o', process.env.PROFILE_PERF], { stdio: 'ignore' }) : undefined;
 const r = await load(step, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, connections: Number(process.env.PROFILE_CONNECTIONS ?? 50), ...(timed ? { durationS: seconds } : { amount: n - warm }), requests: requests as never });
 if (perf) {
