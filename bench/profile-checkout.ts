@@ -63,19 +63,23 @@ const warm = ['authorize', 'capture', 'refund', 'cancel-payment', 'cancel-intent
 const n = 400 * seconds + warm;
 const intents: string[] = [];
 const payments: string[] = [];
-let i = 0;
-const authReq = {
+type FlowCtx = { intentId?: string; paymentId?: string };
+/** An authorize (or capture) of the id `idOf` gives: the next set-up one, or the flow's own. */
+const authorizeOf = (idOf: (ctx: FlowCtx) => string | undefined) => ({
   method: 'POST',
-  setupRequest: (r: Record<string, unknown>) => {
-    const id = intents[i++];
+  setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => {
+    const id = idOf(ctx);
     return { ...r, path: `/api/v1/payment-intents/${id}/authorize`, body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } } }) };
   },
-};
-let j = 0;
-const capReq = {
+});
+const captureOf = (idOf: (ctx: FlowCtx) => string | undefined) => ({
   method: 'POST',
-  setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[j++]}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
-};
+  setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => ({ ...r, path: `/api/v1/payments/${idOf(ctx)}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
+});
+let i = 0;
+const authReq = authorizeOf(() => intents[i++]);
+let j = 0;
+const capReq = captureOf(() => payments[j++]);
 let r2 = 0;
 const refundReq = {
   method: 'POST',
@@ -88,15 +92,10 @@ let c2 = 0;
 const cancelPaymentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payments/${payments[c2++]}/cancel` }) };
 let c3 = 0;
 const cancelIntentReq = { method: 'POST', setupRequest: (r: Record<string, unknown>) => ({ ...r, path: `/api/v1/payment-intents/${intents[c3++]}/cancel` }) };
-type FlowCtx = { intentId?: string; paymentId?: string };
 const flowReqs = [
   { ...intentReq, onResponse: (_s: number, b: string, ctx: FlowCtx) => void (ctx.intentId = JSON.parse(b).data?.id) },
-  {
-    method: 'POST',
-    setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => ({ ...r, path: `/api/v1/payment-intents/${ctx.intentId}/authorize`, body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${ctx.intentId}-a` } } }) }),
-    onResponse: (_s: number, b: string, ctx: FlowCtx) => void (ctx.paymentId = JSON.parse(b).included?.[0]?.id),
-  },
-  { method: 'POST', setupRequest: (r: Record<string, unknown>, ctx: FlowCtx) => ({ ...r, path: `/api/v1/payments/${ctx.paymentId}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }) },
+  { ...authorizeOf((ctx) => ctx.intentId), onResponse: (_s: number, b: string, ctx: FlowCtx) => void (ctx.paymentId = JSON.parse(b).included?.[0]?.id) },
+  captureOf((ctx) => ctx.paymentId),
 ];
 if (!['intent', 'deposit', 'withdraw', 'direct', 'flow'].includes(step)) {
   await load('intents', { url: coffer.url, headers: auth, amount: n, requests: [{ ...intentReq, onResponse: (_s: number, b: string) => void intents.push(JSON.parse(b).data.id) }] as never });
