@@ -39,6 +39,7 @@ import { AUTHORIZATION_LIFETIME_MS, captureBankPayment, emitIntent, emitPayment 
 import { NO_SOURCING, planWalletSourcing, releaseWallet, reserveWallet } from '../payments/money.ts';
 import { paymentResource, type RenderContext } from '../payments/render.ts';
 import * as payments from '../payments/sql.ts';
+import { rememberPaymentWallet } from '../payments/wallet-hints.ts';
 import { effectiveStatus, intentResource } from './render.ts';
 import type { Buckets } from '../wallets/balance.ts';
 import * as q from './sql.ts';
@@ -381,6 +382,7 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
     expiresAt: new Date(now.getTime() + AUTHORIZATION_LIFETIME_MS),
   });
   batch.add(payments.insertPaymentPart(payment));
+  rememberPaymentWallet(payment.id, payment.walletId);
   if (request.rail === 'card') {
     const card = d.card!;
     const cardId = uuidv7();

@@ -18,11 +18,12 @@ import { apiError, ApiError } from '../../http/errors.ts';
 import { lockAccounts } from '../../ledger/post.ts';
 import { cancelLockedPayment, releasedAccounts, type CancelInput, type ChangedPayment } from './domain.ts';
 import * as q from './sql.ts';
+import { walletOfPayment } from './wallet-hints.ts';
 
 type Member = GroupMember<CancelInput, ChangedPayment>;
 
 /** Cancels a Created payment in the next group to run. */
-export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, { name: 'cancel' });
+export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, { name: 'cancel', rowOf: (r) => walletOfPayment(r.paymentId) });
 
 function runGroup(db: Db, members: Member[]): Promise<void> {
   return runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {

@@ -19,11 +19,12 @@ import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '
 import { lockAccounts } from '../../ledger/post.ts';
 import { captureBankPayment, capturedOf, MOVED_WALLET_CODES, type CaptureInput, type ChangedPayment } from './domain.ts';
 import * as q from './sql.ts';
+import { walletOfPayment } from './wallet-hints.ts';
 
 type Member = GroupMember<CaptureInput, ChangedPayment>;
 
 /** Captures a bank-rail payment in the next group to run. */
-export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup, { name: 'capture' });
+export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup, { name: 'capture', rowOf: (r) => walletOfPayment(r.paymentId) });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
   // Outside the transaction: a merchant's accounts are created (once) and committed before their ids are cached.

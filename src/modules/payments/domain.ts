@@ -45,6 +45,7 @@ import {
 } from './money.ts';
 import { paymentResource, refundResource, type RenderContext } from './render.ts';
 import * as q from './sql.ts';
+import { rememberPaymentWallet } from './wallet-hints.ts';
 
 /** Uncaptured authorizations are released after seven days (decisions §8). */
 export const AUTHORIZATION_LIFETIME_MS = 7 * 86_400_000;
@@ -490,6 +491,7 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
     canceledAt: null,
   };
   i.batch.add(q.insertPaymentPart(payment));
+  rememberPaymentWallet(payment.id, payment.walletId);
   await emitPayment(tx, 'PaymentCreated', payment, i.rc, i.now, i.batch);
   return payment;
 }

@@ -21,6 +21,7 @@ import type { ClientCode } from '../../ledger/accounts.ts';
 import { creditedAccounts, refundPayment } from './domain.ts';
 import type { RenderContext } from './render.ts';
 import * as q from './sql.ts';
+import { walletOfPayment } from './wallet-hints.ts';
 
 export interface RefundRequest {
   scope: IdempotencyScope;
@@ -45,7 +46,7 @@ export interface RefundMade {
 type Member = GroupMember<RefundRequest, StoredOutcome>;
 
 /** Makes a refund (or replays its key's outcome) in the next group to run. */
-export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, { name: 'refund' });
+export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, { name: 'refund', rowOf: (r) => walletOfPayment(r.paymentId) });
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
   await runRowGroup(db, withoutRepeatedKeys(members, (m) => m.scope), (m) => m.paymentId, refundGroup);
