@@ -2,10 +2,12 @@
 // run twice on one connection is parsed and planned once, and a pool marked for a pooler that
 // cannot keep prepared statements sends them unnamed.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { createTestApp, createUser, dbKind, freshDatabaseUrl, type Merchant, type TestApp } from '../test/harness.ts';
 import { openDatabase, rowsOf, type Database } from './open.ts';
+import { run, statement } from './statements.ts';
 
 const skip = dbKind !== 'postgres' ? 'node-postgres statement names: runs in the PostgreSQL pass' : false;
 
@@ -63,3 +65,29 @@ for (const preparedStatements of [true, false]) {
     });
   });
 }
+
+describe('a prepared statement with array parameters', { skip }, () => {
+  let database: Database;
+  before(async () => {
+    database = await openDatabase({ databaseUrl: (await freshDatabaseUrl())!, dataDir: '', poolSize: 2 });
+  });
+  after(() => database.close());
+
+  test('keeps one generic plan after five executions instead of planning each one again (withOpaqueArrays)', async () => {
+    // Each element costs the plan a thousand rows, as a group's member costs it its lookups.
+    const lookup = statement(
+      'test_array_plans',
+      'select k.id, g.n from unnest($1::uuid[]) k(id) cross join lateral (select count(*) as n from generate_series(1, 1000) s where s <> length(k.id::text)) g',
+    );
+    const plans = await database.db.transaction(async (tx) => {
+      // Small arrays, as a lightly loaded server's groups: planned for their values, they look
+      // cheaper than the generic plan's default of ten elements.
+      for (let i = 0; i < 8; i++) await run(tx, lookup, [[randomUUID()]]);
+      return rowsOf<{ generic_plans: number; custom_plans: number }>(
+        await tx.execute(sql`select generic_plans::int, custom_plans::int from pg_prepared_statements where name = 'test_array_plans'`),
+      );
+    });
+    // Planned for its values five times, then the generic plan for every execution after.
+    assert.deepEqual(plans, [{ generic_plans: 3, custom_plans: 5 }]);
+  });
+});

@@ -16,7 +16,23 @@ export function statement(name: string, text: string): Statement {
   const existing = declared.get(name);
   if (existing !== undefined && existing !== text) throw new Error(`statement ${name} declared twice with different text`);
   declared.set(name, text);
-  return { name, text };
+  return { name, text: withOpaqueArrays(text) };
+}
+
+/**
+ * Each array parameter read through a scalar subquery: `$1::uuid[]` becomes
+ * `(select $1::uuid[])::uuid[]`. PostgreSQL plans a prepared statement for the values of its
+ * first five executions, then keeps one generic plan if that costs no more than those did. An
+ * array's length is known when planning for the values (`unnest` of three ids: three rows) and
+ * not in the generic plan (ten rows), so for the small groups of a server under moderate load
+ * the generic plan always looked dearer and the statement was planned again on every
+ * execution: at 10 connections, 911 of 1,278 authorize group reads were planned, at 1.95 ms of
+ * PostgreSQL's CPU each against 1.05 ms to run (pg_stat_statements with track_planning). Read
+ * through a subquery, the array's length is unknown to both plans, which then cost the same, and
+ * the generic plan is kept. The plan's shape is unchanged: the arrays hold ids, looked up by index.
+ */
+export function withOpaqueArrays(text: string): string {
+  return text.replace(/\$(\d+)::([a-z_]+)\[\]/g, (_, n: string, type: string) => `(select $${n}::${type}[])::${type}[]`);
 }
 
 const declared = new Map<string, string>();
