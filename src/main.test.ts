@@ -183,7 +183,7 @@ describe('live', () => {
     assert.match(p.stderr(), /CARD_ENCRYPTION_KEY must be 32 bytes/);
   });
 
-  test('starts on PostgreSQL with its secrets: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+  test('starts on PostgreSQL with its secrets and a pool of one connection: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
     const url = await freshDatabaseUrl();
     const p = await startServer({
       COFFER_ENV: 'live',
@@ -191,6 +191,8 @@ describe('live', () => {
       ADMIN_TOKEN: LIVE_TOKEN,
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+      // The smallest pool allowed: the migrations' lock takes a connection of its own.
+      DATABASE_POOL_SIZE: '1',
       // Live needs an adapter for every provider (src/providers/live-process.test.ts); none is called here.
       ...providerEnv('http://127.0.0.1:9'),
     });

@@ -263,20 +263,25 @@ export async function runMigrations(database: Database, folder = MIGRATIONS): Pr
 }
 
 /**
- * Holds an advisory lock on one pooled connection while `fn` runs on others. The lock is a
+ * Holds an advisory lock on a connection of its own while `fn` runs on the pool's. The lock is a
  * transaction's, held by a transaction left open until `fn` ends: a session-level lock would
  * stay behind on whichever server connection a transaction-mode pooler (PgBouncer) gave the
- * lock statement, while an open transaction keeps its server connection until it ends.
+ * lock statement, while an open transaction keeps its server connection until it ends. Not a
+ * pooled connection: with DATABASE_POOL_SIZE=1 the lock held the pool's only one, and the
+ * migrations waited for it forever.
  */
 async function withSessionLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
-  const pool = (db as unknown as { $client: import('pg').Pool }).$client;
-  const conn = await pool.connect();
+  const { default: pg } = await import('pg');
+  const pool = (db as unknown as { $client: import('pg').Pool & { options: import('pg').PoolConfig } }).$client;
+  const conn = new pg.Client(pool.options);
+  conn.on('error', () => {});
+  await conn.connect();
   try {
     await conn.query('begin');
     await conn.query(`select pg_advisory_xact_lock(hashtext('coffer:migrations'))`);
     return await fn();
   } finally {
     await conn.query('commit').catch(() => {});
-    conn.release();
+    await conn.end().catch(() => {});
   }
 }
