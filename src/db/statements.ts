@@ -29,7 +29,7 @@ export function statement(name: string, text: string): Statement {
  * execution: at 10 connections, 911 of 1,278 authorize group reads were planned, at 1.95 ms of
  * PostgreSQL's CPU each against 1.05 ms to run (pg_stat_statements with track_planning). Read
  * through a subquery, the array's length is unknown to both plans, which then cost the same, and
- * the generic plan is kept. The plan's shape is unchanged: the arrays hold ids, looked up by index.
+ * the generic plan is kept; the hot statements' arrays hold keys, which both plans look up by index.
  */
 export function withOpaqueArrays(text: string): string {
   return text.replace(/\$(\d+)::([a-z_]+)\[\]/g, (_, n: string, type: string) => `(select $${n}::${type}[])::${type}[]`);
