@@ -31,7 +31,7 @@ export function statement(name: string, text: string): Statement {
  * through a subquery, the array's length is unknown to both plans, which then cost the same, and
  * the generic plan is kept; the hot statements' arrays hold keys, which both plans look up by index.
  */
-export function withOpaqueArrays(text: string): string {
+function withOpaqueArrays(text: string): string {
   return text.replace(/\$(\d+)::([a-z_]+)\[\]/g, (_, n: string, type: string) => `(select $${n}::${type}[])::${type}[]`);
 }
 

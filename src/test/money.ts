@@ -81,6 +81,22 @@ export async function intentFor(t: TestApp, m: Merchant, walletId: string, amoun
   return res.body.data.id;
 }
 
+/** An authorized (Created) payment of `amount` cents from the wallet, through a new intent; its id. */
+export async function authorizedPayment(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
+  const intentId = await intentFor(t, m, walletId, amount);
+  const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
+  assert.equal(res.status, 201, res.raw);
+  return res.body.included[0].id;
+}
+
+/** A captured (Processing) payment of `amount` cents from the wallet; its id. */
+export async function capturedPayment(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
+  const id = await authorizedPayment(t, m, walletId, amount);
+  const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+  assert.equal(cap.status, 200, cap.raw);
+  return id;
+}
+
 /** The transaction that last wrote each payment (its xmin): rows written by one transaction share it. */
 export async function paymentXmins(t: TestApp, ids: string[]): Promise<{ id: string; xmin: string }[]> {
   return rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));

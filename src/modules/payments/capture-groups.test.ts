@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { assertLedgerSound, balanceOf, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
+import { assertLedgerSound, authorizedPayment, balanceOf, fundedWallet, paymentXmins } from '../../test/money.ts';
 
 describe('captures in groups', () => {
   let t: TestApp;
@@ -18,13 +18,7 @@ describe('captures in groups', () => {
   });
   after(() => t.close());
 
-  /** An authorized (Created) payment of `amount` from the wallet. */
-  async function authorized(walletId: string, amount: number): Promise<string> {
-    const intentId = await intentFor(t, m, walletId, amount);
-    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
-    assert.equal(res.status, 201, res.raw);
-    return res.body.included[0].id;
-  }
+  const authorized = (walletId: string, amount: number) => authorizedPayment(t, m, walletId, amount);
   const capture = (paymentId: string, amount: number) =>
     t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
 

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { rowsOf } from '../../db/open.ts';
 import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { assertLedgerSound, balanceOf, fundedWallet, intentFor } from '../../test/money.ts';
+import { assertLedgerSound, balanceOf, capturedPayment, fundedWallet } from '../../test/money.ts';
 
 describe('refunds in groups', () => {
   let t: TestApp;
@@ -20,16 +20,7 @@ describe('refunds in groups', () => {
   });
   after(() => t.close());
 
-  /** A captured (Processing) payment of `amount` from the wallet. */
-  async function captured(walletId: string, amount: number): Promise<string> {
-    const intentId = await intentFor(t, m, walletId, amount);
-    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
-    assert.equal(res.status, 201, res.raw);
-    const id = res.body.included[0].id as string;
-    const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
-    assert.equal(cap.status, 200, cap.raw);
-    return id;
-  }
+  const captured = (walletId: string, amount: number) => capturedPayment(t, m, walletId, amount);
   const refund = (paymentId: string, amount: number, idempotencyKey: string = randomUUID()) =>
     t.request('POST', `/api/v1/payments/${paymentId}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount, idempotencyKey } } } });
   const refundXmins = async (paymentIds: string[]) =>
