@@ -6,8 +6,8 @@
 // measured, restarts the server with --cpu-prof (PROFILE_NODE_ARGS replaces that; both come after
 // the flags of `npm start`, and a V8 flag given twice takes the later value), runs the
 // step, and prints the statements it sent per request; the CPU profile lands in /tmp/prof.
-// PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data). Authorize and capture
-// first run PROFILE_WARM (2,000) requests not measured, as the benchmark does; PROFILE_WALLETS (50,
+// PROFILE_KEEP=1 keeps the database afterwards (for EXPLAIN on its data). Every step
+// first runs PROFILE_WARM (2,000) requests of its own, not measured, then an ANALYZE; PROFILE_WALLETS (50,
 // as the benchmark) sets how many wallets the steps spread over. The figures include
 // the CPU time per request of the server and of PostgreSQL. PROFILE_CONNECTIONS (50) sets the load;
 // PROFILE_PERF=<file> records `perf record -a -g` of the whole machine during the measured step.
@@ -59,7 +59,12 @@ const fromWalletReq = (type: string, path: (walletId: string) => string, extra: 
 });
 const withdrawReq = fromWalletReq('Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({}));
 const directReq = fromWalletReq('CreatePayment', () => '/api/v1/payments', (walletId) => ({ walletId }));
-const warm = ['authorize', 'capture', 'refund', 'cancel-payment', 'cancel-intent'].includes(step) ? Number(process.env.PROFILE_WARM ?? 2000) : 0;
+// Every step first runs PROFILE_WARM requests of its own, not measured, before the ANALYZE below:
+// statistics taken while a table is still tiny make PostgreSQL plan a sequential scan for its
+// lookups (the idempotency key's, in every money write), and each connection keeps that plan
+// while the table grows until the next ANALYZE (none, with autovacuum off): about 0.9 ms per
+// deposit after 15 s, most of what the step then measured.
+const warm = Number(process.env.PROFILE_WARM ?? 2000);
 const n = 400 * seconds + warm;
 const intents: string[] = [];
 const payments: string[] = [];
