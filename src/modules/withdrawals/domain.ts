@@ -65,33 +65,46 @@ export const PUSH_BATCH = 100;
 
 /**
  * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
- * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key.
+ * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key. Every push of a
+ * round is sent at once (as deposits' pulls are, startPulls), so a round waits for the bank's
+ * slowest answer, not the sum of them (one after another, a bank answering in 50 ms would have
+ * capped pushes at 20 withdrawals a second), and the withdrawals whose pushes the bank all took
+ * are recorded by one statement. A database error while recording fails the round (the job
+ * runs it again), not a withdrawal as if the bank had refused it.
  */
 export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentWithdrawals(db, PUSH_BATCH);
   if (due.length === 0) return 0;
   const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
-  let sent = 0;
   const failed: unknown[] = [];
-  for (const w of due) {
-    try {
-      const pushes: TrackedTransfer[] = [];
-      for (const s of w.split) {
-        const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
-        const { providerRef } = await opts.provider.initiatePush(push);
-        pushes.push({ reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef });
+  const pushed = await Promise.all(
+    due.map(async (w) => {
+      try {
+        const pushes = await Promise.all(
+          w.split.map(async (s): Promise<TrackedTransfer> => {
+            const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
+            const { providerRef } = await opts.provider.initiatePush(push);
+            return { reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef };
+          }),
+        );
+        return { id: w.id, pushes };
+      } catch (err) {
+        // The provider is unreachable: the next round tries again with the same references.
+        failed.push(err);
+        return undefined;
       }
-      const providerRef = pushes.map((p) => p.providerRef).join(',');
-      await recordSentTransfers(db, { track: opts.provider.reportsStatus, transfers: pushes, now: opts.now(), record: (ex) => q.recordProviderRef(ex, w.id, providerRef) });
-      sent++;
-    } catch (err) {
-      // The provider is unreachable: the next round tries again with the same references.
-      failed.push(err);
-    }
-  }
+    }),
+  );
+  const sent = pushed.filter((w) => w !== undefined);
+  await recordSentTransfers(db, {
+    track: opts.provider.reportsStatus,
+    transfers: sent.flatMap((w) => w.pushes),
+    now: opts.now(),
+    record: (ex) => q.recordProviderRefs(ex, sent.map((w) => ({ id: w.id, providerRef: w.pushes.map((p) => p.providerRef).join(',') }))),
+  });
   logUnsent(opts.log, 'withdrawals\' pushes', failed);
-  return sent;
+  return sent.length;
 }
 
 /**

@@ -80,8 +80,15 @@ export async function findWithdrawalById(db: Executor, id: string): Promise<With
   return row;
 }
 
-export async function recordProviderRef(db: Executor, id: string, providerRef: string): Promise<void> {
-  await db.update(withdrawals).set({ providerRef }).where(eq(withdrawals.id, id));
+const RECORD_PROVIDER_REFS = statement(
+  'withdrawal_provider_refs',
+  'update withdrawals w set provider_ref = v.ref from unnest($1::uuid[], $2::text[]) as v(id, ref) where w.id = v.id and w.provider_ref is null',
+);
+
+/** Records the provider's references of many withdrawals (its pushes' references, comma-separated, in split order). */
+export async function recordProviderRefs(db: Executor, refs: { id: string; providerRef: string }[]): Promise<void> {
+  if (refs.length === 0) return;
+  await run(db, RECORD_PROVIDER_REFS, [refs.map((r) => r.id), refs.map((r) => r.providerRef)]);
 }
 
 /** A page of a wallet's withdrawals, newest first (the console). */

@@ -2,6 +2,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
@@ -45,6 +47,38 @@ describe('withdrawals', () => {
     const pushes = [...bank.transfers.values()].filter((x) => x.direction === 'push' && x.reference.startsWith(res.body.data.id));
     assert.deepEqual(pushes.map((p) => p.amount).sort(), [250, 751]);
     await assertLedgerSound(t);
+  });
+
+  test("one round of the bank-pushes job records each withdrawal the bank took with its pushes' references; one it refused is sent next round", async () => {
+    const user = await approvedUser(t, m);
+    const a = await linkAccount(t, m, user.id);
+    const b = await linkAccount(t, m, user.id);
+    const wallet = await createWallet(t, m, user.id);
+    await deposit(t, m, wallet.id, 3000, a.id);
+    await deposit(t, m, wallet.id, 1000, b.id);
+    await clearPending(t, m, wallet.id);
+    const made = [];
+    for (const amount of [400, 300, 200]) made.push((await withdraw(t, m, wallet.id, amount)).body.data);
+    const [split, other, refused] = made as { id: string; attributes: { split: { linkedAccountId: string }[] } }[];
+    assert.equal(split!.attributes.split.length, 2);
+    const refs = async () => {
+      const rows = rowsOf<{ id: string; provider_ref: string | null }>(await t.ctx.db.execute(sql`select id, provider_ref from withdrawals where id in (${split!.id}, ${other!.id}, ${refused!.id})`));
+      return Object.fromEntries(rows.map((r) => [r.id, r.provider_ref]));
+    };
+    const pushRefs = (w: typeof split) => w!.attributes.split.map((s) => `ach_push_${w!.id}:${s.linkedAccountId}`).join(',');
+    const initiatePush = bank.initiatePush.bind(bank);
+    bank.initiatePush = async (r) => {
+      if (r.reference.startsWith(refused!.id)) throw new Error('the bank is unreachable');
+      return initiatePush(r);
+    };
+    try {
+      await t.ctx.jobs.runOnce('bank-pushes');
+    } finally {
+      bank.initiatePush = initiatePush;
+    }
+    assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: null });
+    await t.ctx.jobs.runOnce('bank-pushes');
+    assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: pushRefs(refused) });
   });
 
   test('a disconnected account gets nothing; equal shares when no connected account deposited', async () => {
