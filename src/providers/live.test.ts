@@ -275,6 +275,16 @@ describe("live on the operator's provider adapters", () => {
     await assertLedgerSound(t);
   });
 
+  test('withdrawals: the pushes of one round are sent together, not one after another', async () => {
+    const { wallet } = await fundedWallet(m, 5000);
+    for (let i = 0; i < 3; i++) assert.equal((await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount: 100 } } } })).status, 201);
+    // Each answer is held back (within PROVIDER_TIMEOUT_MS): pushes sent one after another would never overlap.
+    for (let i = 0; i < 3; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
+    adapter.mostAtOnce = 0;
+    assert.equal(await run('bank-pushes', 0), 3);
+    assert.equal(adapter.mostAtOnce, 3);
+  });
+
   test("counterparty payouts: pushed to the counterparty's account by its numbers, keyed by the payout id; the bank's report completes or returns them", async () => {
     const lm = await t.createMerchant();
     const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });

@@ -65,6 +65,9 @@ const MAX_BODY_BYTES = 1024 * 1024;
 export class ReferenceAdapter {
   readonly calls: AdapterCall[] = [];
   readonly faults: Fault[] = [];
+  /** The most requests that were being answered at one time (whether a caller sends them together). */
+  mostAtOnce = 0;
+  #inFlight = 0;
   /** What each operation did, once per key: the adapter's own records. */
   readonly applications = new Map<string, { email: string; submittedAt: number; documentsAt?: number }>();
   readonly documentLinks = new Map<string, { application: string; redirectUrl: string }>();
@@ -92,6 +95,9 @@ export class ReferenceAdapter {
     this.#key = createHash('sha256').update(`coffer:reference-adapter:${o.signingSecret}`).digest();
     this.#issuer = new SandboxCardIssuer(this.#key);
     this.#server = createServer((req, res) => {
+      this.#inFlight++;
+      this.mostAtOnce = Math.max(this.mostAtOnce, this.#inFlight);
+      res.once('close', () => this.#inFlight--);
       this.#handle(req, res).catch(() => {
         if (!res.headersSent) res.writeHead(500).end();
       });
