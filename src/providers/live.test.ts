@@ -285,6 +285,19 @@ describe("live on the operator's provider adapters", () => {
     assert.equal(adapter.mostAtOnce, 3);
   });
 
+  test('counterparty payouts: the pushes of one run are sent together', async () => {
+    const lm = await t.createMerchant();
+    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
+    assert.equal(cp.status, 201, cp.raw);
+    const cpId = cp.body.data.id as string;
+    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    for (let i = 0; i < 3; i++) assert.equal((await createPayout(t, lm, cpId, 1000)).status, 201);
+    for (let i = 0; i < 3; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
+    adapter.mostAtOnce = 0;
+    assert.equal(await run('counterparty-payouts', 0), 3);
+    assert.equal(adapter.mostAtOnce, 3);
+  });
+
   test("counterparty payouts: pushed to the counterparty's account by its numbers, keyed by the payout id; the bank's report completes or returns them", async () => {
     const lm = await t.createMerchant();
     const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });

@@ -87,22 +87,28 @@ export const PAYOUT_BATCH = 100;
  */
 export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferProvider; sealer: Sealer; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPayouts(db, PAYOUT_BATCH);
-  let sent = 0;
   const failed: unknown[] = [];
-  for (const { payout: p, account } of due) {
-    let providerRef: string;
-    try {
-      const bankAccount: BankAccountNumbers = {
-        routingNumber: account.routingNumber,
-        accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
-        accountType: account.accountType === 'savings' ? 'savings' : 'checking',
-        holderName: account.holderName,
-      };
-      ({ providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, bankAccount }));
-    } catch (err) {
-      failed.push(err);
-      continue; // The provider is unreachable: the next run tries again with the same reference.
-    }
+  // Every push of the run at once, as withdrawals' pushes are: the run waits for the bank's
+  // slowest answer, not the sum of them.
+  const pushed = await Promise.all(
+    due.map(async ({ payout: p, account }) => {
+      try {
+        const bankAccount: BankAccountNumbers = {
+          routingNumber: account.routingNumber,
+          accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
+          accountType: account.accountType === 'savings' ? 'savings' : 'checking',
+          holderName: account.holderName,
+        };
+        const { providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, bankAccount });
+        return { p, providerRef };
+      } catch (err) {
+        failed.push(err);
+        return undefined; // The provider is unreachable: the next run tries again with the same reference.
+      }
+    }),
+  );
+  let sent = 0;
+  for (const { p, providerRef } of pushed.filter((x) => x !== undefined)) {
     await db.transaction(async (tx) => {
       const now = opts.now();
       const moved = await q.transitionPayout(tx, p.id, 'Pending', { status: 'Sent', providerRef, sentAt: now, updatedAt: now });
