@@ -275,35 +275,41 @@ describe("live on the operator's provider adapters", () => {
     await assertLedgerSound(t);
   });
 
+  /**
+   * Runs a sending job with the bank's next `n` answers each held back (within
+   * PROVIDER_TIMEOUT_MS); returns the most of its pushes the bank was answering at once. Pushes
+   * sent one after another never overlap.
+   */
+  const pushesAtOnce = async (job: string, n: number) => {
+    for (let i = 0; i < n; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
+    adapter.mostAtOnce = 0;
+    assert.equal(await run(job, 0), n);
+    return adapter.mostAtOnce;
+  };
+  /** A merchant with a counterparty holding 10,000 cents received by ACH. */
+  const fundedCounterparty = async () => {
+    const lm = await t.createMerchant();
+    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
+    assert.equal(cp.status, 201, cp.raw);
+    const cpId = cp.body.data.id as string;
+    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    return { lm, cpId };
+  };
+
   test('withdrawals: the pushes of one round are sent together, not one after another', async () => {
     const { wallet } = await fundedWallet(m, 5000);
     for (let i = 0; i < 3; i++) assert.equal((await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount: 100 } } } })).status, 201);
-    // Each answer is held back (within PROVIDER_TIMEOUT_MS): pushes sent one after another would never overlap.
-    for (let i = 0; i < 3; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
-    adapter.mostAtOnce = 0;
-    assert.equal(await run('bank-pushes', 0), 3);
-    assert.equal(adapter.mostAtOnce, 3);
+    assert.equal(await pushesAtOnce('bank-pushes', 3), 3);
   });
 
   test('counterparty payouts: the pushes of one run are sent together', async () => {
-    const lm = await t.createMerchant();
-    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
-    assert.equal(cp.status, 201, cp.raw);
-    const cpId = cp.body.data.id as string;
-    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    const { lm, cpId } = await fundedCounterparty();
     for (let i = 0; i < 3; i++) assert.equal((await createPayout(t, lm, cpId, 1000)).status, 201);
-    for (let i = 0; i < 3; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
-    adapter.mostAtOnce = 0;
-    assert.equal(await run('counterparty-payouts', 0), 3);
-    assert.equal(adapter.mostAtOnce, 3);
+    assert.equal(await pushesAtOnce('counterparty-payouts', 3), 3);
   });
 
   test("counterparty payouts: pushed to the counterparty's account by its numbers, keyed by the payout id; the bank's report completes or returns them", async () => {
-    const lm = await t.createMerchant();
-    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
-    assert.equal(cp.status, 201, cp.raw);
-    const cpId = cp.body.data.id as string;
-    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    const { lm, cpId } = await fundedCounterparty();
     const ok = await createPayout(t, lm, cpId, 3000);
     const bad = await createPayout(t, lm, cpId, 2004);
     assert.equal(ok.status, 201, ok.raw);
