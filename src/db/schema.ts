@@ -687,7 +687,12 @@ export const withdrawals = pgTable(
     providerRef: text('provider_ref'),
     createdAt: createdAt(),
   },
-  (t) => [index('withdrawals_wallet_idx').on(t.walletId, t.createdAt)],
+  (t) => [
+    index('withdrawals_wallet_idx').on(t.walletId, t.createdAt),
+    // The bank-pushes job's oldest unsent withdrawals, every 250 ms in every process: without it,
+    // a scan and sort of every withdrawal ever made.
+    index('withdrawals_unsent_idx').on(t.createdAt).where(sql`provider_ref is null`),
+  ],
 );
 
 /**

@@ -65,8 +65,8 @@ export async function checkWithdrawGroup(tx: Executor, members: { lockKey: strin
   return run<WithdrawCheck>(tx, GROUP_CHECK, [members.map((m) => m.lockKey), members.map((m) => m.clientId), members.map((m) => m.key), members.map((m) => m.walletId)]);
 }
 
-/** Withdrawals the provider has not acknowledged yet, oldest first (the bank-pushes job, every client). */
-export async function unsentWithdrawals(db: Executor, limit: number): Promise<WithdrawalRow[]> {
+/** Withdrawals the provider has not acknowledged yet, oldest first (the bank-pushes job, every client), through withdrawals_unsent_idx. */
+export function unsentWithdrawals(db: Executor, limit: number) {
   return db.select().from(withdrawals).where(sql`${withdrawals.providerRef} is null`).orderBy(withdrawals.createdAt).limit(limit);
 }
 

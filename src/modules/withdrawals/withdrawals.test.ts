@@ -7,7 +7,10 @@ import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
+import { genericPlan } from '../../test/plans.ts';
+import { PUSH_BATCH } from './domain.ts';
 import { largestRemainder } from './split.ts';
+import { unsentWithdrawals } from './sql.ts';
 
 const withdraw = (t: TestApp, m: Merchant, walletId: string, amount: unknown, extra: Record<string, unknown> = {}) =>
   t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount, ...extra } } } });
@@ -79,6 +82,12 @@ describe('withdrawals', () => {
     assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: null });
     await t.ctx.jobs.runOnce('bank-pushes');
     assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: pushRefs(refused) });
+  });
+
+  test('the bank-pushes job finds the unsent withdrawals through withdrawals_unsent_idx, in a generic plan (no scan of every withdrawal)', async () => {
+    const plan = await genericPlan(t.ctx.db, unsentWithdrawals(t.ctx.db, PUSH_BATCH).toSQL());
+    assert.match(plan, /withdrawals_unsent_idx/, plan);
+    assert.doesNotMatch(plan, /Seq Scan|Sort/, plan);
   });
 
   test('a disconnected account gets nothing; equal shares when no connected account deposited', async () => {

@@ -1,0 +1,1 @@
+CREATE INDEX "withdrawals_unsent_idx" ON "withdrawals" USING btree ("created_at") WHERE provider_ref is null;
