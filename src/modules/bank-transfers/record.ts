@@ -41,31 +41,38 @@ export function trackTransfers(tx: Executor, transfers: TrackedTransfer[], now: 
 }
 
 /**
- * Starts a pull for each item at once, outside any transaction; returns those the bank took. The
- * others are sent again by a later round, with the same references.
+ * Sends each item to the bank at once, outside any transaction (a round waits for the slowest
+ * answer, not the sum of them); returns the answers for the items the bank took, in order. The
+ * others are logged once and sent again by a later round, with the same references.
  */
-export async function startPulls(
+export async function sendEach<T, R>(items: T[], send: (item: T) => Promise<R>, o: { log?: FastifyBaseLogger; what: string }): Promise<R[]> {
+  const failed: unknown[] = [];
+  const answers = await Promise.all(
+    items.map(async (item) => {
+      try {
+        return { sent: await send(item) };
+      } catch (err) {
+        failed.push(err);
+        return undefined;
+      }
+    }),
+  );
+  if (failed.length > 0) o.log?.warn({ err: failed[0], failed: failed.length }, `the bank did not take ${failed.length} ${o.what}; they are sent again next round`);
+  return answers.filter((a) => a !== undefined).map((a) => a.sent);
+}
+
+/** Starts a pull for each item at once (sendEach); returns those the bank took. */
+export function startPulls(
   provider: BankTransferProvider,
   items: (Omit<TrackedTransfer, 'direction' | 'providerRef'> & { externalId: string })[],
   o: { log?: FastifyBaseLogger; what: string },
 ): Promise<TrackedTransfer[]> {
-  const sent: TrackedTransfer[] = [];
-  const failed: unknown[] = [];
-  await Promise.all(
-    items.map(async ({ externalId, ...t }) => {
-      try {
-        const { providerRef } = await provider.initiatePull({ reference: t.reference, amount: t.amount, linkedAccountExternalId: externalId });
-        sent.push({ ...t, direction: 'pull', providerRef });
-      } catch (err) {
-        failed.push(err);
-      }
-    }),
+  return sendEach(
+    items,
+    async ({ externalId, ...t }): Promise<TrackedTransfer> => {
+      const { providerRef } = await provider.initiatePull({ reference: t.reference, amount: t.amount, linkedAccountExternalId: externalId });
+      return { ...t, direction: 'pull', providerRef };
+    },
+    o,
   );
-  logUnsent(o.log, o.what, failed);
-  return sent;
-}
-
-/** One line per round for the transfers the bank did not take (each is sent again next round). */
-export function logUnsent(log: FastifyBaseLogger | undefined, what: string, failed: unknown[]): void {
-  if (failed.length > 0) log?.warn({ err: failed[0], failed: failed.length }, `the bank did not take ${failed.length} ${what}; they are sent again next round`);
 }

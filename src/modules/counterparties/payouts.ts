@@ -19,7 +19,7 @@ import { postEntry } from '../../ledger/post.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { BankAccountNumbers, BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { logUnsent, trackTransfers } from '../bank-transfers/record.ts';
+import { sendEach, trackTransfers } from '../bank-transfers/record.ts';
 import { recordEvent } from '../events/record.ts';
 import { getCounterparty, lockAvailable } from './domain.ts';
 import { incomingPaymentEventResource, payoutEventResource, type PayoutTopic } from './render.ts';
@@ -87,28 +87,21 @@ export const PAYOUT_BATCH = 100;
  */
 export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferProvider; sealer: Sealer; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
   const due = await q.unsentPayouts(db, PAYOUT_BATCH);
-  const failed: unknown[] = [];
-  // Every push of the run at once, as withdrawals' pushes are: the run waits for the bank's
-  // slowest answer, not the sum of them.
-  const pushed = await Promise.all(
-    due.map(async ({ payout: p, account }) => {
-      try {
-        const bankAccount: BankAccountNumbers = {
-          routingNumber: account.routingNumber,
-          accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
-          accountType: account.accountType === 'savings' ? 'savings' : 'checking',
-          holderName: account.holderName,
-        };
-        const { providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, bankAccount });
-        return { p, providerRef };
-      } catch (err) {
-        failed.push(err);
-        return undefined; // The provider is unreachable: the next run tries again with the same reference.
-      }
-    }),
+  const pushed = await sendEach(
+    due,
+    async ({ payout: p, account }) => {
+      const bankAccount: BankAccountNumbers = {
+        routingNumber: account.routingNumber,
+        accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
+        accountType: account.accountType === 'savings' ? 'savings' : 'checking',
+        holderName: account.holderName,
+      };
+      const { providerRef } = await opts.provider.initiatePush({ reference: p.id, amount: p.amount, bankAccount });
+      return { p, providerRef };
+    },
+    { log: opts.log, what: 'counterparty payouts' },
   );
-  let sent = 0;
-  for (const { p, providerRef } of pushed.filter((x) => x !== undefined)) {
+  for (const { p, providerRef } of pushed) {
     await db.transaction(async (tx) => {
       const now = opts.now();
       const moved = await q.transitionPayout(tx, p.id, 'Pending', { status: 'Sent', providerRef, sentAt: now, updatedAt: now });
@@ -118,10 +111,8 @@ export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferP
         await trackTransfers(tx, [{ reference: p.id, clientId: p.clientId, purpose: 'payout', subjectId: p.id, direction: 'push', amount: p.amount, providerRef }], now);
       }
     });
-    sent++;
   }
-  logUnsent(opts.log, 'counterparty payouts', failed);
-  return sent;
+  return pushed.length;
 }
 
 async function sentPayout(tx: Executor, o: { clientId: string; counterpartyId: string; payoutId: string }): Promise<q.PayoutRow> {

@@ -10,7 +10,7 @@ import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '
 import { postEntry, refusedByLedger, type EntryInput } from '../../ledger/post.ts';
 import { countMovement } from '../../observability/metrics.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
-import { logUnsent, recordSentTransfers, type TrackedTransfer } from '../bank-transfers/record.ts';
+import { recordSentTransfers, sendEach, type TrackedTransfer } from '../bank-transfers/record.ts';
 import { largestRemainder } from './split.ts';
 import * as q from './sql.ts';
 
@@ -66,8 +66,7 @@ export const PUSH_BATCH = 100;
 /**
  * Job: one ACH push per split for withdrawals the provider has not acknowledged, outside any
  * transaction; `withdrawalId:linkedAccountId` is each push's idempotency key. Every push of a
- * round is sent at once (as deposits' pulls are, startPulls), so a round waits for the bank's
- * slowest answer, not the sum of them (one after another, a bank answering in 50 ms would have
+ * round is sent at once (sendEach: one after another, a bank answering in 50 ms would have
  * capped pushes at 20 withdrawals a second), and the withdrawals whose pushes the bank all took
  * are recorded by one statement. A database error while recording fails the round (the job
  * runs it again), not a withdrawal as if the bank had refused it.
@@ -77,33 +76,26 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
   if (due.length === 0) return 0;
   const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
-  const failed: unknown[] = [];
-  const pushed = await Promise.all(
-    due.map(async (w) => {
-      try {
-        const pushes = await Promise.all(
-          w.split.map(async (s): Promise<TrackedTransfer> => {
-            const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
-            const { providerRef } = await opts.provider.initiatePush(push);
-            return { reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef };
-          }),
-        );
-        return { id: w.id, pushes };
-      } catch (err) {
-        // The provider is unreachable: the next round tries again with the same references.
-        failed.push(err);
-        return undefined;
-      }
+  const sent = await sendEach(
+    due,
+    async (w) => ({
+      id: w.id,
+      pushes: await Promise.all(
+        w.split.map(async (s): Promise<TrackedTransfer> => {
+          const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
+          const { providerRef } = await opts.provider.initiatePush(push);
+          return { reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef };
+        }),
+      ),
     }),
+    { log: opts.log, what: "withdrawals' pushes" },
   );
-  const sent = pushed.filter((w) => w !== undefined);
   await recordSentTransfers(db, {
     track: opts.provider.reportsStatus,
     transfers: sent.flatMap((w) => w.pushes),
     now: opts.now(),
     record: (ex) => q.recordProviderRefs(ex, sent.map((w) => ({ id: w.id, providerRef: w.pushes.map((p) => p.providerRef).join(',') }))),
   });
-  logUnsent(opts.log, 'withdrawals\' pushes', failed);
   return sent.length;
 }
 
