@@ -28,7 +28,7 @@ import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
 import { checkLedger } from './observability/ledger-check.ts';
-import { purgeRequestLog, RequestLogBuffer } from './modules/request-log/record.ts';
+import { purgeRequestLog, REQUEST_LOG_PURGE_BATCH, RequestLogBuffer } from './modules/request-log/record.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
@@ -164,6 +164,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   ctx.jobs.register({
     name: 'request-log-retention',
     intervalMs: 3_600_000,
+    batch: REQUEST_LOG_PURGE_BATCH,
     run: () => purgeRequestLog(ctx.db, { now: now(), retentionDays: ctx.config.console.requestLogRetentionDays }),
   });
   ctx.jobs.register({

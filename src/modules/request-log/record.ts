@@ -93,7 +93,10 @@ export class RequestLogBuffer {
   }
 }
 
-/** Deletes requests older than the retention; returns how many. */
-export function purgeRequestLog(db: Db, opts: { now: Date; retentionDays: number }): Promise<number> {
-  return purgeRequestRows(db, new Date(opts.now.getTime() - opts.retentionDays * 86_400_000));
+/** The most rows one retention run deletes; a full batch makes the job run again at once. */
+export const REQUEST_LOG_PURGE_BATCH = 5_000;
+
+/** Job: deletes a batch of the requests older than the retention; returns how many. */
+export function purgeRequestLog(db: Db, opts: { now: Date; retentionDays: number; batch?: number }): Promise<number> {
+  return purgeRequestRows(db, new Date(opts.now.getTime() - opts.retentionDays * 86_400_000), opts.batch ?? REQUEST_LOG_PURGE_BATCH);
 }

@@ -1,6 +1,6 @@
 // Every query on the request log; reads are scoped by client_id.
-import { and, eq, like, lt, sql, type SQL } from 'drizzle-orm';
-import type { Executor } from '../../db/open.ts';
+import { and, eq, like, sql, type SQL } from 'drizzle-orm';
+import { rowsOf, type Executor } from '../../db/open.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { requestLog } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -36,9 +36,19 @@ export async function insertRequestRows(db: Executor, rows: RequestLogRow[]): Pr
     from json_populate_recordset(null::request_log, ${doc}::json)`);
 }
 
-export async function purgeRequestRows(db: Executor, before: Date): Promise<number> {
-  const deleted = await db.delete(requestLog).where(lt(requestLog.createdAt, before)).returning({ id: requestLog.id });
-  return deleted.length;
+/**
+ * Deletes up to `batch` of the oldest rows created before `before` (request_log_created_idx's
+ * order) and counts them in PostgreSQL: a day of requests is millions of rows, too many for one
+ * transaction, and their ids have no business travelling to the server.
+ */
+export async function purgeRequestRows(db: Executor, before: Date, batch: number): Promise<number> {
+  const rows = rowsOf<{ n: number }>(
+    await db.execute(sql`with gone as (
+        delete from request_log where id in (select id from request_log where created_at < ${before} order by created_at limit ${batch})
+        returning 1)
+      select count(*)::int as n from gone`),
+  );
+  return rows[0]?.n ?? 0;
 }
 
 export interface RequestLogFilters {
