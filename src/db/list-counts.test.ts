@@ -142,4 +142,38 @@ describe('list totals', () => {
     const tx = await t.request('GET', `/api/v1/wallets/${walletId}/transactions?page[offset]=10000`, { as: m });
     assert.equal(tx.body.meta.total, await count(sql`select count(*) as n from transactions where wallet_id = ${walletId}`));
   });
+
+  test("an empty page's total is its list's, for every list and counted filter, each merchant its own", async () => {
+    const urls = (wallet: string) => [
+      '/api/v1/users',
+      '/api/v1/wallets',
+      `/api/v1/wallets/${wallet}/transactions`,
+      '/api/v1/payment-intents',
+      ...['Promotable', 'PromotedToPayment', 'Canceled', 'Expired'].map((s) => `/api/v1/payment-intents?filter[status]=${s}`),
+      '/api/v1/payment-intents?filter[status]=Promotable&filter[initiator]=Customer',
+      '/api/v1/payment-intents?filter[status]=PromotedToPayment&filter[initiator]=Merchant&filter[paymentMethod]=Wallet',
+      '/api/v1/payments',
+      '/api/v1/payments?filter[status]=Created',
+      '/api/v1/payments?filter[channel]=web&filter[status]=Processing',
+      '/api/v1/webhook-events',
+      '/api/v1/webhook-events?filter[topic]=PaymentCreated',
+    ];
+    // Twice over, the two merchants in turn: the statements are built once per shape and run
+    // with each request's values.
+    for (let round = 0; round < 2; round++) {
+      for (const [as, wallet] of [[m, walletId], [other, otherWalletId]] as const) {
+        for (const url of urls(wallet)) {
+          const first = await t.request('GET', url, { as });
+          const past = await t.request('GET', `${url}${url.includes('?') ? '&' : '?'}page[offset]=10000`, { as });
+          assert.equal(past.status, 200, past.raw);
+          assert.equal(past.body.data.length, 0, url);
+          assert.equal(past.body.meta.total, first.body.meta.total, `${url}: the empty page's total is the first page's`);
+        }
+      }
+    }
+    // Not a count of zero everywhere: the merchants' lists differ.
+    const mine = await t.request('GET', '/api/v1/payments?page[offset]=10000', { as: m });
+    const theirs = await t.request('GET', '/api/v1/payments?page[offset]=10000', { as: other });
+    assert.ok(mine.body.meta.total > 0 && mine.body.meta.total !== theirs.body.meta.total, `${mine.body.meta.total} and ${theirs.body.meta.total}`);
+  });
 });

@@ -5,7 +5,7 @@ import { CoalescedRead } from '../../db/coalesce.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
@@ -347,6 +347,12 @@ const intentPage = coalescedPages((db: Executor, shape: string) => {
     .offset(ph('offset'));
 });
 
+/** An empty page's total, built once per shape (the filters it has; the status a literal). */
+const intentsTotal = totalAlone((shape: string) => {
+  const { initiator, paymentMethod, status } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string };
+  return intentTotal(ph('clientId'), { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status }, ph('now'), ph('match'));
+});
+
 /** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
 export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
   if (opts.totalCap !== undefined) {
@@ -364,7 +370,8 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
   const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
   const rows = await intentPage(db, shape, values);
   if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
-  return { rows: [], total: await readTotal(db, intentTotal(clientId, f, now)) };
+  const totalShape = JSON.stringify({ initiator: !!f.initiator, paymentMethod: !!f.paymentMethod, status: f.status || undefined });
+  return { rows: [], total: await intentsTotal(db, totalShape, { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: values.match }) };
 }
 
 /** The counters' key of a filter: its initiator, payment method and status (JSON, in this order). */

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, inArray, notInArray, sql, type Placeholder, type SQ
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
@@ -69,10 +69,12 @@ const transactionPage = coalescedPages((db: Executor, _shape: '') => {
     .offset(ph('offset'));
 });
 
+const walletTotalAlone = totalAlone((_: '') => walletTotal(ph('clientId'), ph('walletId')));
+
 export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
   const rows = await transactionPage(db, '', { clientId, walletId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.t), total: rows[0]!.total };
-  return { rows: [], total: await readTotal(db, walletTotal(clientId, walletId)) };
+  return { rows: [], total: await walletTotalAlone(db, '', { clientId, walletId }) };
 }
 
 /** A cleared deposit adds what it brought in to its wallet's total from its linked account (deposit_totals). */

@@ -3,7 +3,7 @@ import { and, desc, eq, or, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, readTotal, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
@@ -96,13 +96,15 @@ const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
     .offset(ph('offset'));
 });
 
+const usersTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'users', {}));
+
 export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
   const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as UserListShape;
   const email = f.email?.toLowerCase();
   const rows = await userPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.user), total: rows[0]!.total };
   // An empty page: its offset is past the end, or nothing matches.
-  if (shape === '') return { rows: [], total: await readTotal(db, countedTotal(clientId, 'users', {})) };
+  if (shape === '') return { rows: [], total: await usersTotal(db, '', { clientId }) };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(userConditions(clientId, { ...f, email }));
   return { rows: [], total: c?.n ?? 0 };
 }
