@@ -40,10 +40,10 @@ export function withinTotal(total: SQL, offset: number | Placeholder): SQL {
 /**
  * A total read alone, for an empty page (its offset past the end, or filters no row matches):
  * `build(shape)` gives the total with placeholders, built once per shape and prepared, as the
- * pages are (built-once.ts). Built and planned anew on every empty page, it made a filter that
- * matches nothing cost twice the server CPU and three to four times the PostgreSQL time of a
- * full page (the lists benchmark). It is selected beside the merchant's `clients` row (a
- * primary-key read) so that Drizzle prepares it like any select.
+ * pages are (built-once.ts). Built anew by Drizzle's builder for each empty page, an intents
+ * filter that matches nothing (whose total adds the due intents' counts) served a fifth fewer
+ * pages a second (docs/benchmarks.md#lists). It is selected beside the merchant's `clients` row
+ * (a primary-key read) so that Drizzle prepares it like any select.
  */
 export function totalAlone<S extends string>(build: (shape: S) => SQL) {
   const statement = builtOnce((db: Executor, shape: S) =>
