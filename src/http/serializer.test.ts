@@ -10,7 +10,7 @@ import { User } from '../modules/users/schemas.ts';
 import { Wallet } from '../modules/wallets/schemas.ts';
 import { listDocument, Nullable, ref, Timestamp } from './schemas.ts';
 import { WebhookEvent } from '../modules/events/schemas.ts';
-import { buildSerializer, holdsJsonText, JSON_TEXT, JsonText, nullableAsTypes, unquoteJsonTexts } from './serializer.ts';
+import { buildSerializer, holdsJsonText, JSON_TEXT, JsonText, nullableAsTypes, referencedSchemas, unquoteJsonTexts } from './serializer.ts';
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 
@@ -142,4 +142,37 @@ describe('response serializers', () => {
       assert.equal((Item.properties.body as { type?: string }).type, 'object');
     });
   });
+  describe('building', () => {
+    const B = { $id: 'B', type: 'object', properties: { n: { type: 'integer' } } };
+    const A = { $id: 'A', type: 'object', properties: { b: { $ref: 'B#' }, bs: { type: 'array', items: { $ref: 'B#/properties/n' } } } };
+    const C = { $id: 'C', type: 'object', properties: { c: { type: 'string' } } };
+    const Self = { $id: 'Self', type: 'object', properties: { next: { $ref: 'Self#' } } };
+    const shared = { A, B, C, Self };
+
+    test('a serializer is given the shared schemas its schema refers to, and theirs, not the others', () => {
+      assert.deepEqual(referencedSchemas({ type: 'object', properties: { a: { $ref: 'A#' } } }, shared), { A, B });
+      assert.deepEqual(referencedSchemas({ anyOf: [{ $ref: 'C' }, { type: 'null' }] }, shared), { C });
+      assert.deepEqual(referencedSchemas({ $ref: 'Self#' }, shared), { Self }, 'a schema that refers to itself ends');
+      assert.deepEqual(referencedSchemas({ type: 'string' }, shared), {});
+      assert.deepEqual(referencedSchemas({ $ref: '#/definitions/x' }, shared), {}, 'a reference within the schema itself');
+      assert.deepEqual(referencedSchemas({ $ref: 'Nowhere#' }, shared), shared, 'an unknown id: all of them, for fast-json-stringify to name it');
+      const serialize = buildSerializer(shared)({ schema: { type: 'object', properties: { a: { $ref: 'A#' } } } });
+      assert.equal(serialize({ a: { b: { n: 7 }, bs: [1, 2] }, x: 1 }), '{"a":{"b":{"n":7},"bs":[1,2]}}');
+    });
+
+    test('the same schemas give the same serializer in every app of a process; different ones do not', () => {
+      const schema = { type: 'object', properties: { a: { $ref: 'A#' }, note: Nullable(Type.String()) } };
+      const first = buildSerializer(shared)({ schema });
+      // Another app: its own copies of the same shared schemas and route schema.
+      assert.equal(buildSerializer(clone(shared))({ schema: clone(schema) }), first, 'built once');
+      const otherB = { ...B, properties: { n: { type: 'string' } } };
+      const withOtherB = buildSerializer({ ...shared, B: otherB })({ schema });
+      assert.notEqual(withOtherB, first, 'a shared schema it refers to differs');
+      assert.equal(withOtherB({ a: { b: { n: 'x' } } }), '{"a":{"b":{"n":"x"}}}');
+      assert.equal(buildSerializer({ ...shared, C: { ...C, properties: {} } })({ schema }), first, 'a shared schema it does not refer to is no part of it');
+      assert.notEqual(buildSerializer(shared)({ schema: { ...schema, required: ['a'] } }), first, 'the schema itself differs');
+      assert.notEqual(buildSerializer(shared, { rounding: 'floor' })({ schema }), first, 'the options differ');
+    });
+  });
+
 });

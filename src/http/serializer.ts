@@ -25,16 +25,56 @@ export function buildSerializer(externalSchemas?: unknown, serializerOpts?: Opti
   const shared = externalSchemas ? (nullableAsTypes(externalSchemas) as Record<string, unknown>) : undefined;
   return ({ schema }: { schema?: unknown }): ((doc: unknown) => string) => {
     const own = nullableAsTypes(schema ?? {}) as Schema;
-    // A route's schema with an $id is among the shared ones too; fast-json-stringify refuses a duplicate id.
-    let schemas = shared;
-    if (schemas && typeof own.$id === 'string' && own.$id in schemas) {
-      schemas = { ...schemas };
-      delete schemas[own.$id];
-    }
-    const serialize = fastJsonStringify(own, { ...serializerOpts, schema: schemas as Options['schema'] });
+    // Only the shared schemas this one refers to: fast-json-stringify validates, walks and adds
+    // every shared schema it is given, for each serializer it builds (each route's each status),
+    // and given all of them that was about 2 s of building every app. A route's schema with an
+    // $id is among the shared ones too; fast-json-stringify refuses a duplicate id.
+    const schemas = shared && referencedSchemas(own, shared);
+    if (schemas && typeof own.$id === 'string') delete schemas[own.$id];
     // Only where a JsonText can be: a scan of every other response would cost (a 17 KB page: about 25 µs).
-    return holdsJsonText(schema, (externalSchemas ?? {}) as Record<string, unknown>) ? (doc) => unquoteJsonTexts(serialize(doc)) : serialize;
+    const texts = holdsJsonText(schema, (externalSchemas ?? {}) as Record<string, unknown>);
+    const key = JSON.stringify([texts, serializerOpts ?? null, own, schemas ?? null]);
+    let serialize = built.get(key);
+    if (!serialize) {
+      const plain = fastJsonStringify(own, { ...serializerOpts, schema: schemas as Options['schema'] });
+      serialize = texts ? (doc) => unquoteJsonTexts(plain(doc)) : plain;
+      built.set(key, serialize);
+    }
+    return serialize;
   };
+}
+
+/**
+ * The serializers built in this process, by what they were built from (options, schema and the
+ * shared schemas it refers to, as JSON): a serializer is a pure function of those, and every
+ * listener and app of a process (each test's app, say) would otherwise build the same ones again.
+ */
+const built = new Map<string, (doc: unknown) => string>();
+
+/**
+ * The shared schemas (by $id) that `schema` refers to by $ref, and those they refer to, in turn;
+ * all of `shared` if a $ref names an id it does not hold (fast-json-stringify then says which).
+ */
+export function referencedSchemas(schema: unknown, shared: Record<string, unknown>): Record<string, unknown> {
+  const found: Record<string, unknown> = {};
+  const pending = [schema];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (Array.isArray(node)) pending.push(...node);
+    else if (typeof node === 'object' && node !== null) {
+      const ref = (node as Schema).$ref;
+      if (typeof ref === 'string') {
+        const id = ref.split('#')[0]!;
+        if (id !== '' && !(id in found)) {
+          if (!(id in shared)) return { ...shared };
+          found[id] = shared[id];
+          pending.push(shared[id]);
+        }
+      }
+      pending.push(...Object.values(node));
+    }
+  }
+  return found;
 }
 
 /** Whether `schema`, or a shared schema it refers to ($ref by $id), has a field marked JSON_TEXT. */
