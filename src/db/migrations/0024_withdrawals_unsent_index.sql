@@ -1,1 +1,1 @@
-CREATE INDEX "withdrawals_unsent_idx" ON "withdrawals" USING btree ("created_at") WHERE provider_ref is null;
+CREATE INDEX IF NOT EXISTS "withdrawals_unsent_idx" ON "withdrawals" USING btree ("created_at") WHERE provider_ref is null;
