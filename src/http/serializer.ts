@@ -94,21 +94,24 @@ export function holdsJsonText(schema: unknown, shared: Record<string, unknown>, 
 }
 
 const NUL = '\u0000';
-const OPEN = `"${NUL}`;
-const CLOSE = `${NUL}"`;
 
-/** `json` with each JsonText's `"` U+0000 … U+0000 `"` as the text between. */
+/**
+ * `json` with each JsonText's `"` U+0000 … U+0000 `"` as the text between. A raw U+0000 is in
+ * no other place, so the search is for it alone: every U+0000 found in turn opens a text (the
+ * `"` before it) and the next closes it (the `"` after). Searching for the two characters
+ * stopped at every `"` of the page (a 14 KB events page: 4.7 µs against 1.8).
+ */
 export function unquoteJsonTexts(json: string): string {
-  let at = json.indexOf(OPEN);
+  let at = json.indexOf(NUL);
   if (at === -1) return json;
   let out = '';
   let from = 0;
   while (at !== -1) {
-    const end = json.indexOf(CLOSE, at + 2);
+    const end = json.indexOf(NUL, at + 1);
     if (end === -1) throw new Error('A JSON text in a response is not closed');
-    out += json.slice(from, at) + json.slice(at + 2, end);
+    out += json.slice(from, at - 1) + json.slice(at + 1, end);
     from = end + 2;
-    at = json.indexOf(OPEN, from);
+    at = json.indexOf(NUL, from);
   }
   return out + json.slice(from);
 }
