@@ -142,6 +142,7 @@ describe('response serializers', () => {
       assert.equal((Item.properties.body as { type?: string }).type, 'object');
     });
   });
+
   describe('building', () => {
     const B = { $id: 'B', type: 'object', properties: { n: { type: 'integer' } } };
     const A = { $id: 'A', type: 'object', properties: { b: { $ref: 'B#' }, bs: { type: 'array', items: { $ref: 'B#/properties/n' } } } };
@@ -174,5 +175,4 @@ describe('response serializers', () => {
       assert.notEqual(buildSerializer(shared, { rounding: 'floor' })({ schema }), first, 'the options differ');
     });
   });
-
 });
