@@ -3,18 +3,20 @@ import { JsonText } from '../../http/serializer.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export function eventResource(e: EventRow & { deliveryState: EventDeliveryState }, baseUrl: string, history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] }) {
+  const at = isoTime(e.createdAt);
   return {
     id: e.id,
     type: 'WebhookEvent' as const,
-    // Accrue's WebhookEvent: `id` repeated in attributes, `updatedAt`, and userId/walletId only when the event concerns one.
+    // Accrue's WebhookEvent: `id` repeated in attributes, `updatedAt`, and userId/walletId only
+    // when the event concerns one (undefined: the response serializer leaves the field out).
     attributes: {
       id: e.id,
       topic: e.topic,
       clientId: e.clientId,
-      ...(e.userId ? { userId: e.userId } : {}),
-      ...(e.walletId ? { walletId: e.walletId } : {}),
-      updatedAt: isoTime(e.createdAt),
-      createdAt: isoTime(e.createdAt),
+      userId: e.userId || undefined,
+      walletId: e.walletId || undefined,
+      updatedAt: at,
+      createdAt: at,
       deliveryState: e.deliveryState,
       // Sent as stored: the text is not parsed and serialized again (src/http/serializer.ts).
       payload: new JsonText(e.body),
