@@ -8,6 +8,7 @@ import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { rowsOf } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, createUser, errorsOf, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import { fundedWallet } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 import { decideDueKycApplications } from '../kyc/domain.ts';
 import { isPublicAddress } from '../webhooks/url-policy.ts';
@@ -442,6 +443,25 @@ describe('events API', () => {
       assert.equal(res.status, 400, q);
       assert.equal(errorsOf(res)[0]!.code, 'BadRequest', q);
     }
+  });
+
+  test('userId and walletId are present when the event concerns them and absent, never null, otherwise', async () => {
+    const fm = await t.createMerchant();
+    const { user, wallet } = await fundedWallet(t, fm, 1_000);
+    const list = await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as: fm });
+    assert.equal(list.status, 200, list.raw);
+    const events = list.body.data as { id: string; attributes: Record<string, unknown> }[];
+    const kyc = events.find((e) => e.attributes.topic === 'KycApproved');
+    const cleared = events.find((e) => e.attributes.topic === 'TransactionCleared');
+    assert.ok(kyc && cleared, JSON.stringify(events.map((e) => e.attributes.topic)));
+    assert.equal(kyc.attributes.userId, user.id);
+    assert.ok(!('walletId' in kyc.attributes), 'an event about a user alone has no walletId');
+    assert.equal(cleared.attributes.walletId, wallet.id);
+    assert.equal(cleared.attributes.userId, user.id);
+    const one = await t.request('GET', `/api/v1/webhook-events/${kyc.id}`, { as: fm });
+    assert.equal(one.status, 200, one.raw);
+    assert.ok(!('walletId' in one.body.data.attributes), 'nor in a single read');
+    assert.equal(one.body.data.attributes.updatedAt, one.body.data.attributes.createdAt);
   });
 
   test("another merchant sees none of these events (404 by id, not in lists)", async () => {
