@@ -333,8 +333,7 @@ function intentConditions(clientId: V, f: { initiator?: V; paymentMethod?: V; st
  * pages asked for together read together: coalesced-pages.ts).
  */
 const intentPage = coalescedPages((db: Executor, shape: string) => {
-  const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string; sort: SortKey<IntentSortField>[] };
-  const f = { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status };
+  const { f, sort } = shapeOf(shape);
   const now = ph('now');
   const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
   const total = intentTotal(ph('clientId'), f, now, ph('match'));
@@ -347,11 +346,14 @@ const intentPage = coalescedPages((db: Executor, shape: string) => {
     .offset(ph('offset'));
 });
 
-/** An empty page's total, built once per shape (the filters it has; the status a literal). */
-const intentsTotal = totalAlone((shape: string) => {
-  const { initiator, paymentMethod, status } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string };
-  return intentTotal(ph('clientId'), { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status }, ph('now'), ph('match'));
-});
+/** An empty page's total, built once per shape as its page is. */
+const intentsTotal = totalAlone((shape: string) => intentTotal(ph('clientId'), shapeOf(shape).f, ph('now'), ph('match')));
+
+/** A page's shape (JSON): its filters as placeholders (the status a literal) and its sort. */
+function shapeOf(shape: string) {
+  const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string; sort: SortKey<IntentSortField>[] };
+  return { f: { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status }, sort };
+}
 
 /** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
 export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
@@ -370,8 +372,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
   const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
   const rows = await intentPage(db, shape, values);
   if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
-  const totalShape = JSON.stringify({ initiator: !!f.initiator, paymentMethod: !!f.paymentMethod, status: f.status || undefined });
-  return { rows: [], total: await intentsTotal(db, totalShape, { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: values.match }) };
+  return { rows: [], total: await intentsTotal(db, shape, values) };
 }
 
 /** The counters' key of a filter: its initiator, payment method and status (JSON, in this order). */
