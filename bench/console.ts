@@ -186,6 +186,12 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
          case when k % 50 = 0 then 'Gift' else 'Wallet' end, '{"available": 0, "eligibleReward": 0, "upperLimit": 0}'::jsonb, ts + interval '1 hour', ts, ts
        from (select k, ${T0} - interval '35 days' * ((${X} - k)::float8 / ${X}) as ts from generate_series(1, ${X}) k) g`,
   );
+  // The weeks the events and requests fall in, as a server running for 40 days would have them
+  // (else they would sit in the default partitions: docs/operations.md#retention).
+  await step(
+    'event and request log weeks',
+    `select create_event_partitions(w::date), create_request_log_partition(w::date) from generate_series(date_trunc('week', ${T0} - interval '41 days'), ${T0}, interval '7 days') w`,
+  );
   await step(
     'events (one per payment)',
     `insert into events (id, client_id, topic, user_id, wallet_id, resource_type, resource_id, body, created_at)

@@ -28,7 +28,8 @@ import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
 import { checkLedger } from './observability/ledger-check.ts';
-import { purgeRequestLog, REQUEST_LOG_PURGE_BATCH, RequestLogBuffer } from './modules/request-log/record.ts';
+import { RequestLogBuffer } from './modules/request-log/record.ts';
+import { maintainRequestLog, REQUEST_LOG_PURGE_BATCH } from './modules/request-log/retention.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
@@ -161,11 +162,13 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   ctx.jobs.register({ name: 'list-count-fold', intervalMs: 1_000, batch: LIST_COUNT_BATCH, run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH) });
   // The console's request log: written a second behind the requests, kept for its retention.
   ctx.jobs.register({ name: 'request-log-flush', intervalMs: 1_000, run: () => ctx.requestLog.flush(ctx.db) });
+  // Its weeks, as the events' (modules/request-log/retention.ts): by the real clock, as its ids.
   ctx.jobs.register({
     name: 'request-log-retention',
-    intervalMs: 3_600_000,
+    intervalMs: 600_000,
+    firstRunMs: 0,
     batch: REQUEST_LOG_PURGE_BATCH,
-    run: () => purgeRequestLog(ctx.db, { now: now(), retentionDays: ctx.config.console.requestLogRetentionDays }),
+    run: async () => (await maintainRequestLog(ctx.db, { now: new Date(), retentionDays: ctx.config.console.requestLogRetentionDays })).deleted,
   });
   ctx.jobs.register({
     name: 'linked-account-deactivations',

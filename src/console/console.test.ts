@@ -10,10 +10,7 @@ import { kycApplication, webhookBody } from '../test/fixtures.ts';
 import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
 import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
-import { purgeRequestLog, redactBody } from '../modules/request-log/record.ts';
-import { insertRequestRows } from '../modules/request-log/sql.ts';
-import { uuidv7 } from '../ids.ts';
-import { rowsOf } from '../db/open.ts';
+import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
 
 describe('console', () => {
@@ -329,23 +326,6 @@ describe('console', () => {
     // Another merchant's request is not in this log.
     const mine = await call(app, b, 'GET', `/m/${a.clientId}/requests?page[limit]=50`);
     assert.ok(!mine.body.includes(otherPaymentId));
-  });
-
-  test('request log retention: rows older than the retention go, oldest first, a batch at a time; younger ones stay', async () => {
-    // Dated 1990, before any other test's rows, so the batches count only these.
-    const at = (day: number) => new Date(Date.UTC(1990, 0, day));
-    const row = (day: number) => ({ id: uuidv7(), clientId: a.clientId, requestId: 'r', method: 'GET', route: '/api/v1/users', path: '/api/v1/users', status: 200, durationMs: 1, idempotencyKey: null, body: null, createdAt: at(day) });
-    const rows = [row(3), row(1), row(4), row(2), row(9)];
-    await insertRequestRows(t.ctx.db, rows);
-    const left = async () =>
-      rowsOf<{ day: number }>(await t.ctx.db.execute(sql`select extract(day from created_at at time zone 'UTC')::int as day from request_log where client_id = ${a.clientId} and created_at < '1991-01-01' order by created_at`)).map((r) => r.day);
-    // Retention 5 days on 1990-01-10: the cut is the 5th; 1, 2, 3 and 4 go, 9 stays.
-    const purge = () => purgeRequestLog(t.ctx.db, { now: at(10), retentionDays: 5, batch: 3 });
-    assert.equal(await purge(), 3);
-    assert.deepEqual(await left(), [4, 9], 'the three oldest went first');
-    assert.equal(await purge(), 1);
-    assert.equal(await purge(), 0);
-    assert.deepEqual(await left(), [9]);
   });
 
   test('redaction covers secrets, card data and long digit runs wherever they are', () => {

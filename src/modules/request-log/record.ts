@@ -6,7 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/open.ts';
 import type { Clock } from '../../clock.ts';
 import { uuidv7 } from '../../ids.ts';
-import { insertRequestRows, purgeRequestRows, type RequestLogRow } from './sql.ts';
+import { insertRequestRows, type RequestLogRow } from './sql.ts';
 
 /** The most requests held between two flushes; more are dropped (and counted) rather than grow without bound. */
 export const REQUEST_LOG_BUFFER = 20_000;
@@ -91,12 +91,4 @@ export class RequestLogBuffer {
     for (let i = 0; i < rows.length; i += INSERT_BATCH) await insertRequestRows(db, rows.slice(i, i + INSERT_BATCH));
     return rows.length;
   }
-}
-
-/** The most rows one retention run deletes; a full batch makes the job run again at once. */
-export const REQUEST_LOG_PURGE_BATCH = 5_000;
-
-/** Job: deletes a batch of the requests older than the retention; returns how many. */
-export function purgeRequestLog(db: Db, opts: { now: Date; retentionDays: number; batch?: number }): Promise<number> {
-  return purgeRequestRows(db, new Date(opts.now.getTime() - opts.retentionDays * 86_400_000), opts.batch ?? REQUEST_LOG_PURGE_BATCH);
 }

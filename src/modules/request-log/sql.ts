@@ -4,6 +4,7 @@ import { rowsOf, type Executor } from '../../db/open.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { requestLog } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
+import { boundOf } from '../../db/weeks.ts';
 
 export type RequestLogRow = typeof requestLog.$inferSelect;
 
@@ -37,14 +38,14 @@ export async function insertRequestRows(db: Executor, rows: RequestLogRow[]): Pr
 }
 
 /**
- * Deletes up to `batch` of the oldest rows created before `before` (request_log_created_idx's
- * order) and counts them in PostgreSQL: a day of requests is millions of rows, too many for one
- * transaction, and their ids have no business travelling to the server.
+ * Deletes up to `batch` of the oldest rows of the default partition made before `before` (by
+ * their ids' time) and counts them in PostgreSQL. The weeks past the retention are dropped whole
+ * (retention.ts); the default partition holds only rows written while their week did not exist.
  */
-export async function purgeRequestRows(db: Executor, before: Date, batch: number): Promise<number> {
+export async function purgeDefaultRequestRows(db: Executor, before: Date, batch: number): Promise<number> {
   const rows = rowsOf<{ n: number }>(
     await db.execute(sql`with gone as (
-        delete from request_log where id in (select id from request_log where created_at < ${before} order by created_at limit ${batch})
+        delete from request_log_default where id in (select id from request_log_default where id < ${boundOf(before)}::uuid order by id limit ${batch})
         returning 1)
       select count(*)::int as n from gone`),
   );
