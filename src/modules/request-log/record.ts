@@ -1,7 +1,7 @@
 // The API request log the console shows: each authenticated API request (method, route, path,
 // status, duration, idempotency key, its body with secrets and card data redacted), kept in
 // memory on the request path and written in batches by a job (flush), so a request costs an
-// array push, never a database round trip. Rows older than the retention are deleted by a job.
+// array push, never a database round trip. Weeks past the retention are dropped by a job (retention.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/open.ts';
 import type { Clock } from '../../clock.ts';
