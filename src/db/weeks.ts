@@ -61,11 +61,12 @@ export interface WeeksRun {
  * weeks to have run from the first week not wholly expired that holds rows in the default
  * partition (there are none unless the job was late), else the current week, up to WEEKS_AHEAD
  * weeks ahead. `create(monday)` and `drop(monday)` are the table's statements: `create` returns
- * `made` (whether it made the week), `drop` may return `kept` (rows it kept).
+ * `made` (whether it made the week), `drop` may return `kept` (rows it kept). `lock` names the
+ * advisory lock that lets one process at a time change the table's partitions.
  */
 export async function keepWeeks(
   db: Db,
-  o: { table: 'events' | 'request_log'; now: Date; cutoff: Date; create: (monday: string) => SQL; drop: (monday: string) => SQL },
+  o: { table: 'events' | 'request_log'; lock: string; now: Date; cutoff: Date; create: (monday: string) => SQL; drop: (monday: string) => SQL },
 ): Promise<WeeksRun> {
   const run: WeeksRun = { created: 0, dropped: 0, kept: 0 };
   const current = weekOf(o.now);
@@ -76,12 +77,12 @@ export async function keepWeeks(
   const from = stray ? weekOf(timeOf(stray)) : current;
   for (let w = from; w.getTime() <= current.getTime() + WEEKS_AHEAD * WEEK; w = new Date(w.getTime() + WEEK)) {
     const monday = isoDate(w);
-    if (await locked(db, o.table, async (tx) => rowsOf<{ made: boolean }>(await tx.execute(o.create(monday)))[0]?.made)) run.created++;
+    if (await locked(db, o.lock, async (tx) => rowsOf<{ made: boolean }>(await tx.execute(o.create(monday)))[0]?.made)) run.created++;
   }
   for (const w of await partitionWeeks(db, o.table)) {
     if (w.getTime() + WEEK > o.cutoff.getTime()) break;
     const monday = isoDate(w);
-    const kept = await locked(db, o.table, async (tx) => rowsOf<{ kept?: number }>(await tx.execute(o.drop(monday)))[0]?.kept ?? 0);
+    const kept = await locked(db, o.lock, async (tx) => rowsOf<{ kept?: number }>(await tx.execute(o.drop(monday)))[0]?.kept ?? 0);
     if (kept === undefined) continue;
     run.dropped++;
     run.kept += kept;
@@ -96,10 +97,7 @@ export async function keepWeeks(
  * table's partitions (a transaction's advisory lock, which a transaction-mode pooler keeps):
  * another process's run skips the step rather than fail on a table just created or dropped.
  */
-async function locked<T>(db: Db, table: string, fn: (tx: Db) => Promise<T>): Promise<T | undefined> {
-  // The events' key predates the request log's partitions; kept as it was, so that processes of
-  // both versions take the same lock during an upgrade.
-  const key = table === 'events' ? 'coffer:event-partitions' : `coffer:partitions:${table}`;
+async function locked<T>(db: Db, key: string, fn: (tx: Db) => Promise<T>): Promise<T | undefined> {
   try {
     return await db.transaction(async (tx) => {
       const [turn] = rowsOf<{ ok: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext(${key})) as ok`));

@@ -32,6 +32,7 @@ export async function maintainEventPartitions(db: Db, o: { now: Date; retentionD
   const cutoff = new Date(o.now.getTime() - o.retentionDays * DAY);
   const weeks = await keepWeeks(db, {
     table: 'events',
+    lock: 'coffer:event-partitions',
     now: o.now,
     cutoff,
     create: (monday) => sql`select create_event_partitions(${monday}::date) as made`,

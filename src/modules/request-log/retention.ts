@@ -20,6 +20,7 @@ export async function maintainRequestLog(db: Db, o: { now: Date; retentionDays: 
   const cutoff = new Date(o.now.getTime() - o.retentionDays * DAY);
   const { created, dropped } = await keepWeeks(db, {
     table: 'request_log',
+    lock: 'coffer:request-log-partitions',
     now: o.now,
     cutoff,
     create: (monday) => sql`select create_request_log_partition(${monday}::date) as made`,
