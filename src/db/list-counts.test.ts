@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { totalStats } from './list-counts.ts';
 import { rowsOf } from './open.ts';
 import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { countsFromTables, countsKept } from '../test/list-counts.ts';
@@ -141,6 +142,26 @@ describe('list totals', () => {
     assert.equal(res.body.meta.total, await count(sql`select count(*) as n from payments where client_id = ${m.clientId}`));
     const tx = await t.request('GET', `/api/v1/wallets/${walletId}/transactions?page[offset]=10000`, { as: m });
     assert.equal(tx.body.meta.total, await count(sql`select count(*) as n from transactions where wallet_id = ${walletId}`));
+  });
+
+  test('an empty first page is one statement: its total is 0, not read again', async () => {
+    const none = [
+      '/api/v1/payment-intents?filter[status]=Promotable&filter[initiator]=Customer&filter[paymentMethod]=Gift',
+      '/api/v1/payments?filter[status]=Returned',
+      '/api/v1/webhook-events?filter[topic]=CounterpartyPayoutCreated',
+    ];
+    for (const url of none) {
+      const before = totalStats.alone;
+      const res = await t.request('GET', url, { as: m });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.length, 0, url);
+      assert.equal(res.body.meta.total, 0, url);
+      assert.equal(totalStats.alone, before, `${url}: the total was not read alone`);
+      // Past the end of the same list, the total is read alone.
+      const past = await t.request('GET', `${url}&page[offset]=5`, { as: m });
+      assert.equal(past.body.meta.total, 0, url);
+      assert.equal(totalStats.alone, before + 1, `${url}: a page past the end reads its total alone`);
+    }
   });
 
   test("an empty page's total is its list's, for every list and counted filter, each merchant its own", async () => {

@@ -38,6 +38,16 @@ export function withinTotal(total: SQL, offset: number | Placeholder): SQL {
 }
 
 /**
+ * Whether a page that came back empty has a total of 0: a first page does. Each list reads a
+ * page's rows and its total in one statement, one snapshot, so a first page with no rows had
+ * nothing to count, and its total is not read again; only a page past the end (its offset at or
+ * beyond the total) reads the total alone.
+ */
+export function emptyPageCountsNothing(page: { offset: number }): boolean {
+  return page.offset === 0;
+}
+
+/**
  * A total read alone, for an empty page (its offset past the end, or filters no row matches):
  * `build(shape)` gives the total with placeholders, built once per shape and prepared, as the
  * pages are (built-once.ts). Built anew by Drizzle's builder for each empty page, an intents
@@ -45,6 +55,9 @@ export function withinTotal(total: SQL, offset: number | Placeholder): SQL {
  * pages a second (docs/benchmarks.md#lists). It is selected beside the merchant's `clients` row
  * (a primary-key read) so that Drizzle prepares it like any select.
  */
+/** How many totals were read alone (the tests read it). */
+export const totalStats = { alone: 0 };
+
 export function totalAlone<S extends string>(build: (shape: S) => SQL) {
   const statement = builtOnce((db: Executor, shape: S) =>
     db
@@ -53,7 +66,10 @@ export function totalAlone<S extends string>(build: (shape: S) => SQL) {
       .where(eq(clients.id, ph('clientId')))
       .prepare(''),
   );
-  return async (db: Executor, shape: S, values: Record<string, unknown> & { clientId: string }): Promise<number> => (await statement(db, shape, values))[0]?.n ?? 0;
+  return async (db: Executor, shape: S, values: Record<string, unknown> & { clientId: string }): Promise<number> => {
+    totalStats.alone++;
+    return (await statement(db, shape, values))[0]?.n ?? 0;
+  };
 }
 
 /**

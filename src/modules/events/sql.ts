@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
-import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
@@ -203,6 +203,7 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState });
   const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total, capped: false };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
   if (counts) return { rows: [], total: await eventsTotal(db, '', { clientId, match: JSON.stringify(match) }), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };

@@ -1,5 +1,6 @@
 // Every query on linked accounts, scoped by client_id.
 import { and, asc, desc, eq, isNull, sql } from 'drizzle-orm';
+import { emptyPageCountsNothing } from '../../db/list-counts.ts';
 import type { Executor } from '../../db/open.ts';
 import { linkedAccounts } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -68,6 +69,7 @@ export async function listLinkedAccountRows(db: Executor, clientId: string, user
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.account), total: rows[0]!.total };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(linkedAccounts).where(where);
   return { rows: [], total: c?.n ?? 0 };
 }

@@ -5,7 +5,7 @@ import { CoalescedRead } from '../../db/coalesce.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
@@ -372,6 +372,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
   const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
   const rows = await intentPage(db, shape, values);
   if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   return { rows: [], total: await intentsTotal(db, shape, values) };
 }
 

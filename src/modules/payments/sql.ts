@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { coalescedLookups } from '../../db/coalesce.ts';
-import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
@@ -231,6 +231,7 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   const shape = JSON.stringify({ status: !!f.status, paymentIntentId: !!f.paymentIntentId, reference: !!f.reference, channel: !!f.channel, sort });
   const rows = await paymentPage(db, shape, { clientId, ...f, list, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
   if (!selective) return { rows: [], total: await paymentsTotal(db, '', { clientId, list, match: JSON.stringify(match) }), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };

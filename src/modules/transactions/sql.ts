@@ -3,7 +3,7 @@ import { and, asc, desc, eq, inArray, notInArray, sql, type Placeholder, type SQ
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
@@ -74,6 +74,7 @@ const walletTotalAlone = totalAlone((_: '') => walletTotal(ph('clientId'), ph('w
 export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
   const rows = await transactionPage(db, '', { clientId, walletId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.t), total: rows[0]!.total };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   return { rows: [], total: await walletTotalAlone(db, '', { clientId, walletId }) };
 }
 

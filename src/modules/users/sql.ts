@@ -3,7 +3,7 @@ import { and, desc, eq, or, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
@@ -103,7 +103,8 @@ export async function listUserRows(db: Executor, clientId: string, f: UserFilter
   const email = f.email?.toLowerCase();
   const rows = await userPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => r.user), total: rows[0]!.total };
-  // An empty page: its offset is past the end, or nothing matches.
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
+  // A page past the end.
   if (shape === '') return { rows: [], total: await usersTotal(db, '', { clientId }) };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(userConditions(clientId, { ...f, email }));
   return { rows: [], total: c?.n ?? 0 };

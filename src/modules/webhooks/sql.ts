@@ -1,5 +1,6 @@
 // Every query on webhooks, scoped by client_id; deleted webhooks are invisible.
 import { and, desc, eq, isNull, sql } from 'drizzle-orm';
+import { emptyPageCountsNothing } from '../../db/list-counts.ts';
 import type { Executor } from '../../db/open.ts';
 import { clients, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
@@ -43,6 +44,7 @@ export async function listWebhookRows(db: Executor, clientId: string, page: Page
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.webhook), total: rows[0]!.total };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(webhooks).where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
