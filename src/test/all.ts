@@ -1,10 +1,9 @@
-// The whole suite in one process, so every test file shares one database (see harness.ts).
+// The whole suite in one process, so every test file shares one database (see harness.ts, which
+// drops it when the tests end).
 // `npm test` runs this; a single file also runs alone: node --import tsx --test <file>.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { after } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { closeTestDatabase } from './harness.ts';
 
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
 // The server's tests, then the client SDK's (which start a real server), then the chaos
@@ -19,4 +18,3 @@ for (const dir of ['..', '../../packages/client/test', '../../chaos']) {
 }
 // Last: the responses all of the above received, against the OpenAPI document.
 if (!only) await import('./openapi-responses.ts');
-after(closeTestDatabase);

@@ -5,6 +5,7 @@
 // and dropped at the end.
 import { Writable } from 'node:stream';
 import { randomBytes, randomInt } from 'node:crypto';
+import { after } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { createContext, type ContextOptions } from '../app.ts';
@@ -30,6 +31,12 @@ const serverUrl = loadConfig(process.env).databaseUrl;
 export const dbKind: 'pglite' | 'postgres' = serverUrl ? 'postgres' : 'pglite';
 
 let shared: Promise<{ database: Database; url?: string }> | undefined;
+
+// The run's databases are dropped when its tests end, whether the run is the whole suite
+// (all.ts) or one file alone. Only under the test runner (NODE_TEST_CONTEXT is set in the
+// process it runs a file in): a script that borrows the harness (sdk-generate.ts) closes it
+// itself, and a top-level hook would start a test report in it.
+if (process.env.NODE_TEST_CONTEXT) after(closeTestDatabase);
 
 /** The run's database, created on first use. */
 export function testDatabase(): Promise<{ database: Database; url?: string }> {
