@@ -74,6 +74,7 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   const { default: pg } = await import('pg');
   const { drizzle } = await import('drizzle-orm/node-postgres');
   const { releaseConnectionsOnFailedBegin } = await import('./pg-transaction.ts');
+  const { pipelineBegin } = await import('./pipelined-begin.ts');
   releaseConnectionsOnFailedBegin();
   // Process-wide: Drizzle passes its own per-query parsers that fall back to pg's global ones,
   // so a pool-level parser would not reach raw `db.execute` results.
@@ -90,6 +91,7 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   pool.on('error', () => {});
   pool.on('connect', (client) => {
     client.on('error', () => {});
+    pipelineBegin(client);
     instrumentQueries(client as unknown as Queryable);
     if (preparedStatements) nameRepeatedStatements(client as unknown as Queryable);
     else markUnnamed(client);

@@ -10,6 +10,7 @@ import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres/sess
 import type { PgTransactionConfig } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { commitError } from './errors.ts';
+import { beginWithNextStatement, isPipelined } from './pipelined-begin.ts';
 
 let installed = false;
 
@@ -31,15 +32,21 @@ export function releaseConnectionsOnFailedBegin(): void {
     const Tx = NodePgTransaction as unknown as new (...args: unknown[]) => { execute(q: unknown): Promise<unknown>; getTransactionConfigSQL(c: PgTransactionConfig): unknown };
     const session = client ? new Session(client, this.dialect, this.schema, this.options) : this;
     const tx = new Tx(this.dialect, session, this.schema);
+    const conn = client ?? this.client;
+    // BEGIN rides with the transaction's first statement (pipelined-begin.ts); a transaction
+    // that ran none never began, and has nothing to end. One with an isolation level or access
+    // mode sends its BEGIN on its own.
+    const pending = !config && isPipelined(conn) ? beginWithNextStatement(conn, 'begin') : undefined;
     try {
-      await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
+      if (!pending) await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
       let result: unknown;
       try {
         result = await fn(tx);
       } catch (error) {
-        await tx.execute(sql`rollback`);
+        if (pending?.withdraw() !== false) await tx.execute(sql`rollback`);
         throw error;
       }
+      if (pending?.withdraw() === false) return result;
       try {
         await tx.execute(sql`commit`);
       } catch (error) {
@@ -48,6 +55,7 @@ export function releaseConnectionsOnFailedBegin(): void {
       }
       return result;
     } finally {
+      pending?.withdraw();
       // pg-pool discards a released connection that is no longer queryable.
       client?.release();
     }
