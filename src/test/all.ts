@@ -1,10 +1,13 @@
-// The whole suite in one process, so every test file shares one database (see harness.ts, which
-// drops it when the tests end).
+// The whole suite in one process, so every test file shares one database (see harness.ts).
 // `npm test` runs this; a single file also runs alone: node --import tsx --test <file>.
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import { after } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
+// The harness leaves dropping the run's databases to this file (below), not to the first file
+// that imports it.
+process.env.COFFER_TEST_SUITE = '1';
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
 // The server's tests, then the client SDK's (which start a real server), then the chaos
 // checker's self-test and the replays of the seeds that found bugs (chaos/results holds
@@ -18,3 +21,6 @@ for (const dir of ['..', '../../packages/client/test', '../../chaos']) {
 }
 // Last: the responses all of the above received, against the OpenAPI document.
 if (!only) await import('./openapi-responses.ts');
+// Registered after every file's tests, so that it runs after all of them.
+const { closeTestDatabase } = await import('./harness.ts');
+after(closeTestDatabase);

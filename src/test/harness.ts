@@ -32,11 +32,13 @@ export const dbKind: 'pglite' | 'postgres' = serverUrl ? 'postgres' : 'pglite';
 
 let shared: Promise<{ database: Database; url?: string }> | undefined;
 
-// The run's databases are dropped when its tests end, whether the run is the whole suite
-// (all.ts) or one file alone. Only under the test runner (NODE_TEST_CONTEXT is set in the
-// process it runs a file in): a script that borrows the harness (sdk-generate.ts) closes it
-// itself, and a top-level hook would start a test report in it.
-if (process.env.NODE_TEST_CONTEXT) after(closeTestDatabase);
+// A test file run alone drops the run's databases when its tests end. The whole suite (all.ts,
+// which sets COFFER_TEST_SUITE) registers that hook itself once it has imported every file: a
+// root hook registered sooner, as this one would be at the first file's import, runs when the
+// tests registered so far have ended, before the later files' tests create their databases.
+// Only under the test runner (NODE_TEST_CONTEXT is set in the process it runs a file in): a
+// script that borrows the harness (sdk-generate.ts) closes it itself.
+if (process.env.NODE_TEST_CONTEXT && !process.env.COFFER_TEST_SUITE) after(closeTestDatabase);
 
 /** The run's database, created on first use. */
 export function testDatabase(): Promise<{ database: Database; url?: string }> {
