@@ -47,17 +47,17 @@ export function emptyPageCountsNothing(page: { offset: number }): boolean {
   return page.offset === 0;
 }
 
+/** How many totals were read alone (the tests read it). */
+export const totalStats = { alone: 0 };
+
 /**
- * A total read alone, for an empty page (its offset past the end, or filters no row matches):
+ * A total read alone, for an empty page past the end (an empty first page's is 0):
  * `build(shape)` gives the total with placeholders, built once per shape and prepared, as the
  * pages are (built-once.ts). Built anew by Drizzle's builder for each empty page, an intents
  * filter that matches nothing (whose total adds the due intents' counts) served a fifth fewer
  * pages a second (docs/benchmarks.md#lists). It is selected beside the merchant's `clients` row
  * (a primary-key read) so that Drizzle prepares it like any select.
  */
-/** How many totals were read alone (the tests read it). */
-export const totalStats = { alone: 0 };
-
 export function totalAlone<S extends string>(build: (shape: S) => SQL) {
   const statement = builtOnce((db: Executor, shape: S) =>
     db
