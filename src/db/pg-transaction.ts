@@ -36,7 +36,7 @@ export function releaseConnectionsOnFailedBegin(): void {
     // BEGIN rides with the transaction's first statement (pipelined-begin.ts); a transaction
     // that ran none never began, and has nothing to end. One with an isolation level or access
     // mode sends its BEGIN on its own.
-    const pending = !config && isPipelined(conn) ? beginWithNextStatement(conn, 'begin') : undefined;
+    const pending = !config && isPipelined(conn) ? beginWithNextStatement(conn) : undefined;
     try {
       if (!pending) await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
       let result: unknown;
@@ -55,7 +55,6 @@ export function releaseConnectionsOnFailedBegin(): void {
       }
       return result;
     } finally {
-      pending?.withdraw();
       // pg-pool discards a released connection that is no longer queryable.
       client?.release();
     }

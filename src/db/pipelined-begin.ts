@@ -16,7 +16,7 @@ import pg from 'pg';
 
 const PENDING = Symbol('coffer.pendingBegin');
 
-type Client = { query(...args: unknown[]): unknown } & { [PENDING]?: string };
+type Client = { query(...args: unknown[]): unknown } & { [PENDING]?: true };
 type QueryConfig = { text?: string; name?: string; values?: unknown[]; rows?: number; submit?: unknown };
 
 /** node-postgres's Query, with the members the exchange below uses (not in its type declarations). */
@@ -29,13 +29,7 @@ const Query = pg.Query as unknown as new (config: QueryConfig, values?: unknown[
 
 /** The first statement, with the transaction's BEGIN sent before it in the same exchange. */
 class BeginThen extends Query {
-  readonly #begin: string;
   #begun = false;
-
-  constructor(begin: string, config: QueryConfig, values?: unknown[]) {
-    super(config, values);
-    this.#begin = begin;
-  }
 
   override requiresPreparation(): boolean {
     return true;
@@ -44,7 +38,7 @@ class BeginThen extends Query {
   /** Parse, Bind and Execute of BEGIN, then the statement's own messages and the one Sync. */
   override prepare(connection: unknown): void {
     const c = connection as { parse(q: object): void; bind(b: object): void; execute(e: object): void };
-    c.parse({ text: this.#begin, name: '' });
+    c.parse({ text: 'begin', name: '' });
     c.bind({ portal: '', statement: '', values: [] });
     c.execute({ portal: '', rows: 0 });
     super.prepare(connection);
@@ -61,13 +55,13 @@ class BeginThen extends Query {
 }
 
 /**
- * Makes the client's next statement carry `begin` (the transaction's BEGIN). `withdraw()` takes
- * it back if no statement has yet, and tells whether one did (the transaction began); asked
- * again, it gives the same answer.
+ * Makes the client's next statement carry the transaction's BEGIN. `withdraw()` takes it back if
+ * no statement has yet, and tells whether one did (the transaction began); asked again, it gives
+ * the same answer.
  */
-export function beginWithNextStatement(client: object, begin: string): { withdraw(): boolean } {
+export function beginWithNextStatement(client: object): { withdraw(): boolean } {
   const c = client as Client;
-  c[PENDING] = begin;
+  c[PENDING] = true;
   let began: boolean | undefined;
   return {
     withdraw() {
@@ -93,8 +87,7 @@ export function pipelineBegin(client: object): void {
   (client as Record<symbol, unknown>)[INSTALLED] = true;
   const query = c.query;
   c.query = function pipelined(this: unknown, ...args: unknown[]) {
-    const begin = c[PENDING];
-    if (begin === undefined) return query.apply(this, args);
+    if (!c[PENDING]) return query.apply(this, args);
     delete c[PENDING];
     const config = (typeof args[0] === 'string' ? { text: args[0] } : args[0]) as QueryConfig;
     const values = Array.isArray(args[1]) ? args[1] : config.values;
@@ -103,14 +96,14 @@ export function pipelineBegin(client: object): void {
     if (typeof config.submit === 'function' || typeof args[args.length - 1] === 'function') {
       // A cursor or a callback's statement is answered as it is given: BEGIN goes ahead of it
       // in the client's queue, which sends each after the one before has been answered.
-      void (query.call(this, begin) as Promise<unknown>).catch(() => {});
+      void (query.call(this, 'begin') as Promise<unknown>).catch(() => {});
       return query.apply(this, args);
     }
     if (config.rows || !extended || !prepared) {
       // BEGIN on its own first; the statement after it has been answered.
-      return (query.call(this, begin) as Promise<unknown>).then(() => query.apply(this, args));
+      return (query.call(this, 'begin') as Promise<unknown>).then(() => query.apply(this, args));
     }
-    const q = new BeginThen(begin, config, Array.isArray(args[1]) ? args[1] : undefined);
+    const q = new BeginThen(config, values);
     const result = new Promise((resolve, reject) => {
       q.callback = (err, res) => (err ? reject(err) : resolve(res));
     });
