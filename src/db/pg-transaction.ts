@@ -10,7 +10,7 @@ import { NodePgSession, NodePgTransaction } from 'drizzle-orm/node-postgres/sess
 import type { PgTransactionConfig } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { commitError } from './errors.ts';
-import { beginWithNextStatement, isPipelined } from './pipelined-begin.ts';
+import { beginWithNextStatement, isPipelined } from './next-statement.ts';
 
 let installed = false;
 

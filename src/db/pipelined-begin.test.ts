@@ -1,14 +1,15 @@
 // A transaction's BEGIN goes to PostgreSQL with its first statement, in one exchange
 // (pipelined-begin.ts), and the statement still runs inside the transaction: what it wrote goes
-// when the transaction rolls back. Counted by the answers' ReadyForQuery messages, one per
-// exchange, on a pool of one connection.
+// when the transaction rolls back. A deferred statement (runWithNext: the accounts' lock) goes
+// with the statement after it, and runs before it. Counted by the answers' ReadyForQuery
+// messages, one per exchange, on a pool of one connection.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
 import { dbKind, testDatabase } from '../test/harness.ts';
 import { openDatabase, rowsOf, type Database } from './open.ts';
-import { run, statement } from './statements.ts';
+import { run, runWithNext, statement } from './statements.ts';
 
 describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
   let database: Database;
@@ -113,5 +114,116 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await tx.execute(sql`insert into ${sql.raw(table)} values (${7})`);
     });
     assert.equal(await count(), n + 1 + 2);
+  });
+
+  describe('a statement deferred to the next one', () => {
+    const lock = statement('pipelined_lock', `select n from ${table} where n = any($1::int[]) order by n for no key update`);
+    const insert = statement('pipelined_deferred_insert', `insert into ${table} values ($1)`);
+    const read = statement('pipelined_deferred_read', `select count(*)::int as n from ${table} where n = $1`);
+    let other: pg.Client;
+
+    before(async () => {
+      const { default: pgm } = await import('pg');
+      other = new pgm.Client({ connectionString: (await testDatabase()).url });
+      await other.connect();
+      await database.db.execute(sql.raw(`insert into ${table} values (100), (101)`));
+      // Prepared on the connection (a deferred statement must be), outside any transaction.
+      await run(database.db, lock, [[100]]);
+      await run(database.db, insert, [0]);
+      await database.db.execute(sql.raw(`delete from ${table} where n = 0`));
+      await run(database.db, read, [0]);
+    });
+    after(() => other.end());
+
+    test('it rides with the next statement: one exchange fewer, and its lock is held when that statement runs', async () => {
+      let lockedMeanwhile: string | undefined;
+      const took = await exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]); // carries BEGIN
+          await runWithNext(tx, lock, [[100, 101]]);
+          await run(tx, insert, [102]); // carries the lock
+          // Another connection finds the rows locked.
+          await other.query('set lock_timeout = 50');
+          lockedMeanwhile = await other.query(`select n from ${table} where n = 100 for no key update`).then(
+            () => 'not locked',
+            (err: { code?: string }) => err.code,
+          );
+        }),
+      );
+      assert.equal(took, 3, 'BEGIN with the read, the lock with the insert, COMMIT');
+      assert.equal(lockedMeanwhile, '55P03', 'lock_not_available');
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 102`)).rows[0].n, 1, 'committed');
+      await database.db.execute(sql.raw(`delete from ${table} where n = 102`));
+    });
+
+    test('its failure is the next statement\'s, and that statement does not run', async () => {
+      // Another connection holds the row: the deferred lock waits past lock_timeout and fails.
+      await other.query('begin');
+      await other.query(`select n from ${table} where n = 101 for update`);
+      try {
+        await assert.rejects(
+          database.db.transaction(async (tx) => {
+            await tx.execute(sql.raw(`set local lock_timeout = 50`));
+            await runWithNext(tx, lock, [[101]]);
+            await run(tx, insert, [103]);
+          }),
+          (err: Error) => /lock timeout/.test(String((err.cause as Error | undefined)?.message ?? err.message)),
+        );
+      } finally {
+        await other.query('rollback');
+      }
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 103`)).rows[0].n, 0);
+      // The connection serves the next transaction.
+      await database.db.transaction(async (tx) => {
+        await runWithNext(tx, lock, [[101]]);
+        await run(tx, insert, [104]);
+      });
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 104`)).rows[0].n, 1);
+      await database.db.execute(sql.raw(`delete from ${table} where n = 104`));
+    });
+
+    test('before a statement that cannot carry it (no parameters), it goes on its own, first', async () => {
+      let seen: unknown;
+      const took = await exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]);
+          await runWithNext(tx, insert, [105]);
+          seen = rowsOf<{ n: number }>(await tx.execute(sql.raw(`select count(*)::int as n from ${table} where n = 105`)))[0]!.n;
+          throw rollback;
+        }),
+      );
+      assert.equal(seen, 1, 'the deferred insert ran before the statement after it');
+      assert.equal(took, 4, 'BEGIN with the read, the insert, the count, ROLLBACK');
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 105`)).rows[0].n, 0, 'rolled back');
+    });
+
+    test('a transaction that ends before another statement never sends it', async () => {
+      const took = await exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]);
+          await runWithNext(tx, insert, [106]);
+        }),
+      );
+      assert.equal(took, 2, 'BEGIN with the read, COMMIT');
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 0);
+      // Nor does the next transaction carry it.
+      await database.db.transaction(async (tx) => run(tx, read, [100]));
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 0);
+    });
+
+    test('outside a transaction, or before the statement is prepared on the connection, it runs at once', async () => {
+      await runWithNext(database.db, insert, [107]);
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 107`)).rows[0].n, 1);
+      const fresh = statement('pipelined_deferred_fresh', `insert into ${table} values ($1::int + 0)`);
+      const took = await exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]);
+          await runWithNext(tx, fresh, [108]);
+          throw rollback;
+        }),
+      );
+      assert.equal(took, 3, 'BEGIN with the read, the unprepared statement on its own, ROLLBACK');
+      await database.db.execute(sql.raw(`delete from ${table} where n in (107, 108)`));
+    });
   });
 });

@@ -1,109 +1,116 @@
-// A transaction's BEGIN goes to PostgreSQL in the same exchange as its first statement (node-postgres).
+// A transaction's BEGIN goes to PostgreSQL in the same exchange as its first statement, and a
+// statement whose rows nobody reads (the accounts' lock) in the same exchange as the statement
+// after it (node-postgres).
 //
 // Every round trip of a transaction costs more than PostgreSQL's time: its answer waits for the
 // event loop to come back to it, behind whatever requests arrived meanwhile. Timed in a deposit
-// benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds),
-// a sixth of a group's transaction (docs/benchmarks.md#money). Sent together, BEGIN and the first
+// benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds)
+// and the accounts' lock 2.1 ms, together a quarter of a group's transaction
+// (docs/benchmarks.md#money). Sent together, BEGIN, the deferred statements and the next
 // statement are one extended-protocol pipeline ending in a single Sync: PostgreSQL runs them in
-// order, and if BEGIN fails the statement is skipped, never run outside the transaction.
+// order, and if one fails the rest are skipped (never run outside the transaction, never run
+// without the lock before them), and the error is the carrying statement's.
 //
-// Only where that is plain: a first statement of the extended protocol (it has parameters or a
-// name; a text without them may hold several statements, which only the simple protocol runs)
+// Only where that is plain: a carrying statement of the extended protocol (it has parameters or
+// a name; a text without them may hold several statements, which only the simple protocol runs)
 // that is not a portal read in pages, and, if named, already prepared on the connection (node-
 // postgres marks a named statement prepared at the first ParseComplete of its exchange, which
-// would be BEGIN's). Otherwise BEGIN goes first on its own, as before.
+// would be BEGIN's). A deferred statement must itself be named and prepared on the connection.
+// Otherwise each goes on its own, in order.
+import { createRequire } from 'node:module';
 import pg from 'pg';
+import { markPipelined, takeCarried, type Deferred } from './next-statement.ts';
 
-const PENDING = Symbol('coffer.pendingBegin');
-
-type Client = { query(...args: unknown[]): unknown } & { [PENDING]?: true };
+type Client = { query(...args: unknown[]): unknown; connection: { parsedStatements: Record<string, string> } };
 type QueryConfig = { text?: string; name?: string; values?: unknown[]; rows?: number; submit?: unknown };
+type Connection = { parse(q: object): void; bind(b: object): void; execute(e: object): void };
 
 /** node-postgres's Query, with the members the exchange below uses (not in its type declarations). */
 const Query = pg.Query as unknown as new (config: QueryConfig, values?: unknown[]) => {
   callback?: (err: unknown, res: unknown) => void;
   requiresPreparation(): boolean;
   prepare(connection: unknown): void;
+  handleDataRow(msg: unknown): void;
   handleCommandComplete(msg: unknown, connection: unknown): void;
 };
+/** How node-postgres turns a parameter into its wire text (arrays, dates, JSON), as its own Bind does. */
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(v: unknown): unknown };
 
-/** The first statement, with the transaction's BEGIN sent before it in the same exchange. */
-class BeginThen extends Query {
-  #begun = false;
+/** The carrying statement, with BEGIN and the deferred statements sent before it in its exchange. */
+class Carrying extends Query {
+  /** CommandCompletes still to come before the statement's own: BEGIN's and each deferred one's. */
+  #ahead: number;
+
+  constructor(
+    config: QueryConfig,
+    values: unknown[] | undefined,
+    private readonly begin: boolean,
+    private readonly deferred: Deferred[],
+  ) {
+    super(config, values);
+    this.#ahead = (begin ? 1 : 0) + deferred.length;
+  }
 
   override requiresPreparation(): boolean {
     return true;
   }
 
-  /** Parse, Bind and Execute of BEGIN, then the statement's own messages and the one Sync. */
+  /** BEGIN's Parse, Bind and Execute; each deferred statement's Bind and Execute; then the statement's own messages and the one Sync. */
   override prepare(connection: unknown): void {
-    const c = connection as { parse(q: object): void; bind(b: object): void; execute(e: object): void };
-    c.parse({ text: 'begin', name: '' });
-    c.bind({ portal: '', statement: '', values: [] });
-    c.execute({ portal: '', rows: 0 });
+    const c = connection as Connection;
+    if (this.begin) {
+      c.parse({ text: 'begin', name: '' });
+      c.bind({ portal: '', statement: '', values: [] });
+      c.execute({ portal: '', rows: 0 });
+    }
+    for (const d of this.deferred) {
+      c.bind({ portal: '', statement: d.name, values: d.values, valueMapper: prepareValue });
+      c.execute({ portal: '', rows: 0 });
+    }
     super.prepare(connection);
   }
 
-  /** The first CommandComplete is BEGIN's; the statement's results start after it. */
+  /** Rows before the statement's own are a deferred statement's (never described): skipped. */
+  override handleDataRow(msg: unknown): void {
+    if (this.#ahead === 0) super.handleDataRow(msg);
+  }
+
   override handleCommandComplete(msg: unknown, connection: unknown): void {
-    if (!this.#begun) {
-      this.#begun = true;
+    if (this.#ahead > 0) {
+      this.#ahead--;
       return;
     }
     super.handleCommandComplete(msg, connection);
   }
 }
 
-/**
- * Makes the client's next statement carry the transaction's BEGIN. `withdraw()` takes it back if
- * no statement has yet, and tells whether one did (the transaction began); asked again, it gives
- * the same answer.
- */
-export function beginWithNextStatement(client: object): { withdraw(): boolean } {
-  const c = client as Client;
-  c[PENDING] = true;
-  let began: boolean | undefined;
-  return {
-    withdraw() {
-      if (began === undefined) {
-        began = c[PENDING] === undefined;
-        delete c[PENDING];
-      }
-      return began;
-    },
-  };
-}
-
-const INSTALLED = Symbol('coffer.pipelinedBegin');
-
-/** Whether the client (a checked-out pool client) carries BEGIN with its next statement. */
-export function isPipelined(client: object): boolean {
-  return (client as Record<symbol, unknown>)[INSTALLED] === true;
-}
-
-/** Installs the BEGIN-carrying path on a node-postgres client (innermost: it sees the named config). */
+/** Installs the carrying path on a node-postgres client (innermost: it sees the named config). */
 export function pipelineBegin(client: object): void {
-  const c = client as Client & { connection: { parsedStatements: Record<string, string> } };
-  (client as Record<symbol, unknown>)[INSTALLED] = true;
+  const c = client as Client;
+  markPipelined(client);
   const query = c.query;
   c.query = function pipelined(this: unknown, ...args: unknown[]) {
-    if (!c[PENDING]) return query.apply(this, args);
-    delete c[PENDING];
+    const carried = takeCarried(client);
+    if (!carried) return query.apply(this, args);
+    const { begin, deferred } = carried;
+    const ahead = (): unknown[] => [...(begin ? ['begin'] : []), ...deferred.map((d) => ({ name: d.name, text: d.text, values: d.values }))];
     const config = (typeof args[0] === 'string' ? { text: args[0] } : args[0]) as QueryConfig;
     const values = Array.isArray(args[1]) ? args[1] : config.values;
     const extended = (values?.length ?? 0) > 0 || !!config.name;
     const prepared = !config.name || c.connection.parsedStatements[config.name] !== undefined;
     if (typeof config.submit === 'function' || typeof args[args.length - 1] === 'function') {
-      // A cursor or a callback's statement is answered as it is given: BEGIN goes ahead of it
-      // in the client's queue, which sends each after the one before has been answered.
-      void (query.call(this, 'begin') as Promise<unknown>).catch(() => {});
+      // A cursor or a callback's statement is answered as it is given: what goes ahead of it is
+      // queued before it, and the client sends each after the one before has been answered.
+      for (const a of ahead()) void (query.call(this, a) as Promise<unknown>).catch(() => {});
       return query.apply(this, args);
     }
     if (config.rows || !extended || !prepared) {
-      // BEGIN on its own first; the statement after it has been answered.
-      return (query.call(this, 'begin') as Promise<unknown>).then(() => query.apply(this, args));
+      // Each on its own first, in order; the statement after the last has been answered.
+      let before: Promise<unknown> = Promise.resolve();
+      for (const a of ahead()) before = before.then(() => query.call(this, a));
+      return before.then(() => query.apply(this, args));
     }
-    const q = new BeginThen(config, values);
+    const q = new Carrying(config, values, begin, deferred);
     const result = new Promise((resolve, reject) => {
       q.callback = (err, res) => (err ? reject(err) : resolve(res));
     });

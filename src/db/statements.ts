@@ -5,6 +5,7 @@
 // on whatever the caller holds: the pool, a transaction's connection, or PGlite.
 import { createHash } from 'node:crypto';
 import type { Executor } from './open.ts';
+import { deferToNextStatement } from './next-statement.ts';
 
 export interface Statement {
   name: string;
@@ -62,6 +63,18 @@ export async function run<R>(ex: Executor, st: Statement, params: unknown[]): Pr
     return (await client.query({ name: st.name, text: st.text, values: params })).rows as R[];
   }
   return (await client.query(st.text, params)).rows as R[];
+}
+
+/**
+ * Runs a statement whose rows nobody reads (a lock) with the transaction's next statement, in
+ * one exchange, where the connection allows it (pipelined-begin.ts); otherwise now. Its failure
+ * (a deadlock, a lock timeout) then surfaces as the next statement's, which the callers treat as
+ * their transaction's failure either way. It is timed and traced as part of that statement.
+ */
+export async function runWithNext(ex: Executor, st: Statement, params: unknown[]): Promise<void> {
+  const client = (ex as unknown as { session: { client: object } }).session.client;
+  if (!(client as Record<symbol, boolean>)[UNNAMED] && deferToNextStatement(client, { name: st.name, text: st.text, values: params })) return;
+  await run(ex, st, params);
 }
 
 function isPgClient(c: unknown): boolean {

@@ -9,7 +9,7 @@ import { uuidv7 } from '../ids.ts';
 import { checkViolation } from '../db/errors.ts';
 import type { Executor } from '../db/open.ts';
 import { WriteBatch, type WritePart } from '../db/batch.ts';
-import { run, statement } from '../db/statements.ts';
+import { runWithNext, statement } from '../db/statements.ts';
 import { trackingOf } from './accounts.ts';
 import { afterCommit } from '../db/commit-hooks.ts';
 import { countMovement } from '../observability/metrics.ts';
@@ -176,9 +176,13 @@ const BALANCES_MANY = `update ledger_accounts a set balance = a.balance + ($2::b
   where a.id = any($1::uuid[])`;
 const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update');
 
-/** Locks tracked accounts in id order (the order every movement locks them in). */
+/**
+ * Locks tracked accounts in id order (the order every movement locks them in). The lock goes to
+ * PostgreSQL with the transaction's next statement, ahead of it in the same exchange, so it is
+ * held before that statement runs without a round trip of its own.
+ */
 export async function lockAccounts(tx: Executor, ids: string[]): Promise<void> {
-  await run(tx, LOCK_MANY, [ids]);
+  await runWithNext(tx, LOCK_MANY, [ids]);
 }
 
 const entriesPart = (rows: EntryRow[]): WritePart => ({ name: 'ledger_entries_many', text: ENTRIES_MANY, params: [JSON.stringify(rows)] });
