@@ -24,14 +24,22 @@ interface Pipe {
   draining?: boolean;
 }
 
-/** A simple-protocol Query message whose whole text is `commit` (how node-postgres and Drizzle send it). */
-const COMMIT_MESSAGES = ['commit', 'COMMIT'].map((text) => {
-  const body = Buffer.from(`${text}\0`);
+/**
+ * A COMMIT as node-postgres sends it: a simple-protocol Query message whose whole text is
+ * `commit` (Drizzle's), or an extended-protocol Parse of the unnamed statement `commit`, which
+ * ends the exchange that carries a transaction's last write (src/db/pipelined-begin.ts).
+ */
+const COMMIT_MESSAGES = [
+  ...['commit', 'COMMIT'].map((text) => message('Q', Buffer.from(`${text}\0`))),
+  message('P', Buffer.concat([Buffer.from('\0commit\0'), Buffer.alloc(2)])),
+];
+
+function message(type: string, body: Buffer): Buffer {
   const head = Buffer.alloc(5);
-  head.write('Q', 0);
+  head.write(type, 0);
   head.writeInt32BE(body.length + 4, 1);
   return Buffer.concat([head, body]);
-});
+}
 
 export class FaultProxy {
   private server!: net.Server;

@@ -15,7 +15,7 @@
 // JSON document, so the statement, and its prepared plan, is the same whatever the group's size.
 import { createHash } from 'node:crypto';
 import type { Executor } from './open.ts';
-import { run, shiftParams, statement, type Statement } from './statements.ts';
+import { run, runWithNext, shiftParams, statement, type Statement } from './statements.ts';
 
 export interface WritePart {
   /** Names the part's SQL shape; equal names must mean equal text. */
@@ -122,13 +122,27 @@ export class WriteBatch {
 
   /** Sends every part as one statement, in the caller's transaction. */
   async flush(ex: Executor): Promise<void> {
+    await this.#send(ex, run);
+  }
+
+  /**
+   * The transaction's last write: sent with its COMMIT (or its next statement), in one exchange,
+   * where the connection allows it (runWithNext); otherwise now, as flush does. Its failure is
+   * then the COMMIT's, thrown by the transaction rather than here, so only a caller that would
+   * not catch it here may use it.
+   */
+  async flushWithCommit(ex: Executor): Promise<void> {
+    await this.#send(ex, runWithNext);
+  }
+
+  async #send(ex: Executor, send: (ex: Executor, st: Statement, params: unknown[]) => Promise<unknown>): Promise<void> {
     const parts = this.#parts;
     this.#parts = [];
     this.#rows.clear();
     if (parts.length === 0) return;
     this.#flushed = true;
     if (parts.length === 1) {
-      await run(ex, statement(parts[0]!.name, parts[0]!.text), parts[0]!.params);
+      await send(ex, statement(parts[0]!.name, parts[0]!.text), parts[0]!.params);
       return;
     }
     const key = parts.map((p) => p.name).join('+');
@@ -144,6 +158,6 @@ export class WriteBatch {
       st = statement(`batch_${createHash('sha1').update(key).digest('hex').slice(0, 20)}`, `with ${ctes.join(',\n')} select 1`);
       composed.set(key, st);
     }
-    await run(ex, st, parts.flatMap((p) => p.params));
+    await send(ex, st, parts.flatMap((p) => p.params));
   }
 }

@@ -1,5 +1,6 @@
 // What a transaction's next statement carries to PostgreSQL ahead of itself: the transaction's
-// BEGIN, and statements deferred to it (the accounts' lock). The state lives on the checked-out
+// BEGIN, and statements deferred to it (the accounts' lock, a group's last write, which then
+// goes with the COMMIT). The state lives on the checked-out
 // node-postgres client; pipelined-begin.ts sends it. Kept apart from that file so that the
 // statements module can defer without loading the pg driver (PGlite never does).
 
@@ -23,36 +24,51 @@ type State = {
   connection?: { parsedStatements: Record<string, string> };
 };
 
+/** What a statement (or the COMMIT) carries ahead of itself. */
+export interface Carried {
+  begin: boolean;
+  deferred: Deferred[];
+}
+
 /**
  * Makes the client's next statement carry the transaction's BEGIN, and lets statements be
- * deferred to the next one until the transaction ends. `withdraw()`, at the transaction's end,
- * takes back what no statement has carried, and tells whether one did (the transaction began);
- * asked again, it gives the same answer.
+ * deferred to the next one until the transaction ends. At its end, `withdraw()` (a rollback)
+ * takes back what no statement has carried and tells whether the transaction began; `commit()`
+ * gives what the COMMIT must carry (statements still deferred, and BEGIN if nothing else has
+ * gone), or undefined when the transaction neither began nor deferred anything: there is
+ * nothing to commit. Either clears the client; asked again, withdraw gives the same answer.
  */
-export function beginWithNextStatement(client: object): { withdraw(): boolean } {
+export function beginWithNextStatement(client: object): { withdraw(): boolean; commit(): Carried | undefined } {
   const c = client as State;
   c[PENDING] = true;
   c[IN_TRANSACTION] = true;
   let began: boolean | undefined;
+  const end = () => {
+    const carried = { begin: c[PENDING] === true, deferred: c[DEFERRED] ?? [] };
+    began ??= !carried.begin;
+    delete c[PENDING];
+    delete c[DEFERRED];
+    delete c[IN_TRANSACTION];
+    return carried;
+  };
   return {
     withdraw() {
-      if (began === undefined) {
-        began = c[PENDING] === undefined;
-        delete c[PENDING];
-        delete c[DEFERRED];
-        delete c[IN_TRANSACTION];
-      }
-      return began;
+      if (began === undefined) end();
+      return began!;
+    },
+    commit() {
+      const carried = end();
+      return carried.begin && carried.deferred.length === 0 ? undefined : carried;
     },
   };
 }
 
 /**
- * Sends a statement whose rows nobody reads with the transaction's next statement, in its
- * exchange; its failure is that statement's. Only inside a transaction that began through
+ * Sends a statement whose rows nobody reads with the transaction's next statement, or with its
+ * COMMIT if none follows, in that exchange; its failure is that statement's (or the COMMIT's).
+ * A rollback never sends it. Only inside a transaction that began through
  * beginWithNextStatement, and for a statement already prepared on the connection; otherwise
- * false, and the caller runs it now. A transaction that ends before another statement never
- * sends it: what it would have done (a lock) has nothing left to guard.
+ * false, and the caller runs it now.
  */
 export function deferToNextStatement(client: object, statement: Deferred): boolean {
   const c = client as State;
@@ -62,7 +78,7 @@ export function deferToNextStatement(client: object, statement: Deferred): boole
 }
 
 /** What the client's next statement carries, taken off the client; undefined if nothing. */
-export function takeCarried(client: object): { begin: boolean; deferred: Deferred[] } | undefined {
+export function takeCarried(client: object): Carried | undefined {
   const c = client as State;
   if (!c[PENDING] && c[DEFERRED] === undefined) return undefined;
   const carried = { begin: c[PENDING] === true, deferred: c[DEFERRED] ?? [] };

@@ -11,6 +11,7 @@ import type { PgTransactionConfig } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { commitError } from './errors.ts';
 import { beginWithNextStatement, isPipelined } from './next-statement.ts';
+import { commitCarrying } from './pipelined-begin.ts';
 
 let installed = false;
 
@@ -34,8 +35,8 @@ export function releaseConnectionsOnFailedBegin(): void {
     const tx = new Tx(this.dialect, session, this.schema);
     const conn = client ?? this.client;
     // BEGIN rides with the transaction's first statement (pipelined-begin.ts); a transaction
-    // that ran none never began, and has nothing to end. One with an isolation level or access
-    // mode sends its BEGIN on its own.
+    // that ran none and deferred none never began, and has nothing to end. One with an
+    // isolation level or access mode sends its BEGIN on its own.
     const pending = !config && isPipelined(conn) ? beginWithNextStatement(conn) : undefined;
     try {
       if (!pending) await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
@@ -46,9 +47,12 @@ export function releaseConnectionsOnFailedBegin(): void {
         if (pending?.withdraw() !== false) await tx.execute(sql`rollback`);
         throw error;
       }
-      if (pending?.withdraw() === false) return result;
+      const carried = pending?.commit();
+      if (pending && !carried) return result;
       try {
-        await tx.execute(sql`commit`);
+        // A COMMIT that carries deferred statements (a group's last write) goes with them.
+        if (carried && (carried.begin || carried.deferred.length > 0)) await commitCarrying(conn, carried);
+        else await tx.execute(sql`commit`);
       } catch (error) {
         // An error PostgreSQL sent means it rolled back; a lost answer leaves the outcome unknown.
         throw commitError(error);

@@ -197,18 +197,50 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 105`)).rows[0].n, 0, 'rolled back');
     });
 
-    test('a transaction that ends before another statement never sends it', async () => {
+    test('with no statement after it, it goes with the COMMIT: one exchange, and it commits', async () => {
       const took = await exchangesOf(() =>
         database.db.transaction(async (tx) => {
           await run(tx, read, [100]);
           await runWithNext(tx, insert, [106]);
         }),
       );
-      assert.equal(took, 2, 'BEGIN with the read, COMMIT');
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 0);
-      // Nor does the next transaction carry it.
+      assert.equal(took, 2, 'BEGIN with the read, the insert with COMMIT');
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 1);
+      // Alone in its transaction, it carries BEGIN too.
+      assert.equal(await exchangesOf(() => database.db.transaction(async (tx) => runWithNext(tx, insert, [106]))), 1);
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 2);
+      await database.db.execute(sql.raw(`delete from ${table} where n = 106`));
+    });
+
+    test('a transaction that rolls back never sends it, nor does the next transaction', async () => {
+      const took = await exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]);
+          await runWithNext(tx, insert, [109]);
+          throw rollback;
+        }),
+      );
+      assert.equal(took, 2, 'BEGIN with the read, ROLLBACK');
       await database.db.transaction(async (tx) => run(tx, read, [100]));
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 0);
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 109`)).rows[0].n, 0);
+    });
+
+    test('one that fails with the COMMIT fails the transaction with PostgreSQL\'s error, wrote nothing, and leaves the connection clean', async () => {
+      const positive = statement('pipelined_deferred_positive', `insert into ${table} values (1 / $1::int)`);
+      await run(database.db, positive, [1]);
+      await database.db.execute(sql.raw(`delete from ${table} where n = 1`));
+      await assert.rejects(
+        database.db.transaction(async (tx) => {
+          await run(tx, insert, [110]);
+          await runWithNext(tx, positive, [0]);
+        }),
+        (err: { code?: string }) => err.code === '22012', // division_by_zero, not CommitOutcomeUnknown
+      );
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 110`)).rows[0].n, 0, 'the statement before it rolled back');
+      // The connection was rolled back before it went back to the pool: the next transaction commits.
+      await database.db.transaction(async (tx) => run(tx, insert, [111]));
+      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 111`)).rows[0].n, 1);
+      await database.db.execute(sql.raw(`delete from ${table} where n = 111`));
     });
 
     test('outside a transaction, or before the statement is prepared on the connection, it runs at once', async () => {

@@ -19,7 +19,7 @@
 // Otherwise each goes on its own, in order.
 import { createRequire } from 'node:module';
 import pg from 'pg';
-import { markPipelined, takeCarried, type Deferred } from './next-statement.ts';
+import { markPipelined, takeCarried, type Carried, type Deferred } from './next-statement.ts';
 
 type Client = { query(...args: unknown[]): unknown; connection: { parsedStatements: Record<string, string> } };
 type QueryConfig = { text?: string; name?: string; values?: unknown[]; rows?: number; submit?: unknown };
@@ -117,4 +117,28 @@ export function pipelineBegin(client: object): void {
     query.call(this, q);
     return result;
   };
+}
+
+/**
+ * The transaction's COMMIT with what it carries (next-statement.ts): BEGIN if nothing else has
+ * gone, and the statements still deferred, all in one exchange. If one of them fails, PostgreSQL
+ * skips the rest and the COMMIT, and the transaction is left failed: a ROLLBACK ends it, so the
+ * connection goes back to the pool clean, and the error is thrown as PostgreSQL sent it (nothing
+ * was written). An answer that never comes (a lost connection) is thrown as the driver's error.
+ */
+export async function commitCarrying(client: object, carried: Carried): Promise<void> {
+  const c = client as Client;
+  const q = new Carrying({ text: 'commit' }, [], carried.begin, carried.deferred);
+  const done = new Promise<void>((resolve, reject) => {
+    q.callback = (err) => (err ? reject(err) : resolve());
+  });
+  c.query(q);
+  try {
+    await done;
+  } catch (err) {
+    if (err instanceof pg.DatabaseError) {
+      await (c.query('rollback') as Promise<unknown>).catch(() => {});
+    }
+    throw err;
+  }
 }

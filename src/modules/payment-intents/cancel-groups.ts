@@ -53,7 +53,7 @@ function runGroup(db: Db, members: Member[]): Promise<void> {
       const canceled = await cancelLockedIntent(tx, intent, { ...m, paymentIds: ids, payment: payments.get(intent.id), held, batch });
       return { intent: canceled, paymentIds: ids };
     });
-    await WriteBatch.merged(batches).flush(tx);
+    await WriteBatch.merged(batches).flushWithCommit(tx);
     return settle;
   });
 }

@@ -40,7 +40,7 @@ function runGroup(db: Db, members: Member[]): Promise<void> {
       if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
       return cancelLockedPayment(tx, l, { ...m, batch, held });
     });
-    await WriteBatch.merged(batches).flush(tx);
+    await WriteBatch.merged(batches).flushWithCommit(tx);
     return settle;
   });
 }

@@ -48,7 +48,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       const payment = await captureBankPayment(tx, l.payment, m.amount, { clientId: m.clientId, rc: m.rc, now: m.now, ext: ext.get(m.clientId)!, batch, locked: heldSet });
       return capturedOf(payment, l.intent);
     });
-    await WriteBatch.merged(batches).flush(tx);
+    await WriteBatch.merged(batches).flushWithCommit(tx);
     return settle;
   });
 }

@@ -94,7 +94,7 @@ async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   if (batches.length > 0) {
     const all = WriteBatch.merged(batches);
     all.add(storeOutcomesPart(stored));
-    await all.flush(tx);
+    await all.flushWithCommit(tx);
   }
   return settle;
 }

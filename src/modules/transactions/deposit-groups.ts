@@ -66,7 +66,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       batch.add(depositsInsertPart(made.map((d) => d.txn)));
       await postEntries(tx, made.map((d) => d.entry), batch);
       batch.add(storeOutcomesPart(made.map((d) => ({ scope: d.m.scope, status: 201, body: d.body, now: d.m.input.now }))));
-      await batch.flush(tx);
+      await batch.flushWithCommit(tx);
       for (const d of made) settle.push(() => d.m.resolve({ status: 201, body: d.body, replayed: false }));
     });
   } catch (err) {

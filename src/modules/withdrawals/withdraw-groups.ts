@@ -72,7 +72,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
         return scope ? [{ scope, status: 201, body: w.body, now: w.m.input.now }] : [];
       });
       if (stored.length > 0) batch.add(storeOutcomesPart(stored));
-      await batch.flush(tx);
+      await batch.flushWithCommit(tx);
       for (const w of made) settle.push(() => w.m.resolve({ status: 201, body: w.body, replayed: false }));
     });
   } catch (err) {
