@@ -32,7 +32,6 @@ import {
   approve,
   asksOutside,
   authorize,
-  flushMoney,
   planSourcing,
   refuseOverAmount,
   refuseUnauthorizable,
@@ -164,7 +163,9 @@ async function runGroup(members: Member[]): Promise<void> {
           settle.push(() => m.reject(err));
         }
       }
-      await flushMoney(tx, WriteBatch.merged(batches), { countRefusal: false });
+      // Any failure of the write (a refusal by the ledger too) fails the group, whose members
+      // then run alone: it can go with the COMMIT.
+      await WriteBatch.merged(batches).flushWithCommit(tx);
     });
   } catch (err) {
     // The group may have committed: each member gets the retryable error (a retry with its key

@@ -168,7 +168,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
     const { attemptId, request, locked } = await reserve(tx, { i, intent: intent.row, c, plan, now, batch });
     if (!request.processor && request.rail !== 'card') {
       const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
-      await flushMoney(tx, batch, { countRefusal: true });
+      await flushMoney(tx, batch);
       return { kind: 'done', outcome };
     }
     const attempt: payments.AttemptRow = {
@@ -187,7 +187,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
       updatedAt: now,
     };
     batch.add(payments.insertAttemptPart(attempt));
-    await flushMoney(tx, batch, { countRefusal: true });
+    await flushMoney(tx, batch);
     return { kind: 'call', attempt };
   });
 
@@ -238,15 +238,15 @@ async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: Author
 
 /**
  * The batch holds debits planned from locked balances; a failed no-negative check there is still
- * a 402, never a 500. `countRefusal`: the reservation counts as refused for insufficient funds
- * (not for a group's flush: its members then run alone, and each refusal counts there).
+ * a 402, never a 500, and the reservation counts as refused for insufficient funds. (A group's
+ * write fails the group instead, whose members then run alone, each through here.)
  */
-export async function flushMoney(tx: Tx, batch: WriteBatch, opts: { countRefusal: boolean }): Promise<void> {
+async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
   try {
     await batch.flush(tx);
   } catch (err) {
     if (refusedByLedger(err)) {
-      if (opts.countRefusal) countMovement('payment.reserve', 'insufficient_funds');
+      countMovement('payment.reserve', 'insufficient_funds');
       throw apiError('Failed', 'The wallet balance changed; the amount is no longer available.', { status: 402 });
     }
     throw err;

@@ -111,12 +111,17 @@ async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   if (batches.length === 0) return settle;
   const all = WriteBatch.merged(batches);
   if (stored.length > 0) all.add(storeOutcomesPart(stored));
+  if (group.length > 1) {
+    // A refusal by the ledger fails the group, whose payments then run alone (runRowGroup): the
+    // write can go with the COMMIT.
+    await all.flushWithCommit(tx);
+    return settle;
+  }
   try {
     await all.flush(tx);
   } catch (err) {
-    // Alone, a refusal by the ledger is this payment's: its plan is stale (402, retry). In a
-    // group it fails the group, whose payments then run alone (runRowGroup).
-    throw group.length === 1 ? directPaymentRefused(err) : err;
+    // Alone, a refusal by the ledger is this payment's: its plan is stale (402, retry).
+    throw directPaymentRefused(err);
   }
   return settle;
 }
