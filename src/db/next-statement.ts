@@ -1,8 +1,8 @@
 // What a transaction's next statement carries to PostgreSQL ahead of itself: the transaction's
 // BEGIN, and statements deferred to it (the accounts' lock, a group's last write, which then
-// goes with the COMMIT). The state lives on the checked-out
-// node-postgres client; pipelined-begin.ts sends it. Kept apart from that file so that the
-// statements module can defer without loading the pg driver (PGlite never does).
+// goes with the COMMIT). The state lives on the checked-out node-postgres client;
+// pipelined-begin.ts sends it. Kept apart from that file so that the statements module can
+// defer without loading the pg driver (PGlite never does).
 
 const PENDING = Symbol('coffer.pendingBegin');
 const DEFERRED = Symbol('coffer.deferred');

@@ -51,7 +51,7 @@ export function releaseConnectionsOnFailedBegin(): void {
       if (pending && !carried) return result;
       try {
         // A COMMIT that carries deferred statements (a group's last write) goes with them.
-        if (carried && (carried.begin || carried.deferred.length > 0)) await commitCarrying(conn, carried);
+        if (carried?.deferred.length) await commitCarrying(conn, carried);
         else await tx.execute(sql`commit`);
       } catch (error) {
         // An error PostgreSQL sent means it rolled back; a lost answer leaves the outcome unknown.

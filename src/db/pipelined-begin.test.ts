@@ -1,8 +1,8 @@
 // A transaction's BEGIN goes to PostgreSQL with its first statement, in one exchange
 // (pipelined-begin.ts), and the statement still runs inside the transaction: what it wrote goes
-// when the transaction rolls back. A deferred statement (runWithNext: the accounts' lock) goes
-// with the statement after it, and runs before it. Counted by the answers' ReadyForQuery
-// messages, one per exchange, on a pool of one connection.
+// when the transaction rolls back. A deferred statement (runWithNext: the accounts' lock, a
+// group's last write) goes with the statement after it, or with the COMMIT, and runs before it.
+// Counted by the answers' ReadyForQuery messages, one per exchange, on a pool of one connection.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';

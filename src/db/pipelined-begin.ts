@@ -1,15 +1,16 @@
 // A transaction's BEGIN goes to PostgreSQL in the same exchange as its first statement, and a
-// statement whose rows nobody reads (the accounts' lock) in the same exchange as the statement
-// after it (node-postgres).
+// statement whose rows nobody reads (the accounts' lock, a group's last write) in the same
+// exchange as the statement after it, or as the COMMIT when none follows (node-postgres).
 //
 // Every round trip of a transaction costs more than PostgreSQL's time: its answer waits for the
 // event loop to come back to it, behind whatever requests arrived meanwhile. Timed in a deposit
-// benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds)
-// and the accounts' lock 2.1 ms, together a quarter of a group's transaction
+// benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds),
+// the accounts' lock 2.1 ms and COMMIT 3.5 ms, together half of a group's transaction
 // (docs/benchmarks.md#money). Sent together, BEGIN, the deferred statements and the next
-// statement are one extended-protocol pipeline ending in a single Sync: PostgreSQL runs them in
-// order, and if one fails the rest are skipped (never run outside the transaction, never run
-// without the lock before them), and the error is the carrying statement's.
+// statement (or COMMIT) are one extended-protocol pipeline ending in a single Sync: PostgreSQL
+// runs them in order, and if one fails the rest are skipped (never run outside the transaction,
+// never run without the lock before them, never committed), and the error is the carrying
+// statement's.
 //
 // Only where that is plain: a carrying statement of the extended protocol (it has parameters or
 // a name; a text without them may hold several statements, which only the simple protocol runs)
