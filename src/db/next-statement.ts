@@ -9,8 +9,9 @@ const DEFERRED = Symbol('coffer.deferred');
 const IN_TRANSACTION = Symbol('coffer.inTransaction');
 const INSTALLED = Symbol('coffer.pipelinedBegin');
 
-/** A prepared statement sent ahead of the next one; its rows are skipped. */
+/** A statement sent ahead of the next one; its rows are skipped. */
 export interface Deferred {
+  /** A statement prepared on the connection, or '' to send the text, parsed in the exchange. */
   name: string;
   text: string;
   values: unknown[];
@@ -67,12 +68,13 @@ export function beginWithNextStatement(client: object): { withdraw(): boolean; c
  * Sends a statement whose rows nobody reads with the transaction's next statement, or with its
  * COMMIT if none follows, in that exchange; its failure is that statement's (or the COMMIT's).
  * A rollback never sends it. Only inside a transaction that began through
- * beginWithNextStatement, and for a statement already prepared on the connection; otherwise
- * false, and the caller runs it now.
+ * beginWithNextStatement, and for a named statement already prepared on the connection (or an
+ * unnamed one); otherwise false, and the caller runs it now.
  */
 export function deferToNextStatement(client: object, statement: Deferred): boolean {
   const c = client as State;
-  if (!c[IN_TRANSACTION] || c.connection?.parsedStatements[statement.name] !== statement.text) return false;
+  if (!c[IN_TRANSACTION]) return false;
+  if (statement.name !== '' && c.connection?.parsedStatements[statement.name] !== statement.text) return false;
   (c[DEFERRED] ??= []).push(statement);
   return true;
 }

@@ -243,6 +243,32 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await database.db.execute(sql.raw(`delete from ${table} where n = 111`));
     });
 
+    test('with statements unnamed (behind an older PgBouncer), it is parsed in the exchange that carries it', async () => {
+      const { url } = await testDatabase();
+      const unnamed = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false, preparedStatements: false });
+      try {
+        const pool = (unnamed.db as unknown as { $client: pg.Pool }).$client;
+        const client = await pool.connect();
+        let answers = 0;
+        (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('readyForQuery', () => answers++);
+        client.release();
+        const took = await (async () => {
+          const before = answers;
+          await unnamed.db.transaction(async (tx) => {
+            await run(tx, read, [100]);
+            await runWithNext(tx, lock, [[100, 101]]);
+            await runWithNext(tx, insert, [112]);
+          });
+          return answers - before;
+        })();
+        assert.equal(took, 2, 'BEGIN with the read; the lock, the insert and COMMIT');
+        assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 112`)).rows[0].n, 1);
+      } finally {
+        await unnamed.close();
+        await database.db.execute(sql.raw(`delete from ${table} where n = 112`));
+      }
+    });
+
     test('outside a transaction, or before the statement is prepared on the connection, it runs at once', async () => {
       await runWithNext(database.db, insert, [107]);
       assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 107`)).rows[0].n, 1);

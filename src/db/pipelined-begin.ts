@@ -16,8 +16,8 @@
 // a name; a text without them may hold several statements, which only the simple protocol runs)
 // that is not a portal read in pages, and, if named, already prepared on the connection (node-
 // postgres marks a named statement prepared at the first ParseComplete of its exchange, which
-// would be BEGIN's). A deferred statement must itself be named and prepared on the connection.
-// Otherwise each goes on its own, in order.
+// would be BEGIN's). A deferred statement is prepared on the connection, or unnamed (parsed in
+// the exchange). Otherwise each goes on its own, in order.
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import { markPipelined, takeCarried, type Carried, type Deferred } from './next-statement.ts';
@@ -56,7 +56,11 @@ class Carrying extends Query {
     return true;
   }
 
-  /** BEGIN's Parse, Bind and Execute; each deferred statement's Bind and Execute; then the statement's own messages and the one Sync. */
+  /**
+   * BEGIN's Parse, Bind and Execute; each deferred statement's Bind and Execute (and Parse, for
+   * an unnamed one: each Parse of the unnamed statement replaces the one before, already bound);
+   * then the statement's own messages and the one Sync.
+   */
   override prepare(connection: unknown): void {
     const c = connection as Connection;
     if (this.begin) {
@@ -65,6 +69,7 @@ class Carrying extends Query {
       c.execute({ portal: '', rows: 0 });
     }
     for (const d of this.deferred) {
+      if (d.name === '') c.parse({ text: d.text, name: '' });
       c.bind({ portal: '', statement: d.name, values: d.values, valueMapper: prepareValue });
       c.execute({ portal: '', rows: 0 });
     }

@@ -73,7 +73,9 @@ export async function run<R>(ex: Executor, st: Statement, params: unknown[]): Pr
  */
 export async function runWithNext(ex: Executor, st: Statement, params: unknown[]): Promise<void> {
   const client = (ex as unknown as { session: { client: object } }).session.client;
-  if (!(client as Record<symbol, boolean>)[UNNAMED] && deferToNextStatement(client, { name: st.name, text: st.text, values: params })) return;
+  // Unnamed where statements go unnamed (behind an older PgBouncer): parsed in its exchange.
+  const name = (client as Record<symbol, boolean>)[UNNAMED] ? '' : st.name;
+  if (deferToNextStatement(client, { name, text: st.text, values: params })) return;
   await run(ex, st, params);
 }
 
