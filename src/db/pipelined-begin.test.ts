@@ -134,6 +134,17 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await run(database.db, read, [0]);
     });
     after(() => other.end());
+    /** Rows of value n, as another connection sees them (committed). */
+    const seen = async (n: number) => (await other.query(`select count(*)::int as n from ${table} where n = $1`, [n])).rows[0].n as number;
+    /** The exchanges of a transaction that reads, defers `st` with value n, and rolls back. */
+    const deferredThenRolledBack = (st: typeof insert, n: number) =>
+      exchangesOf(() =>
+        database.db.transaction(async (tx) => {
+          await run(tx, read, [100]);
+          await runWithNext(tx, st, [n]);
+          throw rollback;
+        }),
+      );
 
     test('it rides with the next statement: one exchange fewer, and its lock is held when that statement runs', async () => {
       let lockedMeanwhile: string | undefined;
@@ -152,7 +163,7 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       );
       assert.equal(took, 3, 'BEGIN with the read, the lock with the insert, COMMIT');
       assert.equal(lockedMeanwhile, '55P03', 'lock_not_available');
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 102`)).rows[0].n, 1, 'committed');
+      assert.equal(await seen(102), 1, 'committed');
       await database.db.execute(sql.raw(`delete from ${table} where n = 102`));
     });
 
@@ -172,29 +183,29 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       } finally {
         await other.query('rollback');
       }
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 103`)).rows[0].n, 0);
+      assert.equal(await seen(103), 0);
       // The connection serves the next transaction.
       await database.db.transaction(async (tx) => {
         await runWithNext(tx, lock, [[101]]);
         await run(tx, insert, [104]);
       });
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 104`)).rows[0].n, 1);
+      assert.equal(await seen(104), 1);
       await database.db.execute(sql.raw(`delete from ${table} where n = 104`));
     });
 
     test('before a statement that cannot carry it (no parameters), it goes on its own, first', async () => {
-      let seen: unknown;
+      let inside: unknown;
       const took = await exchangesOf(() =>
         database.db.transaction(async (tx) => {
           await run(tx, read, [100]);
           await runWithNext(tx, insert, [105]);
-          seen = rowsOf<{ n: number }>(await tx.execute(sql.raw(`select count(*)::int as n from ${table} where n = 105`)))[0]!.n;
+          inside = rowsOf<{ n: number }>(await tx.execute(sql.raw(`select count(*)::int as n from ${table} where n = 105`)))[0]!.n;
           throw rollback;
         }),
       );
-      assert.equal(seen, 1, 'the deferred insert ran before the statement after it');
+      assert.equal(inside, 1, 'the deferred insert ran before the statement after it');
       assert.equal(took, 4, 'BEGIN with the read, the insert, the count, ROLLBACK');
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 105`)).rows[0].n, 0, 'rolled back');
+      assert.equal(await seen(105), 0, 'rolled back');
     });
 
     test('with no statement after it, it goes with the COMMIT: one exchange, and it commits', async () => {
@@ -205,24 +216,17 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
         }),
       );
       assert.equal(took, 2, 'BEGIN with the read, the insert with COMMIT');
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 1);
+      assert.equal(await seen(106), 1);
       // Alone in its transaction, it carries BEGIN too.
       assert.equal(await exchangesOf(() => database.db.transaction(async (tx) => runWithNext(tx, insert, [106]))), 1);
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 106`)).rows[0].n, 2);
+      assert.equal(await seen(106), 2);
       await database.db.execute(sql.raw(`delete from ${table} where n = 106`));
     });
 
     test('a transaction that rolls back never sends it, nor does the next transaction', async () => {
-      const took = await exchangesOf(() =>
-        database.db.transaction(async (tx) => {
-          await run(tx, read, [100]);
-          await runWithNext(tx, insert, [109]);
-          throw rollback;
-        }),
-      );
-      assert.equal(took, 2, 'BEGIN with the read, ROLLBACK');
+      assert.equal(await deferredThenRolledBack(insert, 109), 2, 'BEGIN with the read, ROLLBACK');
       await database.db.transaction(async (tx) => run(tx, read, [100]));
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 109`)).rows[0].n, 0);
+      assert.equal(await seen(109), 0);
     });
 
     test('one that fails with the COMMIT fails the transaction with PostgreSQL\'s error, wrote nothing, and leaves the connection clean', async () => {
@@ -236,10 +240,10 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
         }),
         (err: { code?: string }) => err.code === '22012', // division_by_zero, not CommitOutcomeUnknown
       );
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 110`)).rows[0].n, 0, 'the statement before it rolled back');
+      assert.equal(await seen(110), 0, 'the statement before it rolled back');
       // The connection was rolled back before it went back to the pool: the next transaction commits.
       await database.db.transaction(async (tx) => run(tx, insert, [111]));
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 111`)).rows[0].n, 1);
+      assert.equal(await seen(111), 1);
       await database.db.execute(sql.raw(`delete from ${table} where n = 111`));
     });
 
@@ -262,7 +266,7 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
           return answers - before;
         })();
         assert.equal(took, 2, 'BEGIN with the read; the lock, the insert and COMMIT');
-        assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 112`)).rows[0].n, 1);
+        assert.equal(await seen(112), 1);
       } finally {
         await unnamed.close();
         await database.db.execute(sql.raw(`delete from ${table} where n = 112`));
@@ -271,16 +275,9 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
 
     test('outside a transaction, or before the statement is prepared on the connection, it runs at once', async () => {
       await runWithNext(database.db, insert, [107]);
-      assert.equal((await other.query(`select count(*)::int as n from ${table} where n = 107`)).rows[0].n, 1);
+      assert.equal(await seen(107), 1);
       const fresh = statement('pipelined_deferred_fresh', `insert into ${table} values ($1::int + 0)`);
-      const took = await exchangesOf(() =>
-        database.db.transaction(async (tx) => {
-          await run(tx, read, [100]);
-          await runWithNext(tx, fresh, [108]);
-          throw rollback;
-        }),
-      );
-      assert.equal(took, 3, 'BEGIN with the read, the unprepared statement on its own, ROLLBACK');
+      assert.equal(await deferredThenRolledBack(fresh, 108), 3, 'BEGIN with the read, the unprepared statement on its own, ROLLBACK');
       await database.db.execute(sql.raw(`delete from ${table} where n in (107, 108)`));
     });
   });
