@@ -9,7 +9,7 @@ import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '.
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
-import { run, statement } from '../../db/statements.ts';
+import { run, runWithNext, statement } from '../../db/statements.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 
@@ -56,7 +56,9 @@ export async function lockPaymentsWithIntents(db: Executor, keys: { clientId: st
 /**
  * The first lock of payments' cancels in a group: their intents (found through the payments),
  * locked in intent id order. Intent, then payment, then ledger accounts, each in id order, is
- * the order every transition locks them in, so two groups cannot deadlock.
+ * the order every transition locks them in, so two groups cannot deadlock. It goes to
+ * PostgreSQL with the statement after it (runWithNext), which starts, with a snapshot of its
+ * own, once these locks are held.
  */
 const LOCK_INTENTS_OF_PAYMENTS = statement(
   'payment_lock_intents',
@@ -67,7 +69,7 @@ const LOCK_INTENTS_OF_PAYMENTS = statement(
 );
 
 export async function lockIntentsOfPayments(db: Executor, keys: { clientId: string; paymentId: string }[]): Promise<void> {
-  await run(db, LOCK_INTENTS_OF_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
+  await runWithNext(db, LOCK_INTENTS_OF_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
 }
 
 /** The payments of intents, oldest first (a cancel reads them after the intents' locks, so none is missed). */
