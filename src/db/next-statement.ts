@@ -44,11 +44,9 @@ export function beginWithNextStatement(client: object): { withdraw(): boolean; c
   c[PENDING] = true;
   c[IN_TRANSACTION] = true;
   let began: boolean | undefined;
-  const end = () => {
-    const carried = { begin: c[PENDING] === true, deferred: c[DEFERRED] ?? [] };
+  const end = (): Carried => {
+    const carried = takeCarried(client) ?? { begin: false, deferred: [] };
     began ??= !carried.begin;
-    delete c[PENDING];
-    delete c[DEFERRED];
     delete c[IN_TRANSACTION];
     return carried;
   };

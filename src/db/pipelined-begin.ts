@@ -99,7 +99,7 @@ export function pipelineBegin(client: object): void {
     const carried = takeCarried(client);
     if (!carried) return query.apply(this, args);
     const { begin, deferred } = carried;
-    const ahead = (): unknown[] => [...(begin ? ['begin'] : []), ...deferred.map((d) => ({ name: d.name, text: d.text, values: d.values }))];
+    const ahead: unknown[] = [...(begin ? ['begin'] : []), ...deferred];
     const config = (typeof args[0] === 'string' ? { text: args[0] } : args[0]) as QueryConfig;
     const values = Array.isArray(args[1]) ? args[1] : config.values;
     const extended = (values?.length ?? 0) > 0 || !!config.name;
@@ -107,22 +107,26 @@ export function pipelineBegin(client: object): void {
     if (typeof config.submit === 'function' || typeof args[args.length - 1] === 'function') {
       // A cursor or a callback's statement is answered as it is given: what goes ahead of it is
       // queued before it, and the client sends each after the one before has been answered.
-      for (const a of ahead()) void (query.call(this, a) as Promise<unknown>).catch(() => {});
+      for (const a of ahead) void (query.call(this, a) as Promise<unknown>).catch(() => {});
       return query.apply(this, args);
     }
     if (config.rows || !extended || !prepared) {
       // Each on its own first, in order; the statement after the last has been answered.
       let before: Promise<unknown> = Promise.resolve();
-      for (const a of ahead()) before = before.then(() => query.call(this, a));
+      for (const a of ahead) before = before.then(() => query.call(this, a));
       return before.then(() => query.apply(this, args));
     }
-    const q = new Carrying(config, values, begin, deferred);
-    const result = new Promise((resolve, reject) => {
-      q.callback = (err, res) => (err ? reject(err) : resolve(res));
-    });
-    query.call(this, q);
-    return result;
+    return answerOf(new Carrying(config, values, begin, deferred), (q) => query.call(this, q));
   };
+}
+
+/** Submits a carrying query; its answer, as a promise. */
+function answerOf(q: Carrying, submit: (q: Carrying) => void): Promise<unknown> {
+  const answer = new Promise((resolve, reject) => {
+    q.callback = (err, res) => (err ? reject(err) : resolve(res));
+  });
+  submit(q);
+  return answer;
 }
 
 /**
@@ -134,13 +138,8 @@ export function pipelineBegin(client: object): void {
  */
 export async function commitCarrying(client: object, carried: Carried): Promise<void> {
   const c = client as Client;
-  const q = new Carrying({ text: 'commit' }, [], carried.begin, carried.deferred);
-  const done = new Promise<void>((resolve, reject) => {
-    q.callback = (err) => (err ? reject(err) : resolve());
-  });
-  c.query(q);
   try {
-    await done;
+    await answerOf(new Carrying({ text: 'commit' }, [], carried.begin, carried.deferred), (q) => c.query(q));
   } catch (err) {
     if (err instanceof pg.DatabaseError) {
       await (c.query('rollback') as Promise<unknown>).catch(() => {});

@@ -54,29 +54,40 @@ export function markUnnamed(client: object): void {
 
 const UNNAMED = Symbol('coffer.unnamedStatements');
 
+/** Whether markUnnamed marked this pool or connection. */
+function sendsUnnamed(client: object): boolean {
+  return (client as Record<symbol, boolean | undefined>)[UNNAMED] === true;
+}
+
 /** Runs a statement on the executor's own connection (inside its transaction, if any). */
 export async function run<R>(ex: Executor, st: Statement, params: unknown[]): Promise<R[]> {
-  const client = (ex as unknown as { session: { client: Queryable & { constructor: { name: string } } } }).session.client;
+  const client = clientOf(ex);
   // node-postgres (a Pool or a transaction's PoolClient) takes a named query config; PGlite
   // takes the text and keeps its own statement cache.
-  if (isPgClient(client) && !(client as unknown as Record<symbol, boolean>)[UNNAMED]) {
+  if (isPgClient(client) && !sendsUnnamed(client)) {
     return (await client.query({ name: st.name, text: st.text, values: params })).rows as R[];
   }
   return (await client.query(st.text, params)).rows as R[];
 }
 
 /**
- * Runs a statement whose rows nobody reads (a lock) with the transaction's next statement, in
- * one exchange, where the connection allows it (pipelined-begin.ts); otherwise now. Its failure
- * (a deadlock, a lock timeout) then surfaces as the next statement's, which the callers treat as
- * their transaction's failure either way. It is timed and traced as part of that statement.
+ * Runs a statement whose rows nobody reads (a lock, a group's last write) with the
+ * transaction's next statement, or its COMMIT, in one exchange, where the connection allows it
+ * (next-statement.ts); otherwise now. Its failure (a deadlock, a lock timeout, a refused write)
+ * then surfaces as that statement's, which the callers treat as their transaction's failure
+ * either way. It is timed and traced as part of that statement.
  */
 export async function runWithNext(ex: Executor, st: Statement, params: unknown[]): Promise<void> {
-  const client = (ex as unknown as { session: { client: object } }).session.client;
+  const client = clientOf(ex);
   // Unnamed where statements go unnamed (behind an older PgBouncer): parsed in its exchange.
-  const name = (client as Record<symbol, boolean>)[UNNAMED] ? '' : st.name;
+  const name = sendsUnnamed(client) ? '' : st.name;
   if (deferToNextStatement(client, { name, text: st.text, values: params })) return;
   await run(ex, st, params);
+}
+
+/** The connection or pool a Drizzle executor runs its statements on. */
+function clientOf(ex: Executor): Queryable {
+  return (ex as unknown as { session: { client: Queryable } }).session.client;
 }
 
 function isPgClient(c: unknown): boolean {
@@ -117,7 +128,7 @@ export function nameRepeatedStatements(client: { query(...args: unknown[]): unkn
       !config.name && // unnamed: none, or '' (a statement built once: built-once.ts)
       typeof config.text === 'string' &&
       ((Array.isArray(args[1]) && args[1].length > 0) || (config.values?.length ?? 0) > 0) &&
-      !(client as unknown as Record<symbol, boolean>)[UNNAMED]
+      !sendsUnnamed(client)
     ) {
       const name = statementName(config.text);
       if (name !== undefined) args[0] = { ...config, name };
