@@ -120,6 +120,26 @@ export async function startCoffer(opts: {
   return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };
 }
 
+/** BENCH_TAIL=1: each row also tells when its slowest 1% of responses arrived (stderr). */
+const TAIL = Boolean(process.env.BENCH_TAIL);
+
+/**
+ * When the slowest 1% arrived, as bursts: responses that arrived within 5 ms of each other are
+ * one burst, printed as `at <ms from the row's start>: <count> of up to <latency> ms`. A burst
+ * at the start is the row's first requests, sent at once; one mid-run, a pause of the server.
+ */
+export function slowestPercent(arrivals: number[], latencies: number[]): string {
+  const order = latencies.map((_, i) => i).sort((a, b) => latencies[b]! - latencies[a]!);
+  const slow = order.slice(0, Math.ceil(order.length / 100)).sort((a, b) => arrivals[a]! - arrivals[b]!);
+  const bursts: { at: number; last: number; count: number; worst: number }[] = [];
+  for (const i of slow) {
+    const b = bursts.at(-1);
+    if (b && arrivals[i]! - b.last <= 5) Object.assign(b, { last: arrivals[i]!, count: b.count + 1, worst: Math.max(b.worst, latencies[i]!) });
+    else bursts.push({ at: arrivals[i]!, last: arrivals[i]!, count: 1, worst: latencies[i]! });
+  }
+  return bursts.map((b) => `at ${Math.round(b.at)}: ${b.count} of up to ${Math.round(b.worst)} ms`).join('; ');
+}
+
 /**
  * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests
  * (`warmupS`, default 2 s, not counted): the figures are those of a running server, not of one
@@ -170,11 +190,19 @@ export async function load(
   const started = performance.now();
   let responses = 0;
   let lastAt = started;
-  instance.on('response', () => {
+  /** Each response's arrival (ms from the start) and latency (ms), for BENCH_TAIL. */
+  const arrivals: number[] = [];
+  const latencies: number[] = [];
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, latency: number) => {
     responses++;
     lastAt = performance.now();
+    if (TAIL) {
+      arrivals.push(lastAt - started);
+      latencies.push(latency);
+    }
   });
   const result = await done;
+  if (TAIL) process.stderr.write(`${name}: the slowest 1% arrived ${slowestPercent(arrivals, latencies)}\n`);
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
