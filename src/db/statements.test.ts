@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { createTestApp, createUser, dbKind, freshDatabaseUrl, type Merchant, type TestApp } from '../test/harness.ts';
 import { openDatabase, rowsOf, type Database } from './open.ts';
+import { claimDueDeliveries } from '../modules/events/sql.ts';
 import { run, statement } from './statements.ts';
 
 const skip = dbKind !== 'postgres' ? 'node-postgres statement names: runs in the PostgreSQL pass' : false;
@@ -89,5 +90,37 @@ describe('a prepared statement with array parameters', { skip }, () => {
     });
     // Planned for its values five times, then the generic plan for every execution after.
     assert.deepEqual(plans, [{ generic_plans: 3, custom_plans: 5 }]);
+  });
+});
+
+describe('statements planned for their values at each execution', { skip }, () => {
+  let database: Database;
+  before(async () => {
+    // One connection: what it prepared is what every statement below was sent as.
+    database = await openDatabase({ databaseUrl: (await freshDatabaseUrl())!, dataDir: '', poolSize: 1 });
+  });
+  after(() => database.close());
+
+  const preparedLike = async (pattern: string) =>
+    rowsOf<{ name: string }>(
+      await database.db.execute(sql`select name from pg_prepared_statements where statement like ${pattern} and statement not like '%pg_prepared_statements%'`),
+    ).map((r) => r.name);
+
+  test('a text that opens with a comment is not prepared by name; the same text without it is', async () => {
+    for (let i = 0; i < 2; i++) {
+      await database.db.execute(sql`-- planned each time
+        select count(*) from generate_series(1, ${3}) s where s > ${i} and 'comment-test' <> ''`);
+      await database.db.execute(sql`select count(*) from generate_series(1, ${3}) s where s > ${i} and 'named-test' <> ''`);
+    }
+    assert.deepEqual(await preparedLike('%comment-test%'), []);
+    assert.equal((await preparedLike('%named-test%')).length, 1);
+  });
+
+  test("the webhook worker's claim is not prepared by name (a plan cached on empty tables read them whole as they grew)", async () => {
+    const now = new Date();
+    const claim = () => claimDueDeliveries(database.db, { now, leaseUntil: new Date(now.getTime() + 30_000), limit: 10, room: {}, share: 16, busy: {}, merchantCap: 16 });
+    assert.deepEqual(await claim(), []);
+    assert.deepEqual(await claim(), []);
+    assert.deepEqual(await preparedLike('%due_event_deliveries_per_client(%'), []);
   });
 });

@@ -114,7 +114,9 @@ const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
  * events plans every partition, and each row's delivery state plans them again. The text is all that decides the name, so a repeated
  * query is found on any connection that ran it before; a text seen for the first time costs one
  * hash. Statements without parameters stay unnamed: they may hold several statements (the
- * migrations), which only the simple protocol runs. The number of texts is bounded by the code's
+ * migrations), which only the simple protocol runs. So does a text that opens with a comment: a
+ * statement that must be planned for its values at each execution says why there (the webhook
+ * worker's claim). The number of texts is bounded by the code's
  * queries (filters in fixed combinations, IN lists of bounded lengths); `NAMED_TEXTS_CAP` keeps
  * a mistake from growing every connection's statement cache without end.
  */

@@ -284,6 +284,11 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
   // Webhooks with no room, as an array literal (ids are UUIDs).
   const full = `{${Object.keys(o.room).filter((id) => o.room[id]! <= 0).join(',')}}`;
   const res = await db.execute(sql`
+    -- Planned for its values at each execution: it opens with this comment, so it is not named and
+    -- prepared (nameRepeatedStatements). A plan cached on one connection was kept while the tables
+    -- grew: made while they were empty, it read the leased deliveries and their events by
+    -- sequential scans joined by hash, 0.25 s per claim growing to 1.7 s until an ANALYZE
+    -- (docs/operations.md), while deliveries fell behind the events.
     with room as (
       select key::uuid as webhook_id, value::int as room from jsonb_each_text(${JSON.stringify(o.room)}::jsonb)
     ), busy as (
