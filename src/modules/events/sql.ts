@@ -287,7 +287,7 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
     -- Planned for its values at each execution: it opens with this comment, so it is not named and
     -- prepared (nameRepeatedStatements). A plan cached on one connection was kept while the tables
     -- grew: made while they were empty, it read the leased deliveries and their events by
-    -- sequential scans joined by hash, 0.25 s per claim growing to 1.7 s until an ANALYZE
+    -- sequential scans joined by hash, 0.25 s per claim growing to 1 s until an ANALYZE
     -- (docs/operations.md), while deliveries fell behind the events.
     with room as (
       select key::uuid as webhook_id, value::int as room from jsonb_each_text(${JSON.stringify(o.room)}::jsonb)
