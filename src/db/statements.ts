@@ -104,6 +104,7 @@ export function shiftParams(text: string, offset: number): string {
 /** Distinct statement texts named per process; past this, new texts go unnamed (see nameRepeatedStatements). */
 const NAMED_TEXTS_CAP = 2_000;
 const namedTexts = new Map<string, string>();
+// The keyword must come first: a text that opens with a comment stays unnamed on purpose.
 const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
 
 /**
@@ -111,14 +112,14 @@ const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
  * unnamed (all of Drizzle's), by a hash of its text, so PostgreSQL parses and plans it once per
  * connection instead of once per request. On a list page that planning was a fifth to three
  * quarters of the database's time (docs/benchmarks.md#lists): a query on the weekly-partitioned
- * events plans every partition, and each row's delivery state plans them again. The text is all that decides the name, so a repeated
- * query is found on any connection that ran it before; a text seen for the first time costs one
- * hash. Statements without parameters stay unnamed: they may hold several statements (the
- * migrations), which only the simple protocol runs. So does a text that opens with a comment: a
- * statement that must be planned for its values at each execution says why there (the webhook
- * worker's claim). The number of texts is bounded by the code's
- * queries (filters in fixed combinations, IN lists of bounded lengths); `NAMED_TEXTS_CAP` keeps
- * a mistake from growing every connection's statement cache without end.
+ * events plans every partition, and each row's delivery state plans them again. The text is all
+ * that decides the name, so a repeated query is found on any connection that ran it before; a text
+ * seen for the first time costs one hash. Statements without parameters stay unnamed: they may hold
+ * several statements (the migrations), which only the simple protocol runs. So does a text that
+ * opens with a comment: a statement that must be planned for its values at each execution says why
+ * there (the webhook worker's claim). The number of texts is bounded by the code's queries (filters
+ * in fixed combinations, IN lists of bounded lengths); `NAMED_TEXTS_CAP` keeps a mistake from
+ * growing every connection's statement cache without end.
  */
 export function nameRepeatedStatements(client: { query(...args: unknown[]): unknown }): void {
   const query = client.query;
