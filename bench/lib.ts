@@ -188,6 +188,7 @@ export async function load(
   // autocannon reports on a one-second tick, so a fixed-amount run's own figures are rounded to
   // whole seconds: the rate is measured here, from the first request to the last response.
   const started = performance.now();
+  if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   let responses = 0;
   let lastAt = started;
   /** Each response's arrival (ms from the start) and latency (ms), for BENCH_TAIL. */

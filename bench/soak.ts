@@ -1,7 +1,8 @@
 // Soak: `npm run soak -- [--minutes 10] [--db postgres|pglite]`. A mixed load (balance and user
 // reads, deposits, checkouts of create intent → authorize → capture, webhooks delivered to a
 // local receiver) against one Coffer process for the given time, 50 connections, recorded in
-// 30-second windows: throughput, p99, errors and the server's RSS. At the end the ledger is
+// 30-second windows: throughput, p99, errors, the server's RSS and the deliveries' backlog (events
+// written that the receiver has not had yet). At the end the ledger is
 // verified and every event must have been delivered; a run of 12 minutes or more also compares
 // the last five minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and
 // lists the largest tables. The raw figures go to bench/results/soak-<time>.json; the path is
@@ -99,6 +100,8 @@ interface Window {
   /** Events written and webhook deliveries received in the window, per second. */
   eventsPerS: number;
   deliveredPerS: number;
+  /** Events written by the window's end that the receiver had not yet had: the deliveries' backlog. */
+  behind: number;
 }
 const windows: Window[] = [];
 const pid = coffer.proc.pid!;
@@ -120,18 +123,22 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
     rssMb: rssMb(pid),
     eventsPerS: Math.round((eventsNow - eventsBefore) / windowS),
     deliveredPerS: Math.round((delivered - deliveredBefore) / windowS),
+    behind: Math.max(0, eventsNow - seen.size),
   };
   eventsBefore = eventsNow;
   windows.push(w);
   process.stdout.write(`${JSON.stringify(w)}\n`);
 }
 
-// Drain: every event delivered, the ledger sound.
+// Drain: every event delivered, the ledger sound. How long the backlog took to go once the load
+// stopped shows whether the deliveries kept pace with the events.
+const drainStarted = performance.now();
 let total = await events();
 for (let i = 0; i < 600 && seen.size < total; i++) {
   await new Promise((r) => setTimeout(r, 500));
   total = await events();
 }
+const drainS = Math.round((performance.now() - drainStarted) / 100) / 10;
 const ledger = await verifyLedger(coffer);
 
 // Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
@@ -173,6 +180,8 @@ const summary = {
   events: total,
   delivered,
   duplicates,
+  maxBehind: Math.max(0, ...windows.map((w) => w.behind)),
+  drainS,
   ledgerSound: ledger.sound,
   flat,
   tables,
