@@ -235,7 +235,10 @@ export function loadConfig(env: Env = process.env): Config {
   const webhookGuards: WebhookGuards = {
     allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     maxPerMerchant: int('WEBHOOK_MAX_PER_MERCHANT', 16, 1, 10_000),
-    merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 16, 1, 1024),
+    // A merchant's deliveries per process run at most this many per answer time, and under load
+    // the answer time includes the process's own queue: a merchant alone on a busy process
+    // writes events faster than 16 slots delivered them (docs/benchmarks.md#soak).
+    merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 32, 1, 1024),
     connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
     breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
     breakerCooldownMs: int('WEBHOOK_BREAKER_COOLDOWN_MS', 60_000, 1_000, 86_400_000),
@@ -292,7 +295,8 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
-      concurrency: int('WEBHOOK_CONCURRENCY', 128, 1, 1024),
+      // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/operations.md#webhook-delivery).
+      concurrency: int('WEBHOOK_CONCURRENCY', 256, 1, 1024),
       eventRetentionDays: int('EVENT_RETENTION_DAYS', 30, 1, 3650),
       ...webhookGuards,
     },
