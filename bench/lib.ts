@@ -141,9 +141,9 @@ export function slowestPercent(arrivals: number[], latencies: number[]): string 
 }
 
 /**
- * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests
- * (`warmupS`, default 2 s, not counted): the figures are those of a running server, not of one
- * compiling its first requests. With `serverPid` on Linux, also the CPU time per request of the
+ * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests on
+ * the same connections (`warmupS`, default 2 s, not counted): the figures are those of a running
+ * server, not of one compiling its first requests. With `serverPid` on Linux, also the CPU time per request of the
  * server, of every process named postgres (the local PostgreSQL server) and of this process,
  * the load generator, which shares the machine's cores with both.
  */
@@ -163,44 +163,53 @@ export async function load(
     serverPid?: number;
   },
 ): Promise<LoadResult> {
-  const run = (limit: { duration: number } | { amount: number }) => {
-    let instance!: autocannon.Instance;
-    const done = new Promise<autocannon.Result>((resolve, reject) => {
-      instance = autocannon(
-        {
-          url: opts.url,
-          method: opts.method ?? 'GET',
-          body: opts.body,
-          connections: opts.connections ?? 50,
-          ...limit,
-          headers: { 'content-type': 'application/vnd.api+json', ...opts.headers },
-          ...(opts.requests ? { requests: opts.requests } : {}),
-        },
-        (err, result) => (err ? reject(err) : resolve(result)),
-      );
-    });
-    return { instance, done };
+  const limit = opts.amount ? { amount: opts.amount } : { duration: (opts.warmupS ?? 2) + (opts.durationS ?? 10) };
+  const warmupMs = opts.amount ? 0 : (opts.warmupS ?? 2) * 1000;
+  let instance!: autocannon.Instance;
+  const done = new Promise<autocannon.Result>((resolve, reject) => {
+    instance = autocannon(
+      {
+        url: opts.url,
+        method: opts.method ?? 'GET',
+        body: opts.body,
+        connections: opts.connections ?? 50,
+        ...limit,
+        headers: { 'content-type': 'application/vnd.api+json', ...opts.headers },
+        ...(opts.requests ? { requests: opts.requests } : {}),
+      },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+  });
+  // The warm-up and the timed part are one run on the same connections: the figures count the
+  // responses that arrive after the warm-up. Two runs would open 50 new connections at the
+  // start of the timed part, and their first answers trickled in over up to 450 ms on a slow
+  // host (the bare route's too), which was the load generator's start and not the server.
+  let started = performance.now();
+  let timing = warmupMs === 0;
+  let cpuBefore: ReturnType<typeof cpuTicks>;
+  let generatorBefore = process.cpuUsage();
+  const startTiming = () => {
+    cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+    generatorBefore = process.cpuUsage();
+    started = performance.now();
+    timing = true;
+    if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   };
-  if (!opts.amount && (opts.warmupS ?? 2) > 0) await run({ duration: opts.warmupS ?? 2 }).done;
-  const cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
-  const generatorBefore = process.cpuUsage();
-  const { instance, done } = run(opts.amount ? { amount: opts.amount } : { duration: opts.durationS ?? 10 });
-  // autocannon reports on a one-second tick, so a fixed-amount run's own figures are rounded to
-  // whole seconds: the rate is measured here, from the first request to the last response.
-  const started = performance.now();
-  if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
+  if (timing) startTiming();
+  else setTimeout(startTiming, warmupMs);
+  // autocannon reports on a one-second tick and over the whole run: the rate and the latencies
+  // are measured here, from the timed part's start to its last response.
   let responses = 0;
   let lastAt = started;
-  /** Each response's arrival (ms from the start) and latency (ms), for BENCH_TAIL. */
+  /** Each timed response's arrival (ms from the start) and latency (ms). */
   const arrivals: number[] = [];
   const latencies: number[] = [];
   instance.on('response', (_client: unknown, _status: number, _bytes: number, latency: number) => {
+    if (!timing) return;
     responses++;
     lastAt = performance.now();
-    if (TAIL) {
-      arrivals.push(lastAt - started);
-      latencies.push(latency);
-    }
+    arrivals.push(lastAt - started);
+    latencies.push(latency);
   });
   const result = await done;
   if (TAIL) process.stderr.write(`${name}: the slowest 1% arrived ${slowestPercent(arrivals, latencies)}\n`);
@@ -212,10 +221,9 @@ export async function load(
   return {
     name,
     rps: Math.round(responses / ((lastAt - started) / 1000)),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    max: result.latency.max,
-    requests: result.requests.total,
+    ...percentiles(latencies),
+    requests: responses,
+    // Over the whole run, warm-up included: a failure there counts too.
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     ...(cpuBefore && cpuAfter
@@ -228,6 +236,13 @@ export async function load(
         }
       : {}),
   };
+}
+
+/** p50, p99 and the slowest of latencies in ms, rounded to whole ms as autocannon reports them. */
+function percentiles(latencies: number[]): { p50: number; p99: number; max: number } {
+  const sorted = Float64Array.from(latencies).sort();
+  const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
+  return { p50: at(0.5), p99: at(0.99), max: Math.round(sorted.at(-1) ?? 0) };
 }
 
 /** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
