@@ -142,10 +142,10 @@ export function slowestPercent(arrivals: number[], latencies: number[]): string 
 
 /**
  * Drives `url` with autocannon. A timed run is preceded by a warm-up of the same requests on
- * the same connections (`warmupS`, default 2 s, not counted): the figures are those of a running
- * server, not of one compiling its first requests. With `serverPid` on Linux, also the CPU time per request of the
- * server, of every process named postgres (the local PostgreSQL server) and of this process,
- * the load generator, which shares the machine's cores with both.
+ * the same connections (`warmupS`, default 2 s, not counted): the figures are those of a
+ * running server, not of one compiling its first requests. With `serverPid` on Linux, also the
+ * CPU time per request of the server, of every process named postgres (the local PostgreSQL
+ * server) and of this process, the load generator, which shares the machine's cores with both.
  */
 export async function load(
   name: string,

@@ -1,12 +1,11 @@
 // Soak: `npm run soak -- [--minutes 10] [--db postgres|pglite]`. A mixed load (balance and user
 // reads, deposits, checkouts of create intent → authorize → capture, webhooks delivered to a
 // local receiver) against one Coffer process for the given time, 50 connections, recorded in
-// 30-second windows: throughput, p99, errors, the server's RSS and the deliveries' backlog (events
-// written that the receiver has not had yet). At the end the ledger is
-// verified and every event must have been delivered; a run of 12 minutes or more also compares
-// the last five minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and
-// lists the largest tables. The raw figures go to bench/results/soak-<time>.json; the path is
-// printed.
+// 30-second windows: throughput, p99, errors, the server's RSS and the deliveries' backlog
+// (events written that the receiver has not had yet). At the end the ledger is verified and
+// every event must have been delivered; a run of 12 minutes or more also compares the last five
+// minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and lists the largest
+// tables. The raw figures go to bench/results/soak-<time>.json; the path is printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
