@@ -159,11 +159,14 @@ export async function load(
     warmupS?: number;
     /** A fixed number of requests instead of a duration. */
     amount?: number;
+    /** With `amount`: that many requests more go first, on the same connections, not counted. */
+    warmupAmount?: number;
     requests?: autocannon.Request[];
     serverPid?: number;
   },
 ): Promise<LoadResult> {
-  const limit = opts.amount ? { amount: opts.amount } : { duration: (opts.warmupS ?? 2) + (opts.durationS ?? 10) };
+  const warmupAmount = opts.amount ? (opts.warmupAmount ?? 0) : 0;
+  const limit = opts.amount ? { amount: warmupAmount + opts.amount } : { duration: (opts.warmupS ?? 2) + (opts.durationS ?? 10) };
   const warmupMs = opts.amount ? 0 : (opts.warmupS ?? 2) * 1000;
   let instance!: autocannon.Instance;
   const done = new Promise<autocannon.Result>((resolve, reject) => {
@@ -185,7 +188,7 @@ export async function load(
   // start of the timed part, and their first answers trickled in over up to 450 ms on a slow
   // host (the bare route's too), which was the load generator's start and not the server.
   let started = performance.now();
-  let timing = warmupMs === 0;
+  let timing = warmupMs === 0 && warmupAmount === 0;
   let cpuBefore: ReturnType<typeof cpuTicks>;
   let generatorBefore = process.cpuUsage();
   const startTiming = () => {
@@ -196,7 +199,7 @@ export async function load(
     if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   };
   if (timing) startTiming();
-  else setTimeout(startTiming, warmupMs);
+  else if (warmupMs > 0) setTimeout(startTiming, warmupMs);
   // autocannon reports on a one-second tick and over the whole run: the rate and the latencies
   // are measured here, from the timed part's start to its last response.
   let responses = 0;
@@ -204,8 +207,12 @@ export async function load(
   /** Each timed response's arrival (ms from the start) and latency (ms). */
   const arrivals: number[] = [];
   const latencies: number[] = [];
+  let warmed = 0;
   instance.on('response', (_client: unknown, _status: number, _bytes: number, latency: number) => {
-    if (!timing) return;
+    if (!timing) {
+      if (warmupAmount > 0 && ++warmed === warmupAmount) startTiming();
+      return;
+    }
     responses++;
     lastAt = performance.now();
     arrivals.push(lastAt - started);

@@ -215,48 +215,65 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
       }),
     );
+    // A row's warm-up batch goes first in the same autocannon run, on the same connections
+    // (warmupAmount): as a run of its own, it left the counted requests to new connections.
     let i = 0;
-    const authorizeEach = (count: number, connections: number, into?: string[]) =>
-      load(`POST /payment-intents/{id}/authorize (${count}, ${connections} connections)`, {
+    /** Authorizes `count` intents (after `warmup` more, not counted); the payments go into `into`, the warm-up's into `warmInto`. */
+    const authorizeEach = (count: number, connections: number, into?: string[], warmup = 0, warmInto?: string[]) => {
+      let answered = 0;
+      return load(`POST /payment-intents/{id}/authorize (${count}, ${connections} connections)`, {
         url: coffer.url,
         headers: auth,
         serverPid: coffer.proc.pid,
         amount: count,
+        warmupAmount: warmup,
         connections,
         requests: [
           {
             ...authorize(() => intents[i++]!),
-            onResponse: (status: number, body: string) => (status !== 201 ? firstError(status, body) : into ? into.push(JSON.parse(body).included[0].id) : 0),
+            onResponse: (status: number, body: string) => {
+              const to = answered++ < warmup ? warmInto : into;
+              return status !== 201 ? firstError(status, body) : to ? to.push(JSON.parse(body).included[0].id) : 0;
+            },
           },
         ] as never,
       });
-    let j = 0;
-    const captureEach = (payments: string[]) => {
-      j = 0;
-      return load(`POST /payments/{id}/capture (${payments.length})`, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, amount: payments.length, requests: [capture(() => payments[j++]!)] as never });
+    };
+    /** Captures `payments` after `warmup`, not counted. */
+    const captureEach = (payments: string[], warmup: string[]) => {
+      const all = [...warmup, ...payments];
+      let j = 0;
+      return load(`POST /payments/{id}/capture (${payments.length})`, {
+        url: coffer.url,
+        headers: auth,
+        serverPid: coffer.proc.pid,
+        amount: payments.length,
+        warmupAmount: warmup.length,
+        requests: [capture(() => all[j++]!)] as never,
+      });
     };
     const warmPayments: string[] = [];
     const payments: string[] = [];
     // The tables' statistics as a running server's autovacuum keeps them (analyzeDatabase).
     if (databaseUrl) await analyzeDatabase(databaseUrl);
-    await authorizeEach(warm, 50, warmPayments);
     const uncaptured: string[] = [];
     const warmUncaptured: string[] = [];
-    results.push(await authorizeEach(n, 50, payments), await authorizeEach(n, 10, uncaptured));
+    results.push(await authorizeEach(n, 50, payments, warm, warmPayments), await authorizeEach(n, 10, uncaptured));
     await authorizeEach(warm, 50, warmUncaptured);
     if (databaseUrl) await analyzeDatabase(databaseUrl);
-    await captureEach(warmPayments);
-    results.push(await captureEach(payments));
+    results.push(await captureEach(payments, warmPayments));
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
-    /** One POST per id, each built by `request`. */
-    const postEach = (label: string, ids: string[], request: (id: string) => { path: string; body?: string }) => {
+    /** One POST per id, each built by `request`, after one per `warmup` id, not counted. */
+    const postEach = (label: string, warmup: string[], measured: string[], request: (id: string) => { path: string; body?: string }) => {
+      const ids = [...warmup, ...measured];
       let c = 0;
-      return load(`${label} (${ids.length})`, {
+      return load(`${label} (${measured.length})`, {
         url: coffer.url,
         headers: auth,
         serverPid: coffer.proc.pid,
-        amount: ids.length,
+        amount: measured.length,
+        warmupAmount: warmup.length,
         requests: [
           {
             method: 'POST' as const,
@@ -270,11 +287,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       path: `/api/v1/payments/${id}/refund`,
       body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }),
     });
-    await postEach('POST /payments/{id}/refund', warmPayments, refund);
-    results.push(await postEach('POST /payments/{id}/refund', payments, refund));
+    results.push(await postEach('POST /payments/{id}/refund', warmPayments, payments, refund));
     const cancelPayment = (id: string) => ({ path: `/api/v1/payments/${id}/cancel` });
-    await postEach('POST /payments/{id}/cancel', warmUncaptured, cancelPayment);
-    results.push(await postEach('POST /payments/{id}/cancel', uncaptured, cancelPayment));
+    results.push(await postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment));
     const open: string[] = [];
     await load(`POST /payment-intents (${n + warm}, to cancel)`, {
       url: coffer.url,
@@ -284,8 +299,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
     });
     const cancelIntent = (id: string) => ({ path: `/api/v1/payment-intents/${id}/cancel` });
-    await postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), cancelIntent);
-    results.push(await postEach('POST /payment-intents/{id}/cancel', open.slice(warm), cancelIntent));
+    results.push(await postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent));
     const ledger = await verifyLedger(coffer);
     if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
