@@ -188,13 +188,15 @@ export async function load(
   // start of the timed part, and their first answers trickled in over up to 450 ms on a slow
   // host (the bare route's too), which was the load generator's start and not the server.
   let started = performance.now();
+  let responses = 0;
+  let lastAt = started;
   let timing = warmupMs === 0 && warmupAmount === 0;
   let cpuBefore: ReturnType<typeof cpuTicks>;
   let generatorBefore = process.cpuUsage();
   const startTiming = () => {
     cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
     generatorBefore = process.cpuUsage();
-    started = performance.now();
+    started = lastAt = performance.now();
     timing = true;
     if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   };
@@ -202,8 +204,6 @@ export async function load(
   else if (warmupMs > 0) setTimeout(startTiming, warmupMs);
   // autocannon reports on a one-second tick and over the whole run: the rate and the latencies
   // are measured here, from the timed part's start to its last response.
-  let responses = 0;
-  let lastAt = started;
   /** Each timed response's arrival (ms from the start) and latency (ms). */
   const arrivals: number[] = [];
   const latencies: number[] = [];

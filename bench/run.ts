@@ -173,13 +173,10 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         };
       },
     });
+    const captureOf = (id: string) => ({ path: `/api/v1/payments/${id}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) });
     const capture = (paymentId: (ctx: Ctx) => string) => ({
       method: 'POST' as const,
-      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({
-        ...req,
-        path: `/api/v1/payments/${paymentId(ctx)}/capture`,
-        body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }),
-      }),
+      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({ ...req, ...captureOf(paymentId(ctx)) }),
     });
     const flow = [
       { ...createIntent, onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.intentId = JSON.parse(body).data?.id) },
@@ -239,31 +236,6 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         ] as never,
       });
     };
-    /** Captures `payments` after `warmup`, not counted. */
-    const captureEach = (payments: string[], warmup: string[]) => {
-      const all = [...warmup, ...payments];
-      let j = 0;
-      return load(`POST /payments/{id}/capture (${payments.length})`, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        amount: payments.length,
-        warmupAmount: warmup.length,
-        requests: [capture(() => all[j++]!)] as never,
-      });
-    };
-    const warmPayments: string[] = [];
-    const payments: string[] = [];
-    // The tables' statistics as a running server's autovacuum keeps them (analyzeDatabase).
-    if (databaseUrl) await analyzeDatabase(databaseUrl);
-    const uncaptured: string[] = [];
-    const warmUncaptured: string[] = [];
-    results.push(await authorizeEach(n, 50, payments, warm, warmPayments), await authorizeEach(n, 10, uncaptured));
-    await authorizeEach(warm, 50, warmUncaptured);
-    if (databaseUrl) await analyzeDatabase(databaseUrl);
-    results.push(await captureEach(payments, warmPayments));
-    // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
-    // payments authorized at 10 connections, and cancel intents never authorized.
     /** One POST per id, each built by `request`, after one per `warmup` id, not counted. */
     const postEach = (label: string, warmup: string[], measured: string[], request: (id: string) => { path: string; body?: string }) => {
       const ids = [...warmup, ...measured];
@@ -283,6 +255,18 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         ] as never,
       });
     };
+    const warmPayments: string[] = [];
+    const payments: string[] = [];
+    // The tables' statistics as a running server's autovacuum keeps them (analyzeDatabase).
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
+    const uncaptured: string[] = [];
+    const warmUncaptured: string[] = [];
+    results.push(await authorizeEach(n, 50, payments, warm, warmPayments), await authorizeEach(n, 10, uncaptured));
+    await authorizeEach(warm, 50, warmUncaptured);
+    if (databaseUrl) await analyzeDatabase(databaseUrl);
+    results.push(await postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf));
+    // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
+    // payments authorized at 10 connections, and cancel intents never authorized.
     const refund = (id: string) => ({
       path: `/api/v1/payments/${id}/refund`,
       body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }),
