@@ -9,7 +9,7 @@
 //   3. otherwise the operation runs and its outcome is stored in the same transaction.
 // A failure or a crash rolls everything back together, and the lock ends with the
 // transaction: a retry simply runs again. No lease, no separate commit per request.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { FastifyReply } from 'fastify';
 import type { Clock } from '../clock.ts';
@@ -47,7 +47,7 @@ export interface StoredOutcome {
 
 /** A stable hash of any JSON value (object keys sorted at every level). */
 export function fingerprintOf(value: unknown): string {
-  return createHash('sha256').update(canonical(value)).digest('hex');
+  return hash('sha256', canonical(value));
 }
 
 function canonical(v: unknown): string {

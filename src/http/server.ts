@@ -18,6 +18,7 @@ import { makeErrorHandler } from './error-handler.ts';
 import { JSONAPI, responses, sharedSchemas } from './schemas.ts';
 import { buildSerializer } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
+import { lazyRequestLogger } from './request-logger.ts';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -47,6 +48,8 @@ export function createServer(opts: ServerOptions): App {
     loggerInstance: opts.logger,
     // Fastify's own two lines per request are off; one line is written on response below.
     logController: new LogController({ disableRequestLogging: true }),
+    // Each request's logger is made when something logs through it (request-logger.ts).
+    childLoggerFactory: lazyRequestLogger,
     // A caller's request id is kept when it is safe to log; otherwise we make one.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
