@@ -2,6 +2,7 @@
 // event exists exactly when its change does; the delivery rows for every enabled webhook
 // subscribed to the topic are written in the same transaction.
 import { uuidv7 } from '../../ids.ts';
+import { isoTime } from '../../timestamps.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import type { AnyTopic } from './topics.ts';
@@ -25,6 +26,7 @@ export interface EventInput {
 
 /** The body receivers get (decisions §10). Built once; every attempt sends these bytes. */
 export function envelope(id: string, e: EventInput): string {
+  const at = isoTime(e.now);
   return JSON.stringify({
     data: {
       id,
@@ -36,8 +38,8 @@ export function envelope(id: string, e: EventInput): string {
         clientId: e.clientId,
         ...(e.userId ? { userId: e.userId } : {}),
         ...(e.walletId ? { walletId: e.walletId } : {}),
-        updatedAt: e.now.toISOString(),
-        createdAt: e.now.toISOString(),
+        updatedAt: at,
+        createdAt: at,
       },
       relationships: { event: { data: { type: e.resource.type, id: e.resource.id } } },
     },
