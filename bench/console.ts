@@ -22,7 +22,7 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/open.ts';
 import { freePort } from '../src/test/process.ts';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, startCoffer, writeResults, type CofferServer } from './lib.ts';
+import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, percentileOf, post, startCoffer, writeResults, type CofferServer } from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -271,7 +271,6 @@ interface PageResult {
   bytes: number;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
 async function timePage(b: Browser, name: string, path: string, expect = 200): Promise<PageResult> {
@@ -288,7 +287,7 @@ async function timePage(b: Browser, name: string, path: string, expect = 200): P
   const times: number[] = [];
   for (let i = 0; i < REQUESTS; i++) times.push(await once());
   times.sort((x, y) => x - y);
-  return { name, path, p50: round(pct(times, 50)), p99: round(pct(times, 99)), max: round(times.at(-1)!), bytes };
+  return { name, path, p50: round(percentileOf(times, 50)), p99: round(percentileOf(times, 99)), max: round(times.at(-1)!), bytes };
 }
 
 /** The id a seeded intent's authorize request was logged under (request-log rows name intent md5('i' || k)). */

@@ -245,11 +245,15 @@ export async function load(
   };
 }
 
+/** The value at percentile `p` (0 to 100) of values sorted ascending: the smallest with p% at or below it. */
+export function percentileOf(sorted: ArrayLike<number>, p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
 /** p50, p99 and the slowest of latencies in ms, rounded to whole ms as autocannon reports them. */
 function percentiles(latencies: number[]): { p50: number; p99: number; max: number } {
   const sorted = Float64Array.from(latencies).sort();
-  const at = (q: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
-  return { p50: at(0.5), p99: at(0.99), max: Math.round(sorted.at(-1) ?? 0) };
+  return { p50: Math.round(percentileOf(sorted, 50)), p99: Math.round(percentileOf(sorted, 99)), max: Math.round(sorted.at(-1) ?? 0) };
 }
 
 /** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
