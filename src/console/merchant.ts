@@ -520,7 +520,7 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     const r = await listRequestRows(ctx.db, v.client.id, filters, p, listing(v.q));
     return titled(
       'Requests',
-      html`<p class="empty">The API requests of the last ${ctx.config.console.requestLogRetentionDays} days (written about a second after they are answered).</p>${filterForm(`${v.base}/requests`, [
+      html`<p class="empty">The API requests of the last ${ctx.config.console.requestLogRetentionDays} days (written within a second of their answer).</p>${filterForm(`${v.base}/requests`, [
         { name: 'status', label: 'Status (404, 4xx)', value: filters.status },
         { name: 'path', label: 'Path starts with', value: filters.path },
         { name: 'method', label: 'Method', value: filters.method, options: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'] },

@@ -1,12 +1,14 @@
 // The API request log the console shows: each authenticated API request (method, route, path,
 // status, duration, idempotency key, its body with secrets and card data redacted), kept in
-// memory on the request path and written in batches by a job (flush), so a request costs an
-// array push, never a database round trip. Weeks past the retention are dropped by a job (retention.ts).
+// memory on the request path, one JSON text each, and written in batches by a job (flush) every
+// quarter second, so a request costs a string and an array push, never a database round trip.
+// Weeks past the retention are dropped by a job (retention.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/open.ts';
 import type { Clock } from '../../clock.ts';
 import { uuidv7 } from '../../ids.ts';
-import { insertRequestRows, type RequestLogRow } from './sql.ts';
+import { isoTime } from '../../timestamps.ts';
+import { insertRequestJson, requestRowJson } from './sql.ts';
 
 /** The most requests held between two flushes; more are dropped (and counted) rather than grow without bound. */
 export const REQUEST_LOG_BUFFER = 20_000;
@@ -43,7 +45,8 @@ function idempotencyKeyOf(req: FastifyRequest): string | null {
 }
 
 export class RequestLogBuffer {
-  #rows: RequestLogRow[] = [];
+  /** requestRowJson of each request recorded since the last flush. */
+  #rows: string[] = [];
   #dropped = 0;
   readonly #clock: Clock;
   readonly #enabled: boolean;
@@ -65,19 +68,21 @@ export class RequestLogBuffer {
       if (this.#rows.length >= REQUEST_LOG_BUFFER) this.#dropped++;
       else {
         const body = req.body === undefined || req.body === null ? null : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
-        this.#rows.push({
-          id: uuidv7(),
-          clientId: client.id,
-          requestId: String(req.id),
-          method: req.method,
-          route: req.routeOptions.url ?? req.url.split('?')[0]!,
-          path: req.url.split('?')[0]!.slice(0, 2048),
-          status: reply.statusCode,
-          durationMs: Math.round(reply.elapsedTime),
-          idempotencyKey: idempotencyKeyOf(req),
-          body,
-          createdAt: this.#clock.now(),
-        });
+        this.#rows.push(
+          requestRowJson({
+            id: uuidv7(),
+            clientId: client.id,
+            requestId: String(req.id),
+            method: req.method,
+            route: req.routeOptions.url ?? req.url.split('?')[0]!,
+            path: req.url.split('?')[0]!.slice(0, 2048),
+            status: reply.statusCode,
+            durationMs: Math.round(reply.elapsedTime),
+            idempotencyKey: idempotencyKeyOf(req),
+            body,
+            createdAt: isoTime(this.#clock.now()),
+          }),
+        );
       }
     }
     done();
@@ -88,7 +93,7 @@ export class RequestLogBuffer {
     if (this.#rows.length === 0) return 0;
     const rows = this.#rows;
     this.#rows = [];
-    for (let i = 0; i < rows.length; i += INSERT_BATCH) await insertRequestRows(db, rows.slice(i, i + INSERT_BATCH));
+    for (let i = 0; i < rows.length; i += INSERT_BATCH) await insertRequestJson(db, rows.slice(i, i + INSERT_BATCH));
     return rows.length;
   }
 }
