@@ -238,7 +238,7 @@ export function loadConfig(env: Env = process.env): Config {
     // A merchant's deliveries per process run at most this many per answer time, and under load
     // the answer time includes the process's own queue: with 16, a merchant alone on a fully
     // loaded process had its events written faster than they were delivered
-    // (docs/benchmarks.md#soak).
+    // (docs/operations.md#webhook-delivery).
     merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 32, 1, 1024),
     connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
     breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),

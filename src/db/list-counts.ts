@@ -55,7 +55,7 @@ export const totalStats = { alone: 0 };
  * `build(shape)` gives the total with placeholders, built once per shape and prepared, as the
  * pages are (built-once.ts). Built anew by Drizzle's builder for each empty page, an intents
  * filter that matches nothing (whose total adds the due intents' counts) served a fifth fewer
- * pages a second (docs/benchmarks.md#lists). It is selected beside the merchant's `clients` row
+ * pages a second (bench/profile-list.ts). It is selected beside the merchant's `clients` row
  * (a primary-key read) so that Drizzle prepares it like any select.
  */
 export function totalAlone<S extends string>(build: (shape: S) => SQL) {

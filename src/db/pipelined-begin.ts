@@ -6,7 +6,7 @@
 // event loop to come back to it, behind whatever requests arrived meanwhile. Timed in a deposit
 // benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds),
 // the accounts' lock 2.1 ms and COMMIT 3.5 ms, together half of a group's transaction
-// (docs/benchmarks.md#money). Sent together, BEGIN, the deferred statements and the next
+// (bench/profile-checkout.ts deposit). Sent together, BEGIN, the deferred statements and the next
 // statement (or COMMIT) are one extended-protocol pipeline ending in a single Sync: PostgreSQL
 // runs them in order, and if one fails the rest are skipped (never run outside the transaction,
 // never run without the lock before them, never committed), and the error is the carrying

@@ -111,7 +111,7 @@ const NAMEABLE = /^\s*(select|with|insert|update|delete)\b/i;
  * Names every parameterised SELECT, WITH, INSERT, UPDATE or DELETE that a connection is sent
  * unnamed (all of Drizzle's), by a hash of its text, so PostgreSQL parses and plans it once per
  * connection instead of once per request. On a list page that planning was a fifth to three
- * quarters of the database's time (docs/benchmarks.md#lists): a query on the weekly-partitioned
+ * quarters of the database's time (bench/profile-list.ts): a query on the weekly-partitioned
  * events plans every partition, and each row's delivery state plans them again. The text is all
  * that decides the name, so a repeated query is found on any connection that ran it before; a text
  * seen for the first time costs one hash. Statements without parameters stay unnamed: they may hold
