@@ -236,9 +236,9 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
     maxPerMerchant: int('WEBHOOK_MAX_PER_MERCHANT', 16, 1, 10_000),
     // A merchant's deliveries per process run at most this many per answer time, and under load
-    // the answer time includes the process's own queue: with 16, a merchant alone on a fully
-    // loaded process had its events written faster than they were delivered
-    // (docs/operations.md#webhook-delivery).
+    // the answer time includes the process's own queue: with 32, a merchant alone on a fully
+    // loaded process has its events delivered as fast as they are written (the soak;
+    // docs/operations.md#webhook-delivery).
     merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 32, 1, 1024),
     connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
     breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),

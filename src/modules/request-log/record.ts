@@ -7,7 +7,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/open.ts';
 import type { Clock } from '../../clock.ts';
 import { uuidv7 } from '../../ids.ts';
-import { isoTime } from '../../timestamps.ts';
 import { insertRequestJson, requestRowJson } from './sql.ts';
 
 /** The most requests held between two flushes; more are dropped (and counted) rather than grow without bound. */
@@ -80,7 +79,7 @@ export class RequestLogBuffer {
             durationMs: Math.round(reply.elapsedTime),
             idempotencyKey: idempotencyKeyOf(req),
             body,
-            createdAt: isoTime(this.#clock.now()),
+            createdAt: this.#clock.now(),
           }),
         );
       }

@@ -15,7 +15,7 @@ export type RequestLogRow = typeof requestLog.$inferSelect;
  * flush instead of an object, a Date and their strings, which every garbage collection in
  * between copied (and promoted after the second).
  */
-export function requestRowJson(r: Omit<RequestLogRow, 'createdAt'> & { createdAt: Date | string }): string {
+export function requestRowJson(r: RequestLogRow): string {
   return JSON.stringify({
     id: r.id,
     client_id: r.clientId,
@@ -27,7 +27,7 @@ export function requestRowJson(r: Omit<RequestLogRow, 'createdAt'> & { createdAt
     duration_ms: r.durationMs,
     idempotency_key: r.idempotencyKey,
     body: r.body,
-    created_at: typeof r.createdAt === 'string' ? r.createdAt : isoTime(r.createdAt),
+    created_at: isoTime(r.createdAt),
   });
 }
 
