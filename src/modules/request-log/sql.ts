@@ -40,7 +40,7 @@ export function insertRequestRows(db: Executor, rows: RequestLogRow[]): Promise<
  * own row type: building a thousand-row insert with a parameter per value held the event loop for
  * tens of milliseconds each second, which showed in every route's p99 (the benchmarks).
  * json_populate_recordset costs PostgreSQL about half what extracting and casting each field
- * of json_array_elements did (25 against 45 ms per thousand rows on the benchmark machine).
+ * of json_array_elements did (25 against 45 ms per thousand rows on a two-core host).
  */
 export async function insertRequestJson(db: Executor, rows: string[]): Promise<void> {
   if (rows.length === 0) return;
