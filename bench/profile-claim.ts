@@ -4,47 +4,55 @@
 // by SQL (over the last hour) and ANALYZEs them, then times the claim's function
 // (due_event_deliveries_per_client) three ways: with every delivery pending (a backlog); once
 // they are sent but not yet vacuumed (their entries still in the pending indexes, dead); and
-// after a VACUUM. PROFILE_JIT=on|off sets the session's jit first. Needs a PostgreSQL server in
-// PROFILE_PG (default postgres://postgres@127.0.0.1:5432/postgres).
+// after a VACUUM. Needs a PostgreSQL server in PROFILE_PG (default
+// postgres://postgres@127.0.0.1:5432/postgres).
 import pg from 'pg';
-import { dropDatabases, freshDatabase, json, merchant, startCoffer } from './lib.ts';
+import { dropDatabases, freshDatabase, json, merchant, percentileOf, startCoffer } from './lib.ts';
 
 const n = Number(process.argv[2] ?? 500_000);
-const databaseUrl = await freshDatabase(process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'coffer_prof');
-const coffer = await startCoffer({ databaseUrl });
-const auth = await merchant(coffer);
-const webhook = await json(`${coffer.url}/api/v1/webhooks`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'Webhook', attributes: { name: 'profile', url: 'https://hooks.example.com/profile', topics: ['*'] } } }) });
-await coffer.stop();
-
-const c = new pg.Client({ connectionString: databaseUrl });
-await c.connect();
-if (process.env.PROFILE_JIT) await c.query(`set jit = ${process.env.PROFILE_JIT === 'on' ? 'on' : 'off'}`);
 const claim = `select count(*) from due_event_deliveries_per_client(now(), '{}'::uuid[], '{}'::jsonb, 32)`;
-async function time(label: string): Promise<void> {
-  const ms: number[] = [];
-  for (let i = 0; i < 12; i++) {
-    const t = performance.now();
-    await c.query(claim);
-    ms.push(performance.now() - t);
+const databaseUrl = await freshDatabase(process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'coffer_prof');
+try {
+  const coffer = await startCoffer({ databaseUrl });
+  let webhookId: string;
+  try {
+    const auth = await merchant(coffer);
+    const webhook = await json(`${coffer.url}/api/v1/webhooks`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'Webhook', attributes: { name: 'profile', url: 'https://hooks.example.com/profile', topics: ['*'] } } }) });
+    webhookId = webhook.data.id;
+  } finally {
+    await coffer.stop();
   }
-  ms.sort((a, b) => a - b);
-  const buffers = (await c.query(`explain (analyze, buffers) ${claim}`)).rows.map((r) => r['QUERY PLAN'] as string).find((l) => l.includes('Buffers'));
-  console.log(`${label}: median ${ms[6]!.toFixed(2)} ms a claim; ${buffers?.trim()}`);
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  const time = async (label: string): Promise<void> => {
+    const ms: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      const t = performance.now();
+      await c.query(claim);
+      ms.push(performance.now() - t);
+    }
+    const buffers = (await c.query(`explain (analyze, buffers) ${claim}`)).rows.map((r) => r['QUERY PLAN'] as string).find((l) => l.includes('Buffers'));
+    console.log(`${label}: median ${percentileOf(ms.sort((a, b) => a - b), 50).toFixed(2)} ms a claim; ${buffers?.trim()}`);
+  };
+  try {
+    // Event ids are UUIDv7s of now (the week's partition), one per delivery.
+    await c.query(
+      `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
+       select gen_random_uuid(), w.client_id,
+         (lpad(to_hex((extract(epoch from now()) * 1000)::bigint), 12, '0') || '70008000' || lpad(to_hex(g), 12, '0'))::uuid,
+         w.id, 'event', 'pending', now() - interval '1 hour' + g * interval '1 hour' / $2, now(), now()
+       from webhooks w cross join generate_series(1, $2) g where w.id = $1`,
+      [webhookId, n],
+    );
+    await c.query('analyze event_deliveries');
+    await time(`${n.toLocaleString('en')} pending`);
+    await c.query(`update event_deliveries set state = 'delivered' where state = 'pending' and next_attempt_at < now() - interval '10 seconds'`);
+    await time('sent, not vacuumed');
+    await c.query('vacuum event_deliveries');
+    await time('after VACUUM');
+  } finally {
+    await c.end();
+  }
+} finally {
+  await dropDatabases();
 }
-// Event ids are UUIDv7s of now (the week's partition), one per delivery.
-await c.query(
-  `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
-   select gen_random_uuid(), w.client_id,
-     (lpad(to_hex((extract(epoch from now()) * 1000)::bigint), 12, '0') || '70008000' || lpad(to_hex(g), 12, '0'))::uuid,
-     w.id, 'event', 'pending', now() - interval '1 hour' + g * interval '1 hour' / $2, now(), now()
-   from webhooks w cross join generate_series(1, $2) g where w.id = $1`,
-  [webhook.data.id, n],
-);
-await c.query('analyze event_deliveries');
-await time(`${n.toLocaleString('en')} pending`);
-await c.query(`update event_deliveries set state = 'delivered' where state = 'pending' and next_attempt_at < now() - interval '10 seconds'`);
-await time('sent, not vacuumed');
-await c.query('vacuum event_deliveries');
-await time('after VACUUM');
-await c.end();
-await dropDatabases();

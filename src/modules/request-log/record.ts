@@ -67,14 +67,15 @@ export class RequestLogBuffer {
       if (this.#rows.length >= REQUEST_LOG_BUFFER) this.#dropped++;
       else {
         const body = req.body === undefined || req.body === null ? null : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
+        const path = req.url.split('?')[0]!;
         this.#rows.push(
           requestRowJson({
             id: uuidv7(),
             clientId: client.id,
             requestId: String(req.id),
             method: req.method,
-            route: req.routeOptions.url ?? req.url.split('?')[0]!,
-            path: req.url.split('?')[0]!.slice(0, 2048),
+            route: req.routeOptions.url ?? path,
+            path: path.slice(0, 2048),
             status: reply.statusCode,
             durationMs: Math.round(reply.elapsedTime),
             idempotencyKey: idempotencyKeyOf(req),
