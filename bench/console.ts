@@ -214,6 +214,11 @@ async function seed(database: Database, s: Omit<Seeded, 'seedSeconds' | 'referen
              from (${base}) b where i % 100 < 70) d`,
   );
   await step(
+    'the queue of pending deliveries',
+    `insert into event_delivery_queue (id, event_id, client_id, webhook_id, attempt_count, next_attempt_at, created_at)
+       select id, event_id, client_id, webhook_id, attempt_count, next_attempt_at, created_at from event_deliveries where state = 'pending'`,
+  );
+  await step(
     `request log (${requests.toLocaleString('en-US')} rows over 7 days)`,
     `insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms, idempotency_key, body, created_at)
        select ${uuidv7Sql('ts', `'r' || k`)}, ${M}, 'req-' || k, case when k % 3 = 0 then 'GET' else 'POST' end,

@@ -1,10 +1,11 @@
 // The webhook workers' claim against a large partition (a developer's tool, not a benchmark):
 //   node --import tsx bench/profile-claim.ts [deliveries]     (default 500,000)
 // Makes a database with one merchant and one webhook, inserts that many due pending deliveries
-// by SQL (over the last hour) and ANALYZEs them, then times the claim's function
-// (due_event_deliveries_per_client) three ways: with every delivery pending (a backlog); once
-// they are sent but not yet vacuumed (their entries still in the pending indexes, dead); and
-// after a VACUUM. Needs a PostgreSQL server in PROFILE_PG (default
+// by SQL (over the last hour) with their rows in the queue (event_delivery_queue) and ANALYZEs
+// them, then times the claim's function (due_event_deliveries_per_client) three ways: with every
+// delivery pending (a backlog); once all but the last 10 seconds' have ended and left the queue,
+// before a VACUUM (their index entries still there, dead); and after the VACUUM that the job
+// webhook-queue-vacuum runs. Needs a PostgreSQL server in PROFILE_PG (default
 // postgres://postgres@127.0.0.1:5432/postgres).
 import pg from 'pg';
 import { dropDatabases, freshDatabase, json, merchant, percentileOf, startCoffer } from './lib.ts';
@@ -32,7 +33,7 @@ try {
       ms.push(performance.now() - t);
     }
     const buffers = (await c.query(`explain (analyze, buffers) ${claim}`)).rows.map((r) => r['QUERY PLAN'] as string).find((l) => l.includes('Buffers'));
-    console.log(`${label}: median ${percentileOf(ms.sort((a, b) => a - b), 50).toFixed(2)} ms a claim; ${buffers?.trim()}`);
+    console.log(`${label}: median ${percentileOf(ms.sort((a, b) => a - b), 50).toFixed(2)} ms a claim; ${buffers?.trim() ?? 'no buffers read'}`);
   };
   try {
     // Event ids are UUIDv7s of now (the week's partition), one per delivery.
@@ -44,11 +45,17 @@ try {
        from webhooks w cross join generate_series(1, $2) g where w.id = $1`,
       [webhookId, n],
     );
+    await c.query(`insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
+       select id, event_id, client_id, webhook_id, next_attempt_at, created_at from event_deliveries where state = 'pending'`);
     await c.query('analyze event_deliveries');
+    await c.query('analyze event_delivery_queue');
     await time(`${n.toLocaleString('en')} pending`);
-    await c.query(`update event_deliveries set state = 'delivered' where state = 'pending' and next_attempt_at < now() - interval '10 seconds'`);
-    await time('sent, not vacuumed');
-    await c.query('vacuum event_deliveries');
+    await c.query(`with ended as (delete from event_delivery_queue where next_attempt_at < now() - interval '10 seconds' returning id, event_id)
+       update event_deliveries d set state = 'succeeded' from ended e where d.event_id = e.event_id and d.id = e.id`);
+    await time('ended, not vacuumed');
+    const vacuumStart = performance.now();
+    await c.query('vacuum event_delivery_queue');
+    console.log(`VACUUM of the queue: ${(performance.now() - vacuumStart).toFixed(0)} ms`);
     await time('after VACUUM');
   } finally {
     await c.end();

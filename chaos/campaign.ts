@@ -233,18 +233,21 @@ async function drain(processes: CofferProcess[], databaseUrl: string, log: (l: s
     if (res instanceof Error || !res.ok) stuck.push(`${p.name} did not answer /health: ${res instanceof Error ? res.message : res.status}`);
   }
   const deadline = Date.now() + 120_000;
-  let left = { deliveries: 0, attempts: 0, payouts: 0 };
+  // The queue the workers claim from holds a row exactly while a delivery is pending (migration
+  // 0027): rows left there once none is pending would be a delivery ended without leaving it.
+  let left = { deliveries: 0, queued: 0, attempts: 0, payouts: 0 };
   for (;;) {
     const r = await sql(
       databaseUrl,
       `select (select count(*) from event_deliveries where state = 'pending')::int as deliveries,
+              (select count(*) from event_delivery_queue)::int as queued,
               (select count(*) from authorization_attempts where state = 'processing')::int as attempts,
               (select count(*) from counterparty_payouts where status = 'Pending')::int as payouts`,
     ).catch(() => undefined);
     if (r) left = r.rows[0];
-    if (r && left.deliveries === 0 && left.attempts === 0 && left.payouts === 0) break;
+    if (r && left.deliveries === 0 && left.queued === 0 && left.attempts === 0 && left.payouts === 0) break;
     if (Date.now() > deadline) {
-      stuck.push(`after 120 s: ${left.deliveries} webhook deliveries pending, ${left.attempts} authorization attempts open, ${left.payouts} payouts not sent to the bank`);
+      stuck.push(`after 120 s: ${left.deliveries} webhook deliveries pending (${left.queued} in the queue), ${left.attempts} authorization attempts open, ${left.payouts} payouts not sent to the bank`);
       break;
     }
     await sleep(1_000);

@@ -30,7 +30,7 @@ export function operatorRoutes(app: App, ctx: AppContext): void {
     const [{ rows, total }, merchants, pending] = await Promise.all([
       listClientRows(ctx.db, page),
       countClients(ctx.db),
-      ctx.db.execute(sql`select count(*)::int as n from event_deliveries where state = 'pending'`).then((r) => rowsOf<{ n: number }>(r)[0]?.n ?? 0),
+      ctx.db.execute(sql`select count(*)::int as n from event_delivery_queue`).then((r) => rowsOf<{ n: number }>(r)[0]?.n ?? 0),
     ]);
     const dbMs = performance.now() - started;
     const pendingDeliveries = pending;

@@ -1,6 +1,7 @@
 // PGlite has no autovacuum, and a PostgreSQL server may have it off: Coffer then runs
 // maintainTables as a job (db/maintenance.ts).
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
@@ -50,5 +51,47 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
     const after = await usersStats(t);
     assert.ok(after.analyzed && (!stats.analyzed || after.analyzed > stats.analyzed), 'users analyzed');
     assert.ok(after.changed < stats.changed, 'its change count starts again');
+  });
+});
+
+describe('the webhook queue is vacuumed every few seconds once deliveries that ended leave dead rows in it', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  const queueStats = async () => {
+    const [row] = rowsOf<{ dead: string | number; vacuumed: string | Date | null }>(
+      await t.ctx.db.execute(sql`select n_dead_tup as dead, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'event_delivery_queue'`),
+    );
+    return { dead: Number(row!.dead), vacuumed: row!.vacuumed === null ? null : new Date(row!.vacuumed) };
+  };
+  /** Puts `n` rows in the queue and takes them out again, as `n` deliveries that ended would. */
+  const endDeliveries = async (n: number) => {
+    const client = randomUUID();
+    await t.ctx.db.execute(sql`insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at)
+      select gen_random_uuid(), gen_random_uuid(), ${client}, gen_random_uuid(), now() + interval '1 day' from generate_series(1, ${n})`);
+    await t.ctx.db.execute(sql`delete from event_delivery_queue where client_id = ${client}`);
+  };
+
+  test('at most 1,000 dead rows: not vacuumed; more: vacuumed by the job, on every database', async () => {
+    await t.ctx.jobs.runOnce('webhook-queue-vacuum');
+    const start = await queueStats();
+    await endDeliveries(400);
+    assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 0);
+    assert.deepEqual((await queueStats()).vacuumed, start.vacuumed);
+    await endDeliveries(1_200);
+    // The counters reach pg_stat_user_tables a moment after the transactions that made them.
+    for (let tries = 0; (await queueStats()).dead <= 1_000 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+    assert.ok((await queueStats()).dead > 1_000);
+    assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
+    let now = await queueStats();
+    for (let tries = 0; (now.vacuumed === null || (start.vacuumed !== null && now.vacuumed <= start.vacuumed)) && tries < 100; tries++) {
+      await new Promise((done) => setTimeout(done, 100));
+      now = await queueStats();
+    }
+    assert.ok(now.vacuumed && (!start.vacuumed || now.vacuumed > start.vacuumed), 'vacuumed');
+    assert.ok(now.dead < 1_000, `${now.dead} dead rows left`);
   });
 });

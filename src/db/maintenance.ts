@@ -33,3 +33,24 @@ export async function needsTableMaintenance(database: Database): Promise<boolean
   const [row] = rowsOf<{ autovacuum: string }>(await database.db.execute(sql`show autovacuum`));
   return row?.autovacuum !== 'on';
 }
+
+/** Dead rows in the webhook queue that make a VACUUM of it worth its cost. */
+const QUEUE_DEAD_ROWS = 1_000;
+
+/**
+ * Vacuums the queue of pending webhook deliveries (event_delivery_queue, migration 0027) once
+ * it holds more than QUEUE_DEAD_ROWS dead rows: the claim walks its indexes from their oldest
+ * entry, and every delivery that ended leaves an entry there until a VACUUM. The queue is as
+ * small as the backlog, so a VACUUM of it takes milliseconds. Registered whether or not
+ * autovacuum is on: autovacuum looks at each database once a minute (autovacuum_naptime), in
+ * which time thousands of deliveries can end. SKIP_LOCKED: another process's VACUUM of it is
+ * enough. Returns 1 when it vacuumed, 0 when not due.
+ */
+export async function vacuumDeliveryQueue(db: Db): Promise<number> {
+  const [row] = rowsOf<{ dead: number | string }>(
+    await db.execute(sql`select coalesce((select n_dead_tup from pg_stat_user_tables where schemaname = 'public' and relname = 'event_delivery_queue'), 0) as dead`),
+  );
+  if (Number(row?.dead ?? 0) <= QUEUE_DEAD_ROWS) return 0;
+  await db.execute(sql`vacuum (skip_locked) event_delivery_queue`);
+  return 1;
+}

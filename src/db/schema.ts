@@ -328,12 +328,12 @@ export const eventDeliveries = pgTable(
     webhookId: uuid('webhook_id').notNull().references(() => webhooks.id),
     /** Why this delivery exists: event, replay or test. */
     trigger: text('trigger').notNull(),
-    /** pending → succeeded | failed | canceled */
+    /** pending → succeeded | failed | canceled; pending exactly while it is in eventDeliveryQueue. */
     state: text('state').notNull(),
+    /** Attempts recorded (one in flight counts in the queue's row until it is recorded). */
     attemptCount: integer('attempt_count').notNull().default(0),
+    /** While pending, when the next attempt is due (the queue's copy is the one workers read). */
     nextAttemptAt: ts('next_attempt_at').notNull(),
-    /** While set and in the future, a worker owns this delivery's current attempt. */
-    leaseUntil: ts('lease_until'),
     lastStatusCode: integer('last_status_code'),
     lastError: text('last_error'),
     completedAt: ts('completed_at'),
@@ -342,13 +342,41 @@ export const eventDeliveries = pgTable(
   },
   (t) => [
     primaryKey({ columns: [t.eventId, t.id] }),
-    index('event_deliveries_due_idx').on(t.nextAttemptAt).where(sql`state = 'pending'`),
-    // Each merchant's due deliveries in order: the claim takes a few per merchant (migration 0013).
-    index('event_deliveries_client_due_idx').on(t.clientId, t.nextAttemptAt).where(sql`state = 'pending'`),
     index('event_deliveries_event_idx').on(t.eventId),
-    index('event_deliveries_webhook_idx').on(t.webhookId).where(sql`state = 'pending'`),
     // The console's events by delivery state Failed: the merchant's failed deliveries' events.
     index('event_deliveries_client_failed_idx').on(t.clientId, t.eventId).where(sql`state = 'failed'`),
+  ],
+);
+
+/**
+ * The pending deliveries, one row each, and nothing else: what the webhook workers claim from
+ * (migration 0027). A delivery that ends leaves the queue, so the queue stays as small as the
+ * backlog, and a VACUUM of it takes milliseconds (the job webhook-queue-vacuum runs one every
+ * few seconds). Its indexes then hold few entries of deliveries already sent, which every
+ * claim's walk from the oldest entry would otherwise cross: in partial indexes on
+ * event_deliveries, a week's partition of millions of rows, they stayed until a VACUUM of the
+ * whole partition. The lease and the attempt in flight live here only; event_deliveries is
+ * written when a delivery is made and when an attempt is recorded.
+ */
+export const eventDeliveryQueue = pgTable(
+  'event_delivery_queue',
+  {
+    id: uuid('id').primaryKey(),
+    eventId: uuid('event_id').notNull(),
+    clientId: uuid('client_id').notNull(),
+    webhookId: uuid('webhook_id').notNull(),
+    /** Attempts taken, the one in flight included: a worker records its attempt only while this is still its number. */
+    attemptCount: integer('attempt_count').notNull().default(0),
+    nextAttemptAt: ts('next_attempt_at').notNull(),
+    /** While set and in the future, a worker owns this delivery's current attempt. */
+    leaseUntil: ts('lease_until'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index('event_delivery_queue_due_idx').on(t.nextAttemptAt),
+    // Each merchant's due deliveries in order: the claim takes a few per merchant (migration 0013).
+    index('event_delivery_queue_client_due_idx').on(t.clientId, t.nextAttemptAt),
+    index('event_delivery_queue_webhook_idx').on(t.webhookId),
   ],
 );
 

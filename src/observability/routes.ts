@@ -33,11 +33,11 @@ async function readGauges(ctx: AppContext): Promise<void> {
   dbPoolInUse.set(pool.inUse);
   dbPoolWaiting.set(pool.waiting);
   const now = ctx.clock.now();
-  // Both through the partial index of pending deliveries (event_deliveries_due_idx).
+  // Both from the queue of pending deliveries (event_delivery_queue: as large as the backlog).
   const [row] = rowsOf<{ due: number; oldest: Date | string | null }>(
     await ctx.db.execute(sql`select
-      (select count(*)::int from event_deliveries where state = 'pending' and next_attempt_at <= ${now}) as due,
-      (select min(created_at) from event_deliveries where state = 'pending') as oldest`),
+      (select count(*)::int from event_delivery_queue where next_attempt_at <= ${now}) as due,
+      (select min(created_at) from event_delivery_queue) as oldest`),
   );
   webhookDueDeliveries.set(row?.due ?? 0);
   const oldest = row?.oldest ? new Date(row.oldest).getTime() : undefined;

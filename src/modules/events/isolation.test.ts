@@ -58,20 +58,20 @@ async function deliveriesOf(t: TestApp, m: Merchant): Promise<DeliveryRow[]> {
 }
 
 /**
- * Runs `fn` while every claim is logged (a trigger on the deliveries' lease); `claims(m)` gives
+ * Runs `fn` while every claim is logged (a trigger on the queue rows' lease); `claims(m)` gives
  * how many of the merchant's deliveries each claim statement leased, in order.
  */
 async function withClaimLog(t: TestApp, fn: (claims: (m: Merchant) => Promise<number[]>) => Promise<void>): Promise<void> {
   await t.ctx.db.execute(sql.raw(`create table claim_log (client_id uuid, tx bigint, at bigserial)`));
   await t.ctx.db.execute(sql.raw(`create function log_claim() returns trigger language plpgsql as $$
     begin insert into claim_log (client_id, tx) values (new.client_id, txid_current()); return new; end $$`));
-  await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_deliveries for each row when (new.lease_until is not null) execute function log_claim()`));
+  await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_delivery_queue for each row when (new.lease_until is not null) execute function log_claim()`));
   try {
     await fn(async (m) =>
       rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from claim_log where client_id = ${m.clientId} group by tx order by min(at)`)).map((r) => r.n),
     );
   } finally {
-    for (const drop of ['drop trigger log_claim on event_deliveries', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
+    for (const drop of ['drop trigger log_claim on event_delivery_queue', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
   }
 }
 

@@ -66,7 +66,7 @@ export async function recordEvent(tx: Executor, e: EventInput, opts: { onlyWebho
   };
   const batch = opts.batch ?? new WriteBatch();
   batch.add(q.eventInsertPart(event));
-  batch.add(q.deliveriesInsertPart(event, opts.onlyWebhookId));
+  for (const part of q.deliveriesInsertParts(event, opts.onlyWebhookId)) batch.add(part);
   if (!opts.batch) await batch.flush(tx);
   return event;
 }

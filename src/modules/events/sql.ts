@@ -8,7 +8,7 @@ import { rowsOf, type Executor } from '../../db/open.ts';
 import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
-import { deliveryAttempts, eventDeliveries, events, webhooks } from '../../db/schema.ts';
+import { deliveryAttempts, eventDeliveries, eventDeliveryQueue, events, webhooks } from '../../db/schema.ts';
 import type { Page } from '../../http/paging.ts';
 
 export type EventRow = typeof events.$inferSelect;
@@ -28,38 +28,59 @@ export function eventInsertPart(row: EventRow): WritePart {
  * SQL, so writing an event never needs a read of the webhooks first. With `webhookId`, to that
  * webhook only (test sends). Delivery ids stay time-ordered like every other id: a fresh
  * uuidv7 with its last two bytes replaced by the row's number.
+ *
+ * Two parts: the deliveries, and their rows in the queue the workers claim from
+ * (event_delivery_queue, migration 0027). Parts of one write batch cannot read each other's
+ * rows, so each chooses the same webhooks and makes the same ids from the same parameters.
  */
-export function deliveriesInsertPart(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart {
+export function deliveriesInsertParts(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart[] {
   const id = `encode(overlay(uuid_send($5::uuid) placing int2send((row_number() over (order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
-  const base = uuidv7();
-  return {
-    name: webhookId ? 'event_deliveries_to_one' : 'event_deliveries_fan_out',
-    text: `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
-      select ${id}, w.client_id, $2::uuid, w.id, '${webhookId ? 'test' : 'event'}', 'pending', $4::timestamptz, $4::timestamptz, $4::timestamptz
-      from webhooks w
-      where w.client_id = $1::uuid and ${
-        webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`
-      }`,
-    params: [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, base],
-    ...(!webhookId && {
+  const which = webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`;
+  const from = `from webhooks w where w.client_id = $1::uuid and ${which}`;
+  const params = [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()];
+  const name = webhookId ? 'to_one' : 'fan_out';
+  const merge = (table: 'deliveries' | 'queue', text: string) =>
+    !webhookId && {
       merge: {
-        key: 'event_deliveries_fan_out',
-        item: { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base },
-        combine: (items) => ({ name: 'event_deliveries_fan_out_many', text: FAN_OUT_MANY, params: [JSON.stringify(items)] }),
+        key: `event_${table}_fan_out`,
+        item: { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base: params[4] },
+        combine: (items: unknown[]) => ({ name: `event_${table}_fan_out_many`, text, params: [JSON.stringify(items)] }),
       },
-    }),
-  };
+    };
+  return [
+    {
+      name: `event_deliveries_${name}`,
+      text: `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
+        select ${id}, w.client_id, $2::uuid, w.id, '${webhookId ? 'test' : 'event'}', 'pending', $4::timestamptz, $4::timestamptz, $4::timestamptz ${from}`,
+      params,
+      ...merge('deliveries', FAN_OUT_MANY),
+    },
+    {
+      name: `event_queue_${name}`,
+      text: `insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
+        select ${id}, $2::uuid, w.client_id, w.id, $4::timestamptz, $4::timestamptz ${from}`,
+      params,
+      ...merge('queue', QUEUE_MANY),
+    },
+  ];
 }
 
-/** The fan-out of many events (a group commit) in one statement. */
-const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
-  select encode(overlay(uuid_send(e.base) placing int2send((row_number() over (partition by e.event_id order by w.id))::int2) from 15 for 2), 'hex')::uuid,
-    w.client_id, e.event_id, w.id, 'event', 'pending', e.created_at, e.created_at, e.created_at
-  from json_to_recordset($1::json) as e(client_id uuid, event_id uuid, topic text, created_at timestamptz, base uuid)
+/** The fan-out of many events (a group commit) in one statement: the deliveries, then their queue rows. */
+const MANY_ID = `encode(overlay(uuid_send(e.base) placing int2send((row_number() over (partition by e.event_id order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
+const MANY_FROM = `from json_to_recordset($1::json) as e(client_id uuid, event_id uuid, topic text, created_at timestamptz, base uuid)
   join webhooks w on w.client_id = e.client_id and w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? e.topic)`;
+const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
+  select ${MANY_ID}, w.client_id, e.event_id, w.id, 'event', 'pending', e.created_at, e.created_at, e.created_at ${MANY_FROM}`;
+const QUEUE_MANY = `insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
+  select ${MANY_ID}, e.event_id, w.client_id, w.id, e.created_at, e.created_at ${MANY_FROM}`;
 
-export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert)[]): Promise<void> {
-  if (rows.length > 0) await db.insert(eventDeliveries).values(rows);
+/** Writes pending deliveries (replays), each with its row in the queue. */
+export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert & { state: 'pending' })[]): Promise<void> {
+  if (rows.length === 0) return;
+  await db.insert(eventDeliveries).values(rows);
+  await db.insert(eventDeliveryQueue).values(
+    rows.map((r) => ({ id: r.id, eventId: r.eventId, clientId: r.clientId, webhookId: r.webhookId, nextAttemptAt: r.nextAttemptAt, createdAt: r.createdAt })),
+  );
 }
 
 /** The webhooks that receive events: enabled, not deleted, with a url. */
@@ -91,8 +112,8 @@ const stateOf = stateOfEvent(sql`"events"."id"`);
 /**
  * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
  * those), as conditions that read indexes: pending and failed events are found from the
- * merchant's deliveries in that state (the partial indexes event_deliveries_client_due_idx and
- * event_deliveries_client_failed_idx: few among many, a cost of their number), a succeeded or
+ * merchant's deliveries in that state (the queue's index event_delivery_queue_client_due_idx and
+ * the partial index event_deliveries_client_failed_idx: few among many, a cost of their number), a succeeded or
  * none event by one probe of event_deliveries_event_idx per event read (the states most events
  * are in: a page fills within its first rows).
  */
@@ -104,7 +125,7 @@ function hasDeliveryState(clientId: string | Placeholder, state: EventDeliverySt
     // until enough match (a delivery fails after three days of retries: every event since then
     // first).
     case 'pending':
-      return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'pending'))`;
+      return sql`"events"."id" = any(array(select q.event_id from event_delivery_queue q where q.client_id = ${clientId}))`;
     case 'failed':
       return sql`"events"."id" = any(array(select d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed')) and not exists (${delivery("'pending'")})`;
     case 'succeeded':
@@ -116,11 +137,12 @@ function hasDeliveryState(clientId: string | Placeholder, state: EventDeliverySt
 
 /** How many of the merchant's events are pending (or failed), counted up to `cap` from their deliveries. */
 async function countByDeliveryState(db: Executor, clientId: string, state: 'pending' | 'failed', cap: number): Promise<{ total: number; capped: boolean }> {
-  const notPending = state === 'failed' ? sql`and not exists (select 1 from event_deliveries p where p.event_id = d.event_id and p.state = 'pending')` : sql``;
-  const [c] = rowsOf<{ n: number | string }>(
-    await db.execute(sql`select count(*) as n from (
-      select distinct d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = ${sql.raw(`'${state}'`)} ${notPending} limit ${cap + 1}) x`),
-  );
+  const ofState =
+    state === 'pending'
+      ? sql`select distinct q.event_id from event_delivery_queue q where q.client_id = ${clientId}`
+      : sql`select distinct d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed'
+          and not exists (select 1 from event_deliveries p where p.event_id = d.event_id and p.state = 'pending')`;
+  const [c] = rowsOf<{ n: number | string }>(await db.execute(sql`select count(*) as n from (${ofState} limit ${cap + 1}) x`));
   const n = Number(c?.n ?? 0);
   return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
 }
@@ -268,7 +290,8 @@ export interface ClaimOptions {
 /**
  * Claims up to `limit` due deliveries for one attempt each: due and not leased by a live
  * worker, locked with SKIP LOCKED so concurrent workers take different rows, then leased and
- * their attempt number taken in the same statement. A worker that dies keeps its lease until
+ * their attempt number taken in the same statement, all in the queue of pending deliveries
+ * (event_delivery_queue, migration 0027): a claim writes no row of event_deliveries. A worker that dies keeps its lease until
  * it runs out; then the delivery is due again.
  *
  * Fair between merchants: each merchant's oldest due deliveries come from its own part of the
@@ -280,7 +303,7 @@ export interface ClaimOptions {
  * are skipped before the limit applies.
  */
 export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise<ClaimedDelivery[]> {
-  const due = sql`d.state = 'pending' and d.next_attempt_at <= ${o.now} and (d.lease_until is null or d.lease_until <= ${o.now})`;
+  const due = sql`q.next_attempt_at <= ${o.now} and (q.lease_until is null or q.lease_until <= ${o.now})`;
   // Webhooks with no room, as an array literal (ids are UUIDs).
   const full = `{${Object.keys(o.room).filter((id) => o.room[id]! <= 0).join(',')}}`;
   const res = await db.execute(sql`
@@ -307,18 +330,17 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
       order by coalesce(b.n, 0) + a.n, a.next_attempt_at
       limit ${o.limit}
     ), locked as (
-      -- One row at a time by its key (event_id, id), in its own week's partition only (pruned as
-      -- each row is read): a join let the planner read every pending delivery into a hash.
-      select l.event_id, l.id from ranked r cross join lateral (
-        select d.event_id, d.id from event_deliveries d
-        where d.event_id = r.event_id and d.id = r.id and ${due}
+      -- One row at a time by its key: a join let the planner read every pending delivery into a hash.
+      select l.id from ranked r cross join lateral (
+        select q.id from event_delivery_queue q
+        where q.id = r.id and ${due}
         for update skip locked
       ) l
     ), claimed as (
-      update event_deliveries d
-      set lease_until = ${o.leaseUntil}, attempt_count = d.attempt_count + 1, updated_at = ${o.now}
-      from locked where d.event_id = locked.event_id and d.id = locked.id
-      returning d.id, d.event_id, d.webhook_id, d.client_id, d.attempt_count, d.next_attempt_at
+      update event_delivery_queue q
+      set lease_until = ${o.leaseUntil}, attempt_count = q.attempt_count + 1
+      from locked where q.id = locked.id
+      returning q.id, q.event_id, q.webhook_id, q.client_id, q.attempt_count, q.next_attempt_at
     )
     select c.id, c.event_id, c.webhook_id, c.client_id, c.attempt_count, e.body, w.url, w.secret_sealed,
            (w.enabled and w.deleted_at is null) as webhook_active
@@ -340,17 +362,19 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
 /**
  * Gives back claimed deliveries without an attempt (their host's breaker is open, or its probe
  * is out): the lease and the attempt number taken by the claim are returned, and a delivery
- * with `until` is not due before then.
+ * with `until` is not due before then (shown so on the delivery too).
  */
 export async function releaseDeliveries(db: Executor, released: { id: string; eventId: string; attempt: number; until?: Date }[], now: Date): Promise<void> {
   if (released.length === 0) return;
-  const rows = released.map((r) => ({ id: r.id, event_id: r.eventId, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
-  await db.execute(sql`
-    update event_deliveries d
-    set lease_until = null, attempt_count = d.attempt_count - 1, updated_at = ${now},
-        next_attempt_at = greatest(d.next_attempt_at, coalesce(r.until, d.next_attempt_at))
-    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, event_id uuid, attempt int, until timestamptz)
-    where d.event_id = r.event_id and d.id = r.id and d.attempt_count = r.attempt and d.state = 'pending'`);
+  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
+  const res = await db.execute(sql`
+    update event_delivery_queue q
+    set lease_until = null, attempt_count = q.attempt_count - 1,
+        next_attempt_at = greatest(q.next_attempt_at, coalesce(r.until, q.next_attempt_at))
+    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, until timestamptz)
+    where q.id = r.id and q.attempt_count = r.attempt
+    returning q.id, q.event_id, q.next_attempt_at, r.until is not null as held`);
+  await showNextAttempts(db, rowsOf<Rescheduled & { held: boolean }>(res).filter((r) => r.held), now);
 }
 
 /**
@@ -359,10 +383,36 @@ export async function releaseDeliveries(db: Executor, released: { id: string; ev
  * attempt in flight keeps the later time when that attempt is recorded (recordAttempt).
  */
 export async function holdDeliveries(db: Executor, o: { webhookIds: string[]; until: Date; now: Date }): Promise<void> {
+  const res = await db.execute(sql`
+    update event_delivery_queue q
+    set next_attempt_at = ${o.until}
+    where q.webhook_id = any(${`{${o.webhookIds.join(',')}}`}::uuid[]) and q.next_attempt_at < ${o.until}
+    returning q.id, q.event_id, q.next_attempt_at`);
+  await showNextAttempts(db, rowsOf<Rescheduled>(res), o.now);
+}
+
+interface Rescheduled {
+  id: string;
+  event_id: string;
+  next_attempt_at: Date | string;
+}
+
+/**
+ * Copies the queue's new next attempt times to the deliveries, which the API shows: by primary
+ * key, with the events' ids as an array so that only their weeks' partitions are read.
+ */
+async function showNextAttempts(db: Executor, rows: Rescheduled[], now: Date): Promise<void> {
+  if (rows.length === 0) return;
+  const json = JSON.stringify(rows.map((r) => ({ id: r.id, event_id: r.event_id, next_attempt_at: new Date(r.next_attempt_at).toISOString() })));
   await db.execute(sql`
-    update event_deliveries d
-    set next_attempt_at = ${o.until}, updated_at = ${o.now}
-    where d.webhook_id = any(${`{${o.webhookIds.join(',')}}`}::uuid[]) and d.state = 'pending' and d.next_attempt_at < ${o.until}`);
+    update event_deliveries d set next_attempt_at = m.next_attempt_at, updated_at = ${now}
+    from json_to_recordset(${json}::json) as m(id uuid, event_id uuid, next_attempt_at timestamptz)
+    where d.event_id = any(${eventIdArray(rows.map((r) => r.event_id))}::uuid[]) and d.event_id = m.event_id and d.id = m.id and d.state = 'pending'`);
+}
+
+/** Event ids as an array literal (UUIDs), each once. */
+function eventIdArray(ids: string[]): string {
+  return `{${[...new Set(ids)].join(',')}}`;
 }
 
 export interface AttemptOutcome {
@@ -384,10 +434,11 @@ export interface AttemptOutcome {
 /**
  * Records attempts and moves their deliveries on: two statements for any number of attempts,
  * to run in one transaction. Only the worker holding an attempt may move its delivery (a late
- * worker whose lease ran out only logs its attempt). The next attempt is never brought
- * forward: a hold made while the attempt was in flight (holdDeliveries) stands. The deliveries
- * are found by their primary key, with their events' ids also as an array, so each partition
- * is probed only for its own events.
+ * worker whose lease ran out only logs its attempt): the queue's row must still carry the
+ * attempt's number. A delivery that ends leaves the queue; one to be tried again stays there,
+ * unleased. The next attempt is never brought forward: a hold made while the attempt was in
+ * flight (holdDeliveries) stands. The deliveries are found by their primary key, with their
+ * events' ids also as an array, so each partition is probed only for its own events.
  */
 export async function recordAttempts(db: Executor, attempts: { outcome: AttemptOutcome; id: string }[]): Promise<void> {
   if (attempts.length === 0) return;
@@ -407,27 +458,44 @@ export async function recordAttempts(db: Executor, attempts: { outcome: AttemptO
     now: o.now.toISOString(),
   }));
   const json = JSON.stringify(rows);
-  const eventIds = `{${[...new Set(attempts.map((a) => a.outcome.eventId))].join(',')}}`;
+  const eventIds = eventIdArray(attempts.map((a) => a.outcome.eventId));
   await db.execute(sql`
     insert into delivery_attempts (id, client_id, delivery_id, event_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
     select x.id, x.client_id, x.delivery_id, x.event_id, x.attempt, x.started_at, x.duration_ms, x.status_code, x.error, x.response_excerpt
     from json_to_recordset(${json}::json) as x(id uuid, client_id uuid, delivery_id uuid, event_id uuid, attempt int, started_at timestamptz,
       duration_ms int, status_code int, error text, response_excerpt text)`);
   await db.execute(sql`
+    with x as (
+      select * from json_to_recordset(${json}::json) as x(delivery_id uuid, event_id uuid, attempt int, state text, status_code int, error text,
+        next_attempt_at timestamptz, now timestamptz)
+    ), ended as (
+      delete from event_delivery_queue q using x
+      where q.id = x.delivery_id and q.attempt_count = x.attempt and x.state <> 'pending'
+      returning q.id, q.attempt_count, q.next_attempt_at
+    ), again as (
+      update event_delivery_queue q
+      set lease_until = null, next_attempt_at = greatest(q.next_attempt_at, coalesce(x.next_attempt_at, q.next_attempt_at))
+      from x where q.id = x.delivery_id and q.attempt_count = x.attempt and x.state = 'pending'
+      returning q.id, q.attempt_count, q.next_attempt_at
+    ), moved as (
+      select * from ended union all select * from again
+    )
     update event_deliveries d
-    set state = x.state, lease_until = null, last_status_code = x.status_code, last_error = x.error, updated_at = x.now,
-        next_attempt_at = greatest(d.next_attempt_at, coalesce(x.next_attempt_at, d.next_attempt_at)),
+    set state = x.state, attempt_count = x.attempt, last_status_code = x.status_code, last_error = x.error, updated_at = x.now,
+        next_attempt_at = m.next_attempt_at,
         completed_at = case when x.state = 'pending' then d.completed_at else x.now end
-    from json_to_recordset(${json}::json) as x(delivery_id uuid, event_id uuid, attempt int, state text, status_code int, error text,
-      next_attempt_at timestamptz, now timestamptz)
-    where d.event_id = any(${eventIds}::uuid[]) and d.event_id = x.event_id and d.id = x.delivery_id
-      and d.attempt_count = x.attempt and d.state = 'pending'`);
+    from moved m join x on x.delivery_id = m.id and x.attempt = m.attempt_count
+    where d.event_id = any(${eventIds}::uuid[]) and d.event_id = x.event_id and d.id = m.id and d.state = 'pending'`);
 }
 
-/** Cancels a webhook's pending deliveries (it was deleted). */
+/** Cancels a webhook's pending deliveries (it was deleted): they leave the queue. */
 export async function cancelPendingDeliveries(db: Executor, webhookId: string, now: Date): Promise<void> {
-  await db
-    .update(eventDeliveries)
-    .set({ state: 'canceled', completedAt: now, updatedAt: now, leaseUntil: null })
-    .where(and(eq(eventDeliveries.webhookId, webhookId), eq(eventDeliveries.state, 'pending')));
+  const canceled = rowsOf<{ id: string; event_id: string }>(
+    await db.execute(sql`delete from event_delivery_queue q where q.webhook_id = ${webhookId} returning q.id, q.event_id`),
+  );
+  if (canceled.length === 0) return;
+  await db.execute(sql`
+    update event_deliveries d set state = 'canceled', completed_at = ${now}, updated_at = ${now}
+    from json_to_recordset(${JSON.stringify(canceled)}::json) as c(id uuid, event_id uuid)
+    where d.event_id = any(${eventIdArray(canceled.map((c) => c.event_id))}::uuid[]) and d.event_id = c.event_id and d.id = c.id and d.state = 'pending'`);
 }
