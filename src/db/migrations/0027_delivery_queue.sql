@@ -11,7 +11,10 @@
 -- one every few seconds, and autovacuum (where it is on) is told to vacuum it at 1,000 dead
 -- rows, not at a fifth of it. The lease and the attempt in flight live in the queue only, so a
 -- claim writes a queue row and no longer a row of event_deliveries; a fillfactor of 70 leaves
--- room on each page for those updates to stay HOT (no column they change is indexed).
+-- room on each page for those updates to stay HOT (no column they change is indexed). No
+-- VACUUM truncates it (vacuum_truncate): giving back its empty last pages takes an ACCESS
+-- EXCLUSIVE lock, which every transaction that writes an event would queue behind, every few
+-- seconds; the pages are soon filled again anyway.
 CREATE TABLE "event_delivery_queue" (
 	"id" uuid PRIMARY KEY NOT NULL,
 	"event_id" uuid NOT NULL,
@@ -21,7 +24,7 @@ CREATE TABLE "event_delivery_queue" (
 	"next_attempt_at" timestamp with time zone NOT NULL,
 	"lease_until" timestamp with time zone,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
-) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
+) WITH (fillfactor = 70, vacuum_truncate = false, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
 --> statement-breakpoint
 INSERT INTO "event_delivery_queue" ("id", "event_id", "client_id", "webhook_id", "attempt_count", "next_attempt_at", "lease_until", "created_at")
   SELECT "id", "event_id", "client_id", "webhook_id", "attempt_count", "next_attempt_at", "lease_until", "created_at"

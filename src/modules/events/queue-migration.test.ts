@@ -70,4 +70,7 @@ test('the pending deliveries, and only they, move into the queue with their sche
     await db.execute(sql`select count(*)::int as n from information_schema.columns where table_name = 'event_deliveries' and column_name = 'lease_until'`),
   );
   assert.equal(column?.n, 0, 'the lease lives in the queue only');
+  // No VACUUM truncates the queue: that would lock out every transaction writing an event.
+  const [options] = rowsOf<{ o: string[] }>(await db.execute(sql`select reloptions as o from pg_class where relname = 'event_delivery_queue'`));
+  assert.ok(options?.o.includes('vacuum_truncate=false'), String(options?.o));
 });

@@ -112,10 +112,10 @@ const stateOf = stateOfEvent(sql`"events"."id"`);
 /**
  * Events in a delivery state (stateOf's: pending over failed over succeeded; none without any of
  * those), as conditions that read indexes: pending and failed events are found from the
- * merchant's deliveries in that state (the queue's index event_delivery_queue_client_due_idx and
- * the partial index event_deliveries_client_failed_idx: few among many, a cost of their number), a succeeded or
- * none event by one probe of event_deliveries_event_idx per event read (the states most events
- * are in: a page fills within its first rows).
+ * merchant's deliveries in that state (the queue's index event_delivery_queue_client_due_idx
+ * and the partial index event_deliveries_client_failed_idx: few among many, a cost of their
+ * number), a succeeded or none event by one probe of event_deliveries_event_idx per event read
+ * (the states most events are in: a page fills within its first rows).
  */
 function hasDeliveryState(clientId: string | Placeholder, state: EventDeliveryState): SQL {
   const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
@@ -291,8 +291,8 @@ export interface ClaimOptions {
  * Claims up to `limit` due deliveries for one attempt each: due and not leased by a live
  * worker, locked with SKIP LOCKED so concurrent workers take different rows, then leased and
  * their attempt number taken in the same statement, all in the queue of pending deliveries
- * (event_delivery_queue, migration 0027): a claim writes no row of event_deliveries. A worker that dies keeps its lease until
- * it runs out; then the delivery is due again.
+ * (event_delivery_queue, migration 0027): a claim writes no row of event_deliveries. A worker
+ * that dies keeps its lease until it runs out; then the delivery is due again.
  *
  * Fair between merchants: each merchant's oldest due deliveries come from its own part of the
  * index (due_event_deliveries_per_client, migration 0013), at most its room (the cap less its
