@@ -26,6 +26,12 @@ CREATE TABLE "event_delivery_queue" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 ) WITH (fillfactor = 70, vacuum_truncate = false, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000);
 --> statement-breakpoint
+-- No delivery is written while the pending ones are copied (the migration's transaction holds
+-- this until it commits). Processes of the version before this one must be stopped before it
+-- runs: they would go on writing deliveries without their rows in the queue, which no worker
+-- claims (docs/operations.md, Processes and listeners).
+LOCK TABLE "event_deliveries" IN SHARE ROW EXCLUSIVE MODE;
+--> statement-breakpoint
 INSERT INTO "event_delivery_queue" ("id", "event_id", "client_id", "webhook_id", "attempt_count", "next_attempt_at", "lease_until", "created_at")
   SELECT "id", "event_id", "client_id", "webhook_id", "attempt_count", "next_attempt_at", "lease_until", "created_at"
   FROM "event_deliveries" WHERE "state" = 'pending';
@@ -72,3 +78,38 @@ CREATE FUNCTION "due_event_deliveries_per_client"("p_now" timestamptz, "p_skip" 
     ) due
     WHERE m.client_id IS NOT NULL AND r.room > 0
   $$;
+--> statement-breakpoint
+-- Dropping a week (migrations 0020 and 0021) keeps the events with a delivery still pending:
+-- found in the queue by the week's bounds, no longer in the week's partition, whose pending
+-- index is gone (reading the partition whole would hold the three tables' locks for seconds).
+-- Found before the partitions are detached, once the week's partitions are locked: no delivery
+-- of the week's events can be added then (a replay locks its event first). Otherwise as in 0021.
+CREATE OR REPLACE FUNCTION "drop_event_partitions"("p_week" date) RETURNS integer
+  LANGUAGE plpgsql
+  AS $$
+  DECLARE
+    suffix text := '_p' || to_char(p_week, 'YYYYMMDD');
+    lo uuid := event_partition_bound(p_week::timestamp AT TIME ZONE 'UTC');
+    hi uuid := event_partition_bound((p_week + 7)::timestamp AT TIME ZONE 'UTC');
+    kept integer;
+  BEGIN
+    IF to_regclass('events' || suffix) IS NULL THEN RETURN 0; END IF;
+    EXECUTE format('LOCK TABLE %I, %I, %I IN ACCESS EXCLUSIVE MODE', 'events' || suffix, 'event_deliveries' || suffix, 'delivery_attempts' || suffix);
+    CREATE TEMP TABLE "kept_events" ON COMMIT DROP AS
+      SELECT DISTINCT q.event_id AS id FROM event_delivery_queue q WHERE q.event_id >= lo AND q.event_id < hi;
+    EXECUTE format('ALTER TABLE "delivery_attempts" DETACH PARTITION %I', 'delivery_attempts' || suffix);
+    EXECUTE format('ALTER TABLE "event_deliveries" DETACH PARTITION %I', 'event_deliveries' || suffix);
+    EXECUTE format('ALTER TABLE "events" DETACH PARTITION %I', 'events' || suffix);
+    -- The week's events leave the list totals (no delete trigger fires for a detached partition);
+    -- the kept ones, inserted again below, come back through the insert trigger.
+    EXECUTE format('INSERT INTO list_count_deltas (client_id, list, key, n) SELECT client_id, ''events'', jsonb_build_object(''topic'', topic)::text, -count(*) FROM %I GROUP BY 1, 3', 'events' || suffix);
+    EXECUTE format('INSERT INTO "events" SELECT e.* FROM %I e WHERE e.id IN (SELECT id FROM kept_events)', 'events' || suffix);
+    GET DIAGNOSTICS kept = ROW_COUNT;
+    IF kept > 0 THEN
+      EXECUTE format('INSERT INTO "event_deliveries" SELECT d.* FROM %I d WHERE d.event_id IN (SELECT id FROM kept_events)', 'event_deliveries' || suffix);
+      EXECUTE format('INSERT INTO "delivery_attempts" SELECT a.* FROM %I a WHERE a.event_id IN (SELECT id FROM kept_events)', 'delivery_attempts' || suffix);
+    END IF;
+    DROP TABLE "kept_events";
+    EXECUTE format('DROP TABLE %I, %I, %I', 'delivery_attempts' || suffix, 'event_deliveries' || suffix, 'events' || suffix);
+    RETURN kept;
+  END $$;

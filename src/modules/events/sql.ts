@@ -399,13 +399,14 @@ interface Rescheduled {
 
 /**
  * Copies the queue's new next attempt times to the deliveries, which the API shows: by primary
- * key, with the events' ids as an array so that only their weeks' partitions are read.
+ * key, with the events' ids as an array so that only their weeks' partitions are read. Never
+ * earlier than shown: an attempt recorded since (a later retry) stands.
  */
 async function showNextAttempts(db: Executor, rows: Rescheduled[], now: Date): Promise<void> {
   if (rows.length === 0) return;
   const json = JSON.stringify(rows.map((r) => ({ id: r.id, event_id: r.event_id, next_attempt_at: new Date(r.next_attempt_at).toISOString() })));
   await db.execute(sql`
-    update event_deliveries d set next_attempt_at = m.next_attempt_at, updated_at = ${now}
+    update event_deliveries d set next_attempt_at = greatest(d.next_attempt_at, m.next_attempt_at), updated_at = ${now}
     from json_to_recordset(${json}::json) as m(id uuid, event_id uuid, next_attempt_at timestamptz)
     where d.event_id = any(${eventIdArray(rows.map((r) => r.event_id))}::uuid[]) and d.event_id = m.event_id and d.id = m.id and d.state = 'pending'`);
 }
