@@ -7,7 +7,7 @@ import type { AppContext } from './context.ts';
 import { resealOldValues } from './crypto/reseal.ts';
 import { Sealer } from './crypto/sealer.ts';
 import { foldListCounts } from './db/list-counts.ts';
-import { maintainTables, needsTableMaintenance, vacuumDeliveryQueue } from './db/maintenance.ts';
+import { deliveryQueueVacuum, maintainTables, needsTableMaintenance } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
@@ -119,7 +119,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
   // same thresholds, checked every minute.
   if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
-  ctx.jobs.register({ name: 'webhook-queue-vacuum', intervalMs: 5_000, run: () => vacuumDeliveryQueue(ctx.db) });
+  ctx.jobs.register({ name: 'webhook-queue-vacuum', intervalMs: 5_000, run: deliveryQueueVacuum(ctx.db) });
   ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 600_000, batch: KEY_PURGE_BATCH, run: () => purgeExpiredKeys(ctx.db, now()) });
   // Weeks of events, deliveries and attempts are created ahead and dropped past the retention
   // (modules/events/partitions.ts). By the real clock, as the ids the weeks are made of.

@@ -44,13 +44,26 @@ const QUEUE_DEAD_ROWS = 1_000;
  * small as the backlog, so a VACUUM of it takes milliseconds. Registered whether or not
  * autovacuum is on: autovacuum looks at each database once a minute (autovacuum_naptime), in
  * which time thousands of deliveries can end. SKIP_LOCKED: another process's VACUUM of it is
- * enough. Returns 1 when it vacuumed, 0 when not due.
+ * enough.
+ *
+ * Counted from what the last VACUUM here left: rows that a long transaction still sees cannot
+ * be removed, and a VACUUM every few seconds would remove nothing until it ends. Returns a
+ * function for the job that returns 1 when it vacuumed, 0 when not due.
  */
-export async function vacuumDeliveryQueue(db: Db): Promise<number> {
+export function deliveryQueueVacuum(db: Db): () => Promise<number> {
+  let left = 0;
+  return async () => {
+    const dead = await deadQueueRows(db);
+    if (dead - left <= QUEUE_DEAD_ROWS) return 0;
+    await db.execute(sql`vacuum (skip_locked) event_delivery_queue`);
+    left = await deadQueueRows(db);
+    return 1;
+  };
+}
+
+async function deadQueueRows(db: Db): Promise<number> {
   const [row] = rowsOf<{ dead: number | string }>(
     await db.execute(sql`select coalesce((select n_dead_tup from pg_stat_user_tables where schemaname = 'public' and relname = 'event_delivery_queue'), 0) as dead`),
   );
-  if (Number(row?.dead ?? 0) <= QUEUE_DEAD_ROWS) return 0;
-  await db.execute(sql`vacuum (skip_locked) event_delivery_queue`);
-  return 1;
+  return Number(row?.dead ?? 0);
 }

@@ -81,7 +81,7 @@ CREATE FUNCTION "due_event_deliveries_per_client"("p_now" timestamptz, "p_skip" 
 --> statement-breakpoint
 -- Dropping a week (migrations 0020 and 0021) keeps the events with a delivery still pending:
 -- found in the queue by the week's bounds, no longer in the week's partition, whose pending
--- index is gone (reading the partition whole would hold the three tables' locks for seconds).
+-- index is gone (without it, the whole partition would be read while the three tables are locked).
 -- Found before the partitions are detached, once the week's partitions are locked: no delivery
 -- of the week's events can be added then (a replay locks its event first). Otherwise as in 0021.
 CREATE OR REPLACE FUNCTION "drop_event_partitions"("p_week" date) RETURNS integer
