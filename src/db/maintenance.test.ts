@@ -113,10 +113,12 @@ describe('the webhook queue is vacuumed every few seconds once deliveries that e
       for (let tries = 0; (await queueStats()).dead <= 2_200 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
       assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1, 'more died');
       await reader.query('commit');
-      await endDeliveries(1_100);
-      for (let tries = 0; (await queueStats()).dead <= 3_400 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
-      assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
+      // Another process's VACUUM removes them all: the count starts again from none left.
+      await t.ctx.db.execute(sql`vacuum event_delivery_queue`);
       assert.ok((await queueStats()).dead < 1_000, 'all removed once the transaction ended');
+      await endDeliveries(1_100);
+      for (let tries = 0; (await queueStats()).dead <= 1_000 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+      assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
     } finally {
       await reader.end();
     }

@@ -54,6 +54,8 @@ export function deliveryQueueVacuum(db: Db): () => Promise<number> {
   let left = 0;
   return async () => {
     const dead = await deadQueueRows(db);
+    // Fewer than were left: another process's VACUUM removed them, or the counters were reset.
+    if (dead < left) left = 0;
     if (dead - left <= QUEUE_DEAD_ROWS) return 0;
     await db.execute(sql`vacuum (skip_locked) event_delivery_queue`);
     left = await deadQueueRows(db);
