@@ -304,8 +304,8 @@ export interface ClaimOptions {
  */
 export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise<ClaimedDelivery[]> {
   const due = sql`q.next_attempt_at <= ${o.now} and (q.lease_until is null or q.lease_until <= ${o.now})`;
-  // Webhooks with no room, as an array literal (ids are UUIDs).
-  const full = `{${Object.keys(o.room).filter((id) => o.room[id]! <= 0).join(',')}}`;
+  // Webhooks with no room.
+  const full = uuidArray(Object.keys(o.room).filter((id) => o.room[id]! <= 0));
   const res = await db.execute(sql`
     -- Planned for its values at each execution: it opens with this comment, so it is not named and
     -- prepared (nameRepeatedStatements). A plan cached on one connection was kept while the tables
@@ -386,7 +386,7 @@ export async function holdDeliveries(db: Executor, o: { webhookIds: string[]; un
   const res = await db.execute(sql`
     update event_delivery_queue q
     set next_attempt_at = ${o.until}
-    where q.webhook_id = any(${`{${o.webhookIds.join(',')}}`}::uuid[]) and q.next_attempt_at < ${o.until}
+    where q.webhook_id = any(${uuidArray(o.webhookIds)}::uuid[]) and q.next_attempt_at < ${o.until}
     returning q.id, q.event_id, q.next_attempt_at`);
   await showNextAttempts(db, rowsOf<Rescheduled>(res), o.now);
 }
@@ -408,11 +408,11 @@ async function showNextAttempts(db: Executor, rows: Rescheduled[], now: Date): P
   await db.execute(sql`
     update event_deliveries d set next_attempt_at = greatest(d.next_attempt_at, m.next_attempt_at), updated_at = ${now}
     from json_to_recordset(${json}::json) as m(id uuid, event_id uuid, next_attempt_at timestamptz)
-    where d.event_id = any(${eventIdArray(rows.map((r) => r.event_id))}::uuid[]) and d.event_id = m.event_id and d.id = m.id and d.state = 'pending'`);
+    where d.event_id = any(${uuidArray(rows.map((r) => r.event_id))}::uuid[]) and d.event_id = m.event_id and d.id = m.id and d.state = 'pending'`);
 }
 
-/** Event ids as an array literal (UUIDs), each once. */
-function eventIdArray(ids: string[]): string {
+/** UUIDs as an array literal, each once. */
+function uuidArray(ids: string[]): string {
   return `{${[...new Set(ids)].join(',')}}`;
 }
 
@@ -459,7 +459,7 @@ export async function recordAttempts(db: Executor, attempts: { outcome: AttemptO
     now: o.now.toISOString(),
   }));
   const json = JSON.stringify(rows);
-  const eventIds = eventIdArray(attempts.map((a) => a.outcome.eventId));
+  const eventIds = uuidArray(attempts.map((a) => a.outcome.eventId));
   await db.execute(sql`
     insert into delivery_attempts (id, client_id, delivery_id, event_id, attempt, started_at, duration_ms, status_code, error, response_excerpt)
     select x.id, x.client_id, x.delivery_id, x.event_id, x.attempt, x.started_at, x.duration_ms, x.status_code, x.error, x.response_excerpt
@@ -498,5 +498,5 @@ export async function cancelPendingDeliveries(db: Executor, webhookId: string, n
   await db.execute(sql`
     update event_deliveries d set state = 'canceled', completed_at = ${now}, updated_at = ${now}
     from json_to_recordset(${JSON.stringify(canceled)}::json) as c(id uuid, event_id uuid)
-    where d.event_id = any(${eventIdArray(canceled.map((c) => c.event_id))}::uuid[]) and d.event_id = c.event_id and d.id = c.id and d.state = 'pending'`);
+    where d.event_id = any(${uuidArray(canceled.map((c) => c.event_id))}::uuid[]) and d.event_id = c.event_id and d.id = c.id and d.state = 'pending'`);
 }
