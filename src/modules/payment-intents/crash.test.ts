@@ -113,10 +113,17 @@ describe('authorize across processes', () => {
       const b = await startServer(env(dirB, databaseUrl));
       try {
         await b.waitFor(/Stop with Ctrl-C/);
-        const c = await checkout(a, 1500, 2500);
+        // The processor takes 5 s so that the 20 racing calls, answered by a second process that
+        // has served nothing before, all land while the first waits, even on a loaded machine.
+        const c = await checkout(a, 5000, 2500);
         const body = { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2500 } } };
+        // Warm the second process (its routes, its pool) so that its answers come within the window.
+        for (let i = 0; i < 3; i++) {
+          const warm = await Promise.all(Array.from({ length: 20 }, () => c.call(b.ports.api, 'GET', `/api/v1/payment-intents/${c.intentId}`)));
+          assert.ok(warm.every((r) => r.status === 200));
+        }
         const first = c.call(a.ports.api, 'POST', `/api/v1/payment-intents/${c.intentId}/authorize`, body);
-        await new Promise((r) => setTimeout(r, 300));
+        await new Promise((r) => setTimeout(r, 500));
         const racing = await Promise.all(Array.from({ length: 20 }, () => c.call(b.ports.api, 'POST', `/api/v1/payment-intents/${c.intentId}/authorize`, body)));
         assert.ok(
           racing.every((r) => r.status === 409 && r.body.errors[0].code === 'AlreadyExists'),
