@@ -1,7 +1,7 @@
 // Webhook delivery through a real HTTP receiver on loopback (decisions §10): the outbox,
 // signatures, retries with their schedule, timeouts, redirects, replays and the events API.
 import assert from 'node:assert/strict';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
@@ -13,6 +13,7 @@ import { startReceiver, type Receiver } from '../../test/receiver.ts';
 import { decideDueKycApplications } from '../kyc/domain.ts';
 import { isPublicAddress } from '../webhooks/url-policy.ts';
 import { recordEvent } from './record.ts';
+import { claimDueDeliveries, recordAttempts, releaseDeliveries } from './sql.ts';
 
 /** Registers a webhook; returns its id and secret. */
 async function register(t: TestApp, as: Merchant, attributes: Record<string, unknown>) {
@@ -369,6 +370,52 @@ describe('webhook delivery', () => {
       await a.close();
       await b.close();
     }
+  });
+});
+
+describe('a worker whose lease ran out', () => {
+  let t: TestApp;
+  let rx: Receiver;
+  before(async () => {
+    // An app of its own: the claims below would take other tests' due deliveries.
+    t = await createTestApp({ env: LOCAL_RECEIVERS });
+    rx = await startReceiver();
+  });
+  after(async () => {
+    await t.close();
+    await rx.close();
+  });
+
+  test('cannot end a delivery that another worker claimed since, even after that claim was given back', async () => {
+    const m = await t.createMerchant();
+    const hook = await register(t, m, { url: rx.url, topics: ['PaymentCreated'] });
+    const eventId = (await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { as: m })).body.data.id as string;
+    const claim = (now: Date) => claimDueDeliveries(t.ctx.db, { now, leaseUntil: new Date(now.getTime() + 30_000), limit: 10, room: {}, share: 16, busy: {}, merchantCap: 16 });
+    const started = t.clock.now();
+    const [a] = await claim(started);
+    assert.equal(a?.eventId, eventId);
+    // A's lease runs out while it waits on the receiver; B claims the delivery and gives it
+    // back unattempted (its host's breaker is open), which returns the attempt number to A's.
+    t.clock.advance(31_000);
+    const [b] = await claim(t.clock.now());
+    assert.deepEqual([b?.id, b?.attempt], [a!.id, 2]);
+    const heldUntil = new Date(t.clock.now().getTime() + 60_000);
+    await releaseDeliveries(t.ctx.db, [{ id: b!.id, eventId, attempt: b!.attempt, leaseUntil: b!.leaseUntil, until: heldUntil }], t.clock.now());
+    // A's answer comes in late.
+    const outcome = {
+      deliveryId: a!.id, eventId, clientId: a!.clientId, attempt: a!.attempt, leaseUntil: a!.leaseUntil, startedAt: started, durationMs: 31_000,
+      statusCode: 200, error: null, responseExcerpt: null, state: 'succeeded' as const, nextAttemptAt: null, now: t.clock.now(),
+    };
+    await t.ctx.db.transaction((tx) => recordAttempts(tx, [{ id: randomUUID(), outcome }]));
+    let ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes;
+    assert.equal(ev.deliveryState, 'pending', 'the late attempt does not end the delivery');
+    assert.deepEqual(ev.deliveries[0].attempts.map((x: { statusCode: number }) => x.statusCode), [200], 'it is logged');
+    assert.equal(ev.deliveries[0].nextAttemptAt, heldUntil.toISOString(), 'the hold stands');
+    t.clock.advance(60_000);
+    assert.equal(await t.ctx.webhooks.runOnce(), 1, 'the delivery is sent again when the hold ends');
+    ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes;
+    assert.equal(ev.deliveryState, 'succeeded');
+    assert.equal(rx.received.length, 1);
   });
 });
 

@@ -263,6 +263,8 @@ export interface ClaimedDelivery {
   webhookId: string;
   clientId: string;
   attempt: number;
+  /** The claim's lease: with the attempt number, it names this claim (see recordAttempts). */
+  leaseUntil: Date;
   body: string;
   url: string;
   secretSealed: string;
@@ -352,6 +354,7 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
     webhookId: String(r.webhook_id),
     clientId: String(r.client_id),
     attempt: Number(r.attempt_count),
+    leaseUntil: o.leaseUntil,
     body: String(r.body),
     url: String(r.url),
     secretSealed: String(r.secret_sealed),
@@ -364,15 +367,19 @@ export async function claimDueDeliveries(db: Executor, o: ClaimOptions): Promise
  * is out): the lease and the attempt number taken by the claim are returned, and a delivery
  * with `until` is not due before then (shown so on the delivery too).
  */
-export async function releaseDeliveries(db: Executor, released: { id: string; eventId: string; attempt: number; until?: Date }[], now: Date): Promise<void> {
+export async function releaseDeliveries(
+  db: Executor,
+  released: { id: string; eventId: string; attempt: number; leaseUntil: Date; until?: Date }[],
+  now: Date,
+): Promise<void> {
   if (released.length === 0) return;
-  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, until: r.until?.toISOString() ?? null }));
+  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, lease_until: r.leaseUntil.toISOString(), until: r.until?.toISOString() ?? null }));
   const res = await db.execute(sql`
     update event_delivery_queue q
     set lease_until = null, attempt_count = q.attempt_count - 1,
         next_attempt_at = greatest(q.next_attempt_at, coalesce(r.until, q.next_attempt_at))
-    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, until timestamptz)
-    where q.id = r.id and q.attempt_count = r.attempt
+    from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, lease_until timestamptz, until timestamptz)
+    where q.id = r.id and q.attempt_count = r.attempt and q.lease_until = r.lease_until
     returning q.id, q.event_id, q.next_attempt_at, r.until is not null as held`);
   await showNextAttempts(db, rowsOf<Rescheduled & { held: boolean }>(res).filter((r) => r.held), now);
 }
@@ -421,6 +428,8 @@ export interface AttemptOutcome {
   eventId: string;
   clientId: string;
   attempt: number;
+  /** The lease of the claim that made the attempt. */
+  leaseUntil: Date;
   startedAt: Date;
   durationMs: number;
   statusCode: number | null;
@@ -436,7 +445,8 @@ export interface AttemptOutcome {
  * Records attempts and moves their deliveries on: two statements for any number of attempts,
  * to run in one transaction. Only the worker holding an attempt may move its delivery (a late
  * worker whose lease ran out only logs its attempt): the queue's row must still carry the
- * attempt's number. A delivery that ends leaves the queue; one to be tried again stays there,
+ * attempt's number and its claim's lease. The number alone would not do: a later claim that is
+ * released (its host's breaker is open) gives the number back, and clears the lease. A delivery that ends leaves the queue; one to be tried again stays there,
  * unleased. The next attempt is never brought forward: a hold made while the attempt was in
  * flight (holdDeliveries) stands. The deliveries are found by their primary key, with their
  * events' ids also as an array, so each partition is probed only for its own events.
@@ -449,6 +459,7 @@ export async function recordAttempts(db: Executor, attempts: { outcome: AttemptO
     delivery_id: o.deliveryId,
     event_id: o.eventId,
     attempt: o.attempt,
+    lease_until: o.leaseUntil.toISOString(),
     started_at: o.startedAt.toISOString(),
     duration_ms: o.durationMs,
     status_code: o.statusCode,
@@ -467,16 +478,16 @@ export async function recordAttempts(db: Executor, attempts: { outcome: AttemptO
       duration_ms int, status_code int, error text, response_excerpt text)`);
   await db.execute(sql`
     with x as (
-      select * from json_to_recordset(${json}::json) as x(delivery_id uuid, event_id uuid, attempt int, state text, status_code int, error text,
-        next_attempt_at timestamptz, now timestamptz)
+      select * from json_to_recordset(${json}::json) as x(delivery_id uuid, event_id uuid, attempt int, lease_until timestamptz, state text,
+        status_code int, error text, next_attempt_at timestamptz, now timestamptz)
     ), ended as (
       delete from event_delivery_queue q using x
-      where q.id = x.delivery_id and q.attempt_count = x.attempt and x.state <> 'pending'
+      where q.id = x.delivery_id and q.attempt_count = x.attempt and q.lease_until = x.lease_until and x.state <> 'pending'
       returning q.id, q.attempt_count, q.next_attempt_at
     ), again as (
       update event_delivery_queue q
       set lease_until = null, next_attempt_at = greatest(q.next_attempt_at, coalesce(x.next_attempt_at, q.next_attempt_at))
-      from x where q.id = x.delivery_id and q.attempt_count = x.attempt and x.state = 'pending'
+      from x where q.id = x.delivery_id and q.attempt_count = x.attempt and q.lease_until = x.lease_until and x.state = 'pending'
       returning q.id, q.attempt_count, q.next_attempt_at
     ), moved as (
       select * from ended union all select * from again
