@@ -1,12 +1,13 @@
 // The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
 // restart, and the live environment's refusals (decisions §1).
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { claimDatabaseEnvironment } from './db/deployment.ts';
+import { sql } from 'drizzle-orm';
 import { openDatabase } from './db/open.ts';
 import { dbKind, freshDatabaseUrl, providerEnv } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
@@ -271,6 +272,39 @@ describe('a database belongs to one environment', () => {
       const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
       await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);
       await database.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a database migrated by a newer build', () => {
+  test('an older build refuses to start on it and says why; it starts again once the database is back at its migrations', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    const url = await freshDatabaseUrl();
+    const journal = JSON.parse(await readFile(new URL('./db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: { when: number; tag: string }[] };
+    const last = journal.entries.at(-1)!;
+    const migrations = async (statement: ReturnType<typeof sql>) => {
+      const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2, migrate: false });
+      await database.db.execute(statement);
+      await database.close();
+    };
+    try {
+      await (await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 })).close();
+      // What a newer build's next migration leaves in Drizzle's table.
+      await migrations(sql`insert into drizzle.__drizzle_migrations (hash, created_at) values ('from-a-newer-build', ${last.when + 1000})`);
+      const refused = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+      const ran = await Promise.race([refused.exited.then(() => false), refused.waitFor(/Stop with Ctrl-C/).then(() => true, () => false)]);
+      if (ran) refused.kill('SIGTERM');
+      assert.equal(ran, false, 'the older build started');
+      assert.equal((await refused.exited).code, 78, refused.stderr());
+      assert.match(refused.stderr(), new RegExp(`coffer: the database was migrated by a newer Coffer .*this build's last is ${last.tag}`));
+      assert.doesNotMatch(refused.stderr(), /\n\s+at /, 'a message, not a stack trace');
+      await migrations(sql`delete from drizzle.__drizzle_migrations where hash = 'from-a-newer-build'`);
+      const started = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
+      await started.waitFor(/Stop with Ctrl-C/);
+      started.kill('SIGTERM');
+      assert.equal((await started.exited).code, 0, started.stderr());
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

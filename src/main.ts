@@ -4,6 +4,7 @@ import { createContext } from './app.ts';
 import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deployment.ts';
+import { SchemaTooNewError } from './db/open.ts';
 import { buildListeners, closeListeners, listen } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
@@ -35,7 +36,14 @@ async function main(): Promise<void> {
     // Live refuses it (config.ts); the sandbox only warns.
     log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
   }
-  const ctx = await createContext(config, { log });
+  let ctx: Awaited<ReturnType<typeof createContext>>;
+  try {
+    ctx = await createContext(config, { log });
+  } catch (err) {
+    if (!(err instanceof SchemaTooNewError)) throw err;
+    process.stderr.write(`coffer: ${err.message}\n`);
+    process.exit(78); // EX_CONFIG
+  }
   try {
     await claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() });
   } catch (err) {

@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import type { ExtractTablesWithRelations } from 'drizzle-orm';
+import { sql, type ExtractTablesWithRelations } from 'drizzle-orm';
 import * as schema from './schema.ts';
 import { markUnnamed, nameRepeatedStatements } from './statements.ts';
 import { dbQueryDuration } from '../observability/metrics.ts';
@@ -252,8 +252,12 @@ async function lockDataDir(dir: string): Promise<() => Promise<void>> {
   }
 }
 
-/** Runs the migrations not yet applied (`folder`: another set of them, for tests of a data migration). */
+/**
+ * Runs the migrations not yet applied (`folder`: another set of them, for tests of a data
+ * migration), after refusing a database that a newer build has migrated past this one's last.
+ */
 export async function runMigrations(database: Database, folder = MIGRATIONS): Promise<void> {
+  await refuseNewerSchema(database, folder);
   if (database.kind === 'pglite') {
     const { migrate } = await import('drizzle-orm/pglite/migrator');
     await migrate(database.db as never, { migrationsFolder: folder });
@@ -262,6 +266,34 @@ export async function runMigrations(database: Database, folder = MIGRATIONS): Pr
   const { migrate } = await import('drizzle-orm/node-postgres/migrator');
   // Several processes may start at once against one server: one migrates, the others wait.
   await withSessionLock(database.db, () => migrate(database.db as never, { migrationsFolder: folder }));
+}
+
+/** The database holds a migration this build does not know: a newer build migrated it. */
+export class SchemaTooNewError extends Error {
+  constructor(applied: number, known: { when: number; tag: string }) {
+    super(
+      `the database was migrated by a newer Coffer (a migration dated ${new Date(applied).toISOString()}; this build's last is ${known.tag}, ` +
+        `dated ${new Date(known.when).toISOString()}). An older build would write rows the newer schema does not expect (webhook deliveries ` +
+        'without their queue rows, for one): run the newer build, or restore the database from before its upgrade',
+    );
+  }
+}
+
+/**
+ * Drizzle's migrator only applies what is dated after the database's last migration and says
+ * nothing of migrations it does not know, so an older build (a rollback, a process left
+ * running through a deploy and restarted) would start against a newer schema.
+ */
+async function refuseNewerSchema(database: Database, folder: string): Promise<void> {
+  const journal = JSON.parse(await fs.readFile(path.join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number; tag: string }[] };
+  const known = journal.entries.at(-1);
+  if (!known) return;
+  // A new database has no migrations table yet.
+  const [table] = rowsOf<{ found: boolean }>(await database.db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as found`));
+  if (!table?.found) return;
+  const [row] = rowsOf<{ applied: string | null }>(await database.db.execute(sql`select max(created_at)::text as applied from drizzle.__drizzle_migrations`));
+  const applied = row?.applied ? Number(row.applied) : 0;
+  if (applied > known.when) throw new SchemaTooNewError(applied, known);
 }
 
 /**
