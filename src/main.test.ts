@@ -1,13 +1,13 @@
 // The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
-// restart, and the live environment's refusals (decisions §1).
+// restart, the live environment's refusals (decisions §1), and a database newer than the build.
 import assert from 'node:assert/strict';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { claimDatabaseEnvironment } from './db/deployment.ts';
 import { sql } from 'drizzle-orm';
+import { claimDatabaseEnvironment } from './db/deployment.ts';
 import { openDatabase } from './db/open.ts';
 import { dbKind, freshDatabaseUrl, providerEnv } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';

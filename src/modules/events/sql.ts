@@ -446,10 +446,11 @@ export interface AttemptOutcome {
  * to run in one transaction. Only the worker holding an attempt may move its delivery (a late
  * worker whose lease ran out only logs its attempt): the queue's row must still carry the
  * attempt's number and its claim's lease. The number alone would not do: a later claim that is
- * released (its host's breaker is open) gives the number back, and clears the lease. A delivery that ends leaves the queue; one to be tried again stays there,
- * unleased. The next attempt is never brought forward: a hold made while the attempt was in
- * flight (holdDeliveries) stands. The deliveries are found by their primary key, with their
- * events' ids also as an array, so each partition is probed only for its own events.
+ * released (its host's breaker is open) gives the number back, and clears the lease. A delivery
+ * that ends leaves the queue; one to be tried again stays there, unleased. The next attempt is
+ * never brought forward: a hold made while the attempt was in flight (holdDeliveries) stands.
+ * The deliveries are found by their primary key, with their events' ids also as an array, so
+ * each partition is probed only for its own events.
  */
 export async function recordAttempts(db: Executor, attempts: { outcome: AttemptOutcome; id: string }[]): Promise<void> {
   if (attempts.length === 0) return;
