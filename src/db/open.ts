@@ -257,15 +257,19 @@ async function lockDataDir(dir: string): Promise<() => Promise<void>> {
  * migration), after refusing a database that a newer build has migrated past this one's last.
  */
 export async function runMigrations(database: Database, folder = MIGRATIONS): Promise<void> {
-  await refuseNewerSchema(database, folder);
   if (database.kind === 'pglite') {
+    await refuseNewerSchema(database, folder);
     const { migrate } = await import('drizzle-orm/pglite/migrator');
     await migrate(database.db as never, { migrationsFolder: folder });
     return;
   }
   const { migrate } = await import('drizzle-orm/node-postgres/migrator');
-  // Several processes may start at once against one server: one migrates, the others wait.
-  await withSessionLock(database.db, () => migrate(database.db as never, { migrationsFolder: folder }));
+  // Several processes may start at once against one server: one migrates, the others wait. The
+  // check runs under the lock too, so a newer build migrating meanwhile is seen once it is done.
+  await withSessionLock(database.db, async () => {
+    await refuseNewerSchema(database, folder);
+    await migrate(database.db as never, { migrationsFolder: folder });
+  });
 }
 
 /** The database holds a migration this build does not know: a newer build migrated it. */

@@ -201,7 +201,7 @@ export class WebhookDispatcher {
       // The queue is in claim order, so its expired deliveries lead it.
       while (queue.length > 0 && now.getTime() >= queue[0]!.startBy) {
         const { d } = queue.shift()!;
-        back.push({ id: d.id, eventId: d.eventId, attempt: d.attempt, leaseUntil: d.leaseUntil });
+        back.push(d);
       }
       while (running < concurrency) {
         let next = -1;
@@ -221,7 +221,7 @@ export class WebhookDispatcher {
         // attempt, so a probe that fails at once holds them too.
         const admission = d.webhookActive ? this.#breakers.admit(q!.host, d, now) : { send: true as const };
         if (!admission.send) {
-          back.push({ id: d.id, eventId: d.eventId, attempt: d.attempt, leaseUntil: d.leaseUntil, until: admission.holdUntil });
+          back.push({ ...d, until: admission.holdUntil });
           continue;
         }
         launch(q!);
