@@ -257,10 +257,10 @@ function percentiles(latencies: number[]): { p50: number; p99: number; max: numb
 }
 
 /** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
-const TICKS_PER_S = 100;
+export const TICKS_PER_S = 100;
 
 /** CPU time (user + system, in ticks) of one process and of every process named postgres, with their reaped children's. */
-function cpuTicks(serverPid: number): { server: number; postgres: number } | undefined {
+export function cpuTicks(serverPid: number): { server: number; postgres: number } | undefined {
   const ticksOf = (pid: string) => {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -280,6 +280,12 @@ function cpuTicks(serverPid: number): { server: number; postgres: number } | und
     if (p?.comm === 'postgres') postgres += p.ticks;
   }
   return { server: server.ticks, postgres };
+}
+
+/** The machine's CPU time (all cores, in ticks): busy and idle (idle includes waiting for I/O). */
+export function machineTicks(): { busy: number; idle: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { busy: user! + nice! + system! + irq! + softirq! + steal!, idle: idle! + iowait! };
 }
 
 /** The server's ledger check (`/admin/v1/ledger/verify`): whether it is sound, and any violations. */

@@ -5,14 +5,16 @@
 // (events written that the receiver has not had yet). At the end the ledger is verified and
 // every event must have been delivered; a run of 12 minutes or more also compares the last five
 // minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and lists the largest
-// tables. The raw figures go to bench/results/soak-<time>.json; the path is printed.
+// tables. Each window also records the CPU time a request took (server, PostgreSQL, load
+// generator), how busy the machine was, and on PostgreSQL the WAL written and flushed. The raw
+// figures go to bench/results/soak-<time>.json; the path is printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, post, runOn, startCoffer, verifyLedger, writeResults } from './lib.ts';
+import { approvedWallets, cpuTicks, dropDatabases, freshDatabase, fundWallets, json, machine, machineTicks, merchant, post, runOn, startCoffer, TICKS_PER_S, verifyLedger, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
 const minutes = Number(values.minutes);
@@ -38,6 +40,8 @@ const receiver = createServer((req, res) => {
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 
 const databaseUrl = values.db === 'postgres' ? await freshDatabase(pgServer, 'coffer_soak') : undefined;
+// The time the server's processes spend flushing WAL (pg_stat_wal), read each window.
+if (databaseUrl) await runOn(databaseUrl, `alter database ${new URL(databaseUrl).pathname.slice(1)} set track_wal_io_timing = on`);
 const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: 'warn' } });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
 await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Soak', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, topics: ['*'] } } });
@@ -101,7 +105,29 @@ interface Window {
   deliveredPerS: number;
   /** Events written by the window's end that the receiver had not yet had: the deliveries' backlog. */
   behind: number;
+  /** CPU time per request (ms) of the server, of PostgreSQL's processes and of the load generator. */
+  cpuMs: { server: number; postgres: number; generator: number };
+  /** The share of the machine's CPU time (all cores) that was busy, by any process. */
+  busy: number;
+  /** PostgreSQL: WAL written per request (KB), WAL flushes a second and their mean time (ms), checkpoints begun. */
+  wal?: { kbPerRequest: number; flushesPerS: number; flushMs: number; checkpoints: number };
 }
+interface WalReading {
+  bytes: number;
+  syncs: number;
+  syncMs: number;
+  checkpoints: number;
+}
+const readWal = async (): Promise<WalReading | undefined> => {
+  if (!databaseUrl) return undefined;
+  const [r] = await runOn<Record<keyof WalReading, string>>(
+    databaseUrl,
+    `select wal_bytes as bytes, wal_sync as syncs, wal_sync_time as "syncMs",
+       (select checkpoints_timed + checkpoints_req from pg_stat_bgwriter) as checkpoints from pg_stat_wal`,
+  );
+  return r && { bytes: Number(r.bytes), syncs: Number(r.syncs), syncMs: Number(r.syncMs), checkpoints: Number(r.checkpoints) };
+};
+const round2 = (n: number) => Math.round(n * 100) / 100;
 const windows: Window[] = [];
 const pid = coffer.proc.pid!;
 const startRss = rssMb(pid);
@@ -110,8 +136,13 @@ const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page
 let eventsBefore = await events();
 for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
   const deliveredBefore = delivered;
+  const [cpuBefore, machineBefore, generatorBefore, walBefore] = [cpuTicks(pid), machineTicks(), process.cpuUsage(), await readWal()];
   const result = await autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests });
+  const [cpuAfter, machineAfter, generator, walAfter] = [cpuTicks(pid), machineTicks(), process.cpuUsage(generatorBefore), await readWal()];
   const eventsNow = await events();
+  const served = Math.max(1, result.requests.total);
+  const ticksMs = (ticks: number) => round2((ticks * 1000) / TICKS_PER_S / served);
+  const busyTicks = machineAfter.busy - machineBefore.busy;
   const w: Window = {
     minute: Math.round(((elapsed + windowS) / 60) * 10) / 10,
     rps: Math.round(result.requests.average),
@@ -123,6 +154,22 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
     eventsPerS: Math.round((eventsNow - eventsBefore) / windowS),
     deliveredPerS: Math.round((delivered - deliveredBefore) / windowS),
     behind: Math.max(0, eventsNow - seen.size),
+    cpuMs: {
+      server: cpuBefore && cpuAfter ? ticksMs(cpuAfter.server - cpuBefore.server) : 0,
+      postgres: cpuBefore && cpuAfter ? ticksMs(cpuAfter.postgres - cpuBefore.postgres) : 0,
+      generator: round2((generator.user + generator.system) / 1000 / served),
+    },
+    busy: round2(busyTicks / Math.max(1, busyTicks + machineAfter.idle - machineBefore.idle)),
+    ...(walBefore && walAfter
+      ? {
+          wal: {
+            kbPerRequest: round2((walAfter.bytes - walBefore.bytes) / 1024 / served),
+            flushesPerS: Math.round((walAfter.syncs - walBefore.syncs) / windowS),
+            flushMs: round2((walAfter.syncMs - walBefore.syncMs) / Math.max(1, walAfter.syncs - walBefore.syncs)),
+            checkpoints: walAfter.checkpoints - walBefore.checkpoints,
+          },
+        }
+      : {}),
   };
   eventsBefore = eventsNow;
   windows.push(w);
@@ -145,6 +192,7 @@ const ledger = await verifyLedger(coffer);
 // Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
 // minute 1 and by minute 7), once the run is long enough for the two not to overlap.
 const mean = (ws: Window[], f: (w: Window) => number) => (ws.length === 0 ? 0 : Math.round(ws.reduce((a, w) => a + f(w), 0) / ws.length));
+const meanOf = (ws: Window[], f: (w: Window) => number) => (ws.length === 0 ? 0 : round2(ws.reduce((a, w) => a + f(w), 0) / ws.length));
 const early = windows.filter((w) => w.minute > 1 && w.minute <= 7);
 const late = windows.filter((w) => w.minute > minutes - 5);
 const flat =
@@ -155,6 +203,11 @@ const flat =
         ratio: Math.round((mean(late, (w) => w.rps) / Math.max(1, mean(early, (w) => w.rps))) * 1000) / 1000,
         earlyRssMb: mean(early, (w) => w.rssMb),
         lastFiveRssMb: mean(late, (w) => w.rssMb),
+        // Whether a request cost more at the end (server and PostgreSQL, CPU ms), and how busy the machine was.
+        earlyCpuMs: meanOf(early, (w) => w.cpuMs.server + w.cpuMs.postgres),
+        lastFiveCpuMs: meanOf(late, (w) => w.cpuMs.server + w.cpuMs.postgres),
+        earlyBusy: meanOf(early, (w) => w.busy),
+        lastFiveBusy: meanOf(late, (w) => w.busy),
       }
     : undefined;
 // What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).
