@@ -6,14 +6,16 @@
 // every event must have been delivered; a run of 12 minutes or more also compares the last five
 // minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and lists the largest
 // tables. Each window also records the CPU time a request took (server, PostgreSQL, load
-// generator), how busy the machine was, and on PostgreSQL the WAL written and flushed. The raw
-// figures go to bench/results/soak-<time>.json; the path is printed.
+// generator), how busy the machine was, how fast its cores ran (cpu-probe.ts), and on PostgreSQL
+// the WAL written and flushed. The raw figures go to bench/results/soak-<time>.json; the path is
+// printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { probeMedian, startCpuProbe } from './cpu-probe.ts';
 import { approvedWallets, cpuTicks, dropDatabases, freshDatabase, fundWallets, json, machine, machineTicks, merchant, post, runOn, startCoffer, TICKS_PER_S, verifyLedger, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
@@ -109,6 +111,8 @@ interface Window {
   cpuMs: { server: number; postgres: number; generator: number };
   /** The share of the machine's CPU time (all cores) that was busy, by any process. */
   busy: number;
+  /** CPU time (ms) of a fixed piece of work in a process of its own, the median of five in the window: how fast the cores ran (cpu-probe.ts). */
+  probeMs: number;
   /** PostgreSQL: WAL written per request (KB), WAL flushes a second and their mean time (ms), checkpoints begun. */
   wal?: { kbPerRequest: number; flushesPerS: number; flushMs: number; checkpoints: number };
 }
@@ -129,6 +133,7 @@ const readWal = async (): Promise<WalReading | undefined> => {
 };
 const round2 = (n: number) => Math.round(n * 100) / 100;
 const windows: Window[] = [];
+const probe = startCpuProbe();
 const pid = coffer.proc.pid!;
 const startRss = rssMb(pid);
 process.stdout.write(`soak: ${minutes} min on ${values.db}, ${machine()}; RSS at start ${startRss} MB\n`);
@@ -137,7 +142,10 @@ let eventsBefore = await events();
 for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
   const deliveredBefore = delivered;
   const [cpuBefore, machineBefore, generatorBefore, walBefore] = [cpuTicks(pid), machineTicks(), process.cpuUsage(), await readWal()];
-  const result = await autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests });
+  const [result, probeUs] = await Promise.all([
+    autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests }),
+    probeMedian(probe, 5, (windowS * 1000) / 6),
+  ]);
   const [cpuAfter, machineAfter, generator, walAfter] = [cpuTicks(pid), machineTicks(), process.cpuUsage(generatorBefore), await readWal()];
   const eventsNow = await events();
   const served = Math.max(1, result.requests.total);
@@ -159,6 +167,7 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
       postgres: cpuBefore && cpuAfter ? ticksMs(cpuAfter.postgres - cpuBefore.postgres) : 0,
       generator: round2((generator.user + generator.system) / 1000 / served),
     },
+    probeMs: round2(probeUs / 1000),
     busy: round2(busyTicks / Math.max(1, busyTicks + machineAfter.idle - machineBefore.idle)),
     ...(walBefore && walAfter
       ? {
@@ -180,6 +189,7 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
 // stopped shows whether the deliveries kept pace with the events.
 // The events are counted after half a second at least: requests in flight when the load stopped
 // still write theirs (a count taken at once, with nothing behind, once left 156 out).
+probe.stop();
 const drainStarted = performance.now();
 let total = 0;
 for (let i = 0; i < 600 && (i === 0 || seen.size < total); i++) {
@@ -208,6 +218,8 @@ const flat =
         lastFiveCpuMs: meanOf(late, (w) => w.cpuMs.server + w.cpuMs.postgres),
         earlyBusy: meanOf(early, (w) => w.busy),
         lastFiveBusy: meanOf(late, (w) => w.busy),
+        earlyProbeMs: meanOf(early, (w) => w.probeMs),
+        lastFiveProbeMs: meanOf(late, (w) => w.probeMs),
       }
     : undefined;
 // What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).
