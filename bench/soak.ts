@@ -6,16 +6,16 @@
 // every event must have been delivered; a run of 12 minutes or more also compares the last five
 // minutes' throughput with minutes 2 to 7's (within 10%, or the run fails) and lists the largest
 // tables. Each window also records the CPU time a request took (server, PostgreSQL, load
-// generator), how busy the machine was, how fast its cores ran (cpu-probe.ts), and on PostgreSQL
-// the WAL written and flushed. The raw figures go to bench/results/soak-<time>.json; the path is
-// printed.
+// generator), how busy the machine was, how fast it ran (cpu-probe.ts), how long each of the
+// server's background jobs ran, and on PostgreSQL the WAL written and flushed. The raw figures
+// go to bench/results/soak-<time>.json; the path is printed.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { probeMedian, startCpuProbe } from './cpu-probe.ts';
+import { probeMedians, startCpuProbe } from './cpu-probe.ts';
 import { approvedWallets, cpuTicks, dropDatabases, freshDatabase, fundWallets, json, machine, machineTicks, merchant, post, runOn, startCoffer, TICKS_PER_S, verifyLedger, writeResults } from './lib.ts';
 
 const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
@@ -111,8 +111,10 @@ interface Window {
   cpuMs: { server: number; postgres: number; generator: number };
   /** The share of the machine's CPU time (all cores) that was busy, by any process. */
   busy: number;
-  /** CPU time (ms) of a fixed piece of work in a process of its own, the median of five in the window: how fast the cores ran (cpu-probe.ts). */
-  probeMs: number;
+  /** CPU time (ms) of two fixed pieces of work in a process of its own, medians of five in the window: how fast the machine ran (cpu-probe.ts). */
+  probe: { arithmeticMs: number; memoryMs: number };
+  /** Seconds each background job of the server ran in the window (those above 0.1 s): its share of the database's work that no request asked for. */
+  jobsS: Record<string, number>;
   /** PostgreSQL: WAL written per request (KB), WAL flushes a second and their mean time (ms), checkpoints begun. */
   wal?: { kbPerRequest: number; flushesPerS: number; flushMs: number; checkpoints: number };
 }
@@ -132,8 +134,14 @@ const readWal = async (): Promise<WalReading | undefined> => {
   return r && { bytes: Number(r.bytes), syncs: Number(r.syncs), syncMs: Number(r.syncMs), checkpoints: Number(r.checkpoints) };
 };
 const round2 = (n: number) => Math.round(n * 100) / 100;
+/** Seconds each job has run since the server started (coffer_job_run_duration_seconds). */
+const jobSeconds = async (): Promise<Map<string, number>> => {
+  const res = await fetch(`${coffer.adminUrl}/metrics`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+  const text = await res.text();
+  return new Map([...text.matchAll(/^coffer_job_run_duration_seconds_sum\{job="([^"]+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+};
 const windows: Window[] = [];
-const probe = startCpuProbe();
+const prober = startCpuProbe();
 const pid = coffer.proc.pid!;
 const startRss = rssMb(pid);
 process.stdout.write(`soak: ${minutes} min on ${values.db}, ${machine()}; RSS at start ${startRss} MB\n`);
@@ -141,12 +149,12 @@ const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page
 let eventsBefore = await events();
 for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
   const deliveredBefore = delivered;
-  const [cpuBefore, machineBefore, generatorBefore, walBefore] = [cpuTicks(pid), machineTicks(), process.cpuUsage(), await readWal()];
-  const [result, probeUs] = await Promise.all([
+  const [cpuBefore, machineBefore, generatorBefore, walBefore, jobsBefore] = [cpuTicks(pid), machineTicks(), process.cpuUsage(), await readWal(), await jobSeconds()];
+  const [result, probe] = await Promise.all([
     autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests }),
-    probeMedian(probe, 5, (windowS * 1000) / 6),
+    probeMedians(prober, 5, (windowS * 1000) / 6),
   ]);
-  const [cpuAfter, machineAfter, generator, walAfter] = [cpuTicks(pid), machineTicks(), process.cpuUsage(generatorBefore), await readWal()];
+  const [cpuAfter, machineAfter, generator, walAfter, jobsAfter] = [cpuTicks(pid), machineTicks(), process.cpuUsage(generatorBefore), await readWal(), await jobSeconds()];
   const eventsNow = await events();
   const served = Math.max(1, result.requests.total);
   const ticksMs = (ticks: number) => round2((ticks * 1000) / TICKS_PER_S / served);
@@ -167,7 +175,8 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
       postgres: cpuBefore && cpuAfter ? ticksMs(cpuAfter.postgres - cpuBefore.postgres) : 0,
       generator: round2((generator.user + generator.system) / 1000 / served),
     },
-    probeMs: round2(probeUs / 1000),
+    probe,
+    jobsS: Object.fromEntries([...jobsAfter].map(([job, s]) => [job, round2(s - (jobsBefore.get(job) ?? 0))]).filter(([, s]) => (s as number) > 0.1)),
     busy: round2(busyTicks / Math.max(1, busyTicks + machineAfter.idle - machineBefore.idle)),
     ...(walBefore && walAfter
       ? {
@@ -189,7 +198,7 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
 // stopped shows whether the deliveries kept pace with the events.
 // The events are counted after half a second at least: requests in flight when the load stopped
 // still write theirs (a count taken at once, with nothing behind, once left 156 out).
-probe.stop();
+prober.stop();
 const drainStarted = performance.now();
 let total = 0;
 for (let i = 0; i < 600 && (i === 0 || seen.size < total); i++) {
@@ -218,8 +227,8 @@ const flat =
         lastFiveCpuMs: meanOf(late, (w) => w.cpuMs.server + w.cpuMs.postgres),
         earlyBusy: meanOf(early, (w) => w.busy),
         lastFiveBusy: meanOf(late, (w) => w.busy),
-        earlyProbeMs: meanOf(early, (w) => w.probeMs),
-        lastFiveProbeMs: meanOf(late, (w) => w.probeMs),
+        earlyProbe: { arithmeticMs: meanOf(early, (w) => w.probe.arithmeticMs), memoryMs: meanOf(early, (w) => w.probe.memoryMs) },
+        lastFiveProbe: { arithmeticMs: meanOf(late, (w) => w.probe.arithmeticMs), memoryMs: meanOf(late, (w) => w.probe.memoryMs) },
       }
     : undefined;
 // What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).

@@ -1,8 +1,10 @@
 // The job runner's schedule: a run that handled a full batch is followed at once by the next
-// (a backlog is worked off at full speed); otherwise the job waits its interval.
+// (a backlog is worked off at full speed); otherwise the job waits its interval. Every run is
+// metered.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
+import { registry } from '../observability/metrics.ts';
 import { JobRunner } from './runner.ts';
 
 test('a full batch runs the job again at once; a partial one waits the interval', async () => {
@@ -37,4 +39,30 @@ test('a job without a batch size always waits its interval', async () => {
   await new Promise((r) => setTimeout(r, 750));
   await runner.stop();
   assert.equal(runs, 2);
+});
+
+test('each run is timed and its items counted by job; a run that throws counts as a failure', async () => {
+  const runner = new JobRunner(pino({ level: 'silent' }));
+  const outcomes: (number | Error)[] = [4, new Error('database away'), 2];
+  runner.register({
+    name: 'metered',
+    intervalMs: 60_000,
+    run: async () => {
+      const next = outcomes.shift()!;
+      if (next instanceof Error) throw next;
+      await new Promise((r) => setTimeout(r, 20));
+      return next;
+    },
+  });
+  const value = async (name: string) => (await registry.getSingleMetric(name)!.get()).values.find((v) => v.labels.job === 'metered')?.value ?? 0;
+  assert.equal(await runner.runOnce('metered'), 4);
+  assert.equal(await runner.runOnce('metered'), 0);
+  assert.equal(await runner.runOnce('metered'), 2);
+  assert.equal(await value('coffer_job_items_total'), 6);
+  assert.equal(await value('coffer_job_failures_total'), 1);
+  const text = await registry.metrics();
+  const series = (name: string) => Number(text.match(new RegExp(`^${name}\\{job="metered"\\} (\\S+)$`, 'm'))?.[1]);
+  assert.equal(series('coffer_job_run_duration_seconds_count'), 3);
+  // Two runs waited 20 ms each.
+  assert.ok(series('coffer_job_run_duration_seconds_sum') >= 0.038, String(series('coffer_job_run_duration_seconds_sum')));
 });

@@ -2,6 +2,7 @@
 // its own interval, never overlaps itself, and logs instead of crashing the process. Tests
 // disable the timers and call runOnce() after moving the test clock.
 import type { FastifyBaseLogger } from 'fastify';
+import { jobFailures, jobItems, jobRunDuration } from '../observability/metrics.ts';
 
 export interface Job {
   name: string;
@@ -70,13 +71,22 @@ export class JobRunner {
   #run(job: Job): Promise<number> {
     const running = this.#running.get(job.name);
     if (running) return running;
+    const started = performance.now();
     const p = job
       .run()
+      .then((handled) => {
+        if (handled > 0) jobItems.labels(job.name).inc(handled);
+        return handled;
+      })
       .catch((err: unknown) => {
         this.#log.error({ err, job: job.name }, 'job failed');
+        jobFailures.labels(job.name).inc();
         return 0;
       })
-      .finally(() => this.#running.delete(job.name));
+      .finally(() => {
+        jobRunDuration.labels(job.name).observe((performance.now() - started) / 1000);
+        this.#running.delete(job.name);
+      });
     this.#running.set(job.name, p);
     return p;
   }

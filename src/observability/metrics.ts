@@ -135,6 +135,28 @@ export const webhookAttempts = new Counter({
   registers: [registry],
 });
 
+// ----- background jobs --------------------------------------------------------------------
+
+export const jobRunDuration = new Histogram({
+  name: 'coffer_job_run_duration_seconds',
+  help: 'Time of each run of a background job (src/jobs/runner.ts), by job, failed runs included.',
+  labelNames: ['job'] as const,
+  buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 1, 2.5, 10, 30, 120],
+  registers: [registry],
+});
+export const jobItems = new Counter({
+  name: 'coffer_job_items_total',
+  help: 'Items a background job handled (deliveries attempted, payments settled, tables vacuumed, rows purged), by job.',
+  labelNames: ['job'] as const,
+  registers: [registry],
+});
+export const jobFailures = new Counter({
+  name: 'coffer_job_failures_total',
+  help: 'Runs of a background job that ended in an error (logged as "job failed"), by job.',
+  labelNames: ['job'] as const,
+  registers: [registry],
+});
+
 // ----- KYC and the ledger check -------------------------------------------------------------
 
 export const kycDecisions = new Counter({
