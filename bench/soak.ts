@@ -210,8 +210,9 @@ const ledger = await verifyLedger(coffer);
 
 // Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
 // minute 1 and by minute 7), once the run is long enough for the two not to overlap.
-const mean = (ws: Window[], f: (w: Window) => number) => (ws.length === 0 ? 0 : Math.round(ws.reduce((a, w) => a + f(w), 0) / ws.length));
-const meanOf = (ws: Window[], f: (w: Window) => number) => (ws.length === 0 ? 0 : round2(ws.reduce((a, w) => a + f(w), 0) / ws.length));
+/** The mean of f over the windows, to whole units (or to hundredths: `round2`). */
+const mean = (ws: Window[], f: (w: Window) => number, round: (n: number) => number = Math.round) => (ws.length === 0 ? 0 : round(ws.reduce((a, w) => a + f(w), 0) / ws.length));
+const meanOf = (ws: Window[], f: (w: Window) => number) => mean(ws, f, round2);
 const early = windows.filter((w) => w.minute > 1 && w.minute <= 7);
 const late = windows.filter((w) => w.minute > minutes - 5);
 const flat =
