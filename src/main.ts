@@ -10,24 +10,33 @@ import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
 import { startTracing, stopTracing } from './observability/tracing.ts';
 
+/**
+ * The errors that mean this process must not start as it is set up: the configuration, a
+ * database migrated by a newer build, a database claimed by the other environment.
+ */
+const REFUSALS = [ConfigError, SchemaTooNewError, EnvironmentMismatchError];
+
+/** Runs a step of the start; a refusal ends the process with one line and exit code 78 (EX_CONFIG), no stack. */
+async function orRefuse<T>(step: () => Promise<T>, cleanup?: () => Promise<void>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (!REFUSALS.some((kind) => err instanceof kind)) throw err;
+    process.stderr.write(`coffer: ${(err as Error).message}\n`);
+    await cleanup?.();
+    process.exit(78);
+  }
+}
+
 async function main(): Promise<void> {
   // Everything this process writes (DATA_DIR: PGlite's files, the lock, the sandbox's secrets)
   // is for this user only: files 0600, folders 0700.
   process.umask(0o077);
-  let config: Config;
-  let generatedAdminToken: boolean;
-  try {
+  const { config, generatedAdminToken } = await orRefuse(async () => {
     const fromEnv = loadConfig(process.env);
-    generatedAdminToken = fromEnv.adminToken === undefined;
     if (fromEnv.environment === 'sandbox' || fromEnv.databaseUrl === undefined) await secureDataDir(fromEnv.dataDir);
-    config = await resolveSandboxSecrets(fromEnv);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`coffer: ${err.message}\n`);
-      process.exit(78); // EX_CONFIG
-    }
-    throw err;
-  }
+    return { config: await resolveSandboxSecrets(fromEnv), generatedAdminToken: fromEnv.adminToken === undefined };
+  });
   const log = createLogger(config);
   // Before anything that makes spans: the listeners add their hooks only with tracing on.
   const otlp = config.observability.otlpEndpoint;
@@ -36,22 +45,11 @@ async function main(): Promise<void> {
     // Live refuses it (config.ts); the sandbox only warns.
     log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
   }
-  let ctx: Awaited<ReturnType<typeof createContext>>;
-  try {
-    ctx = await createContext(config, { log });
-  } catch (err) {
-    if (!(err instanceof SchemaTooNewError)) throw err;
-    process.stderr.write(`coffer: ${err.message}\n`);
-    process.exit(78); // EX_CONFIG
-  }
-  try {
-    await claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() });
-  } catch (err) {
-    if (!(err instanceof EnvironmentMismatchError)) throw err;
-    process.stderr.write(`coffer: ${err.message}\n`);
-    await ctx.database.close();
-    process.exit(78); // EX_CONFIG
-  }
+  const ctx = await orRefuse(() => createContext(config, { log }));
+  await orRefuse(
+    () => claimDatabaseEnvironment(ctx.db, { environment: config.environment, now: ctx.clock.now() }),
+    () => ctx.database.close(),
+  );
   const demo = await ensureDemoMerchant(ctx);
   const listeners = await buildListeners(ctx);
   const bound = await listen(ctx, listeners);
