@@ -223,7 +223,8 @@ const flat =
         ratio: Math.round((mean(late, (w) => w.rps) / Math.max(1, mean(early, (w) => w.rps))) * 1000) / 1000,
         earlyRssMb: mean(early, (w) => w.rssMb),
         lastFiveRssMb: mean(late, (w) => w.rssMb),
-        // Whether a request cost more at the end (server and PostgreSQL, CPU ms), and how busy the machine was.
+        // Whether a request cost more at the end (server and PostgreSQL, CPU ms), how busy the
+        // machine was, and how fast it ran.
         earlyCpuMs: meanOf(early, (w) => w.cpuMs.server + w.cpuMs.postgres),
         lastFiveCpuMs: meanOf(late, (w) => w.cpuMs.server + w.cpuMs.postgres),
         earlyBusy: meanOf(early, (w) => w.busy),
