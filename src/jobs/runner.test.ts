@@ -7,6 +7,12 @@ import pino from 'pino';
 import { registry } from '../observability/metrics.ts';
 import { JobRunner } from './runner.ts';
 
+/** Waits until `done()` holds, or `ms` have passed (a loaded machine's timers run late). */
+async function until(done: () => boolean, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!done() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
 test('a full batch runs the job again at once; a partial one waits the interval', async () => {
   const runner = new JobRunner(pino({ level: 'silent' }));
   const handled = [3, 3, 1, 2];
@@ -22,23 +28,29 @@ test('a full batch runs the job again at once; a partial one waits the interval'
     },
   });
   runner.start();
-  await new Promise((r) => setTimeout(r, 1250));
+  await until(() => at.length >= 4, 5_000);
   await runner.stop();
   // Runs 1 to 3 follow each other (the first after one interval); run 3 handled 1, so run 4
   // waits another interval.
-  assert.equal(at.length, 4, `runs at ${at.map((t) => t.toFixed(0)).join(', ')} ms`);
-  assert.ok(at[2]! - at[0]! < 300, `full batches were followed at once: ${at.map((t) => t.toFixed(0)).join(', ')} ms`);
-  assert.ok(at[3]! - at[2]! >= 490, `a partial batch waited the interval: ${at.map((t) => t.toFixed(0)).join(', ')} ms`);
+  const runs = `runs at ${at.map((t) => t.toFixed(0)).join(', ')} ms`;
+  assert.equal(at.length, 4, runs);
+  assert.ok(at[0]! >= 490, `the first run waited the interval: ${runs}`);
+  assert.ok(at[2]! - at[0]! < 300, `full batches were followed at once: ${runs}`);
+  assert.ok(at[3]! - at[2]! >= 490, `a partial batch waited the interval: ${runs}`);
 });
 
 test('a job without a batch size always waits its interval', async () => {
   const runner = new JobRunner(pino({ level: 'silent' }));
-  let runs = 0;
-  runner.register({ name: 'plain', intervalMs: 300, run: async () => ++runs * 1000 });
+  const at: number[] = [];
+  const start = performance.now();
+  runner.register({ name: 'plain', intervalMs: 300, run: async () => at.push(performance.now() - start) * 1000 });
   runner.start();
-  await new Promise((r) => setTimeout(r, 750));
+  await until(() => at.length >= 3, 5_000);
   await runner.stop();
-  assert.equal(runs, 2);
+  // Each run handled more than any batch, yet each waited the interval.
+  const runs = `runs at ${at.map((t) => t.toFixed(0)).join(', ')} ms`;
+  assert.equal(at.length, 3, runs);
+  for (let i = 1; i < at.length; i++) assert.ok(at[i]! - at[i - 1]! >= 290, runs);
 });
 
 test('each run is timed and its items counted by job; a run that throws counts as a failure', async () => {
