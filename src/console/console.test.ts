@@ -187,28 +187,36 @@ describe('console', () => {
   test('events by delivery state: the same events and totals as the API; a failed delivery moves its event', async () => {
     const b = browser();
     await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
-    const apiList = async (state: string) => (await t.request('GET', `/api/v1/webhook-events?filter[deliveryState]=${state}&page[limit]=50`, { as: a })).body;
-    const consoleList = async (state: string) => {
-      const res = await call(app, b, 'GET', `/m/${a.clientId}/events?deliveryState=${state}&page[limit]=50`);
+    const apiList = async (state: string, limit: number) => (await t.request('GET', `/api/v1/webhook-events?filter[deliveryState]=${state}&page[limit]=${limit}`, { as: a })).body;
+    const consoleList = async (state: string, limit: number) => {
+      const res = await call(app, b, 'GET', `/m/${a.clientId}/events?deliveryState=${state}&page[limit]=${limit}`);
       assert.equal(res.statusCode, 200);
       return { ids: [...res.body.matchAll(/\/events\/([0-9a-f-]{36})"/g)].map((x) => x[1]!), total: /of ([\d,]+)/.exec(res.body)?.[1] ?? '0' };
     };
-    const same = async (state: string) => {
-      const [api, page] = [await apiList(state), await consoleList(state)];
+    const same = async (state: string, limit = 50) => {
+      const [api, page] = [await apiList(state, limit), await consoleList(state, limit)];
       assert.deepEqual(page.ids, api.data.map((e: { id: string }) => e.id), state);
       assert.equal(page.total, String(api.meta.total), state);
       return page;
     };
     // No delivery job runs here: the webhook's deliveries wait.
     const pending = await same('pending');
-    assert.ok(pending.ids.length > 0);
+    assert.ok(pending.ids.length >= 2);
     await same('none');
-    const failedId = pending.ids[0]!;
+    const [failedId, replayedId] = pending.ids as [string, string];
     // As the worker records a last failed attempt: the delivery fails and leaves the queue.
-    await t.ctx.db.execute(sql`update event_deliveries set state = 'failed', next_attempt_at = now() where event_id = ${failedId}`);
-    await t.ctx.db.execute(sql`delete from event_delivery_queue where event_id = ${failedId}`);
-    assert.deepEqual((await same('failed')).ids, [failedId]);
+    for (const id of [failedId, replayedId]) {
+      await t.ctx.db.execute(sql`update event_deliveries set state = 'failed', next_attempt_at = now() where event_id = ${id}`);
+      await t.ctx.db.execute(sql`delete from event_delivery_queue where event_id = ${id}`);
+    }
+    assert.deepEqual((await same('failed')).ids, [failedId, replayedId]);
     assert.ok(!(await same('pending')).ids.includes(failedId));
+    // A replay queues a new delivery beside the failed one: pending comes before failed, in the
+    // list and in its total (counted when the page is full, as a page of one is here).
+    assert.equal((await t.request('POST', `/api/v1/webhook-events/${replayedId}/replay`, { as: a })).status, 200);
+    const failedPage = await same('failed', 1);
+    assert.deepEqual([failedPage.ids, failedPage.total], [[failedId], '1']);
+    assert.ok((await same('pending')).ids.includes(replayedId));
     await t.ctx.db.execute(sql`update event_deliveries set state = 'succeeded' where event_id = ${failedId}`);
     assert.deepEqual((await same('succeeded')).ids, [failedId]);
     assert.deepEqual((await same('failed')).ids, []);
