@@ -8,9 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { maintainEventPartitions } from '../modules/events/partitions.ts';
 import { maintainRequestLog } from '../modules/request-log/retention.ts';
-import { createTestApp, freshDatabaseUrl, type TestApp } from '../test/harness.ts';
+import { createTestApp, ownDatabase, type TestApp } from '../test/harness.ts';
 import { uuidv7At } from '../test/ids.ts';
-import { openDatabase, rowsOf, type Database } from './open.ts';
+import { rowsOf, type Database } from './open.ts';
 
 const LEAN = ['events', 'event_deliveries', 'delivery_attempts', 'request_log', 'idempotency_keys'];
 const DAY = 86_400_000;
@@ -21,8 +21,7 @@ describe('statistics targets', () => {
   // A database of its own: the test makes weeks far ahead, which the suite's shared database
   // would keep.
   before(async () => {
-    const url = await freshDatabaseUrl();
-    database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url });
+    ({ database } = await ownDatabase());
     t = await createTestApp({ database });
   });
   after(async () => {

@@ -88,6 +88,16 @@ export async function freshDatabaseUrl(): Promise<string | undefined> {
   return url.toString();
 }
 
+/**
+ * A database of the test file's own, for tests that drop or create what the suite's shared one
+ * must keep (weeks of partitions): a fresh database on the PostgreSQL server under test (`url`,
+ * for a second session of its own), or an in-memory PGlite.
+ */
+export async function ownDatabase(): Promise<{ database: Database; url: string | undefined }> {
+  const url = await freshDatabaseUrl();
+  return { database: await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url }), url };
+}
+
 export async function closeTestDatabase(): Promise<void> {
   if (serverUrl && extraDatabases.length > 0) {
     const { default: pg } = await import('pg');

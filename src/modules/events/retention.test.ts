@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { openDatabase, rowsOf, type Database } from '../../db/open.ts';
+import { rowsOf, type Database } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, dbKind, freshDatabaseUrl, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, dbKind, ownDatabase, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { eventWeeks, maintainEventPartitions, weekOf, WEEKS_AHEAD } from './partitions.ts';
 
@@ -26,8 +26,7 @@ describe('event retention', () => {
   // A database of its own: the job drops and recreates this week's partitions, which would take
   // the other tests' events with them in the suite's shared database.
   before(async () => {
-    url = await freshDatabaseUrl();
-    database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url });
+    ({ database, url } = await ownDatabase());
     t = await createTestApp({ database, env: { ...LOCAL_RECEIVERS, EVENT_RETENTION_DAYS: String(RETENTION_DAYS), WEBHOOK_RETRY_DELAYS: '60,60' } });
   });
   after(async () => {

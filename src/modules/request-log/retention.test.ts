@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openDatabase, rowsOf, type Database } from '../../db/open.ts';
+import { rowsOf, type Database } from '../../db/open.ts';
 import { isoDate, partitionWeeks, weekOf, WEEKS_AHEAD } from '../../db/weeks.ts';
-import { createTestApp, freshDatabaseUrl, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, ownDatabase, type Merchant, type TestApp } from '../../test/harness.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { maintainRequestLog } from './retention.ts';
 import { insertRequestRows, purgeDefaultRequestRows, type RequestLogRow } from './sql.ts';
@@ -24,8 +24,7 @@ describe('request log retention', () => {
   // A database of its own: the job drops this week's partition, which would take the other
   // tests' requests with it in the suite's shared database.
   before(async () => {
-    const url = await freshDatabaseUrl();
-    database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url });
+    ({ database } = await ownDatabase());
     t = await createTestApp({ database, env: { REQUEST_LOG_RETENTION_DAYS: String(RETENTION_DAYS) } });
   });
   after(async () => {
