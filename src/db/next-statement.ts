@@ -18,9 +18,9 @@ export interface Deferred {
 }
 
 type State = {
-  [PENDING]?: true;
-  [DEFERRED]?: Deferred[];
-  [IN_TRANSACTION]?: true;
+  [PENDING]?: true | undefined;
+  [DEFERRED]?: Deferred[] | undefined;
+  [IN_TRANSACTION]?: true | undefined;
   [INSTALLED]?: true;
   connection?: { parsedStatements: Record<string, string> };
 };
@@ -47,7 +47,7 @@ export function beginWithNextStatement(client: object): { withdraw(): boolean; c
   const end = (): Carried => {
     const carried = takeCarried(client) ?? { begin: false, deferred: [] };
     began ??= !carried.begin;
-    delete c[IN_TRANSACTION];
+    c[IN_TRANSACTION] = undefined;
     return carried;
   };
   return {
@@ -82,14 +82,21 @@ export function takeCarried(client: object): Carried | undefined {
   const c = client as State;
   if (!c[PENDING] && c[DEFERRED] === undefined) return undefined;
   const carried = { begin: c[PENDING] === true, deferred: c[DEFERRED] ?? [] };
-  delete c[PENDING];
-  delete c[DEFERRED];
+  c[PENDING] = undefined;
+  c[DEFERRED] = undefined;
   return carried;
 }
 
 /** Marks a node-postgres client whose statements carry what goes ahead of them (pipelined-begin.ts). */
 export function markPipelined(client: object): void {
-  (client as State)[INSTALLED] = true;
+  // Every member is made here, in one order, and later only set (never deleted): a deleted
+  // property turns node-postgres's Client into a dictionary, and every property read of its own
+  // on every statement into a hash lookup.
+  const c = client as State;
+  c[INSTALLED] = true;
+  c[PENDING] = undefined;
+  c[DEFERRED] = undefined;
+  c[IN_TRANSACTION] = undefined;
 }
 
 /** Whether the client (a checked-out pool client) carries BEGIN with its next statement. */

@@ -4,6 +4,7 @@
 // group's last write) goes with the statement after it, or with the COMMIT, and runs before it.
 // Counted by the answers' ReadyForQuery messages, one per exchange, on a pool of one connection.
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type pg from 'pg';
@@ -280,5 +281,29 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       assert.equal(await deferredThenRolledBack(fresh, 108), 3, 'BEGIN with the read, the unprepared statement on its own, ROLLBACK');
       await database.db.execute(sql.raw(`delete from ${table} where n in (107, 108)`));
     });
+  });
+
+  test('the connection keeps fast properties through transactions and their carried statements', async () => {
+    // A property deleted from node-postgres's Client makes it a dictionary: every read of its own
+    // members on every statement then a hash lookup. V8 tells which (a natives-syntax check).
+    setFlagsFromString('--allow-natives-syntax');
+    const fastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: object) => boolean;
+    const deferred = statement('pipelined_fast_properties', `insert into ${table} values ($1::int + 0)`);
+    await run(database.db, deferred, [0]); // prepared on the connection, so it can be carried
+    await database.db.transaction(async (tx) => {
+      await runWithNext(tx, deferred, [120]);
+    });
+    await database.db.transaction(async (tx) => tx.execute(sql`select 1`)).catch(() => {});
+    await database.db.transaction(async () => {
+      throw rollback;
+    }).catch(() => {});
+    const pool = (database.db as unknown as { $client: pg.Pool }).$client;
+    const client = await pool.connect();
+    try {
+      assert.equal(fastProperties(client), true);
+    } finally {
+      client.release();
+      await database.db.execute(sql.raw(`delete from ${table} where n in (0, 120)`));
+    }
   });
 });
