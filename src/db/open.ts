@@ -156,60 +156,77 @@ interface Queryable {
  */
 function instrumentQueries(conn: Queryable, inFlight: { n: number } = { n: 0 }): { n: number } {
   const query = conn.query;
+  // No closure is made in this function: see afterStatement.
   conn.query = function instrumented(this: unknown, ...args: unknown[]) {
     const first = args[0] as { text?: string; submit?: unknown } | string;
     // A Submittable (cursor, stream) reports through its own events: passed through untimed.
     if (typeof first === 'object' && first !== null && typeof first.submit === 'function') return query.apply(this, args);
-    const started = performance.now();
-    const span = tracing.enabled ? statementSpan(first) : undefined;
-    inFlight.n++;
-    const done = (err?: unknown) => {
-      inFlight.n--;
-      dbQueryDuration.observe((performance.now() - started) / 1000);
-      if (span) endSpan(span, err ?? undefined);
-    };
+    const timer = new StatementTimer(inFlight, tracing.enabled ? statementSpan(first) : undefined);
     const last = args[args.length - 1];
     if (typeof last === 'function') {
-      // Made outside this function, not as an arrow here (see afterStatement).
-      args[args.length - 1] = afterStatement(done, last as StatementCallback);
+      args[args.length - 1] = afterStatement(timer, last as StatementCallback);
       return query.apply(this, args);
     }
-    let result: Promise<unknown>;
+    let answer: Promise<unknown>;
     try {
-      result = query.apply(this, args) as Promise<unknown>;
+      answer = query.apply(this, args) as Promise<unknown>;
     } catch (err) {
-      done(err);
+      timer.done(err);
       throw err;
     }
-    return result.then(
-      (res) => {
-        done();
-        return res;
-      },
-      (err: unknown) => {
-        done(err);
-        throw err;
-      },
-    );
+    return timedAnswer(timer, answer);
   };
   return inFlight;
+}
+
+/** One statement's time (coffer_db_query_duration_seconds), its span and the count of those running. */
+class StatementTimer {
+  readonly #inFlight: { n: number };
+  readonly #span: Span | undefined;
+  readonly #started = performance.now();
+
+  constructor(inFlight: { n: number }, span: Span | undefined) {
+    this.#inFlight = inFlight;
+    this.#span = span;
+    inFlight.n++;
+  }
+
+  done(err?: unknown): void {
+    this.#inFlight.n--;
+    dbQueryDuration.observe((performance.now() - this.#started) / 1000);
+    if (this.#span) endSpan(this.#span, err ?? undefined);
+  }
 }
 
 type StatementCallback = (err: unknown, res: unknown) => void;
 
 /**
- * pg-pool's callback for one statement, called after `done`. Made here and not as an arrow
- * inside `instrumented`: there it shared that call's scope, and under load every statement's
- * result rows then lived through young-generation collections into the old generation. On a
- * page of ten users at 50 connections that was 8 KB promoted per request and 12 to 25 ms
- * scavenges every tenth of a second; made here, 0.3 KB and 2 ms (`--trace-gc-nvp`,
+ * pg-pool's callback for one statement, timed. Made here and not as an arrow inside
+ * `instrumented`: there it shared that call's scope, and under load every statement's result
+ * rows then lived through young-generation collections into the old generation. On a page of
+ * ten users at 50 connections that was 8 KB promoted per request and 12 to 25 ms scavenges every
+ * tenth of a second; made here, 0.3 KB and 2 ms (`--trace-gc-nvp`,
  * docs/benchmarks.md#garbage-collection).
  */
-function afterStatement(done: (err?: unknown) => void, callback: StatementCallback): StatementCallback {
+function afterStatement(timer: StatementTimer, callback: StatementCallback): StatementCallback {
   return (err, res) => {
-    done(err ?? undefined);
+    timer.done(err ?? undefined);
     callback(err, res);
   };
+}
+
+/** A statement's answer (pg's promise, or PGlite's), timed; made here for the same reason. */
+function timedAnswer(timer: StatementTimer, answer: Promise<unknown>): Promise<unknown> {
+  return answer.then(
+    (res) => {
+      timer.done();
+      return res;
+    },
+    (err: unknown) => {
+      timer.done(err);
+      throw err;
+    },
+  );
 }
 
 /** A database statement's span: its text (parameters are never included), not its values. */
