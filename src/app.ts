@@ -161,10 +161,11 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // The API lists' totals: what statements changed (appended by triggers) folded into
   // list_counts; a total reads both, so this keeps the deltas each total sums few, not totals exact.
   ctx.jobs.register({ name: 'list-count-fold', intervalMs: 1_000, batch: LIST_COUNT_BATCH, run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH) });
-  // The console's request log, kept for its retention: written every quarter second, so a
-  // request's row leaves memory before most garbage collections have copied it twice (and
-  // promoted it to the old generation).
-  ctx.jobs.register({ name: 'request-log-flush', intervalMs: 250, run: () => ctx.requestLog.flush(ctx.db) });
+  // The console's request log, kept for its retention: written every 50 ms, so a request's row
+  // leaves memory before most young-generation collections find it. Every row still buffered
+  // is copied by each one: at a quarter second, GET user's scavenges took twice as long (6.8
+  // against 3.4 ms on a two-core host, docs/benchmarks.md#garbage-collection).
+  ctx.jobs.register({ name: 'request-log-flush', intervalMs: 50, run: () => ctx.requestLog.flush(ctx.db) });
   // Its weeks, as the events' (modules/request-log/retention.ts): by the real clock, as its ids.
   ctx.jobs.register({
     name: 'request-log-retention',

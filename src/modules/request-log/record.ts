@@ -1,7 +1,7 @@
 // The API request log the console shows: each authenticated API request (method, route, path,
 // status, duration, idempotency key, its body with secrets and card data redacted), kept in
 // memory on the request path, one JSON text each, and written in batches by a job (flush) every
-// quarter second, so a request costs a string and an array push, never a database round trip.
+// 50 ms, so a request costs a string and an array push, never a database round trip.
 // Weeks past the retention are dropped by a job (retention.ts).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../../db/open.ts';
