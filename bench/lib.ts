@@ -21,6 +21,12 @@ export interface LoadResult {
   errors: number;
   /** CPU time per request, in ms, of the server process and of all PostgreSQL processes. */
   cpu?: { server: number; postgres: number; generator?: number };
+  /**
+   * The server's garbage collection during the timed part (a Coffer server: its metrics' nodejs_gc_duration_seconds):
+   * young-generation collections (scavenges), their mean pause, full collections' pauses, and all
+   * pauses per request. In the raw results file and the profilers' output, not in the tables.
+   */
+  gc?: { scavenges: number; scavengeMeanMs: number; fullPauses: number; pauseMsPerRequest: number };
 }
 
 export interface Server {
@@ -117,7 +123,27 @@ export async function startCoffer(opts: {
   const proc = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(opts.nodeArgs ?? []), '--import', 'tsx', opts.root ? path.join(opts.root, 'src/main.ts') : fileURLToPath(new URL('../src/main.ts', import.meta.url))], { cwd: opts.root, env, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   await waitForFile(logFile, /Stop with Ctrl-C/, proc);
+  admins.set(proc.pid!, { url: `http://127.0.0.1:${admin}`, token: adminToken });
   return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };
+}
+
+/** The admin listener of each server startCoffer started, by process id: load() reads its collections' totals there. */
+const admins = new Map<number, { url: string; token: string }>();
+
+type GcTotals = Record<'minor' | 'major' | 'incremental', { count: number; seconds: number }>;
+
+/** A Coffer server's garbage collection so far, from its metrics (prom-client's default ones); undefined for any other server. */
+async function gcTotals(pid: number | undefined): Promise<GcTotals | undefined> {
+  const admin = pid === undefined ? undefined : admins.get(pid);
+  if (!admin) return undefined;
+  try {
+    const text = await (await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
+    const read = (kind: string, what: string) => Number(new RegExp(`^nodejs_gc_duration_seconds_${what}\\{kind="${kind}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+    const of = (kind: string) => ({ count: read(kind, 'count'), seconds: read(kind, 'sum') });
+    return { minor: of('minor'), major: of('major'), incremental: of('incremental') };
+  } catch {
+    return undefined;
+  }
 }
 
 /** BENCH_TAIL=1: each row also tells when its slowest 1% of responses arrived (stderr). */
@@ -192,9 +218,11 @@ export async function load(
   let lastAt = started;
   let timing = warmupMs === 0 && warmupAmount === 0;
   let cpuBefore: ReturnType<typeof cpuTicks>;
+  let gcBefore: Promise<GcTotals | undefined> = Promise.resolve(undefined);
   let generatorBefore = process.cpuUsage();
   const startTiming = () => {
     cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+    gcBefore = gcTotals(opts.serverPid);
     generatorBefore = process.cpuUsage();
     started = lastAt = performance.now();
     timing = true;
@@ -221,6 +249,7 @@ export async function load(
   const result = await done;
   if (TAIL) process.stderr.write(`${name}: the slowest 1% arrived ${slowestPercent(arrivals, latencies)}\n`);
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
+  const [gcStart, gcEnd] = [await gcBefore, await gcTotals(opts.serverPid)];
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;
@@ -242,6 +271,19 @@ export async function load(
           },
         }
       : {}),
+    ...(gcStart && gcEnd ? { gc: gcFigures(gcStart, gcEnd, responses) } : {}),
+  };
+}
+
+function gcFigures(start: GcTotals, end: GcTotals, responses: number): NonNullable<LoadResult['gc']> {
+  const d = (kind: keyof GcTotals) => ({ count: end[kind].count - start[kind].count, ms: (end[kind].seconds - start[kind].seconds) * 1000 });
+  const [minor, major, incremental] = [d('minor'), d('major'), d('incremental')];
+  const round = (ms: number) => Math.round(ms * 100) / 100;
+  return {
+    scavenges: minor.count,
+    scavengeMeanMs: round(minor.ms / Math.max(1, minor.count)),
+    fullPauses: major.count,
+    pauseMsPerRequest: Math.round(((minor.ms + major.ms + incremental.ms) / Math.max(1, responses)) * 1000) / 1000,
   };
 }
 
