@@ -203,9 +203,9 @@ type StatementCallback = (err: unknown, res: unknown) => void;
 /**
  * pg-pool's callback for one statement, timed. Made here and not as an arrow inside
  * `instrumented`: there it shared that call's scope, and under load every statement's result
- * rows then lived through young-generation collections into the old generation. On a page of
- * ten users at 50 connections that was 8 KB promoted per request and 12 to 25 ms scavenges every
- * tenth of a second; made here, 0.3 KB and 2 ms (`--trace-gc-nvp`,
+ * rows then lived through young-generation collections into the old generation. With 50 callers
+ * reading pages of ten users through the database layer, that was 5.2 KB promoted per page and
+ * 23 ms scavenges; made here, 0.1 KB and 2 ms (`--trace-gc-nvp`,
  * docs/benchmarks.md#garbage-collection).
  */
 function afterStatement(timer: StatementTimer, callback: StatementCallback): StatementCallback {
