@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { getTableColumns, getTableName, type InferInsertModel, type InferSelectModel } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import type { WritePart } from './batch.ts';
+import type { Merge, WritePart } from './batch.ts';
 
 interface Column {
   key: string;
@@ -72,11 +72,19 @@ interface Shape {
   text: string;
   /** The same write of many rows; undefined when a column cannot travel as JSON (bytea). */
   many?: { name: string; text: string };
+  /** Makes the write of many rows from the items of parts of this shape (made once per shape). */
+  combine?: Merge['combine'];
 }
 
 const shapes = new Map<string, Shape>();
 
-function shapeOf(kind: 'ins' | 'upd', table: PgTable, values: Record<string, unknown>, build: (m: TableMeta, cols: Column[]) => { text: string; many: string }): Shape {
+function shapeOf(
+  kind: 'ins' | 'upd',
+  table: PgTable,
+  values: Record<string, unknown>,
+  build: (m: TableMeta, cols: Column[]) => { text: string; many: string },
+  combineOf: (m: TableMeta, cols: Column[], many: { name: string; text: string }) => Merge['combine'],
+): Shape {
   const m = meta(table);
   let key = `${kind} ${m.table}`;
   for (const c of m.columns) if (values[c.key] !== undefined) key += ` ${c.name}`;
@@ -86,45 +94,69 @@ function shapeOf(kind: 'ins' | 'upd', table: PgTable, values: Record<string, unk
     const built = build(m, cols);
     const name = shapeName(`${kind}_${m.table}`, built.text);
     const many = cols.some((c) => c.sqlType === 'bytea') ? undefined : { name: `${name}_many`, text: built.many };
-    shape = { cols, name, text: built.text, many };
+    shape = { cols, name, text: built.text, many, combine: many && combineOf(m, cols, many) };
     shapes.set(key, shape);
   }
   return shape;
 }
 
+/**
+ * A one-row write of a shape. A class, not an object literal with a getter and the merge spread
+ * in: V8 turned every such literal into a dictionary with a map of its own (`--log-maps`), and
+ * made a closure for `params` and `combine` per row; here `params` is on the prototype and
+ * `combine` is the shape's.
+ */
+class RowPart implements WritePart {
+  readonly rows: string[];
+  readonly merge: Merge | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly text: string,
+    private readonly cols: Column[],
+    private readonly values: Record<string, unknown>,
+    /** An update's id, its first parameter; undefined for an insert. */
+    private readonly id: string | undefined,
+    row: string,
+    merge: Merge | undefined,
+  ) {
+    this.rows = [row];
+    this.merge = merge;
+  }
+
+  /** Computed when sent alone: in a group the row travels in the merged document instead. */
+  get params(): unknown[] {
+    const params: unknown[] = this.id === undefined ? [] : [this.id];
+    for (const c of this.cols) params.push(toDriver(c, this.values[c.key]));
+    return params;
+  }
+}
+
 /** `insert into <table>` of one row; the columns are the row's defined keys. */
 export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>): WritePart {
-  // A copy: the part is written later (alone or merged) with the row as it is now.
-  const values = { ...(row as Record<string, unknown>) };
-  const { cols, name, text, many } = shapeOf('ins', table, values, (m, cols) => {
-    const names = cols.map((c) => c.name).join(', ');
-    return {
-      text: `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`,
-      many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
-    };
-  });
-  const tableName = meta(table).table;
-  return {
-    name,
-    text,
-    // Computed when sent alone: in a group the row travels in the merged document instead.
-    get params() {
-      return cols.map((c) => toDriver(c, values[c.key]));
+  // A copy: the part is written later (alone or merged) with the row as it is now. (Object.assign
+  // rather than a spread: this line sees rows of every table, and such a spread made a map per row.)
+  const values = Object.assign({}, row as Record<string, unknown>);
+  const shape = shapeOf(
+    'ins',
+    table,
+    values,
+    (m, cols) => {
+      const names = cols.map((c) => c.name).join(', ');
+      return {
+        text: `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`,
+        many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
+      };
     },
-    rows: [`${tableName}:${String(values.id)}`],
-    ...(many && {
-      merge: {
-        key: name,
-        item: values,
-        combine: (items) => ({
-          name: many.name,
-          text: many.text,
-          params: [JSON.stringify(items.map((v) => jsonRow(cols, v as Record<string, unknown>)))],
-          rows: items.map((v) => `${tableName}:${String((v as Record<string, unknown>).id)}`),
-        }),
-      },
+    (m, cols, many) => (items) => ({
+      name: many.name,
+      text: many.text,
+      params: [JSON.stringify(items.map((v) => jsonRow(cols, v as Record<string, unknown>)))],
+      rows: items.map((v) => `${m.table}:${String((v as Record<string, unknown>).id)}`),
     }),
-  };
+  );
+  const merge = shape.combine && { key: shape.name, item: values, combine: shape.combine };
+  return new RowPart(shape.name, shape.text, shape.cols, values, undefined, `${meta(table).table}:${String(values.id)}`, merge);
 }
 
 /** `insert into <table>` of many rows of one shape as one part: the merged form of insertPart. */
@@ -137,42 +169,43 @@ export function insertManyPart<T extends PgTable>(table: T, rows: InferInsertMod
 
 /** `update <table> set ... where id = $1` of one row by id. */
 export function updatePart<T extends PgTable>(table: T, id: string, patch: Partial<InferSelectModel<T>>): WritePart {
-  const values = { ...(patch as Record<string, unknown>) };
+  const values = Object.assign({}, patch as Record<string, unknown>);
   const idCol = meta(table).byKey.get('id')!;
-  const { cols, name, text, many } = shapeOf('upd', table, values, (m, cols) => {
-    if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
-    return {
-      text: `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`,
-      // The ids again as an array: the rows are found through the primary key. Joined to the
-      // document alone, the generic plan scanned the whole table (auto_explain).
-      many: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
+  const shape = shapeOf(
+    'upd',
+    table,
+    values,
+    (m, cols) => {
+      if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
+      return {
+        text: `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`,
+        // The ids again as an array: the rows are found through the primary key. Joined to the
+        // document alone, the generic plan scanned the whole table (auto_explain).
+        many: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
         where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
-    };
-  });
-  const tableName = meta(table).table;
-  return {
-    name,
-    text,
-    get params() {
-      return [id, ...cols.map((c) => toDriver(c, values[c.key]))];
+      };
     },
-    rows: [`${tableName}:${id}`],
-    ...(many && {
-      merge: {
-        key: name,
-        item: { id, values },
-        combine: (items) => {
-          const rows = items as { id: string; values: Record<string, unknown> }[];
-          return {
-            name: many.name,
-            text: many.text,
-            params: [JSON.stringify(rows.map((r) => ({ ...jsonRow(cols, r.values), [idCol.name]: r.id }))), rows.map((r) => r.id)],
-            rows: rows.map((r) => `${tableName}:${r.id}`),
-          };
-        },
-      },
-    }),
-  };
+    (m, cols, many) => (items) => {
+      const rows = items as { id: string; values: Record<string, unknown> }[];
+      return {
+        name: many.name,
+        text: many.text,
+        params: [
+          JSON.stringify(
+            rows.map((r) => {
+              const doc = jsonRow(cols, r.values);
+              doc[idCol.name] = r.id;
+              return doc;
+            }),
+          ),
+          rows.map((r) => r.id),
+        ],
+        rows: rows.map((r) => `${m.table}:${r.id}`),
+      };
+    },
+  );
+  const merge = shape.combine && { key: shape.name, item: { id, values }, combine: shape.combine };
+  return new RowPart(shape.name, shape.text, shape.cols, values, id, `${meta(table).table}:${id}`, merge);
 }
 
 /**

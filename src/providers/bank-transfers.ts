@@ -74,7 +74,7 @@ export class SandboxBankTransfers implements BankTransferProvider {
 
   #remember(r: TransferRequest, direction: 'pull' | 'push'): void {
     this.transfers.delete(r.reference);
-    this.transfers.set(r.reference, { ...r, direction });
+    this.transfers.set(r.reference, Object.assign({ direction }, r));
     while (this.transfers.size > this.#keep) this.transfers.delete(this.transfers.keys().next().value!);
   }
 }
