@@ -190,11 +190,14 @@ export function withoutRepeatedKeys<M extends { reject(err: unknown): void }>(me
 export type OptionalKeyScope = Omit<IdempotencyScope, 'key'> & { key: string | undefined };
 
 /** The scope of an optional key, or undefined without one. */
-export const keyedScope = (scope: OptionalKeyScope): IdempotencyScope | undefined => (scope.key === undefined ? undefined : { ...scope, key: scope.key });
+export const keyedScope = (scope: OptionalKeyScope): IdempotencyScope | undefined =>
+  scope.key === undefined ? undefined : { clientId: scope.clientId, operation: scope.operation, key: scope.key, fingerprint: scope.fingerprint };
 
 /**
  * A group check's lock key and key (idempotency_check). Without a key both are null:
- * pg_try_advisory_xact_lock(null) is null, so the check takes no lock and finds nothing.
+ * pg_try_advisory_xact_lock(null) is null, so the check takes no lock and finds nothing. A fresh
+ * object, which callers extend with Object.assign rather than copy with a spread (such a spread
+ * made V8 build a map for every member: `node --log-maps`).
  */
 export const checkedKeyOf = (scope: IdempotencyScope | undefined) => ({ lockKey: scope ? lockKeyOf(scope) : null, key: scope?.key ?? null });
 

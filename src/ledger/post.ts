@@ -53,32 +53,57 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
       name: 'ledger_entry',
       text: 'insert into ledger_entries (id, client_id, kind, ref_type, ref_id, created_at) values ($1, $2, $3, $4, $5, $6)',
       params: [entryId, input.clientId, input.kind, input.refType, input.refId, input.now],
-      merge: { key: 'ledger_entries', item: [entry], combine: (items) => entriesPart((items as EntryRow[][]).flat()) },
+      merge: { key: 'ledger_entries', item: [entry], combine: combineEntries },
     },
   ];
-  let n = 3;
+  const posting = postingsStatement(postings.length);
   parts.push({
-    name: `ledger_postings_${postings.length}`,
-    text:
-      'insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ' +
-      postings.map(() => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`).join(', '),
+    name: posting.name,
+    text: posting.text,
     params: [input.clientId, entryId, input.now, ...postingRows.flatMap((p) => [p.id, p.account_id, p.amount])],
-    merge: { key: 'ledger_postings', item: postingRows, combine: (items) => postingsPart((items as PostingRow[][]).flat()) },
+    merge: { key: 'ledger_postings', item: postingRows, combine: combinePostings },
   });
   if (ordered.length > 0) {
-    let m = 0;
+    const balances = balancesStatement(ordered.length);
     parts.push({
-      name: `ledger_balances_${ordered.length}`,
-      text:
-        'update ledger_accounts a set balance = a.balance + d.delta from (values ' +
-        ordered.map(() => `($${++m}::uuid, $${++m}::bigint)`).join(', ') +
-        ') as d(id, delta) where a.id = d.id',
+      name: balances.name,
+      text: balances.text,
       params: ordered.flatMap(([id, d]) => [id, d]),
       rows: ordered.map(([id]) => `ledger_accounts:${id}`),
-      merge: { key: 'ledger_balances', item: ordered, combine: (items) => balancesPart(summed((items as [string, number][][]).flat())), additive: true },
+      merge: { key: 'ledger_balances', item: ordered, combine: combineBalances, additive: true },
     });
   }
   return parts;
+}
+
+// The statements and merges of entryParts, made once per number of rows rather than for every
+// entry (with the closures, each entry built three functions of its own and its statements' texts).
+const combineEntries = (items: unknown[]): WritePart => entriesPart((items as EntryRow[][]).flat());
+const combinePostings = (items: unknown[]): WritePart => postingsPart((items as PostingRow[][]).flat());
+const combineBalances = (items: unknown[]): WritePart => balancesPart(summed((items as [string, number][][]).flat()));
+const postingsStatements = new Map<number, { name: string; text: string }>();
+const balancesStatements = new Map<number, { name: string; text: string }>();
+
+function postingsStatement(count: number): { name: string; text: string } {
+  let st = postingsStatements.get(count);
+  if (!st) {
+    let n = 3;
+    const values = Array.from({ length: count }, () => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`);
+    st = { name: `ledger_postings_${count}`, text: `insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ${values.join(', ')}` };
+    postingsStatements.set(count, st);
+  }
+  return st;
+}
+
+function balancesStatement(count: number): { name: string; text: string } {
+  let st = balancesStatements.get(count);
+  if (!st) {
+    let m = 0;
+    const values = Array.from({ length: count }, () => `($${++m}::uuid, $${++m}::bigint)`);
+    st = { name: `ledger_balances_${count}`, text: `update ledger_accounts a set balance = a.balance + d.delta from (values ${values.join(', ')}) as d(id, delta) where a.id = d.id` };
+    balancesStatements.set(count, st);
+  }
+  return st;
 }
 
 /** Drops zero amounts (a 0-cent fee moves nothing) and checks the rest balances. */

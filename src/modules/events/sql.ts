@@ -34,36 +34,39 @@ export function eventInsertPart(row: EventRow): WritePart {
  * rows, so each chooses the same webhooks and makes the same ids from the same parameters.
  */
 export function deliveriesInsertParts(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart[] {
+  const params = [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()];
+  if (webhookId) return [{ name: TO_ONE.deliveries.name, text: TO_ONE.deliveries.text, params }, { name: TO_ONE.queue.name, text: TO_ONE.queue.text, params }];
+  const item = { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base: params[4] };
+  return [
+    { name: FAN_OUT.deliveries.name, text: FAN_OUT.deliveries.text, params, merge: { key: 'event_deliveries_fan_out', item, combine: combineDeliveries } },
+    { name: FAN_OUT.queue.name, text: FAN_OUT.queue.text, params, merge: { key: 'event_queue_fan_out', item, combine: combineQueue } },
+  ];
+}
+
+/**
+ * The statements of deliveriesInsertParts, made once: every event written (one per payment,
+ * deposit...) used to build their texts and two closures of its own.
+ */
+function oneEventStatements(webhookId: boolean): Record<'deliveries' | 'queue', { name: string; text: string }> {
   const id = `encode(overlay(uuid_send($5::uuid) placing int2send((row_number() over (order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
   const which = webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`;
   const from = `from webhooks w where w.client_id = $1::uuid and ${which}`;
-  const params = [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()];
   const name = webhookId ? 'to_one' : 'fan_out';
-  const merge = (table: 'deliveries' | 'queue', text: string) =>
-    !webhookId && {
-      merge: {
-        key: `event_${table}_fan_out`,
-        item: { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base: params[4] },
-        combine: (items: unknown[]) => ({ name: `event_${table}_fan_out_many`, text, params: [JSON.stringify(items)] }),
-      },
-    };
-  return [
-    {
+  return {
+    deliveries: {
       name: `event_deliveries_${name}`,
       text: `insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, created_at, updated_at)
         select ${id}, w.client_id, $2::uuid, w.id, '${webhookId ? 'test' : 'event'}', 'pending', $4::timestamptz, $4::timestamptz, $4::timestamptz ${from}`,
-      params,
-      ...merge('deliveries', FAN_OUT_MANY),
     },
-    {
+    queue: {
       name: `event_queue_${name}`,
       text: `insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
         select ${id}, $2::uuid, w.client_id, w.id, $4::timestamptz, $4::timestamptz ${from}`,
-      params,
-      ...merge('queue', QUEUE_MANY),
     },
-  ];
+  };
 }
+const FAN_OUT = oneEventStatements(false);
+const TO_ONE = oneEventStatements(true);
 
 /** The fan-out of many events (a group commit) in one statement: the deliveries, then their queue rows. */
 const MANY_ID = `encode(overlay(uuid_send(e.base) placing int2send((row_number() over (partition by e.event_id order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
@@ -73,6 +76,9 @@ const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, web
   select ${MANY_ID}, w.client_id, e.event_id, w.id, 'event', 'pending', e.created_at, e.created_at, e.created_at ${MANY_FROM}`;
 const QUEUE_MANY = `insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
   select ${MANY_ID}, e.event_id, w.client_id, w.id, e.created_at, e.created_at ${MANY_FROM}`;
+
+const combineDeliveries = (items: unknown[]): WritePart => ({ name: 'event_deliveries_fan_out_many', text: FAN_OUT_MANY, params: [JSON.stringify(items)] });
+const combineQueue = (items: unknown[]): WritePart => ({ name: 'event_queue_fan_out_many', text: QUEUE_MANY, params: [JSON.stringify(items)] });
 
 /** Writes pending deliveries (replays), each with its row in the queue. */
 export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert & { state: 'pending' })[]): Promise<void> {

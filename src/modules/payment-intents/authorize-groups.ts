@@ -80,12 +80,7 @@ async function runGroup(members: Member[]): Promise<void> {
       const now = group[0]!.deps.now();
       const reads = await q.readAuthorizeGroup(
         tx,
-        group.map((m) => ({
-          ...checkedKeyOf(m.scope),
-          clientId: m.input.clientId,
-          intentId: m.input.intentId,
-          spend: m.input.applyWalletBalance,
-        })),
+        group.map((m) => Object.assign(checkedKeyOf(m.scope), { clientId: m.input.clientId, intentId: m.input.intentId, spend: m.input.applyWalletBalance })),
         now,
       );
       const running: { m: Member; intent: q.IntentRow; status: string; c: q.AuthorizeContext }[] = [];

@@ -64,13 +64,14 @@ async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   const settle: (() => void)[] = [];
   const checks = await q.checkDirectPaymentGroup(
     tx,
-    group.map((m) => ({
-      ...checkedKeyOf(keyed(m)),
-      clientId: m.input.clientId,
-      walletId: m.input.walletId,
-      counterpartyIds: (m.input.disbursement ?? []).map((d) => d.counterpartyId),
-      linkedAccountId: m.input.linkedAccountId ?? null,
-    })),
+    group.map((m) =>
+      Object.assign(checkedKeyOf(keyed(m)), {
+        clientId: m.input.clientId,
+        walletId: m.input.walletId,
+        counterpartyIds: (m.input.disbursement ?? []).map((d) => d.counterpartyId),
+        linkedAccountId: m.input.linkedAccountId ?? null,
+      }),
+    ),
   );
   const runs = new Map<Member, q.DirectPaymentCheck>();
   for (const [n, m] of group.entries()) {
@@ -101,7 +102,7 @@ async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
     const c = runs.get(m)!;
     const buckets = balances.get(m.input.walletId) ?? { ...c.buckets };
     balances.set(m.input.walletId, buckets);
-    const p = await createDirectPayment(tx, { ...m.input, context: { ...c, buckets }, batch, locked });
+    const p = await createDirectPayment(tx, Object.assign({}, m.input, { context: Object.assign({}, c, { buckets }), batch, locked }));
     spend(buckets, p.sourcing);
     const body = m.render(p);
     const scope = keyed(m);

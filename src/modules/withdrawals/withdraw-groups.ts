@@ -46,7 +46,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
     await db.transaction(async (tx) => {
       const checks = await checkWithdrawGroup(
         tx,
-        group.map((m) => ({ ...checkedKeyOf(keyed(m)), clientId: m.input.clientId, walletId: m.input.walletId })),
+        group.map((m) => Object.assign(checkedKeyOf(keyed(m)), { clientId: m.input.clientId, walletId: m.input.walletId })),
       );
       const made: { m: Member; row: WithdrawalRow; entry: EntryInput; body: string }[] = [];
       for (const [n, m] of group.entries()) {
@@ -56,7 +56,7 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
             settle.push(() => m.resolve(replay));
             continue;
           }
-          const { row, entry } = await planWithdrawal(tx, { ...m.input, context: checks[n] });
+          const { row, entry } = await planWithdrawal(tx, Object.assign({}, m.input, { context: checks[n] }));
           made.push({ m, row, entry, body: m.render(row) });
         } catch (err) {
           if (!(err instanceof ApiError)) throw err;
