@@ -5,15 +5,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { sql, type ExtractTablesWithRelations } from 'drizzle-orm';
-import * as schema from './schema.ts';
 import { markUnnamed, nameRepeatedStatements } from './statements.ts';
 import { dbQueryDuration } from '../observability/metrics.ts';
 import { trackCommits } from './commit-hooks.ts';
 import { endSpan, SpanKind, startChildSpan, tracing, type Span } from '../observability/tracing.ts';
 
-export type Schema = typeof schema;
-export type Db = PgDatabase<PgQueryResultHKT, Schema>;
-export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
+// Without Drizzle's relational query API (`db.query.<table>`), which nothing here uses: given
+// the schema, Drizzle builds a query builder for each of its tables in a dictionary-mode object
+// (`--log-maps`: TooManyFastProperties) for every transaction it opens.
+type NoSchema = Record<string, never>;
+export type Db = PgDatabase<PgQueryResultHKT, NoSchema>;
+export type Tx = PgTransaction<PgQueryResultHKT, NoSchema, ExtractTablesWithRelations<NoSchema>>;
 /** Anything that runs queries: the database or an open transaction. */
 export type Executor = Db | Tx;
 
@@ -99,7 +101,7 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   if (!preparedStatements) markUnnamed(pool);
   const client = await pool.connect(); // fail fast on a bad URL
   client.release();
-  const db = drizzle({ client: pool, schema }) as unknown as Db;
+  const db = drizzle({ client: pool }) as unknown as Db;
   trackCommits(db);
   return { db, kind: 'postgres', poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }), close: () => pool.end() };
 }
@@ -132,7 +134,7 @@ async function openPglite(opts: OpenOptions): Promise<Database> {
       instrumentQueries(tx as unknown as Queryable, busy);
       return fn(tx) as never;
     })) as typeof client.transaction;
-  const db = drizzle({ client, schema }) as unknown as Db;
+  const db = drizzle({ client }) as unknown as Db;
   trackCommits(db);
   return {
     db,

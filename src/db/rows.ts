@@ -49,15 +49,25 @@ function toDriver(c: Column, value: unknown): unknown {
 }
 
 /**
- * A row as a JSON document for json_populate_recordset (column names as keys; json columns as
- * their value, not as a string; Dates as JSON writes them, which PostgreSQL reads back exactly).
+ * A row as a JSON object for json_populate_recordset (column names as keys; json columns as
+ * their value, not as a string; Dates as JSON writes them, which PostgreSQL reads back exactly),
+ * written out field by field: an object built key by key with more than a dozen columns became a
+ * dictionary in V8 (`--log-maps`: TooManyFastProperties) for every row.
  */
-function jsonRow(cols: Column[], values: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const c of cols) {
-    const v = values[c.key];
-    out[c.name] = v === null || v instanceof Date || c.json ? v : toDriver(c, v);
+function jsonRow(cols: Column[], keys: string[], values: unknown[]): string {
+  let out = '{';
+  for (let i = 0; i < cols.length; i++) {
+    const c = cols[i]!;
+    const v = values[i];
+    out += `${i === 0 ? '' : ','}${keys[i]!}${JSON.stringify(v === null || v instanceof Date || c.json ? v : toDriver(c, v))}`;
   }
+  return `${out}}`;
+}
+
+/** The row's values in the order of `cols`: a copy that keeps no map of its own, whatever the table. */
+function valuesOf(cols: Column[], row: Record<string, unknown>): unknown[] {
+  const out = new Array<unknown>(cols.length);
+  for (let i = 0; i < cols.length; i++) out[i] = row[cols[i]!.key];
   return out;
 }
 
@@ -68,11 +78,11 @@ const populate = (table: string) => `json_populate_recordset(null::${table}, $1:
 /** A statement shape (which columns a write names), built once per table and set of columns. */
 interface Shape {
   cols: Column[];
+  /** Each column's `"name":` in a row's JSON object. */
+  keys: string[];
   name: string;
   text: string;
-  /** The same write of many rows; undefined when a column cannot travel as JSON (bytea). */
-  many?: { name: string; text: string };
-  /** Makes the write of many rows from the items of parts of this shape (made once per shape). */
+  /** Makes the write of many rows from the items of parts of this shape; undefined when a column cannot travel as JSON (bytea). */
   combine?: Merge['combine'];
 }
 
@@ -81,30 +91,32 @@ const shapes = new Map<string, Shape>();
 function shapeOf(
   kind: 'ins' | 'upd',
   table: PgTable,
-  values: Record<string, unknown>,
+  row: Record<string, unknown>,
   build: (m: TableMeta, cols: Column[]) => { text: string; many: string },
-  combineOf: (m: TableMeta, cols: Column[], many: { name: string; text: string }) => Merge['combine'],
+  combineOf: (m: TableMeta, shape: Shape, many: { name: string; text: string }) => Merge['combine'],
 ): Shape {
   const m = meta(table);
   let key = `${kind} ${m.table}`;
-  for (const c of m.columns) if (values[c.key] !== undefined) key += ` ${c.name}`;
+  for (const c of m.columns) if (row[c.key] !== undefined) key += ` ${c.name}`;
   let shape = shapes.get(key);
   if (!shape) {
-    const cols = m.columns.filter((c) => values[c.key] !== undefined);
+    const cols = m.columns.filter((c) => row[c.key] !== undefined);
     const built = build(m, cols);
     const name = shapeName(`${kind}_${m.table}`, built.text);
-    const many = cols.some((c) => c.sqlType === 'bytea') ? undefined : { name: `${name}_many`, text: built.many };
-    shape = { cols, name, text: built.text, many, combine: many && combineOf(m, cols, many) };
+    shape = { cols, keys: cols.map((c) => `${JSON.stringify(c.name)}:`), name, text: built.text };
+    if (!cols.some((c) => c.sqlType === 'bytea')) shape.combine = combineOf(m, shape, { name: `${name}_many`, text: built.many });
     shapes.set(key, shape);
   }
   return shape;
 }
 
 /**
- * A one-row write of a shape. A class, not an object literal with a getter and the merge spread
- * in: V8 turned every such literal into a dictionary with a map of its own (`--log-maps`), and
- * made a closure for `params` and `combine` per row; here `params` is on the prototype and
- * `combine` is the shape's.
+ * A one-row write of a shape, its values copied in the shape's column order. A class, not an
+ * object literal with a getter and the merge spread in after it: V8 made each such literal a
+ * dictionary with a map of its own (`--log-maps`), and a closure for `params` and `combine` per
+ * row; here `params` is on the prototype and `combine` is the shape's. The copy is an array
+ * rather than an object: an object copied key by key from a row of more than a dozen columns
+ * became a dictionary too.
  */
 class RowPart implements WritePart {
   readonly rows: string[];
@@ -114,7 +126,7 @@ class RowPart implements WritePart {
     readonly name: string,
     readonly text: string,
     private readonly cols: Column[],
-    private readonly values: Record<string, unknown>,
+    private readonly values: unknown[],
     /** An update's id, its first parameter; undefined for an insert. */
     private readonly id: string | undefined,
     row: string,
@@ -127,20 +139,18 @@ class RowPart implements WritePart {
   /** Computed when sent alone: in a group the row travels in the merged document instead. */
   get params(): unknown[] {
     const params: unknown[] = this.id === undefined ? [] : [this.id];
-    for (const c of this.cols) params.push(toDriver(c, this.values[c.key]));
+    for (let i = 0; i < this.cols.length; i++) params.push(toDriver(this.cols[i]!, this.values[i]));
     return params;
   }
 }
 
 /** `insert into <table>` of one row; the columns are the row's defined keys. */
 export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>): WritePart {
-  // A copy: the part is written later (alone or merged) with the row as it is now. (Object.assign
-  // rather than a spread: this line sees rows of every table, and such a spread made a map per row.)
-  const values = Object.assign({}, row as Record<string, unknown>);
+  const r = row as Record<string, unknown>;
   const shape = shapeOf(
     'ins',
     table,
-    values,
+    r,
     (m, cols) => {
       const names = cols.map((c) => c.name).join(', ');
       return {
@@ -148,15 +158,23 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
         many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
       };
     },
-    (m, cols, many) => (items) => ({
-      name: many.name,
-      text: many.text,
-      params: [JSON.stringify(items.map((v) => jsonRow(cols, v as Record<string, unknown>)))],
-      rows: items.map((v) => `${m.table}:${String((v as Record<string, unknown>).id)}`),
-    }),
+    (m, { cols, keys }, many) => {
+      const idAt = cols.findIndex((c) => c.key === 'id');
+      return (items) => {
+        const rows = items as unknown[][];
+        return {
+          name: many.name,
+          text: many.text,
+          params: [`[${rows.map((v) => jsonRow(cols, keys, v)).join(',')}]`],
+          rows: rows.map((v) => `${m.table}:${String(v[idAt])}`),
+        };
+      };
+    },
   );
+  // A copy: the part is written later (alone or merged) with the row as it is now.
+  const values = valuesOf(shape.cols, r);
   const merge = shape.combine && { key: shape.name, item: values, combine: shape.combine };
-  return new RowPart(shape.name, shape.text, shape.cols, values, undefined, `${meta(table).table}:${String(values.id)}`, merge);
+  return new RowPart(shape.name, shape.text, shape.cols, values, undefined, `${meta(table).table}:${String(r.id)}`, merge);
 }
 
 /** `insert into <table>` of many rows of one shape as one part: the merged form of insertPart. */
@@ -169,12 +187,12 @@ export function insertManyPart<T extends PgTable>(table: T, rows: InferInsertMod
 
 /** `update <table> set ... where id = $1` of one row by id. */
 export function updatePart<T extends PgTable>(table: T, id: string, patch: Partial<InferSelectModel<T>>): WritePart {
-  const values = Object.assign({}, patch as Record<string, unknown>);
+  const p = patch as Record<string, unknown>;
   const idCol = meta(table).byKey.get('id')!;
   const shape = shapeOf(
     'upd',
     table,
-    values,
+    p,
     (m, cols) => {
       if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
       return {
@@ -185,25 +203,17 @@ export function updatePart<T extends PgTable>(table: T, id: string, patch: Parti
         where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
       };
     },
-    (m, cols, many) => (items) => {
-      const rows = items as { id: string; values: Record<string, unknown> }[];
-      return {
-        name: many.name,
-        text: many.text,
-        params: [
-          JSON.stringify(
-            rows.map((r) => {
-              const doc = jsonRow(cols, r.values);
-              doc[idCol.name] = r.id;
-              return doc;
-            }),
-          ),
-          rows.map((r) => r.id),
-        ],
-        rows: rows.map((r) => `${m.table}:${r.id}`),
+    (m, { cols, keys }, many) => {
+      const idKey = `,${JSON.stringify(idCol.name)}:`;
+      return (items) => {
+        const rows = items as { id: string; values: unknown[] }[];
+        // Each row's object with its id as the last member.
+        const doc = rows.map((r) => `${jsonRow(cols, keys, r.values).slice(0, -1)}${idKey}${JSON.stringify(r.id)}}`);
+        return { name: many.name, text: many.text, params: [`[${doc.join(',')}]`, rows.map((r) => r.id)], rows: rows.map((r) => `${m.table}:${r.id}`) };
       };
     },
   );
+  const values = valuesOf(shape.cols, p);
   const merge = shape.combine && { key: shape.name, item: { id, values }, combine: shape.combine };
   return new RowPart(shape.name, shape.text, shape.cols, values, id, `${meta(table).table}:${id}`, merge);
 }
