@@ -144,7 +144,8 @@ export async function captureWallet(
       { accountId: target, amount: c.merchantReward + c.accrueReward + c.deposit + c.linked },
     ],
   }, r.batch, { locked: r.locked });
-  await releaseWallet(tx, { ...r, sourcing: r.released });
+  // Named fields, not `{ ...r }`: the callers' shapes differ, and such a spread made a map per capture.
+  await releaseWallet(tx, { clientId: r.clientId, refType: r.refType, refId: r.refId, now: r.now, batch: r.batch, locked: r.locked, walletId: r.walletId, sourcing: r.released });
 }
 
 /** A payment straight from the wallet (POST /payments): available → settlement in one entry. */
