@@ -49,19 +49,29 @@ function toDriver(c: Column, value: unknown): unknown {
 }
 
 /**
- * A row as a JSON object for json_populate_recordset (column names as keys; json columns as
+ * Makes a shape's row objects for json_populate_recordset (column names as keys; json columns as
  * their value, not as a string; Dates as JSON writes them, which PostgreSQL reads back exactly),
- * written out field by field: an object built key by key with more than a dozen columns became a
- * dictionary in V8 (`--log-maps`: TooManyFastProperties) for every row.
+ * with `extra` (an update's id) last. The object is an object literal compiled once per shape, so
+ * every row of the shape shares one map and JSON.stringify takes its fast path: an object built
+ * key by key with more than a dozen columns became a dictionary in V8 (`--log-maps`:
+ * TooManyFastProperties) for every row, and writing each field out as a string was no faster.
+ * The keys are the schema's own column names, quoted by JSON.stringify.
  */
-function jsonRow(cols: Column[], keys: string[], values: unknown[]): string {
-  let out = '{';
+function rowObjectMaker(cols: Column[], extra?: string): (values: unknown[], extraValue?: unknown) => Record<string, unknown> {
+  const members = cols.map((c, i) => `${JSON.stringify(c.name)}: v[${i}]`);
+  if (extra !== undefined) members.push(`${JSON.stringify(extra)}: x`);
+  const make = new Function('v', 'x', `return { ${members.join(', ')} };`) as (v: unknown[], x: unknown) => Record<string, unknown>;
+  return (values, extraValue) => make(jsonValues(cols, values), extraValue);
+}
+
+/** The values as JSON carries them: drivers' values, except nulls, Dates and json columns' values. */
+function jsonValues(cols: Column[], values: unknown[]): unknown[] {
+  const out = new Array<unknown>(cols.length);
   for (let i = 0; i < cols.length; i++) {
-    const c = cols[i]!;
     const v = values[i];
-    out += `${i === 0 ? '' : ','}${keys[i]!}${JSON.stringify(v === null || v instanceof Date || c.json ? v : toDriver(c, v))}`;
+    out[i] = v === null || v instanceof Date || cols[i]!.json ? v : toDriver(cols[i]!, v);
   }
-  return `${out}}`;
+  return out;
 }
 
 /** The row's values in the order of `cols`: a copy that keeps no map of its own, whatever the table. */
@@ -78,8 +88,6 @@ const populate = (table: string) => `json_populate_recordset(null::${table}, $1:
 /** A statement shape (which columns a write names), built once per table and set of columns. */
 interface Shape {
   cols: Column[];
-  /** Each column's `"name":` in a row's JSON object. */
-  keys: string[];
   name: string;
   text: string;
   /** Makes the write of many rows from the items of parts of this shape; undefined when a column cannot travel as JSON (bytea). */
@@ -103,7 +111,7 @@ function shapeOf(
     const cols = m.columns.filter((c) => row[c.key] !== undefined);
     const built = build(m, cols);
     const name = shapeName(`${kind}_${m.table}`, built.text);
-    shape = { cols, keys: cols.map((c) => `${JSON.stringify(c.name)}:`), name, text: built.text };
+    shape = { cols, name, text: built.text };
     if (!cols.some((c) => c.sqlType === 'bytea')) shape.combine = combineOf(m, shape, { name: `${name}_many`, text: built.many });
     shapes.set(key, shape);
   }
@@ -116,7 +124,7 @@ function shapeOf(
  * dictionary with a map of its own (`--log-maps`), and a closure for `params` and `combine` per
  * row; here `params` is on the prototype and `combine` is the shape's. The copy is an array
  * rather than an object: an object copied key by key from a row of more than a dozen columns
- * became a dictionary too.
+ * became a dictionary too (rowObjectMaker).
  */
 class RowPart implements WritePart {
   readonly rows: string[];
@@ -158,14 +166,15 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
         many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
       };
     },
-    (m, { cols, keys }, many) => {
+    (m, { cols }, many) => {
       const idAt = cols.findIndex((c) => c.key === 'id');
+      const rowObject = rowObjectMaker(cols);
       return (items) => {
         const rows = items as unknown[][];
         return {
           name: many.name,
           text: many.text,
-          params: [`[${rows.map((v) => jsonRow(cols, keys, v)).join(',')}]`],
+          params: [JSON.stringify(rows.map((v) => rowObject(v)))],
           rows: rows.map((v) => `${m.table}:${String(v[idAt])}`),
         };
       };
@@ -203,13 +212,17 @@ export function updatePart<T extends PgTable>(table: T, id: string, patch: Parti
         where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
       };
     },
-    (m, { cols, keys }, many) => {
-      const idKey = `,${JSON.stringify(idCol.name)}:`;
+    (m, { cols }, many) => {
+      // Each row's object with its id as the last member.
+      const rowObject = rowObjectMaker(cols, idCol.name);
       return (items) => {
         const rows = items as { id: string; values: unknown[] }[];
-        // Each row's object with its id as the last member.
-        const doc = rows.map((r) => `${jsonRow(cols, keys, r.values).slice(0, -1)}${idKey}${JSON.stringify(r.id)}}`);
-        return { name: many.name, text: many.text, params: [`[${doc.join(',')}]`, rows.map((r) => r.id)], rows: rows.map((r) => `${m.table}:${r.id}`) };
+        return {
+          name: many.name,
+          text: many.text,
+          params: [JSON.stringify(rows.map((r) => rowObject(r.values, r.id))), rows.map((r) => r.id)],
+          rows: rows.map((r) => `${m.table}:${r.id}`),
+        };
       };
     },
   );
