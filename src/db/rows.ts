@@ -87,6 +87,8 @@ const populate = (table: string) => `json_populate_recordset(null::${table}, $1:
 
 /** A statement shape (which columns a write names), built once per table and set of columns. */
 interface Shape {
+  /** The table's name. */
+  table: string;
   cols: Column[];
   name: string;
   text: string;
@@ -96,13 +98,7 @@ interface Shape {
 
 const shapes = new Map<string, Shape>();
 
-function shapeOf(
-  kind: 'ins' | 'upd',
-  table: PgTable,
-  row: Record<string, unknown>,
-  build: (m: TableMeta, cols: Column[]) => { text: string; many: string },
-  combineOf: (m: TableMeta, shape: Shape, many: { name: string; text: string }) => Merge['combine'],
-): Shape {
+function shapeOf(kind: 'ins' | 'upd', table: PgTable, row: Record<string, unknown>, build: Builder, combineOf: CombineOf): Shape {
   const m = meta(table);
   let key = `${kind} ${m.table}`;
   for (const c of m.columns) if (row[c.key] !== undefined) key += ` ${c.name}`;
@@ -111,7 +107,7 @@ function shapeOf(
     const cols = m.columns.filter((c) => row[c.key] !== undefined);
     const built = build(m, cols);
     const name = shapeName(`${kind}_${m.table}`, built.text);
-    shape = { cols, name, text: built.text };
+    shape = { table: m.table, cols, name, text: built.text };
     if (!cols.some((c) => c.sqlType === 'bytea')) shape.combine = combineOf(m, shape, { name: `${name}_many`, text: built.many });
     shapes.set(key, shape);
   }
@@ -152,38 +148,67 @@ class RowPart implements WritePart {
   }
 }
 
+// How each kind of write builds its statements and its merge, once per shape (shapeOf): module
+// functions rather than closures made by every insertPart and updatePart call.
+type Builder = (m: TableMeta, cols: Column[]) => { text: string; many: string };
+type CombineOf = (m: TableMeta, shape: Shape, many: { name: string; text: string }) => Merge['combine'];
+
+const insertStatements: Builder = (m, cols) => {
+  const names = cols.map((c) => c.name).join(', ');
+  return {
+    text: `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`,
+    many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
+  };
+};
+
+const insertCombine: CombineOf = (m, { cols }, many) => {
+  const idAt = cols.findIndex((c) => c.key === 'id');
+  const rowObject = rowObjectMaker(cols);
+  return (items) => {
+    const rows = items as unknown[][];
+    return {
+      name: many.name,
+      text: many.text,
+      params: [JSON.stringify(rows.map((v) => rowObject(v)))],
+      rows: rows.map((v) => `${m.table}:${String(v[idAt])}`),
+    };
+  };
+};
+
+const updateStatements: Builder = (m, cols) => {
+  if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
+  const idCol = m.byKey.get('id')!;
+  return {
+    text: `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`,
+    // The ids again as an array: the rows are found through the primary key. Joined to the
+    // document alone, the generic plan scanned the whole table (auto_explain).
+    many: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
+        where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
+  };
+};
+
+const updateCombine: CombineOf = (m, { cols }, many) => {
+  // Each row's object with its id as the last member.
+  const rowObject = rowObjectMaker(cols, m.byKey.get('id')!.name);
+  return (items) => {
+    const rows = items as { id: string; values: unknown[] }[];
+    return {
+      name: many.name,
+      text: many.text,
+      params: [JSON.stringify(rows.map((r) => rowObject(r.values, r.id))), rows.map((r) => r.id)],
+      rows: rows.map((r) => `${m.table}:${r.id}`),
+    };
+  };
+};
+
 /** `insert into <table>` of one row; the columns are the row's defined keys. */
 export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>): WritePart {
   const r = row as Record<string, unknown>;
-  const shape = shapeOf(
-    'ins',
-    table,
-    r,
-    (m, cols) => {
-      const names = cols.map((c) => c.name).join(', ');
-      return {
-        text: `insert into ${m.table} (${names}) values (${cols.map((c, i) => `$${i + 1}::${c.sqlType}`).join(', ')})`,
-        many: `insert into ${m.table} (${names}) select ${names} from ${populate(m.table)}`,
-      };
-    },
-    (m, { cols }, many) => {
-      const idAt = cols.findIndex((c) => c.key === 'id');
-      const rowObject = rowObjectMaker(cols);
-      return (items) => {
-        const rows = items as unknown[][];
-        return {
-          name: many.name,
-          text: many.text,
-          params: [JSON.stringify(rows.map((v) => rowObject(v)))],
-          rows: rows.map((v) => `${m.table}:${String(v[idAt])}`),
-        };
-      };
-    },
-  );
+  const shape = shapeOf('ins', table, r, insertStatements, insertCombine);
   // A copy: the part is written later (alone or merged) with the row as it is now.
   const values = valuesOf(shape.cols, r);
   const merge = shape.combine && { key: shape.name, item: values, combine: shape.combine };
-  return new RowPart(shape.name, shape.text, shape.cols, values, undefined, `${meta(table).table}:${String(r.id)}`, merge);
+  return new RowPart(shape.name, shape.text, shape.cols, values, undefined, `${shape.table}:${String(r.id)}`, merge);
 }
 
 /** `insert into <table>` of many rows of one shape as one part: the merged form of insertPart. */
@@ -197,38 +222,10 @@ export function insertManyPart<T extends PgTable>(table: T, rows: InferInsertMod
 /** `update <table> set ... where id = $1` of one row by id. */
 export function updatePart<T extends PgTable>(table: T, id: string, patch: Partial<InferSelectModel<T>>): WritePart {
   const p = patch as Record<string, unknown>;
-  const idCol = meta(table).byKey.get('id')!;
-  const shape = shapeOf(
-    'upd',
-    table,
-    p,
-    (m, cols) => {
-      if (cols.length === 0) throw new Error(`empty update of ${m.table}`);
-      return {
-        text: `update ${m.table} set ${cols.map((c, i) => `${c.name} = $${i + 2}::${c.sqlType}`).join(', ')} where ${idCol.name} = $1::${idCol.sqlType}`,
-        // The ids again as an array: the rows are found through the primary key. Joined to the
-        // document alone, the generic plan scanned the whole table (auto_explain).
-        many: `update ${m.table} t set ${cols.map((c) => `${c.name} = r.${c.name}`).join(', ')} from ${populate(m.table)} r
-        where t.${idCol.name} = any($2::${idCol.sqlType}[]) and t.${idCol.name} = r.${idCol.name}`,
-      };
-    },
-    (m, { cols }, many) => {
-      // Each row's object with its id as the last member.
-      const rowObject = rowObjectMaker(cols, idCol.name);
-      return (items) => {
-        const rows = items as { id: string; values: unknown[] }[];
-        return {
-          name: many.name,
-          text: many.text,
-          params: [JSON.stringify(rows.map((r) => rowObject(r.values, r.id))), rows.map((r) => r.id)],
-          rows: rows.map((r) => `${m.table}:${r.id}`),
-        };
-      };
-    },
-  );
+  const shape = shapeOf('upd', table, p, updateStatements, updateCombine);
   const values = valuesOf(shape.cols, p);
   const merge = shape.combine && { key: shape.name, item: { id, values }, combine: shape.combine };
-  return new RowPart(shape.name, shape.text, shape.cols, values, id, `${meta(table).table}:${id}`, merge);
+  return new RowPart(shape.name, shape.text, shape.cols, values, id, `${shape.table}:${id}`, merge);
 }
 
 /**
