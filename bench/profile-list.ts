@@ -3,7 +3,8 @@
 //     node --import tsx bench/profile-list.ts '/api/v1/users?page[limit]=10' [seconds]
 // Starts a server on that database with --cpu-prof (PROFILE_NODE_ARGS replaces it), gives the
 // seeded merchant a new secret through the admin API, loads the page at 50 connections
-// (PROFILE_CONNECTIONS) and prints the figures; the CPU profile lands in /tmp/prof.
+// (PROFILE_CONNECTIONS) and prints the figures; the CPU profile lands in /tmp/prof. PROFILE_ENV
+// (JSON) adds to the server's environment, e.g. '{"LOG_LEVEL":"info"}'.
 import pg from 'pg';
 import { json, load, startCoffer } from './lib.ts';
 
@@ -18,7 +19,7 @@ await db.end();
 const clientId = rows[0]!.id;
 const coffer = await startCoffer({
   databaseUrl,
-  env: { LOG_LEVEL: 'warn', EVENT_RETENTION_DAYS: '60' },
+  env: { LOG_LEVEL: 'warn', EVENT_RETENTION_DAYS: '60', ...(process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {}) },
   nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'],
 });
 try {
