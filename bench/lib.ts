@@ -87,6 +87,11 @@ export interface CofferServer extends Server {
 const START_SCRIPT = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
 const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
 
+/** The profilers' PROFILE_ENV: a JSON object of variables added to the server's environment. */
+export function profileEnv(): Record<string, string> {
+  return process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {};
+}
+
 /** Starts Coffer with its API and admin listeners, request logging as configured by default. */
 export async function startCoffer(opts: {
   databaseUrl?: string;

@@ -17,7 +17,7 @@
 // change: one run with it, one without).
 import { spawn } from 'node:child_process';
 import pg from 'pg';
-import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, runOn, startCoffer } from './lib.ts';
+import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, profileEnv, runOn, startCoffer } from './lib.ts';
 
 const step = process.argv[2] ?? 'intent';
 const seconds = Number(process.argv[3] ?? 10);
@@ -29,7 +29,7 @@ await admin.query(`create database ${name}`);
 const u = new URL(server); // the server's URL with the new database's name (a ?host=/socket/dir stays)
 u.pathname = `/${name}`;
 const databaseUrl = u.toString();
-const env = { LOG_LEVEL: 'warn', ...(process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {}) };
+const env = { LOG_LEVEL: 'warn', ...profileEnv() };
 
 let coffer = await startCoffer({ databaseUrl, env });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });

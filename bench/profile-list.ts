@@ -6,7 +6,7 @@
 // (PROFILE_CONNECTIONS) and prints the figures; the CPU profile lands in /tmp/prof. PROFILE_ENV
 // (JSON) adds to the server's environment, e.g. '{"LOG_LEVEL":"info"}'.
 import pg from 'pg';
-import { json, load, startCoffer } from './lib.ts';
+import { json, load, profileEnv, startCoffer } from './lib.ts';
 
 const pathAndQuery = process.argv[2] ?? '/api/v1/users';
 const seconds = Number(process.argv[3] ?? 10);
@@ -19,7 +19,7 @@ await db.end();
 const clientId = rows[0]!.id;
 const coffer = await startCoffer({
   databaseUrl,
-  env: { LOG_LEVEL: 'warn', EVENT_RETENTION_DAYS: '60', ...(process.env.PROFILE_ENV ? (JSON.parse(process.env.PROFILE_ENV) as Record<string, string>) : {}) },
+  env: { LOG_LEVEL: 'warn', EVENT_RETENTION_DAYS: '60', ...profileEnv() },
   nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'],
 });
 try {
