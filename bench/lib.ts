@@ -27,6 +27,12 @@ export interface LoadResult {
    * pauses per request. In the raw results file and the profilers' output, not in the tables.
    */
   gc?: { scavenges: number; scavengeMeanMs: number; fullPauses: number; pauseMsPerRequest: number };
+  /**
+   * The server's background jobs that finished runs during the timed part (its metrics'
+   * coffer_job_run_duration_seconds), by job: runs and their seconds, for those with at least
+   * 10 ms. They share the cores with the requests. In the raw results file and with BENCH_TAIL.
+   */
+  jobs?: Record<string, { runs: number; seconds: number }>;
 }
 
 export interface Server {
@@ -136,19 +142,39 @@ export async function startCoffer(opts: {
 const admins = new Map<number, { url: string; token: string }>();
 
 type GcTotals = Record<'minor' | 'major' | 'incremental', { count: number; seconds: number }>;
+type JobTotals = Map<string, { runs: number; seconds: number }>;
 
-/** A Coffer server's garbage collection so far, from its metrics (prom-client's default ones); undefined for any other server. */
-async function gcTotals(pid: number | undefined): Promise<GcTotals | undefined> {
+/**
+ * A Coffer server's garbage collection (prom-client's default metrics) and its jobs' run time so
+ * far, from its metrics; undefined for any other server.
+ */
+async function serverTotals(pid: number | undefined): Promise<{ gc: GcTotals; jobs: JobTotals } | undefined> {
   const admin = pid === undefined ? undefined : admins.get(pid);
   if (!admin) return undefined;
   try {
     const text = await (await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
     const read = (kind: string, what: string) => Number(new RegExp(`^nodejs_gc_duration_seconds_${what}\\{kind="${kind}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
     const of = (kind: string) => ({ count: read(kind, 'count'), seconds: read(kind, 'sum') });
-    return { minor: of('minor'), major: of('major'), incremental: of('incremental') };
+    const jobs: JobTotals = new Map();
+    for (const m of text.matchAll(/^coffer_job_run_duration_seconds_(sum|count)\{job="([^"]+)"\} (\S+)/gm)) {
+      const j = jobs.get(m[2]!) ?? { runs: 0, seconds: 0 };
+      if (m[1] === 'sum') j.seconds = Number(m[3]);
+      else j.runs = Number(m[3]);
+      jobs.set(m[2]!, j);
+    }
+    return { gc: { minor: of('minor'), major: of('major'), incremental: of('incremental') }, jobs };
   } catch {
     return undefined;
   }
+}
+
+/** The jobs' runs between two readings, those with at least 10 ms, longest first. */
+function jobFigures(start: JobTotals, end: JobTotals): NonNullable<LoadResult['jobs']> {
+  const ran = [...end].map(([job, e]) => {
+    const s = start.get(job) ?? { runs: 0, seconds: 0 };
+    return [job, { runs: e.runs - s.runs, seconds: Math.round((e.seconds - s.seconds) * 1000) / 1000 }] as const;
+  });
+  return Object.fromEntries(ran.filter(([, j]) => j.seconds >= 0.01).sort((a, b) => b[1].seconds - a[1].seconds));
 }
 
 /** BENCH_TAIL=1: each row also tells when its slowest 1% of responses arrived (stderr). */
@@ -223,11 +249,11 @@ export async function load(
   let lastAt = started;
   let timing = warmupMs === 0 && warmupAmount === 0;
   let cpuBefore: ReturnType<typeof cpuTicks>;
-  let gcBefore: Promise<GcTotals | undefined> = Promise.resolve(undefined);
+  let totalsBefore: ReturnType<typeof serverTotals> = Promise.resolve(undefined);
   let generatorBefore = process.cpuUsage();
   const startTiming = () => {
     cpuBefore = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
-    gcBefore = gcTotals(opts.serverPid);
+    totalsBefore = serverTotals(opts.serverPid);
     generatorBefore = process.cpuUsage();
     started = lastAt = performance.now();
     timing = true;
@@ -254,7 +280,9 @@ export async function load(
   const result = await done;
   if (TAIL) process.stderr.write(`${name}: the slowest 1% arrived ${slowestPercent(arrivals, latencies)}\n`);
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
-  const [gcStart, gcEnd] = [await gcBefore, await gcTotals(opts.serverPid)];
+  const [totalsStart, totalsEnd] = [await totalsBefore, await serverTotals(opts.serverPid)];
+  const jobs = totalsStart && totalsEnd ? jobFigures(totalsStart.jobs, totalsEnd.jobs) : undefined;
+  if (TAIL && jobs) process.stderr.write(`${name}: jobs that ran ${Object.entries(jobs).map(([job, j]) => `${job} ${j.runs}× ${j.seconds} s`).join('; ') || 'none of 10 ms'}\n`);
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;
@@ -276,7 +304,7 @@ export async function load(
           },
         }
       : {}),
-    ...(gcStart && gcEnd ? { gc: gcFigures(gcStart, gcEnd, responses) } : {}),
+    ...(totalsStart && totalsEnd ? { gc: gcFigures(totalsStart.gc, totalsEnd.gc, responses), jobs } : {}),
   };
 }
 
@@ -399,7 +427,20 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
     (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
   const head = `| scenario | req/s | of bare |${raw ? ' of raw transfer |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
-  return [head, `|---|---:|---:|${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows].join('\n');
+  return [head, `|---|---:|---:|${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
+}
+
+/**
+ * Under the table, the rows during which one of the server's long jobs finished a run (a run of
+ * a quarter second or more on average: the table maintenance, the ledger check), which take a
+ * core from the requests beside them for that long. The same code's row is slower with one.
+ */
+function longJobNotes(results: LoadResult[]): string[] {
+  const notes = results.flatMap((r) => {
+    const long = Object.entries(r.jobs ?? {}).filter(([, j]) => j.runs > 0 && j.seconds / j.runs >= 0.25);
+    return long.length === 0 ? [] : [`- ${r.name}: ${long.map(([job, j]) => `${job} ${j.runs === 1 ? 'once' : `${j.runs} times`}, ${j.seconds.toFixed(1)} s`).join('; ')}`];
+  });
+  return notes.length === 0 ? [] : ['', 'Long server jobs that ran during a row:', ...notes];
 }
 
 export type Auth = Awaited<ReturnType<typeof merchant>>;
