@@ -1,7 +1,9 @@
 // The append-only logs are analyzed from a small sample (migration 0028): every column of
 // events, event_deliveries, delivery_attempts, request_log and idempotency_keys has a statistics
 // target of 10, on each partition too, those the weekly jobs make later included, while the
-// tables the API lists filter keep PostgreSQL's default.
+// tables the API lists filter keep PostgreSQL's default. So has the one expression in their
+// indexes, the request log's status class (migration 0029): ANALYZE samples for the largest
+// target of a table's columns and its indexes' expressions.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -42,11 +44,23 @@ describe('statistics targets', () => {
     return out;
   }
 
+  /** The target of the request log's status-class expression on its index and on each partition's (-1 or null read as the default). */
+  async function classTargets(): Promise<Map<string, number>> {
+    const rows = rowsOf<{ idx: string; target: number | null }>(
+      await t.ctx.db.execute(sql`select c.relname as idx, a.attstattarget as target from pg_class c join pg_attribute a on a.attrelid = c.oid and a.attnum = 2
+        where c.relname = 'request_log_client_class_idx' or c.oid in (select inhrelid from pg_inherits where inhparent = 'request_log_client_class_idx'::regclass)`),
+    );
+    return new Map(rows.map((r) => [r.idx, r.target === null || r.target < 0 ? 100 : Number(r.target)]));
+  }
+
   test('every column of the five logs and of each of their partitions has a target of 10; the listed tables keep the default', async () => {
     const lean = await targets(LEAN);
     for (const table of LEAN) assert.ok(lean.has(table), table);
     assert.ok([...lean.keys()].some((r) => /^events_p\d{8}$/.test(r)) && lean.has('request_log_default'), 'partitions are read too');
     for (const [rel, ts] of lean) assert.deepEqual(new Set(ts), new Set([10]), rel);
+    const classes = await classTargets();
+    assert.ok(classes.has('request_log_client_class_idx') && classes.size > 1, `the index and its partitions' (${[...classes.keys()]})`);
+    for (const [idx, target] of classes) assert.equal(target, 10, idx);
     for (const [rel, ts] of await targets(['users', 'wallets', 'payments', 'payment_intents', 'transactions', 'ledger_postings'])) {
       assert.deepEqual(new Set(ts), new Set([100]), rel);
     }
@@ -62,6 +76,10 @@ describe('statistics targets', () => {
       assert.ok(made.some(([rel]) => rel.startsWith(prefix)), `a new ${prefix}… week`);
     }
     for (const [rel, ts] of made) assert.deepEqual(new Set(ts), new Set([10]), rel);
+    const classes = await classTargets();
+    const newIndexes = [...classes.keys()].filter((idx) => made.some(([rel]) => rel.startsWith('request_log_p') && idx.startsWith(`${rel}_`)));
+    assert.ok(newIndexes.length > 0, 'the new weeks of the request log have the index');
+    for (const idx of newIndexes) assert.equal(classes.get(idx), 10, idx);
 
     // 500 requests in that week with 500 distinct durations: a target of 100 would keep 101 bounds.
     const client = randomUUID();
