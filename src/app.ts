@@ -27,7 +27,7 @@ import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
-import { checkLedger } from './observability/ledger-check.ts';
+import { runDueLedgerCheck } from './observability/ledger-check.ts';
 import { RequestLogBuffer } from './modules/request-log/record.ts';
 import { maintainRequestLog, REQUEST_LOG_PURGE_BATCH } from './modules/request-log/retention.ts';
 
@@ -144,15 +144,19 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
       return resealed;
     },
   });
-  // The ledger's invariants (ledger/invariants.ts), their result and time in the metrics. It reads
-  // the whole ledger: hourly by default, the first a minute after start.
+  // The ledger's invariants (ledger/invariants.ts), their result and time in the metrics. The
+  // check reads the whole ledger: once per interval for the whole deployment, by whichever
+  // process finds it due (observability/ledger-check.ts). Each process looks every minute (or
+  // interval, if shorter), which shows the latest check in its metrics; the first look is at
+  // start, so a new deployment's empty ledger is checked then, and a restarted process checks
+  // only when no other did in the interval.
   const ledgerCheckMs = ctx.config.observability.ledgerCheckIntervalMs;
   if (ledgerCheckMs > 0) {
     ctx.jobs.register({
       name: 'ledger-check',
-      intervalMs: ledgerCheckMs,
-      firstRunMs: Math.min(ledgerCheckMs, 60_000),
-      run: async () => (await checkLedger(ctx.db, ctx.log)).length,
+      intervalMs: Math.min(ledgerCheckMs, 60_000),
+      firstRunMs: 0,
+      run: () => runDueLedgerCheck(ctx.db, { log: ctx.log, now, intervalMs: ledgerCheckMs }),
     });
   }
   // The console's charts: what statements on payments changed (appended by triggers) folded

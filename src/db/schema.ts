@@ -496,6 +496,25 @@ export const ledgerPostings = pgTable(
   (t) => [index('ledger_postings_account_idx').on(t.accountId), index('ledger_postings_entry_idx').on(t.entryId)],
 );
 
+/**
+ * The ledger checks' results (ledger/invariants.ts), whichever process ran them: the scheduled
+ * check runs once per interval for the whole deployment, not once in each process, and every
+ * process's metrics report the latest row (observability/ledger-check.ts). `violations` counts
+ * them; `sample` holds the first 20. Rows older than 30 days are deleted as checks are recorded.
+ */
+export const ledgerChecks = pgTable(
+  'ledger_checks',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    startedAt: ts('started_at').notNull(),
+    finishedAt: ts('finished_at').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    violations: integer('violations').notNull(),
+    sample: jsonb('sample').$type<{ rule: string; detail: string }[]>().notNull(),
+  },
+  (t) => [index('ledger_checks_finished_idx').on(t.finishedAt)],
+);
+
 export const counterparties = pgTable(
   'counterparties',
   {

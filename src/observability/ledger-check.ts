@@ -1,25 +1,123 @@
-// The ledger invariant check on a schedule (a job of the jobs runner, LEDGER_CHECK_INTERVAL_S),
-// its result and time in the metrics: an alert fires on violations, or when no check has
-// finished for too long.
+// The ledger invariant check on a schedule (the ledger-check job, LEDGER_CHECK_INTERVAL_S), its
+// result and time in the metrics: an alert fires on violations, or when no check has finished
+// for too long.
+//
+// The check reads the whole ledger, so a deployment runs it once per interval, not once in each
+// of its processes: every check is recorded in ledger_checks, a process runs one only when the
+// latest is an interval old (under a transaction's advisory lock, which a transaction-mode
+// pooler keeps, so two processes that find it due at once do not both run it), and every
+// process's gauges show the latest, whoever ran it.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Executor } from '../db/open.ts';
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Db, type Tx } from '../db/open.ts';
 import { verifyLedger, type Violation } from '../ledger/invariants.ts';
 import { ledgerCheckDuration, ledgerCheckFailures, ledgerCheckTimestamp, ledgerCheckViolations } from './metrics.ts';
 
-/** Checks the ledger and records the outcome in the metrics; returns the violations. */
-export async function checkLedger(db: Executor, log: FastifyBaseLogger): Promise<Violation[]> {
-  const started = performance.now();
-  let violations: Violation[];
+/** How many violations a check's row keeps, and the log line shows: a broken ledger could report thousands. */
+const SAMPLE = 20;
+/** How long checks' rows are kept. */
+const KEPT_DAYS = 30;
+const LOCK = sql`select pg_try_advisory_xact_lock(hashtext('coffer:ledger-check')) as locked`;
+
+interface CheckRow {
+  finishedAt: Date;
+  durationMs: number;
+  violations: number;
+}
+
+export interface LedgerCheckOptions {
+  log: FastifyBaseLogger;
+  now: () => Date;
+}
+
+/** Runs the check now and records it (the admin API's verify); returns the violations. */
+export async function checkLedger(db: Db, opts: LedgerCheckOptions): Promise<Violation[]> {
+  return counted(() => db.transaction((tx) => checkAndRecord(tx, opts), { isolationLevel: 'repeatable read' }));
+}
+
+/**
+ * The job: runs the check when none has finished in the last `intervalMs` (by any process), and
+ * shows the latest in the metrics. Returns 1 when it ran the check, 0 when it was not due or
+ * another process was running it.
+ */
+export async function runDueLedgerCheck(db: Db, opts: LedgerCheckOptions & { intervalMs: number }): Promise<number> {
+  const latest = await latestCheck(db);
+  // A row more than an interval ahead of this process's clock is not trusted to mean "recent":
+  // it would otherwise hold every check off until then.
+  const age = latest && opts.now().getTime() - latest.finishedAt.getTime();
+  if (latest && age! < opts.intervalMs && age! > -opts.intervalMs) {
+    showInMetrics(latest);
+    return 0;
+  }
+  const ran = await counted(() =>
+    db.transaction(
+      async (tx) => {
+        const [lock] = rowsOf<{ locked: boolean }>(await tx.execute(LOCK));
+        return lock?.locked ? checkAndRecord(tx, opts) : undefined;
+      },
+      { isolationLevel: 'repeatable read' },
+    ),
+  );
+  return ran ? 1 : 0;
+}
+
+async function counted<T>(fn: () => Promise<T>): Promise<T> {
   try {
-    violations = await verifyLedger(db);
+    return await fn();
   } catch (err) {
     ledgerCheckFailures.inc();
     throw err;
   }
-  ledgerCheckDuration.set((performance.now() - started) / 1000);
-  ledgerCheckViolations.set(violations.length);
-  ledgerCheckTimestamp.set(Date.now() / 1000);
-  // The first few only: a broken ledger could report thousands.
-  if (violations.length > 0) log.error({ violations: violations.slice(0, 20), count: violations.length }, 'the ledger invariant check found violations');
+}
+
+/** In one repeatable-read transaction: the check reads one snapshot, and its row commits with it. */
+async function checkAndRecord(tx: Tx, opts: LedgerCheckOptions): Promise<Violation[]> {
+  const startedAt = opts.now();
+  const started = performance.now();
+  const violations = await verifyLedger(tx);
+  const durationMs = Math.round(performance.now() - started);
+  const finishedAt = new Date(startedAt.getTime() + durationMs);
+  await tx.execute(sql`insert into ledger_checks (started_at, finished_at, duration_ms, violations, sample)
+    values (${startedAt}, ${finishedAt}, ${durationMs}, ${violations.length}, ${JSON.stringify(violations.slice(0, SAMPLE))}::jsonb)`);
+  await tx.execute(sql`delete from ledger_checks where finished_at < ${new Date(finishedAt.getTime() - KEPT_DAYS * 86_400_000)}`);
+  showInMetrics({ finishedAt, durationMs, violations: violations.length });
+  if (violations.length > 0) opts.log.error({ violations: violations.slice(0, SAMPLE), count: violations.length }, 'the ledger invariant check found violations');
   return violations;
+}
+
+async function latestCheck(db: Db): Promise<CheckRow | undefined> {
+  const [row] = rowsOf<{ finished_at: Date | string; duration_ms: number; violations: number }>(
+    await db.execute(sql`select finished_at, duration_ms, violations from ledger_checks order by finished_at desc limit 1`),
+  );
+  return row && { finishedAt: new Date(row.finished_at), durationMs: row.duration_ms, violations: row.violations };
+}
+
+export interface RecordedCheck {
+  id: string;
+  startedAt: Date;
+  finishedAt: Date;
+  durationMs: number;
+  violations: number;
+  sample: Violation[];
+}
+
+/** The checks recorded last, newest first (the admin API's list). */
+export async function recentLedgerChecks(db: Db, limit: number): Promise<RecordedCheck[]> {
+  const rows = rowsOf<{ id: string | number; started_at: Date | string; finished_at: Date | string; duration_ms: number; violations: number; sample: Violation[] | string }>(
+    await db.execute(sql`select id, started_at, finished_at, duration_ms, violations, sample from ledger_checks order by id desc limit ${limit}`),
+  );
+  return rows.map((r) => ({
+    id: String(r.id),
+    startedAt: new Date(r.started_at),
+    finishedAt: new Date(r.finished_at),
+    durationMs: r.duration_ms,
+    violations: r.violations,
+    sample: typeof r.sample === 'string' ? (JSON.parse(r.sample) as Violation[]) : r.sample,
+  }));
+}
+
+function showInMetrics(check: CheckRow): void {
+  ledgerCheckDuration.set(check.durationMs / 1000);
+  ledgerCheckViolations.set(check.violations);
+  ledgerCheckTimestamp.set(check.finishedAt.getTime() / 1000);
 }

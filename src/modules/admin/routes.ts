@@ -8,7 +8,7 @@ import type { App } from '../../http/server.ts';
 import { createClient, getClient, removeClientSecret, rotateClientSecret, updateClient } from '../clients/domain.ts';
 import { ClientSettingsSchema, EffectiveSettingsSchema, resolveSettings } from '../clients/settings.ts';
 import { listClientRows, listSecretRows, type ClientRow, type ClientSecretRow } from '../clients/sql.ts';
-import { checkLedger } from '../../observability/ledger-check.ts';
+import { checkLedger, recentLedgerChecks } from '../../observability/ledger-check.ts';
 
 const TAGS = ['Admin'];
 const ADMIN_ERRORS = [400, 401, 415] as const;
@@ -71,7 +71,25 @@ export const LedgerReport = resource('LedgerReport', 'LedgerReport', {
   checkedAt: Timestamp(),
 });
 
-export const schemas = [EffectiveSettingsSchema, Client, ClientSecret, LedgerReport];
+const Violation = Type.Object({ rule: Type.String(), detail: Type.String() });
+
+export const LedgerCheck = resource(
+  'LedgerCheck',
+  'LedgerCheck',
+  {
+    startedAt: Timestamp(),
+    finishedAt: Timestamp(),
+    durationMs: Type.Integer(),
+    violationCount: Type.Integer({ description: 'How many violations the check found' }),
+    violations: Type.Array(Violation, { description: 'The first 20 of them' }),
+  },
+  { description: 'A ledger invariant check that ran: the scheduled job, in whichever process ran it, or GET /admin/v1/ledger/verify.' },
+);
+
+/** How many recorded checks the list shows: a day of hourly checks. */
+const RECENT_CHECKS = 24;
+
+export const schemas = [EffectiveSettingsSchema, Client, ClientSecret, LedgerReport, LedgerCheck];
 
 export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.admin.publicUrl;
@@ -200,14 +218,42 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Check every ledger invariant',
         description:
           'All postings sum to zero; each entry balances; each tracked balance equals the sum of its postings; nothing that must not be negative is; ' +
-          "each wallet's pending deposits match its pending transactions. Reads the whole ledger: run it off-peak.",
+          "each wallet's pending deposits match its pending transactions; each posting's entry and account exist. Reads the whole ledger: run it off-peak. " +
+          'The check is recorded with the scheduled ones (GET /admin/v1/ledger/checks).',
         querystring: NoQuery,
         response: responses({ 200: document(ref(LedgerReport)) }, ADMIN_ERRORS),
       },
     },
     async () => {
-      const violations = await checkLedger(ctx.db, ctx.log);
+      const violations = await checkLedger(ctx.db, { log: ctx.log, now: () => ctx.clock.now() });
       return { data: { id: 'ledger', type: 'LedgerReport' as const, attributes: { sound: violations.length === 0, violations, checkedAt: ctx.clock.now().toISOString() } } };
     },
+  );
+
+  app.get(
+    '/admin/v1/ledger/checks',
+    {
+      schema: {
+        tags: TAGS,
+        operationId: 'adminListLedgerChecks',
+        summary: 'List the latest ledger checks',
+        description: `The last ${RECENT_CHECKS} ledger invariant checks, newest first, whichever process ran them, each with its first 20 violations. Checks are kept 30 days.`,
+        querystring: NoQuery,
+        response: responses({ 200: document(Type.Array(ref(LedgerCheck))) }, ADMIN_ERRORS),
+      },
+    },
+    async () => ({
+      data: (await recentLedgerChecks(ctx.db, RECENT_CHECKS)).map((c) => ({
+        id: c.id,
+        type: 'LedgerCheck' as const,
+        attributes: {
+          startedAt: c.startedAt.toISOString(),
+          finishedAt: c.finishedAt.toISOString(),
+          durationMs: c.durationMs,
+          violationCount: c.violations,
+          violations: c.sample,
+        },
+      })),
+    }),
   );
 }
