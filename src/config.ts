@@ -85,7 +85,7 @@ export interface Config {
 export interface ObservabilityConfig {
   /** A bearer token that reads GET /metrics on the admin listener besides ADMIN_TOKEN (a scraper needs no admin rights). */
   metricsToken: string | undefined;
-  /** How often the jobs runner checks the ledger's invariants; 0: never (the admin API still can). */
+  /** How often the deployment checks the ledger's invariants (once, in whichever worker process finds it due); 0: never (the admin API still can). */
   ledgerCheckIntervalMs: number;
   /** OTLP/HTTP base URL (`/v1/traces` is appended); undefined: tracing off. */
   otlpEndpoint: string | undefined;

@@ -44,8 +44,8 @@ export async function runDueLedgerCheck(db: Db, opts: LedgerCheckOptions & { int
   const latest = await latestCheck(db);
   // A row more than an interval ahead of this process's clock is not trusted to mean "recent":
   // it would otherwise hold every check off until then.
-  const age = latest && opts.now().getTime() - latest.finishedAt.getTime();
-  if (latest && age! < opts.intervalMs && age! > -opts.intervalMs) {
+  const age = latest ? opts.now().getTime() - latest.finishedAt.getTime() : Infinity;
+  if (latest && Math.abs(age) < opts.intervalMs) {
     showInMetrics(latest);
     return 0;
   }

@@ -224,8 +224,16 @@ describe('metrics', () => {
       const res = await a.adminRequest('GET', '/admin/v1/ledger/verify');
       assert.equal(res.status, 200);
       assert.equal(await checks(), 3);
+      // A process whose clock is more than an interval behind the latest check (years, here)
+      // does not take it for a recent one: it checks.
+      const behind = await createTestApp({ clock: new TestClock(new Date('2030-01-01T00:00:00Z')) });
+      try {
+        assert.equal(await behind.ctx.jobs.runOnce('ledger-check'), 1);
+      } finally {
+        await behind.close();
+      }
     } finally {
-      await t.ctx.db.execute(sql`delete from ledger_checks where started_at >= ${start}`);
+      await t.ctx.db.execute(sql`delete from ledger_checks where started_at >= ${start} or started_at = '2030-01-01T00:00:00Z'`);
       await a.close();
       await b.close();
     }
