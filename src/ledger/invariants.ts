@@ -2,9 +2,9 @@
 // the admin API, and the ledger-check job on a schedule. Returns the violations found (empty
 // when the ledger is sound).
 //
-// Linear in the ledger, so it reads each table as few times as it can: the postings twice (summed
-// by account, then by entry), the entries and accounts once each, in one read-only snapshot so
-// that every rule sees the same ledger while money keeps moving.
+// Linear in the ledger, so it reads the largest tables as few times as it can: the postings twice
+// (summed by account, then by entry) and the entries once, in one read-only snapshot so that every
+// rule sees the same ledger while money keeps moving.
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Db, type Tx } from '../db/open.ts';
 
