@@ -168,22 +168,22 @@ export const kycDecisions = new Counter({
 
 export const ledgerCheckTimestamp = new Gauge({
   name: 'coffer_ledger_invariant_check_timestamp_seconds',
-  help: 'When the last ledger invariant check of this process finished (Unix time; 0: none yet).',
+  help: 'When the latest ledger invariant check of the deployment finished, whichever process ran it (Unix time; 0: none seen yet).',
   registers: [registry],
 });
 export const ledgerCheckViolations = new Gauge({
   name: 'coffer_ledger_invariant_check_violations',
-  help: 'Violations the last ledger invariant check found (0: the ledger is sound).',
+  help: 'Violations the latest ledger invariant check found (0: the ledger is sound).',
   registers: [registry],
 });
 export const ledgerCheckDuration = new Gauge({
   name: 'coffer_ledger_invariant_check_duration_seconds',
-  help: 'How long the last ledger invariant check took.',
+  help: 'How long the latest ledger invariant check took.',
   registers: [registry],
 });
 export const ledgerCheckFailures = new Counter({
   name: 'coffer_ledger_invariant_check_errors_total',
-  help: 'Ledger invariant checks that could not run to the end (a database error).',
+  help: 'Ledger invariant checks this process started that could not run to the end (a database error).',
   registers: [registry],
 });
 
