@@ -24,6 +24,11 @@ export function rowsOf<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
+/** UUIDs as one array parameter's literal, each once (a JS array in Drizzle's sql is a list of parameters). */
+export function uuidArray(ids: Iterable<string>): string {
+  return `{${[...new Set(ids)].join(',')}}`;
+}
+
 export interface Database {
   db: Db;
   kind: 'pglite' | 'postgres';

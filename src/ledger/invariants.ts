@@ -6,7 +6,7 @@
 // (summed by account, then by entry) and the entries once, in one read-only snapshot so that every
 // rule sees the same ledger while money keeps moving.
 import { sql } from 'drizzle-orm';
-import { rowsOf, type Db, type Tx } from '../db/open.ts';
+import { rowsOf, uuidArray, type Db, type Tx } from '../db/open.ts';
 
 export interface Violation {
   rule: string;
@@ -107,6 +107,3 @@ async function verifyIn(tx: Tx): Promise<Violation[]> {
   }
   return out;
 }
-
-/** A set of uuids as one array parameter (a JS array in Drizzle's sql is a list of parameters). */
-const uuidArray = (ids: Set<string>) => `{${[...ids].join(',')}}`;

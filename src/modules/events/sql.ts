@@ -4,7 +4,7 @@ import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
-import { rowsOf, type Executor } from '../../db/open.ts';
+import { rowsOf, uuidArray, type Executor } from '../../db/open.ts';
 import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
@@ -428,11 +428,6 @@ async function showNextAttempts(db: Executor, rows: Rescheduled[], now: Date): P
     update event_deliveries d set next_attempt_at = greatest(d.next_attempt_at, m.next_attempt_at), updated_at = ${now}
     from json_to_recordset(${json}::json) as m(id uuid, event_id uuid, next_attempt_at timestamptz)
     where d.event_id = any(${uuidArray(rows.map((r) => r.event_id))}::uuid[]) and d.event_id = m.event_id and d.id = m.id and d.state = 'pending'`);
-}
-
-/** UUIDs as an array literal, each once. */
-function uuidArray(ids: string[]): string {
-  return `{${[...new Set(ids)].join(',')}}`;
 }
 
 export interface AttemptOutcome {
