@@ -53,6 +53,41 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
     assert.ok(after.analyzed && (!stats.analyzed || after.analyzed > stats.analyzed), 'users analyzed');
     assert.ok(after.changed < stats.changed, 'its change count starts again');
   });
+
+  test("a table only inserted into is vacuumed once its inserts pass autovacuum's insert threshold (1,000 + 20% of its rows)", async () => {
+    const queue = async () => {
+      const [row] = rowsOf<{ inserted: string | number; vacuumed: string | Date | null }>(
+        await t.ctx.db.execute(sql`select n_ins_since_vacuum as inserted, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'event_delivery_queue'`),
+      );
+      return { inserted: Number(row!.inserted), vacuumed: row!.vacuumed === null ? null : new Date(row!.vacuumed) };
+    };
+    /** Inserts `n` rows, as deliveries waiting a day would be, and waits until the counters show them. */
+    const insert = async (n: number) => {
+      const before = (await queue()).inserted;
+      await t.ctx.db.execute(sql`insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at)
+        select gen_random_uuid(), gen_random_uuid(), ${m.clientId}, gen_random_uuid(), now() + interval '1 day' from generate_series(1, ${n})`);
+      // The counters reach pg_stat_user_tables a moment after the transactions that made them.
+      for (let tries = 0; (await queue()).inserted < before + n && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+    };
+    // Where autovacuum is on, the job is not registered (the test above); the function is the job.
+    const registered = await needsTableMaintenance(t.ctx.database);
+    const maintain = () => (registered ? t.ctx.jobs.runOnce('table-maintenance') : maintainTables(t.ctx.db));
+    await t.ctx.db.execute(sql`vacuum event_delivery_queue`);
+    const start = await queue();
+    await insert(600); // 600 of a threshold of 1,120
+    await maintain();
+    assert.deepEqual((await queue()).vacuumed, start.vacuumed, 'not vacuumed below the threshold');
+    await insert(1_000); // 1,600 of 1,320
+    await maintain();
+    let now = await queue();
+    for (let tries = 0; (now.vacuumed === null || (start.vacuumed !== null && now.vacuumed <= start.vacuumed)) && tries < 100; tries++) {
+      await new Promise((done) => setTimeout(done, 100));
+      now = await queue();
+    }
+    assert.ok(now.vacuumed && (!start.vacuumed || now.vacuumed > start.vacuumed), 'vacuumed past the threshold');
+    assert.equal(now.inserted, 0, 'its insert count starts again');
+    await t.ctx.db.execute(sql`delete from event_delivery_queue where client_id = ${m.clientId}`);
+  });
 });
 
 describe('the webhook queue is vacuumed every few seconds once deliveries that ended leave dead rows in it', () => {

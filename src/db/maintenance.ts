@@ -4,14 +4,18 @@
 // PostgreSQL caches for prepared statements stay those made for empty tables: docs/operations.md;
 // the checkout benchmark saw the idempotency check scan its whole table) and the dead rows that
 // updates leave are never reclaimed. Coffer then runs this as a job instead, with autovacuum's
-// default thresholds: a table with more dead rows than 50 + 20% of its live ones is vacuumed, one
-// with more changes since its last ANALYZE than 50 + 10% is analyzed. A PostgreSQL server with
-// autovacuum on (the default) does this itself; the job is not registered there.
+// default thresholds: a table with more dead rows than 50 + 20% of its live ones is vacuumed, and
+// so is one with more rows inserted since its last VACUUM than 1,000 + 20% of its live ones (the
+// append-only ledger postings, events and logs, which leave no dead rows: without a VACUUM their
+// pages are never marked all-visible, so an index-only scan of them reads the table too, and their
+// rows are never frozen); one with more changes since its last ANALYZE than 50 + 10% is analyzed.
+// A PostgreSQL server with autovacuum on (the default) does this itself; the job is not
+// registered there.
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Database, type Db } from './open.ts';
 
 const DUE = sql`select relname as name,
-    n_dead_tup > 50 + 0.2 * n_live_tup as vacuum,
+    n_dead_tup > 50 + 0.2 * n_live_tup or n_ins_since_vacuum > 1000 + 0.2 * n_live_tup as vacuum,
     n_mod_since_analyze > 50 + 0.1 * n_live_tup as analyze
   from pg_stat_user_tables where schemaname = 'public' order by relname`;
 
