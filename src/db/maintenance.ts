@@ -8,7 +8,8 @@
 // so is one with more rows inserted since its last VACUUM than 1,000 + 20% of its live ones (the
 // append-only ledger postings, events and logs, which leave no dead rows: without a VACUUM their
 // pages are never marked all-visible, so an index-only scan of them reads the table too, and their
-// rows are never frozen); one with more changes since its last ANALYZE than 50 + 10% is analyzed.
+// rows wait to be frozen all at once by the anti-wraparound VACUUM that PostgreSQL forces even with
+// autovacuum off); one with more changes since its last ANALYZE than 50 + 10% is analyzed.
 // A PostgreSQL server with autovacuum on (the default) does this itself; the job is not
 // registered there.
 import { sql } from 'drizzle-orm';
