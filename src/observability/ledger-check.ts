@@ -8,8 +8,9 @@
 // pooler keeps, so two processes that find it due at once do not both run it), and every
 // process's gauges show the latest, whoever ran it.
 import type { FastifyBaseLogger } from 'fastify';
-import { sql } from 'drizzle-orm';
+import { desc, lt, sql } from 'drizzle-orm';
 import { rowsOf, type Db, type Tx } from '../db/open.ts';
+import { ledgerChecks } from '../db/schema.ts';
 import { verifyLedger, type Violation } from '../ledger/invariants.ts';
 import { ledgerCheckDuration, ledgerCheckFailures, ledgerCheckTimestamp, ledgerCheckViolations } from './metrics.ts';
 
@@ -77,43 +78,27 @@ async function checkAndRecord(tx: Tx, opts: LedgerCheckOptions): Promise<Violati
   const violations = await verifyLedger(tx);
   const durationMs = Math.round(performance.now() - started);
   const finishedAt = new Date(startedAt.getTime() + durationMs);
-  await tx.execute(sql`insert into ledger_checks (started_at, finished_at, duration_ms, violations, sample)
-    values (${startedAt}, ${finishedAt}, ${durationMs}, ${violations.length}, ${JSON.stringify(violations.slice(0, SAMPLE))}::jsonb)`);
-  await tx.execute(sql`delete from ledger_checks where finished_at < ${new Date(finishedAt.getTime() - KEPT_DAYS * 86_400_000)}`);
+  await tx.insert(ledgerChecks).values({ startedAt, finishedAt, durationMs, violations: violations.length, sample: violations.slice(0, SAMPLE) });
+  await tx.delete(ledgerChecks).where(lt(ledgerChecks.finishedAt, new Date(finishedAt.getTime() - KEPT_DAYS * 86_400_000)));
   showInMetrics({ finishedAt, durationMs, violations: violations.length });
   if (violations.length > 0) opts.log.error({ violations: violations.slice(0, SAMPLE), count: violations.length }, 'the ledger invariant check found violations');
   return violations;
 }
 
 async function latestCheck(db: Db): Promise<CheckRow | undefined> {
-  const [row] = rowsOf<{ finished_at: Date | string; duration_ms: number; violations: number }>(
-    await db.execute(sql`select finished_at, duration_ms, violations from ledger_checks order by finished_at desc limit 1`),
-  );
-  return row && { finishedAt: new Date(row.finished_at), durationMs: row.duration_ms, violations: row.violations };
+  const [row] = await db
+    .select({ finishedAt: ledgerChecks.finishedAt, durationMs: ledgerChecks.durationMs, violations: ledgerChecks.violations })
+    .from(ledgerChecks)
+    .orderBy(desc(ledgerChecks.finishedAt))
+    .limit(1);
+  return row;
 }
 
-export interface RecordedCheck {
-  id: string;
-  startedAt: Date;
-  finishedAt: Date;
-  durationMs: number;
-  violations: number;
-  sample: Violation[];
-}
+export type RecordedCheck = typeof ledgerChecks.$inferSelect;
 
 /** The checks recorded last, newest first (the admin API's list). */
 export async function recentLedgerChecks(db: Db, limit: number): Promise<RecordedCheck[]> {
-  const rows = rowsOf<{ id: string | number; started_at: Date | string; finished_at: Date | string; duration_ms: number; violations: number; sample: Violation[] | string }>(
-    await db.execute(sql`select id, started_at, finished_at, duration_ms, violations, sample from ledger_checks order by id desc limit ${limit}`),
-  );
-  return rows.map((r) => ({
-    id: String(r.id),
-    startedAt: new Date(r.started_at),
-    finishedAt: new Date(r.finished_at),
-    durationMs: r.duration_ms,
-    violations: r.violations,
-    sample: typeof r.sample === 'string' ? (JSON.parse(r.sample) as Violation[]) : r.sample,
-  }));
+  return db.select().from(ledgerChecks).orderBy(desc(ledgerChecks.id)).limit(limit);
 }
 
 function showInMetrics(check: CheckRow): void {

@@ -244,7 +244,7 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async () => ({
       data: (await recentLedgerChecks(ctx.db, RECENT_CHECKS)).map((c) => ({
-        id: c.id,
+        id: String(c.id),
         type: 'LedgerCheck' as const,
         attributes: {
           startedAt: c.startedAt.toISOString(),
