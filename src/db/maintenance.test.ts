@@ -15,6 +15,25 @@ interface TableStats {
   analyzed: Date | null;
 }
 
+/**
+ * Reads until `done` holds, at most 10 s: the counters reach pg_stat_user_tables a moment after
+ * the transactions that made them.
+ */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  let value = await read();
+  for (let tries = 0; !done(value) && tries < 100; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = await read();
+  }
+  return value;
+}
+
+/** Whether a table's last VACUUM came after `start`. */
+const vacuumedSince =
+  (start: Date | null) =>
+  (now: { vacuumed: Date | null }): boolean =>
+    now.vacuumed !== null && (start === null || now.vacuumed > start);
+
 async function usersStats(t: TestApp): Promise<TableStats> {
   const [row] = rowsOf<{ live: string | number; changed: string | number; analyzed: string | Date | null }>(
     await t.ctx.db.execute(sql`select n_live_tup as live, n_mod_since_analyze as changed, greatest(last_analyze, last_autoanalyze) as analyzed from pg_stat_user_tables where relname = 'users'`),
@@ -34,12 +53,7 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
   test("a table changed past autovacuum's threshold (50 + 10% of its rows) is analyzed by the job, registered on PGlite and where autovacuum is off", async () => {
     const [users] = rowsOf<{ n: string | number }>(await t.ctx.db.execute(sql`select count(*) as n from users`));
     for (let i = 0; i < 60 + Math.ceil(Number(users!.n) / 10); i++) await createUser(t, m);
-    // The counters reach pg_stat_user_tables a moment after the transactions that made them.
-    let stats = await usersStats(t);
-    for (let tries = 0; stats.changed <= 50 + 0.1 * stats.live && tries < 100; tries++) {
-      await new Promise((done) => setTimeout(done, 100));
-      stats = await usersStats(t);
-    }
+    const stats = await until(() => usersStats(t), (s) => s.changed > 50 + 0.1 * s.live);
     assert.ok(stats.changed > 50 + 0.1 * stats.live, `users changed ${stats.changed} of ${stats.live}`);
     const [server] = t.ctx.database.kind === 'postgres' ? rowsOf<{ autovacuum: string }>(await t.ctx.db.execute(sql`show autovacuum`)) : [];
     const registered = t.ctx.database.kind === 'pglite' || server!.autovacuum === 'off';
@@ -66,8 +80,7 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
       const before = (await queue()).inserted;
       await t.ctx.db.execute(sql`insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at)
         select gen_random_uuid(), gen_random_uuid(), ${m.clientId}, gen_random_uuid(), now() + interval '1 day' from generate_series(1, ${n})`);
-      // The counters reach pg_stat_user_tables a moment after the transactions that made them.
-      for (let tries = 0; (await queue()).inserted < before + n && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+      await until(queue, (q) => q.inserted >= before + n);
     };
     // Where autovacuum is on, the job is not registered (the test above); the function is the job.
     const registered = await needsTableMaintenance(t.ctx.database);
@@ -79,11 +92,7 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
     assert.deepEqual((await queue()).vacuumed, start.vacuumed, 'not vacuumed below the threshold');
     await insert(1_000); // 1,600 of 1,320
     await maintain();
-    let now = await queue();
-    for (let tries = 0; (now.vacuumed === null || (start.vacuumed !== null && now.vacuumed <= start.vacuumed)) && tries < 100; tries++) {
-      await new Promise((done) => setTimeout(done, 100));
-      now = await queue();
-    }
+    const now = await until(queue, vacuumedSince(start.vacuumed));
     assert.ok(now.vacuumed && (!start.vacuumed || now.vacuumed > start.vacuumed), 'vacuumed past the threshold');
     assert.equal(now.inserted, 0, 'its insert count starts again');
     await t.ctx.db.execute(sql`delete from event_delivery_queue where client_id = ${m.clientId}`);
@@ -118,15 +127,10 @@ describe('the webhook queue is vacuumed every few seconds once deliveries that e
     assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 0);
     assert.deepEqual((await queueStats()).vacuumed, start.vacuumed);
     await endDeliveries(1_200);
-    // The counters reach pg_stat_user_tables a moment after the transactions that made them.
-    for (let tries = 0; (await queueStats()).dead <= 1_000 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+    await until(queueStats, (q) => q.dead > 1_000);
     assert.ok((await queueStats()).dead > 1_000);
     assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
-    let now = await queueStats();
-    for (let tries = 0; (now.vacuumed === null || (start.vacuumed !== null && now.vacuumed <= start.vacuumed)) && tries < 100; tries++) {
-      await new Promise((done) => setTimeout(done, 100));
-      now = await queueStats();
-    }
+    const now = await until(queueStats, vacuumedSince(start.vacuumed));
     assert.ok(now.vacuumed && (!start.vacuumed || now.vacuumed > start.vacuumed), 'vacuumed');
     assert.ok(now.dead < 1_000, `${now.dead} dead rows left`);
   });
@@ -140,19 +144,19 @@ describe('the webhook queue is vacuumed every few seconds once deliveries that e
       await reader.query('begin isolation level repeatable read');
       await reader.query('select count(*) from event_delivery_queue'); // its snapshot keeps every row deleted from now on
       await endDeliveries(1_200);
-      for (let tries = 0; (await queueStats()).dead <= 1_000 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+      await until(queueStats, (q) => q.dead > 1_000);
       assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
       assert.ok((await queueStats()).dead >= 1_200, 'nothing removable yet');
       assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 0, 'not again for the same rows');
       await endDeliveries(1_200);
-      for (let tries = 0; (await queueStats()).dead <= 2_200 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+      await until(queueStats, (q) => q.dead > 2_200);
       assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1, 'more died');
       await reader.query('commit');
       // Another process's VACUUM removes them all: the count starts again from none left.
       await t.ctx.db.execute(sql`vacuum event_delivery_queue`);
       assert.ok((await queueStats()).dead < 1_000, 'all removed once the transaction ended');
       await endDeliveries(1_100);
-      for (let tries = 0; (await queueStats()).dead <= 1_000 && tries < 100; tries++) await new Promise((done) => setTimeout(done, 100));
+      await until(queueStats, (q) => q.dead > 1_000);
       assert.equal(await t.ctx.jobs.runOnce('webhook-queue-vacuum'), 1);
     } finally {
       await reader.end();
