@@ -925,7 +925,9 @@ export const payments = pgTable(
     index('payments_status_idx').on(t.clientId, t.status, t.createdAt, t.id),
     index('payments_reference_idx').on(t.clientId, t.reference, t.createdAt, t.id).where(sql`reference is not null`),
     index('payments_client_channel_idx').on(t.clientId, t.channel, t.createdAt, t.id).where(sql`channel is not null`),
-    index('payments_intent_idx').on(t.intentId),
+    // Only a payment of an intent has one: a direct payment (POST /payments) adds no entry here,
+    // neither when it is made nor when it settles (a status change is never a HOT update).
+    index('payments_intent_idx').on(t.intentId).where(sql`intent_id is not null`),
     index('payments_expiring_idx').on(t.expiresAt).where(sql`status = 'Created'`),
     index('payments_settling_idx').on(t.settleAfter).where(sql`status = 'Processing'`),
   ],

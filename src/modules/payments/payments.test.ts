@@ -10,7 +10,9 @@ import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
+import { genericPlan } from '../../test/plans.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { LOCK_ACTIVE_PAYMENTS, LOCK_PAYMENTS, PAYMENTS_OF_INTENTS } from './sql.ts';
 
 const DAY = 86_400_000;
 const ROUTING = '011000015';
@@ -1118,6 +1120,21 @@ describe('payments: reads and lists', () => {
     assert.equal(malformed.status, 400);
     assert.equal(errorsOf(malformed)[0]!.code, 'BadRequest');
     assert.equal((await t.request('GET', `/api/v1/payments/${id}`)).status, 401);
+  });
+
+  test("every read of an intent's payments finds them through payments_intent_idx, which holds only the payments of an intent (generic plans)", async () => {
+    const reads: [string, string, unknown[]][] = [
+      ['payments of intents', PAYMENTS_OF_INTENTS.text, ['{}']],
+      ['active payments locked', LOCK_ACTIVE_PAYMENTS.text, ['{}']],
+      ["a payment group's intents with their payment ids", LOCK_PAYMENTS.text, ['{}', '{}']],
+    ];
+    for (const [what, text, params] of reads) {
+      const plan = await genericPlan(t.ctx.db, { sql: text, params });
+      assert.match(plan, /payments_intent_idx/, `${what}:\n${plan}`);
+      assert.doesNotMatch(plan, /Seq Scan on payments/, `${what}:\n${plan}`);
+    }
+    const [index] = rowsOf<{ def: string }>(await t.ctx.db.execute(sql`select indexdef as def from pg_indexes where indexname = 'payments_intent_idx'`));
+    assert.match(index!.def, /WHERE \(intent_id IS NOT NULL\)/);
   });
 
   test("another merchant's payment is 404 PaymentNotFound everywhere, and nothing happens to it", async () => {

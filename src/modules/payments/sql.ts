@@ -33,7 +33,7 @@ export const attemptFromJson = (raw: Record<string, unknown>): AttemptRow => row
  * transitions are serialised here) and the intent's `payment_ids`. A row per key; no payment
  * means not found.
  */
-const LOCK_PAYMENTS = statement(
+export const LOCK_PAYMENTS = statement(
   'payment_lock_group',
   `select x.payment, x.intent
    from unnest($1::uuid[], $2::uuid[]) with ordinality as m(client_id, id, n)
@@ -73,7 +73,7 @@ export async function lockIntentsOfPayments(db: Executor, keys: { clientId: stri
 }
 
 /** The payments of intents, oldest first (a cancel reads them after the intents' locks, so none is missed). */
-const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
+export const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
 
 /** The payments' ids of intents, oldest first, by intent. */
 export async function paymentIdsOfIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
@@ -106,7 +106,7 @@ function idsByIntent(intentIds: string[], rows: PaymentOfIntent[]): Map<string, 
  * The payments of intents that are not Failed (an intent has at most one), locked in payment id
  * order: the order every group locks payments in, so a capture group cannot deadlock with them.
  */
-const LOCK_ACTIVE_PAYMENTS = statement(
+export const LOCK_ACTIVE_PAYMENTS = statement(
   'payments_lock_active',
   `select row_to_json(p) as payment from payments p where p.intent_id = any($1::uuid[]) and p.status <> 'Failed' order by p.id for update of p`,
 );
