@@ -33,6 +33,8 @@ export interface LoadResult {
    * 10 ms. They share the cores with the requests. In the raw results file and with BENCH_TAIL.
    */
   jobs?: Record<string, { runs: number; seconds: number }>;
+  /** A read row's yardstick (BareBeside): the bare route's rate just before and just after the row, their mean. */
+  bare?: number;
 }
 
 export interface Server {
@@ -82,6 +84,47 @@ export async function startBare(query?: { databaseUrl: string; text: string; val
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   await waitForLine(proc, /listening/, 'bare server');
   return { url: `http://127.0.0.1:${port}`, proc, stop: stopper(proc) };
+}
+
+/**
+ * The bare route measured beside each read row: a run of it just before the row and one just
+ * after, the row's yardstick their mean (LoadResult.bare). This host's speed moves within
+ * seconds (the bare route alone ran 19,000 to 41,000 a second in 3-second runs a minute
+ * apart), so a ratio to one bare run at the start of a scenario measures the host's minute as
+ * much as the code. A row that follows another at once shares the run between them. The bare
+ * server stays up (and warm) for the whole scenario.
+ */
+export class BareBeside {
+  static readonly RUN_S = 3;
+  readonly #server: Server;
+  #last: { rps: number; at: number } | undefined;
+
+  private constructor(server: Server) {
+    this.#server = server;
+  }
+
+  static async start(): Promise<BareBeside> {
+    return new BareBeside(await startBare());
+  }
+
+  async #measure(): Promise<number> {
+    const r = await load('bare Fastify route (beside)', { url: `${this.#server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 });
+    this.#last = { rps: r.rps, at: performance.now() };
+    return r.rps;
+  }
+
+  /** `row` between two runs of the bare route, with their mean as its yardstick. */
+  async around(row: () => Promise<LoadResult>): Promise<LoadResult> {
+    // The run after the previous row, if this row follows it at once (no set-up in between).
+    const before = this.#last && performance.now() - this.#last.at < 2000 ? this.#last.rps : await this.#measure();
+    const r = await row();
+    const after = await this.#measure();
+    return { ...r, bare: Math.round((before + after) / 2) };
+  }
+
+  async stop(): Promise<void> {
+    await this.#server.stop();
+  }
 }
 
 export interface CofferServer extends Server {
@@ -408,14 +451,20 @@ export const RAW_TRANSFER = 'raw pg transfer transaction (8 connections)';
 
 /**
  * A scenario's rows as a markdown table, each beside a yardstick of the same run: reads beside
- * the bare route (`reference`), and, when the run measured the raw transfer, everything else
- * beside that.
+ * the bare route (the runs just before and after the row when it has them, BareBeside, shown in
+ * a column of their own; otherwise `reference`), and, when the run measured the raw transfer,
+ * everything else beside that.
  */
 export function table(results: LoadResult[], reference?: LoadResult): string {
   const raw = results.find((r) => r.name === RAW_TRANSFER);
   const write = (r: LoadResult) => raw !== undefined && !r.name.startsWith('GET ');
   const withCpu = results.some((r) => r.cpu);
-  const share = (r: LoadResult, of: LoadResult | undefined) => (of && r !== reference && r !== raw ? `${((100 * r.rps) / of.rps).toFixed(1)}%` : '');
+  const beside = results.some((r) => r.bare !== undefined);
+  const share = (r: LoadResult, of: LoadResult | undefined) => {
+    const rate = of === reference && r.bare !== undefined ? r.bare : of?.rps;
+    return rate !== undefined && r !== reference && r !== raw ? `${((100 * r.rps) / rate).toFixed(1)}%` : '';
+  };
+  const besideCell = (r: LoadResult) => (beside ? ` ${r.bare?.toLocaleString('en-US') ?? ''} |` : '');
   // Rows without latencies (the raw transfer, the flows count) leave those cells empty.
   const latency = (r: LoadResult) => (r.p50 === 0 && r.p99 === 0 ? ' | ' : `${r.p50} | ${r.p99}`);
   const cpu = (r: LoadResult) => {
@@ -424,10 +473,10 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
     return ` ${parts.map((v) => v.toFixed(2)).join(' + ')} |`;
   };
   const rows = results.map(
-    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
+    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
-  const head = `| scenario | req/s | of bare |${raw ? ' of raw transfer |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
-  return [head, `|---|---:|---:|${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
+  const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
+  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
 }
 
 /**

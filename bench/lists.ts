@@ -14,7 +14,7 @@ import { envelope } from '../src/modules/events/record.ts';
 import type { AnyTopic } from '../src/modules/events/topics.ts';
 import { paymentResource } from '../src/modules/payments/render.ts';
 import type { PaymentRow } from '../src/modules/payments/sql.ts';
-import { freshDatabase, json, load, merchant, runOn, startCoffer, type LoadResult } from './lib.ts';
+import { BareBeside, freshDatabase, json, load, merchant, runOn, startCoffer, type LoadResult } from './lib.ts';
 
 const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const say = (s: string) => process.stderr.write(`${s}\n`);
@@ -154,6 +154,7 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
   await seed(databaseUrl, clientId);
   // Events are kept longer than the seed's 40 days, so the event-retention job leaves them all.
   coffer = await startCoffer({ databaseUrl, env: { EVENT_RETENTION_DAYS: '60' } });
+  const beside = await BareBeside.start();
   try {
     const wallet = (await json(`${coffer.url}/api/v1/wallets?filter[email]=seed1@example.com`, { headers: auth })).data[0].id as string;
     const intentId = (await json(`${coffer.url}/api/v1/payments?filter[reference]=order-777`, { headers: auth })).data[0].relationships.paymentIntent.data.id as string;
@@ -212,9 +213,10 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
       const got = await json(`${coffer.url}${r.path}`, { headers: auth });
       if (got.meta.total !== expected) throw new Error(`${r.path}: meta.total ${got.meta.total}, count(*) ${expected}`);
       say(`${r.name}: total ${expected.toLocaleString('en-US')}`);
-      results.push(await load(`GET ${r.name}`, { url: `${coffer.url}${r.path}`, headers: auth, serverPid: coffer.proc.pid, durationS: o.durationS }));
+      results.push(await beside.around(() => load(`GET ${r.name}`, { url: `${coffer.url}${r.path}`, headers: auth, serverPid: coffer.proc.pid, durationS: o.durationS })));
     }
   } finally {
+    await beside.stop();
     await coffer.stop();
   }
   return results;

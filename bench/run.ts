@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
 import { listsScenario } from './lists.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
@@ -36,44 +36,49 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
   const results: LoadResult[] = [await bare()];
   const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
   let floorQuery: { text: string; values: string[] } | undefined;
-  for (const logLevel of ['info', 'warn']) {
-    const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: logLevel } });
-    try {
-      const auth = await merchant(coffer);
-      let userId = '';
-      const userIds: string[] = [];
-      for (let i = 0; i < 200; i++) {
-        const u = await json(`${coffer.url}/api/v1/users`, {
-          method: 'POST',
-          headers: auth,
-          body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`, firstName: 'Bench' } } }),
-        });
-        userId = u.data.id;
-        userIds.push(userId);
+  const beside = await BareBeside.start();
+  try {
+    for (const logLevel of ['info', 'warn']) {
+      const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: logLevel } });
+      try {
+        const auth = await merchant(coffer);
+        let userId = '';
+        const userIds: string[] = [];
+        for (let i = 0; i < 200; i++) {
+          const u = await json(`${coffer.url}/api/v1/users`, {
+            method: 'POST',
+            headers: auth,
+            body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`, firstName: 'Bench' } } }),
+          });
+          userId = u.data.id;
+          userIds.push(userId);
+        }
+        // The table's statistics, as a running server's autovacuum keeps them (analyzeDatabase):
+        // every user the rows read is made. Without them the page of ten cost PostgreSQL about
+        // three times as much (planned for a table never analyzed).
+        if (databaseUrl) await analyzeDatabase(databaseUrl);
+        const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
+        // Each request asks for the next of the 200 users.
+        results.push(await beside.around(() => load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) })));
+        results.push(await beside.around(() => load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, serverPid: coffer.proc.pid, durationS })));
+        floorQuery = {
+          text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
+          values: [auth['client-id'], userId],
+        };
+      } finally {
+        await coffer.stop();
       }
-      // The table's statistics, as a running server's autovacuum keeps them (analyzeDatabase):
-      // every user the rows read is made. Without them the page of ten cost PostgreSQL about
-      // three times as much (planned for a table never analyzed).
-      if (databaseUrl) await analyzeDatabase(databaseUrl);
-      const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
-      // Each request asks for the next of the 200 users.
-      results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
-      results.push(await load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, serverPid: coffer.proc.pid, durationS }));
-      floorQuery = {
-        text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
-        values: [auth['client-id'], userId],
-      };
-    } finally {
-      await coffer.stop();
     }
-  }
-  if (databaseUrl && floorQuery) {
-    const floor = await startBare({ databaseUrl, ...floorQuery });
-    try {
-      results.push(await load('floor: bare route + one prepared pg read of the same row', { url: `${floor.url}/`, durationS }));
-    } finally {
-      await floor.stop();
+    if (databaseUrl && floorQuery) {
+      const floor = await startBare({ databaseUrl, ...floorQuery });
+      try {
+        results.push(await beside.around(() => load('floor: bare route + one prepared pg read of the same row', { url: `${floor.url}/`, durationS })));
+      } finally {
+        await floor.stop();
+      }
     }
+  } finally {
+    await beside.stop();
   }
   return results;
 }
@@ -112,15 +117,22 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     let k = 0;
     results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
     results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never }));
-    results.push(
-      await load('GET wallet balance (50 wallets)', {
-        url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        durationS,
-        requests: rotate(wallets.map((w) => `/api/v1/wallets/${w.walletId}/balance`)),
-      }),
-    );
+    const beside = await BareBeside.start();
+    try {
+      results.push(
+        await beside.around(() =>
+          load('GET wallet balance (50 wallets)', {
+            url: `${coffer.url}/api/v1/wallets/${wallets[1]!.walletId}/balance`,
+            headers: auth,
+            serverPid: coffer.proc.pid,
+            durationS,
+            requests: rotate(wallets.map((w) => `/api/v1/wallets/${w.walletId}/balance`)),
+          }),
+        ),
+      );
+    } finally {
+      await beside.stop();
+    }
     // Money out of 50 other wallets once they hold cleared funds: withdrawals to the linked
     // account, and direct payments (POST /payments) from the wallet's balance. Other wallets,
     // because clearing is the sandbox's clear-pending, which clears every pending deposit of a
