@@ -89,7 +89,7 @@ export async function startBare(query?: { databaseUrl: string; text: string; val
 /**
  * The bare route measured beside each read row: a run of it just before the row and one just
  * after, the row's yardstick their mean (LoadResult.bare). This host's speed moves within
- * seconds (the bare route alone ran 19,000 to 41,000 a second in 3-second runs a minute
+ * seconds (the bare route alone ran 18,000 to 41,000 a second in 3-second runs a minute
  * apart), so a ratio to one bare run at the start of a scenario measures the host's minute as
  * much as the code. A row that follows another at once shares the run between them. The bare
  * server stays up (and warm) for the whole scenario.
