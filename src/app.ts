@@ -20,7 +20,7 @@ import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
-import { expireAuthorizations, PAYMENT_PULL_BATCH, sendPaymentPulls, SETTLE_BATCH, settleDuePayments } from './modules/payments/domain.ts';
+import { expireAuthorizations, PAYMENT_PULL_BATCH, sendPaymentPulls, SETTLE_BATCH, settlementJob } from './modules/payments/domain.ts';
 import { foldPaymentRollup } from './modules/payments/sql.ts';
 import { EXPIRY_BATCH, expireRewardClaims } from './modules/rewards/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
@@ -111,7 +111,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   // as every live one does) those with a bank part: that is pulled, and they settle or fail when
   // the bank reports, as deposits and withdrawals' pushes end (modules/bank-transfers).
   const reported = bank.reportsStatus;
-  ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: () => settleDuePayments(ctx.db, { rc, now, withoutBankPart: reported }) });
+  ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: settlementJob(ctx.db, { rc, now, withoutBankPart: reported }) });
   if (reported) {
     ctx.jobs.register({ name: 'payment-pulls', intervalMs: 250, batch: PAYMENT_PULL_BATCH, run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
     ctx.jobs.register({ name: 'bank-transfer-status', intervalMs: 250, batch: STATUS_BATCH, run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }) });

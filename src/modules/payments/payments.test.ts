@@ -12,6 +12,7 @@ import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, ty
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
 import { genericPlan } from '../../test/plans.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { SANDBOX_SETTLE_DELAY_MS, SETTLE_BATCH, SETTLE_BATCH_BEHIND, SETTLE_BEHIND_MS } from './domain.ts';
 import { LOCK_ACTIVE_PAYMENTS, LOCK_PAYMENTS, PAYMENTS_OF_INTENTS } from './sql.ts';
 
 const DAY = 86_400_000;
@@ -994,6 +995,38 @@ describe('payments: direct payments (POST /payments)', () => {
     assert.equal(reused.status, 409);
     assert.equal(errorsOf(reused)[0]!.code, 'IdempotencyKeyReused');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1800);
+    await assertLedgerSound(t);
+  });
+});
+
+describe('payments: settlement runs', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await createTestApp();
+  });
+  after(() => t.close());
+
+  test(`a run settles ${SETTLE_BATCH} payments while settlement is on time, ${SETTLE_BATCH_BEHIND} once a run finds them ${SETTLE_BEHIND_MS} ms past due`, async () => {
+    const lm = await t.createMerchant();
+    const { wallet } = await fundedWallet(t, lm, 100_000);
+    const pay = async (n: number) => {
+      for (let i = 0; i < n; i += 25) {
+        const made = await Promise.all(Array.from({ length: Math.min(25, n - i) }, () => createPayment(t, lm, { walletId: wallet.id, amount: 10 })));
+        for (const r of made) assert.equal(r.status, 200, r.raw);
+      }
+    };
+    const run = () => t.ctx.jobs.runOnce('payment-settlement');
+    const processing = async () => (await t.request('GET', '/api/v1/payments?filter[status]=Processing', { as: lm })).body.meta.total as number;
+
+    await pay(SETTLE_BATCH + 5);
+    t.clock.advance(SANDBOX_SETTLE_DELAY_MS + SETTLE_BEHIND_MS / 2);
+    assert.deepEqual([await run(), await run(), await run()], [SETTLE_BATCH, 5, 0], 'on time: runs of SETTLE_BATCH');
+    assert.equal(await processing(), 0);
+
+    await pay(SETTLE_BATCH + SETTLE_BATCH_BEHIND + 10);
+    t.clock.advance(SANDBOX_SETTLE_DELAY_MS + SETTLE_BEHIND_MS + 500);
+    assert.deepEqual([await run(), await run(), await run(), await run()], [SETTLE_BATCH, SETTLE_BATCH_BEHIND, 10, 0], 'behind: the run after the first takes SETTLE_BATCH_BEHIND');
+    assert.equal(await processing(), 0);
     await assertLedgerSound(t);
   });
 });
