@@ -248,8 +248,8 @@ async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<Clie
  * this many starts the next at once (JobRunner's batch). A run prepares its payments' updates
  * and events without giving the event loop back, and what it renders stays alive until its
  * write is answered, so every scavenge in between copies it: with runs of 40 rather than 100,
- * the scavenges of a direct-payments benchmark promoted less in five pairs of runs of six and
- * its p99 was lower in eleven of fourteen (docs/benchmarks.md).
+ * the scavenges of a direct-payments benchmark promoted less in eight pairs of runs of nine and
+ * its p99 was lower in thirteen of seventeen (docs/benchmarks.md).
  */
 export const SETTLE_BATCH = 40;
 /**
