@@ -493,6 +493,22 @@ function longJobNotes(results: LoadResult[]): string[] {
 }
 
 export type Auth = Awaited<ReturnType<typeof merchant>>;
+
+/**
+ * Waits until none of the merchant's payments is Processing. The sandbox bank settles a payment
+ * a second after it was made or captured, so a row that follows one that made or captured
+ * payments would otherwise take their settlement into its own first second; a row's own
+ * payments still settle during it.
+ */
+export async function settled(coffer: CofferServer, auth: Auth, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const page = await json(`${coffer.url}/api/v1/payments?filter[status]=Processing&page[limit]=1`, { headers: auth });
+    if (page.meta.total === 0) return;
+    if (Date.now() > until) throw new Error(`${page.meta.total} payments still Processing after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 export const post = (coffer: CofferServer, auth: Auth, path: string, body?: unknown) =>
   json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
 

@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
 import { listsScenario } from './lists.ts';
 import { rawTransferRate } from './raw-transfer.ts';
 
@@ -219,12 +219,15 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const n = 1000 * durationS;
     const warm = 2000;
     const intents: string[] = [];
+    // Every row after the flow starts once the payments the row before captured have settled.
+    await settled(coffer, auth);
     results.push(
-      await load(`POST /payment-intents (${2 * n + 2 * warm})`, {
+      await load(`POST /payment-intents (${2 * n + warm})`, {
         url: coffer.url,
         headers: auth,
         serverPid: coffer.proc.pid,
-        amount: 2 * n + 2 * warm,
+        amount: 2 * n + warm,
+        warmupAmount: warm,
         requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
       }),
     );
@@ -282,6 +285,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     results.push(await authorizeEach(n, 50, payments, warm, warmPayments), await authorizeEach(n, 10, uncaptured, warm, warmUncaptured));
     if (databaseUrl) await analyzeDatabase(databaseUrl);
     results.push(await postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf));
+    await settled(coffer, auth);
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
     const refund = (id: string) => ({
@@ -292,11 +296,12 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const cancelPayment = (id: string) => ({ path: `/api/v1/payments/${id}/cancel` });
     results.push(await postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment));
     const open: string[] = [];
-    await load(`POST /payment-intents (${n + warm}, to cancel)`, {
+    await load(`POST /payment-intents (${n}, to cancel)`, {
       url: coffer.url,
       headers: auth,
       serverPid: coffer.proc.pid,
-      amount: n + warm,
+      amount: n,
+      warmupAmount: warm,
       requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
     });
     const cancelIntent = (id: string) => ({ path: `/api/v1/payment-intents/${id}/cancel` });
