@@ -35,6 +35,8 @@ export interface LoadResult {
   jobs?: Record<string, { runs: number; seconds: number }>;
   /** A read row's yardstick (BareBeside): the bare route's rate just before and just after the row, their mean. */
   bare?: number;
+  /** A money row's yardstick on PostgreSQL (RawBeside, raw-transfer.ts): the raw transfer's rate just before and just after the row, their mean. */
+  raw?: number;
 }
 
 export interface Server {
@@ -453,18 +455,21 @@ export const RAW_TRANSFER = 'raw pg transfer transaction (8 connections)';
  * A scenario's rows as a markdown table, each beside a yardstick of the same run: reads beside
  * the bare route (the runs just before and after the row when it has them, BareBeside, shown in
  * a column of their own; otherwise `reference`), and, when the run measured the raw transfer,
- * everything else beside that.
+ * everything else beside that (the runs just before and after the row when it has them,
+ * RawBeside in raw-transfer.ts, also in a column of their own).
  */
 export function table(results: LoadResult[], reference?: LoadResult): string {
   const raw = results.find((r) => r.name === RAW_TRANSFER);
   const write = (r: LoadResult) => raw !== undefined && !r.name.startsWith('GET ');
   const withCpu = results.some((r) => r.cpu);
   const beside = results.some((r) => r.bare !== undefined);
+  const rawBeside = results.some((r) => r.raw !== undefined);
   const share = (r: LoadResult, of: LoadResult | undefined) => {
-    const rate = of === reference && r.bare !== undefined ? r.bare : of?.rps;
+    const rate = of === reference && r.bare !== undefined ? r.bare : of === raw && r.raw !== undefined ? r.raw : of?.rps;
     return rate !== undefined && r !== reference && r !== raw ? `${((100 * r.rps) / rate).toFixed(1)}%` : '';
   };
   const besideCell = (r: LoadResult) => (beside ? ` ${r.bare?.toLocaleString('en-US') ?? ''} |` : '');
+  const rawBesideCell = (r: LoadResult) => (rawBeside ? ` ${r.raw?.toLocaleString('en-US') ?? ''} |` : '');
   // Rows without latencies (the raw transfer, the flows count) leave those cells empty.
   const latency = (r: LoadResult) => (r.p50 === 0 && r.p99 === 0 ? ' | ' : `${r.p50} | ${r.p99}`);
   const cpu = (r: LoadResult) => {
@@ -473,10 +478,10 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
     return ` ${parts.map((v) => v.toFixed(2)).join(' + ')} |`;
   };
   const rows = results.map(
-    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
+    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''}${rawBesideCell(r)} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
   );
-  const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
-  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
+  const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''}${rawBeside ? ' raw transfer beside it |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
+  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}${rawBeside ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
 }
 
 /**

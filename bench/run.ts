@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
 import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
 import { listsScenario } from './lists.ts';
-import { rawTransferRate } from './raw-transfer.ts';
+import { RawBeside, rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -83,6 +83,12 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
+/** Runs each money row beside the raw transfer (RawBeside) on PostgreSQL; on PGlite, as it is. */
+function rawBesideOf(databaseUrl: string | undefined, quiet?: () => Promise<void>): (row: () => Promise<LoadResult>) => Promise<LoadResult> {
+  const beside = databaseUrl ? new RawBeside(databaseUrl) : undefined;
+  return (row) => (beside ? beside.around(row, quiet) : row());
+}
+
 /** The yardstick for money movements on PostgreSQL (see raw-transfer.ts). */
 async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
   const rate = await rawTransferRate(databaseUrl, { durationS });
@@ -112,11 +118,12 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
         },
       },
     ];
+    const besideRaw = rawBesideOf(databaseUrl, () => settled(coffer, auth));
     const depositRequest = (pick: () => { walletId: string; accountId: string }) =>
       walletPosts(pick, 'OneTimeDeposit', 1000, (id) => `/api/v1/wallets/${id}/transactions`, (w) => ({ linkedAccountId: w.accountId }));
     let k = 0;
-    results.push(await load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never }));
-    results.push(await load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never }));
+    results.push(await besideRaw(() => load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never })));
+    results.push(await besideRaw(() => load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never })));
     const beside = await BareBeside.start();
     try {
       results.push(
@@ -143,7 +150,7 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     const fromWallet = (label: string, type: string, path: (walletId: string) => string, extra: (w: { walletId: string }) => Record<string, unknown>) => {
       let m = 0;
       const requests = walletPosts(() => spenders[m++ % spenders.length]!, type, 100, path, extra);
-      return load(label, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: requests as never });
+      return besideRaw(() => load(label, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: requests as never }));
     };
     results.push(await fromWallet('POST withdraw (50 wallets)', 'Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({})));
     results.push(await fromWallet('POST /payments (50 wallets)', 'CreatePayment', () => '/api/v1/payments', (w) => ({ walletId: w.walletId })));
@@ -199,7 +206,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       { ...authorize((ctx) => ctx.intentId!), onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id) },
       capture((ctx) => ctx.paymentId!),
     ];
-    const whole = await load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never });
+    // Each row beside the raw transfer, whose run after a row waits for the row's payments to settle.
+    const besideRaw = rawBesideOf(databaseUrl, () => settled(coffer, auth));
+    const whole = await besideRaw(() => load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never }));
     results.push(whole, { ...whole, name: '= whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0, cpu: undefined });
 
     // Each step alone: a batch of intents, then authorize each (at 50 connections, then at 10,
@@ -222,14 +231,16 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     // Every row after the flow starts once the payments the row before captured have settled.
     await settled(coffer, auth);
     results.push(
-      await load(`POST /payment-intents (${2 * n + warm})`, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        amount: 2 * n + warm,
-        warmupAmount: warm,
-        requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
-      }),
+      await besideRaw(() =>
+        load(`POST /payment-intents (${2 * n + warm})`, {
+          url: coffer.url,
+          headers: auth,
+          serverPid: coffer.proc.pid,
+          amount: 2 * n + warm,
+          warmupAmount: warm,
+          requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
+        }),
+      ),
     );
     // A row's warm-up batch goes first in the same autocannon run, on the same connections
     // (warmupAmount): as a run of its own, it left the counted requests to new connections.
@@ -282,9 +293,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const warmUncaptured: string[] = [];
     // At 10 connections too, a warm-up batch of its own goes first: its payments are the
     // payment cancel row's warm-up.
-    results.push(await authorizeEach(n, 50, payments, warm, warmPayments), await authorizeEach(n, 10, uncaptured, warm, warmUncaptured));
+    results.push(await besideRaw(() => authorizeEach(n, 50, payments, warm, warmPayments)), await besideRaw(() => authorizeEach(n, 10, uncaptured, warm, warmUncaptured)));
     if (databaseUrl) await analyzeDatabase(databaseUrl);
-    results.push(await postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf));
+    results.push(await besideRaw(() => postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf)));
     await settled(coffer, auth);
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
@@ -292,9 +303,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       path: `/api/v1/payments/${id}/refund`,
       body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }),
     });
-    results.push(await postEach('POST /payments/{id}/refund', warmPayments, payments, refund));
+    results.push(await besideRaw(() => postEach('POST /payments/{id}/refund', warmPayments, payments, refund)));
     const cancelPayment = (id: string) => ({ path: `/api/v1/payments/${id}/cancel` });
-    results.push(await postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment));
+    results.push(await besideRaw(() => postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment)));
     const open: string[] = [];
     await load(`POST /payment-intents (${n}, to cancel)`, {
       url: coffer.url,
@@ -305,7 +316,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
     });
     const cancelIntent = (id: string) => ({ path: `/api/v1/payment-intents/${id}/cancel` });
-    results.push(await postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent));
+    results.push(await besideRaw(() => postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent)));
     const ledger = await verifyLedger(coffer);
     if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
