@@ -514,6 +514,7 @@ export async function settled(coffer: CofferServer, auth: Auth, timeoutMs = 60_0
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
 export const post = (coffer: CofferServer, auth: Auth, path: string, body?: unknown) =>
   json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
 

@@ -47,9 +47,10 @@ export async function rawTransferRate(databaseUrl: string, opts: { connections?:
 /**
  * The raw transfer measured beside each money row on PostgreSQL, as BareBeside (lib.ts) does
  * for reads: a run just before the row and one just after, the row's yardstick their mean
- * (LoadResult.raw). The raw transfer's rate moves with the host's minute as Coffer's does (2,303
- * to 2,656 a second in one hour here), so a ratio to one run at the start of a scenario measures
- * the host as much as the code. The run after a row waits for the server's own work for the row
+ * (LoadResult.raw). The raw transfer's rate moves with the host's minute as Coffer's does (its
+ * 10-second runs at the start of a scenario went from 1,942 to 2,950 a second within an hour and
+ * a half on the AMD EPYC host), so a ratio to one run at the start of a scenario measures the
+ * host as much as the code. The run after a row waits for the server's own work for the row
  * to end first (the payments it made settle a second later, its deposits' bank pulls run every
  * quarter second), so that it does not share the cores with it; a row that follows another at
  * once shares the run between them.
