@@ -35,7 +35,7 @@ export interface LoadResult {
   jobs?: Record<string, { runs: number; seconds: number }>;
   /** A read row's yardstick (BareBeside): the bare route's rate just before and just after the row, their mean. */
   bare?: number;
-  /** A money row's yardstick on PostgreSQL (RawBeside, raw-transfer.ts): the raw transfer's rate just before and just after the row, their mean. */
+  /** A money row's yardstick on PostgreSQL (rawBeside, raw-transfer.ts): the raw transfer's rate just before and just after the row, their mean. */
   raw?: number;
 }
 
@@ -89,39 +89,61 @@ export async function startBare(query?: { databaseUrl: string; text: string; val
 }
 
 /**
- * The bare route measured beside each read row: a run of it just before the row and one just
- * after, the row's yardstick their mean (LoadResult.bare). This host's speed moves within
- * seconds (the bare route alone ran 18,000 to 41,000 a second in 3-second runs a minute
- * apart), so a ratio to one bare run at the start of a scenario measures the host's minute as
- * much as the code. A row that follows another at once shares the run between them. The bare
+ * A yardstick measured beside each row: a run of it just before the row and one just after,
+ * the row's yardstick their mean. This host's speed moves within seconds (the bare route alone
+ * ran 18,000 to 41,000 a second in 3-second runs a minute apart), so a ratio to one run at the
+ * start of a scenario measures the host's minute as much as the code. A row that follows
+ * another at once shares the run between them. `settle`, if given, is awaited after each row
+ * before the run after it: the row's own work that outlives it does not share the cores with
+ * the yardstick.
+ */
+export class Beside {
+  #last: { rate: number; at: number } | undefined;
+
+  constructor(
+    private readonly measure: () => Promise<number>,
+    private readonly settle?: () => Promise<void>,
+  ) {}
+
+  async #run(): Promise<number> {
+    const rate = await this.measure();
+    this.#last = { rate, at: performance.now() };
+    return rate;
+  }
+
+  /** `row` between two runs of the yardstick; its result, and the mean of the two runs. */
+  async around<R>(row: () => Promise<R>): Promise<[R, number]> {
+    // The run after the previous row, if this row follows it at once (no set-up in between).
+    const before = this.#last && performance.now() - this.#last.at < 2000 ? this.#last.rate : await this.#run();
+    const r = await row();
+    if (this.settle) await this.settle();
+    const after = await this.#run();
+    return [r, Math.round((before + after) / 2)];
+  }
+}
+
+/**
+ * The bare route beside each read row (Beside): its yardstick is LoadResult.bare. The bare
  * server stays up (and warm) for the whole scenario.
  */
 export class BareBeside {
   static readonly RUN_S = 3;
   readonly #server: Server;
-  #last: { rps: number; at: number } | undefined;
+  readonly #beside: Beside;
 
   private constructor(server: Server) {
     this.#server = server;
+    this.#beside = new Beside(async () => (await load('bare Fastify route (beside)', { url: `${server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 })).rps);
   }
 
   static async start(): Promise<BareBeside> {
     return new BareBeside(await startBare());
   }
 
-  async #measure(): Promise<number> {
-    const r = await load('bare Fastify route (beside)', { url: `${this.#server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 });
-    this.#last = { rps: r.rps, at: performance.now() };
-    return r.rps;
-  }
-
   /** `row` between two runs of the bare route, with their mean as its yardstick. */
   async around(row: () => Promise<LoadResult>): Promise<LoadResult> {
-    // The run after the previous row, if this row follows it at once (no set-up in between).
-    const before = this.#last && performance.now() - this.#last.at < 2000 ? this.#last.rps : await this.#measure();
-    const r = await row();
-    const after = await this.#measure();
-    return { ...r, bare: Math.round((before + after) / 2) };
+    const [r, bare] = await this.#beside.around(row);
+    return { ...r, bare };
   }
 
   async stop(): Promise<void> {
@@ -456,7 +478,7 @@ export const RAW_TRANSFER = 'raw pg transfer transaction (8 connections)';
  * the bare route (the runs just before and after the row when it has them, BareBeside, shown in
  * a column of their own; otherwise `reference`), and, when the run measured the raw transfer,
  * everything else beside that (the runs just before and after the row when it has them,
- * RawBeside in raw-transfer.ts, also in a column of their own).
+ * rawBeside in raw-transfer.ts, also in a column of their own).
  */
 export function table(results: LoadResult[], reference?: LoadResult): string {
   const raw = results.find((r) => r.name === RAW_TRANSFER);

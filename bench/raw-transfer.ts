@@ -3,6 +3,7 @@
 // from 8 connections, fsync as the server is configured.
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
+import { Beside } from './lib.ts';
 
 /**
  * Transfers a second over `durationS`, after `warmupS` of the same (default none) on the same
@@ -45,36 +46,22 @@ export async function rawTransferRate(databaseUrl: string, opts: { connections?:
 }
 
 /**
- * The raw transfer measured beside each money row on PostgreSQL, as BareBeside (lib.ts) does
- * for reads: a run just before the row and one just after, the row's yardstick their mean
- * (LoadResult.raw). The raw transfer's rate moves with the host's minute as Coffer's does (its
- * 10-second runs at the start of a scenario went from 1,942 to 2,950 a second within an hour and
- * a half on the AMD EPYC host), so a ratio to one run at the start of a scenario measures the
- * host as much as the code. The run after a row waits for the server's own work for the row
- * to end first (the payments it made settle a second later, its deposits' bank pulls run every
- * quarter second), so that it does not share the cores with it; a row that follows another at
- * once shares the run between them.
+ * The raw transfer beside each money row on PostgreSQL (Beside, lib.ts), as the bare route is
+ * beside read rows: its yardstick is LoadResult.raw. The raw transfer's rate moves with the
+ * host's minute as Coffer's does (its 10-second runs at the start of a scenario went from 1,942
+ * to 2,950 a second within an hour and a half on the AMD EPYC host). The run after a row starts
+ * QUIET_MS after it, then waits for `settle` (the payments a row made settle a second later, its
+ * deposits' bank pulls run every quarter second).
  */
-export class RawBeside {
-  static readonly RUN_S = 3;
-  static readonly QUIET_MS = 1_500;
-  #last: { rps: number; at: number } | undefined;
+const RAW_BESIDE_RUN_S = 3;
+const RAW_BESIDE_QUIET_MS = 1_500;
 
-  constructor(private readonly databaseUrl: string) {}
-
-  async #measure(): Promise<number> {
-    const rps = await rawTransferRate(this.databaseUrl, { durationS: RawBeside.RUN_S, warmupS: 0.5 });
-    this.#last = { rps, at: performance.now() };
-    return rps;
-  }
-
-  /** `row` between two runs of the raw transfer; `quiet`, if given, is also awaited before the run after it. */
-  async around<R extends { rps: number }>(row: () => Promise<R>, quiet?: () => Promise<void>): Promise<R & { raw: number }> {
-    const before = this.#last && performance.now() - this.#last.at < 2000 ? this.#last.rps : await this.#measure();
-    const r = await row();
-    await new Promise((resolve) => setTimeout(resolve, RawBeside.QUIET_MS));
-    if (quiet) await quiet();
-    const after = await this.#measure();
-    return { ...r, raw: Math.round((before + after) / 2) };
-  }
+export function rawBeside(databaseUrl: string, settle?: () => Promise<void>): Beside {
+  return new Beside(
+    () => rawTransferRate(databaseUrl, { durationS: RAW_BESIDE_RUN_S, warmupS: 0.5 }),
+    async () => {
+      await new Promise((resolve) => setTimeout(resolve, RAW_BESIDE_QUIET_MS));
+      await settle?.();
+    },
+  );
 }

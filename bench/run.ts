@@ -8,9 +8,9 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, verifyLedger, writeResults, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, verifyLedger, writeResults, type Auth, type CofferServer, type LoadResult } from './lib.ts';
 import { listsScenario } from './lists.ts';
-import { RawBeside, rawTransferRate } from './raw-transfer.ts';
+import { rawBeside, rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -83,10 +83,22 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
-/** Runs each money row beside the raw transfer (RawBeside) on PostgreSQL; on PGlite, as it is. */
-function rawBesideOf(databaseUrl: string | undefined, quiet?: () => Promise<void>): (row: () => Promise<LoadResult>) => Promise<LoadResult> {
-  const beside = databaseUrl ? new RawBeside(databaseUrl) : undefined;
-  return (row) => (beside ? beside.around(row, quiet) : row());
+/**
+ * Runs each money row beside the raw transfer (rawBeside) on PostgreSQL; on PGlite, as it is.
+ * Either way the next row starts once no payment of the merchant is Processing (`settled`).
+ */
+function rawBesideOf(databaseUrl: string | undefined, coffer: CofferServer, auth: Auth): (row: () => Promise<LoadResult>) => Promise<LoadResult> {
+  const quiet = () => settled(coffer, auth);
+  const beside = databaseUrl ? rawBeside(databaseUrl, quiet) : undefined;
+  return async (row) => {
+    if (!beside) {
+      const r = await row();
+      await quiet();
+      return r;
+    }
+    const [r, raw] = await beside.around(row);
+    return { ...r, raw };
+  };
 }
 
 /** The yardstick for money movements on PostgreSQL (see raw-transfer.ts). */
@@ -118,7 +130,7 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
         },
       },
     ];
-    const besideRaw = rawBesideOf(databaseUrl, () => settled(coffer, auth));
+    const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
     const depositRequest = (pick: () => { walletId: string; accountId: string }) =>
       walletPosts(pick, 'OneTimeDeposit', 1000, (id) => `/api/v1/wallets/${id}/transactions`, (w) => ({ linkedAccountId: w.accountId }));
     let k = 0;
@@ -206,8 +218,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       { ...authorize((ctx) => ctx.intentId!), onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id) },
       capture((ctx) => ctx.paymentId!),
     ];
-    // Each row beside the raw transfer, whose run after a row waits for the row's payments to settle.
-    const besideRaw = rawBesideOf(databaseUrl, () => settled(coffer, auth));
+    // Each row beside the raw transfer; every row after the flow starts once the payments the
+    // row before captured have settled.
+    const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
     const whole = await besideRaw(() => load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never }));
     results.push(whole, { ...whole, name: '= whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0, cpu: undefined });
 
@@ -228,8 +241,6 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const n = 1000 * durationS;
     const warm = 2000;
     const intents: string[] = [];
-    // Every row after the flow starts once the payments the row before captured have settled.
-    await settled(coffer, auth);
     results.push(
       await besideRaw(() =>
         load(`POST /payment-intents (${2 * n + warm})`, {
@@ -296,7 +307,6 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     results.push(await besideRaw(() => authorizeEach(n, 50, payments, warm, warmPayments)), await besideRaw(() => authorizeEach(n, 10, uncaptured, warm, warmUncaptured)));
     if (databaseUrl) await analyzeDatabase(databaseUrl);
     results.push(await besideRaw(() => postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf)));
-    await settled(coffer, auth);
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
     const refund = (id: string) => ({
