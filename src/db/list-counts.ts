@@ -2,7 +2,9 @@
 // docs/decisions.md#list-totals): list_counts holds each (merchant, list, key)'s count as of the
 // last fold, list_count_deltas what statements changed since. A total is both summed in one
 // statement, so a fold running meanwhile is seen wholly or not at all.
-import { eq, Placeholder, sql, type SQL } from 'drizzle-orm';
+import { eq, getTableColumns, Placeholder, sql, type SQL, type Subquery } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
+import type { PageQuery } from './coalesced-pages.ts';
 import { builtOnce, ph } from './built-once.ts';
 import { rowsOf, type Executor } from './open.ts';
 import { clients } from './schema.ts';
@@ -28,14 +30,38 @@ export function countedTotal(clientId: string | Placeholder, list: string | Plac
 }
 
 /**
- * The condition that the page has rows: its offset is below the counted total. PostgreSQL
- * checks it once before reading any row (a one-time filter on the total's InitPlan), so a page
- * past the end, or of a filter combination no row matches, reads no index at all, where it
- * would otherwise walk every entry of the index range looking for rows.
+ * A page of rows with its counted total, in the statement PostgreSQL runs cheapest:
+ *
+ *   select page.*, t.total from (select <total> as total offset 0) t
+ *     cross join lateral (<page>) page where t.total > <offset>
+ *
+ * - The total is a one-row subquery of its own, computed once (`offset 0` keeps PostgreSQL from
+ *   folding it into the outer query, where it ran once per row returned).
+ * - `page` selects the table's columns in their stored order and nothing else, so its scan hands
+ *   on each row as stored. With the total among its columns, the scan projected every row it
+ *   read, the rows an offset skips too: a page of payments at `page[offset]=1000` took PostgreSQL
+ *   twice the time (docs/scaling.md#lists-at-a-million-rows). A test checks that each paged
+ *   table's columns are declared in their stored order (src/db/stored-order.test.ts).
+ * - `t.total > offset` is checked before the page is read, so a page at or past the total (or of
+ *   a filter combination no row matches) reads no index at all.
+ * - A cross join runs as a nested loop, and with one row on one side the page's rows keep the
+ *   order its ORDER BY gave them.
  */
-export function withinTotal(total: SQL, offset: number | Placeholder): SQL {
-  return sql`${total} > ${offset}`;
+export function countedPage<T extends PgTable>(db: Executor, o: { table: T; page: Subquery; total: SQL; offset: number | Placeholder }): PageQuery<{ row: T['$inferSelect']; total: number }> {
+  // The page's columns through the subquery (each as `"page"."name"`), under the table's keys.
+  const through = o.page as unknown as Record<string, PgColumn>;
+  const row = Object.fromEntries(Object.keys(getTableColumns(o.table)).map((k) => [k, through[k]!]));
+  return db
+    .select({ row, total: totalOfPage() })
+    .from(totalOnce(o.total))
+    .crossJoinLateral(o.page)
+    .where(pageWithinTotal(o.offset)) as unknown as PageQuery<{ row: T['$inferSelect']; total: number }>;
 }
+
+/** countedPage's parts, for a page that selects more than its table's rows (the events'). */
+export const totalOnce = (total: SQL) => sql`(select ${total} as total offset 0) as "t"`;
+export const totalOfPage = () => sql<number>`"t"."total"`.mapWith(Number);
+export const pageWithinTotal = (offset: number | Placeholder) => sql`"t"."total" > ${offset}`;
 
 /**
  * Whether a page that came back empty has a total of 0: a first page does. Each list reads a

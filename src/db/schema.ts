@@ -99,10 +99,13 @@ export const users = pgTable(
     /** Accrue's KYC statuses: NotStarted (disclosures accepted or not), Pending, ManualReview, AwaitingDocuments, Approved, Denied. */
     kycStatus: text('kyc_status').notNull().default('NotStarted'),
     disclosuresAcceptedAt: ts('disclosures_accepted_at'),
-    /** Wallet sessions begun before this are over (a verified phone change sets it). */
-    sessionsRevokedAt: ts('sessions_revoked_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    // Declared in the order the table stores its columns (a column added later comes last), as
+    // every listed table's are: its list page then reads rows as stored (countedPage in
+    // db/list-counts.ts; checked by src/db/stored-order.test.ts).
+    /** Wallet sessions begun before this are over (a verified phone change sets it). */
+    sessionsRevokedAt: ts('sessions_revoked_at'),
   },
   (t) => [
     uniqueIndex('users_public_id_uq').on(t.publicId),

@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, uuidArray, type Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedTotal, emptyPageCountsNothing, pageWithinTotal, totalAlone, totalOfPage, totalOnce } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, eventDeliveryQueue, events, webhooks } from '../../db/schema.ts';
@@ -193,22 +193,28 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
     createdBefore: has.createdBefore ? ph('createdBefore') : undefined,
     deliveryState: has.deliveryState,
   });
-  const counted = !has.createdAfter && !has.createdBefore && !has.deliveryState ? countedTotal(ph('clientId'), 'events', ph('match')) : undefined;
+  const counted = !has.createdAfter && !has.createdBefore && !has.deliveryState;
   // The page first, then its delivery states: in the same select, a delivery state would be
-  // read for every row the offset skips too (PostgreSQL projects below the LIMIT).
+  // read for every row the offset skips too (PostgreSQL projects below the LIMIT). Counted,
+  // the total stays out of the page too (countedPage in db/list-counts.ts).
   const page = db
-    .select({ ...eventColumns, total: (counted ? sql<number>`${counted}` : sql<number>`count(*) over ()`).mapWith(Number).as('total') })
+    .select(counted ? eventColumns : { ...eventColumns, total: sql<number>`count(*) over ()`.mapWith(Number).as('total') })
     .from(events)
-    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
+    .where(where)
     .orderBy(desc(events.createdAt), desc(events.id))
     .limit(ph('limit'))
     .offset(ph('offset'))
     .as('page');
   const event = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as { [K in keyof typeof eventColumns]: (typeof page)[K] };
-  return db
-    .select({ event, state: stateOfEvent(sql`"page"."id"`), total: page.total })
-    .from(page)
-    .orderBy(desc(page.createdAt), desc(page.id));
+  const state = stateOfEvent(sql`"page"."id"`);
+  const query = counted
+    ? db
+        .select({ event, state, total: totalOfPage() })
+        .from(totalOnce(countedTotal(ph('clientId'), 'events', ph('match'))))
+        .crossJoinLateral(page)
+        .where(pageWithinTotal(ph('offset')))
+    : db.select({ event, state, total: sql<number>`"page"."total"`.mapWith(Number) }).from(page);
+  return query.orderBy(desc(page.createdAt), desc(page.id));
 });
 
 const eventsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'events', ph('match')));

@@ -5,7 +5,7 @@ import { CoalescedRead } from '../../db/coalesce.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { paymentIntents } from '../../db/schema.ts';
@@ -336,14 +336,15 @@ const intentPage = coalescedPages((db: Executor, shape: string) => {
   const { f, sort } = shapeOf(shape);
   const now = ph('now');
   const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
-  const total = intentTotal(ph('clientId'), f, now, ph('match'));
-  return db
-    .select({ i: paymentIntents, total: sql<number>`${total}`.mapWith(Number) })
+  const page = db
+    .select()
     .from(paymentIntents)
-    .where(and(intentConditions(ph('clientId'), f, now, { storedStatus: false }), withinTotal(total, ph('offset'))))
+    .where(intentConditions(ph('clientId'), f, now, { storedStatus: false }))
     .orderBy(...order)
     .limit(ph('limit'))
-    .offset(ph('offset'));
+    .offset(ph('offset'))
+    .as('page');
+  return countedPage(db, { table: paymentIntents, page, total: intentTotal(ph('clientId'), f, now, ph('match')), offset: ph('offset') });
 });
 
 /** An empty page's total, built once per shape as its page is. */
@@ -371,7 +372,7 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
   const shape = JSON.stringify({ initiator: !!f.initiator, paymentMethod: !!f.paymentMethod, status: f.status || undefined, sort });
   const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
   const rows = await intentPage(db, shape, values);
-  if (rows.length > 0) return { rows: rows.map((r) => r.i), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   return { rows: [], total: await intentsTotal(db, shape, values) };
 }

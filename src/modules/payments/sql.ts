@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, type Executor } from '../../db/open.ts';
 import { coalescedLookups } from '../../db/coalesce.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
 import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
@@ -196,14 +196,18 @@ const paymentPage = coalescedPages((db: Executor, shape: string) => {
   };
   const where = paymentConditions(ph('clientId'), f);
   const order = [...has.sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
-  const counted = has.paymentIntentId || has.reference ? undefined : countedTotal(ph('clientId'), ph('list'), ph('match'));
-  return db
-    .select({ p: payments, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
-    .from(payments)
-    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
-    .orderBy(...order)
-    .limit(ph('limit'))
-    .offset(ph('offset'));
+  if (has.paymentIntentId || has.reference) {
+    // A few payments, counted as they are read.
+    return db
+      .select({ row: payments, total: sql<number>`count(*) over ()`.mapWith(Number) })
+      .from(payments)
+      .where(where)
+      .orderBy(...order)
+      .limit(ph('limit'))
+      .offset(ph('offset'));
+  }
+  const page = db.select().from(payments).where(where).orderBy(...order).limit(ph('limit')).offset(ph('offset')).as('page');
+  return countedPage(db, { table: payments, page, total: countedTotal(ph('clientId'), ph('list'), ph('match')), offset: ph('offset') });
 });
 
 const paymentsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), ph('list'), ph('match')));
@@ -232,7 +236,7 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
   const match: Record<string, string> = f.status ? { status: f.status } : {};
   const shape = JSON.stringify({ status: !!f.status, paymentIntentId: !!f.paymentIntentId, reference: !!f.reference, channel: !!f.channel, sort });
   const rows = await paymentPage(db, shape, { clientId, ...f, list, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => r.p), total: rows[0]!.total, capped: false };
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
   if (!selective) return { rows: [], total: await paymentsTotal(db, '', { clientId, list, match: JSON.stringify(match) }), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);

@@ -3,7 +3,7 @@ import { and, asc, desc, eq, inArray, notInArray, sql, type Placeholder, type SQ
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import type { WritePart } from '../../db/batch.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
 import { insertManyPart } from '../../db/rows.ts';
@@ -59,21 +59,22 @@ const walletTotal = (clientId: string | Placeholder, walletId: string | Placehol
 
 /** A page of a wallet's transactions and its counted total, beside it (built once, pages asked for together read together: coalesced-pages.ts). */
 const transactionPage = coalescedPages((db: Executor, _shape: '') => {
-  const total = walletTotal(ph('clientId'), ph('walletId'));
-  return db
-    .select({ t: transactions, total: sql<number>`${total}`.mapWith(Number) })
+  const page = db
+    .select()
     .from(transactions)
-    .where(and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId')), withinTotal(total, ph('offset'))))
+    .where(and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId'))))
     .orderBy(desc(transactions.createdAt), desc(transactions.id))
     .limit(ph('limit'))
-    .offset(ph('offset'));
+    .offset(ph('offset'))
+    .as('page');
+  return countedPage(db, { table: transactions, page, total: walletTotal(ph('clientId'), ph('walletId')), offset: ph('offset') });
 });
 
 const walletTotalAlone = totalAlone((_: '') => walletTotal(ph('clientId'), ph('walletId')));
 
 export async function listTransactionRows(db: Executor, clientId: string, walletId: string, page: Page) {
   const rows = await transactionPage(db, '', { clientId, walletId, limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => r.t), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   return { rows: [], total: await walletTotalAlone(db, '', { clientId, walletId }) };
 }

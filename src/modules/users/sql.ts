@@ -3,7 +3,7 @@ import { and, desc, eq, or, sql, type Placeholder, type SQL } from 'drizzle-orm'
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users } from '../../db/schema.ts';
@@ -86,11 +86,14 @@ const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
     email: shape.includes('e') ? ph('email') : undefined,
     referenceId: shape.includes('r') ? ph('referenceId') : undefined,
   });
-  const counted = shape === '' ? countedTotal(ph('clientId'), 'users', {}) : undefined;
+  if (shape === '') {
+    const page = db.select().from(users).where(where).orderBy(desc(users.createdAt), desc(users.id)).limit(ph('limit')).offset(ph('offset')).as('page');
+    return countedPage(db, { table: users, page, total: countedTotal(ph('clientId'), 'users', {}), offset: ph('offset') });
+  }
   return db
-    .select({ user: users, total: counted ? sql<number>`${counted}`.mapWith(Number) : sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ row: users, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(users)
-    .where(counted ? and(where, withinTotal(counted, ph('offset'))) : where)
+    .where(where)
     .orderBy(desc(users.createdAt), desc(users.id))
     .limit(ph('limit'))
     .offset(ph('offset'));
@@ -102,7 +105,7 @@ export async function listUserRows(db: Executor, clientId: string, f: UserFilter
   const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as UserListShape;
   const email = f.email?.toLowerCase();
   const rows = await userPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => r.user), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   // A page past the end.
   if (shape === '') return { rows: [], total: await usersTotal(db, '', { clientId }) };

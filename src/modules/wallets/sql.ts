@@ -3,7 +3,7 @@ import { and, desc, eq, gt, isNull, lt, or, sql, type Placeholder, type SQL } fr
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, totalAlone, withinTotal } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { CoalescedRead } from '../../db/coalesce.ts';
 import { cappedCount, cappedPage, type CappedPage, type Cursor } from '../../db/paged.ts';
 import { users, walletBarcodes, wallets } from '../../db/schema.ts';
@@ -107,18 +107,12 @@ const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
   if (byUser.length === 0) {
     // No filter: the merchant's wallets and their counted total (list_counts), no join (every
     // wallet has its user).
-    const total = countedTotal(ph('clientId'), 'wallets', {});
-    return db
-      .select({ wallet: wallets, total: sql<number>`${total}`.mapWith(Number) })
-      .from(wallets)
-      .where(and(where, withinTotal(total, ph('offset'))))
-      .orderBy(desc(wallets.createdAt), desc(wallets.id))
-      .limit(ph('limit'))
-      .offset(ph('offset'));
+    const page = db.select().from(wallets).where(where).orderBy(desc(wallets.createdAt), desc(wallets.id)).limit(ph('limit')).offset(ph('offset')).as('page');
+    return countedPage(db, { table: wallets, page, total: countedTotal(ph('clientId'), 'wallets', {}), offset: ph('offset') });
   }
   // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
   return db
-    .select({ wallet: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) })
+    .select({ row: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) })
     .from(wallets)
     .innerJoin(users, eq(users.id, wallets.userId))
     .where(where)
@@ -133,7 +127,7 @@ export async function listWalletRows(db: Executor, clientId: string, f: WalletFi
   const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as WalletListShape;
   const email = f.email?.toLowerCase();
   const rows = await walletPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => r.wallet), total: rows[0]!.total };
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   // A page past the end.
   if (shape === '') return { rows: [], total: await walletsTotal(db, '', { clientId }) };
