@@ -11,7 +11,7 @@ import { clients } from './schema.ts';
 
 /**
  * A counted total as an uncorrelated scalar subquery (PostgreSQL runs it once per statement, as
- * an InitPlan), to select beside a page's rows or alone: the rows of `list` for the merchant
+ * an InitPlan), to read beside a page (countedPage) or alone (totalAlone): the rows of `list` for the merchant
  * whose key (JSON text) contains `match` (`{}`: all of them), or only the one key given as SQL.
  * A merchant's list has few keys (the product of its counted columns' values), read through the
  * primary key and the deltas' index.
