@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
-import { totalStats } from './list-counts.ts';
+import { desc, eq, sql, type SQLWrapper } from 'drizzle-orm';
+import { countedPage, countedTotal, totalStats } from './list-counts.ts';
+import { users } from './schema.ts';
 import { rowsOf } from './open.ts';
 import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { countsFromTables, countsKept } from '../test/list-counts.ts';
@@ -142,6 +143,27 @@ describe('list totals', () => {
     assert.equal(res.body.meta.total, await count(sql`select count(*) as n from payments where client_id = ${m.clientId}`));
     const tx = await t.request('GET', `/api/v1/wallets/${walletId}/transactions?page[offset]=10000`, { as: m });
     assert.equal(tx.body.meta.total, await count(sql`select count(*) as n from transactions where wallet_id = ${walletId}`));
+  });
+
+  test("a counted page is read only below its total: at or past it, the page's index is never read (countedPage)", async () => {
+    await createUser(t, m);
+    const n = await count(sql`select count(*) as n from users where client_id = ${m.clientId}`);
+    const statement = (offset: number) => {
+      const page = t.ctx.db.select().from(users).where(eq(users.clientId, m.clientId)).orderBy(desc(users.createdAt), desc(users.id)).limit(10).offset(offset).as('page');
+      return countedPage(t.ctx.db, { table: users, page, total: countedTotal(m.clientId, 'users', {}), offset }) as unknown as SQLWrapper;
+    };
+    // The plan's line for the page's scan of users (an index scan, or a sequential one on a small table).
+    const scanOf = async (offset: number) => {
+      const plan = rowsOf<Record<string, string>>(await t.ctx.db.execute(sql`explain (analyze, costs off, timing off, summary off) ${statement(offset)}`)).map((r) => Object.values(r)[0]!);
+      const line = plan.find((l) => /Scan.* on users\b/.test(l));
+      assert.ok(line, plan.join('\n'));
+      return line;
+    };
+    for (const offset of [n, n + 5]) assert.match(await scanOf(offset), /never executed/);
+    assert.doesNotMatch(await scanOf(n - 1), /never executed/);
+    const rows = (await statement(n - 1)) as unknown as { row: { id: string }; total: number }[];
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]!.total, n);
   });
 
   test('an empty first page is one statement: its total is 0, not read again', async () => {
