@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
@@ -1002,7 +1003,10 @@ describe('payments: direct payments (POST /payments)', () => {
 describe('payments: settlement runs', () => {
   let t: TestApp;
   before(async () => {
-    t = await createTestApp();
+    // A run settles the oldest due payments of every merchant, and the suite's database holds
+    // every test file's: on a clock years before theirs, none of them is due, and the counts
+    // below are this test's payments alone.
+    t = await createTestApp({ clock: new TestClock(new Date('2020-01-01T12:00:00Z')) });
   });
   after(() => t.close());
 
