@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import type { CardProcessor } from '../../providers/card-processor.ts';
 import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
@@ -380,7 +381,9 @@ describe('authorize with the card processor', () => {
         return real.authorize(r);
       },
     };
-    const ft = await createTestApp({ providers: { cardProcessor: dies } });
+    // The job finishes every merchant's lapsed attempts; on a clock years before the suite's,
+    // no other file's attempt has lapsed, and its counts are this test's attempt alone.
+    const ft = await createTestApp({ providers: { cardProcessor: dies }, clock: new TestClock(new Date('2020-01-01T12:00:00Z')) });
     try {
       const fm = await ft.createMerchant({ cardProcessor: { enabled: true, latencyMs: 10 } });
       const { wallet } = await fundedWallet(ft, fm, 5000);
