@@ -51,7 +51,7 @@ describe("live on the operator's provider adapters", () => {
   /**
    * As run, then runs the job again until it finds nothing. A run takes a batch of the oldest
    * due work of every merchant, and the suite's database holds every test file's payments:
-   * with forty others due first, one run of payment-settlement did not reach this file's.
+   * with forty others due first, one run of payment-settlement does not reach this file's.
    */
   const drain = async (job: string, advanceMs = 1_100) => {
     let total = 0;
