@@ -224,6 +224,31 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
   return { status: res.statusCode, headers: res.headers, body, raw: res.body };
 }
 
+/** Where every test app's clock starts unless the test gives one. */
+export const SUITE_CLOCK_START = new Date('2026-06-01T12:00:00Z');
+
+/**
+ * A clock start years before SUITE_CLOCK_START. A job's run takes the due work of every merchant
+ * in the suite's shared database; at these times no other file's work is due, so a test that
+ * counts a job's runs counts its own rows alone.
+ */
+export const BEFORE_THE_SUITE = new Date('2020-01-01T12:00:00Z');
+
+/**
+ * Runs a job until a run finds nothing (at most 100 runs) and returns what the runs handled. A
+ * run takes the oldest due work of every merchant, a batch at a time, and the suite's files
+ * share one database: one run need not reach a test's own rows, and a run's count is the test's
+ * own only after this.
+ */
+export async function drainJob(t: TestApp, job: string): Promise<number> {
+  let total = 0;
+  for (let n = await t.ctx.jobs.runOnce(job), runs = 1; n > 0; n = await t.ctx.jobs.runOnce(job), runs++) {
+    if (runs >= 100) throw new Error(`${job} still finds work after 100 runs`);
+    total += n;
+  }
+  return total;
+}
+
 export async function createTestApp(
   opts: {
     env?: Record<string, string>;
@@ -239,7 +264,7 @@ export async function createTestApp(
   const database = opts.database ?? (await testDatabase()).database;
   const config = testConfig(opts.env);
   // Tests that use the system clock never call clock.advance.
-  const clock = (opts.clock ?? new TestClock(new Date('2026-06-01T12:00:00Z'))) as TestClock;
+  const clock = (opts.clock ?? new TestClock(SUITE_CLOCK_START)) as TestClock;
   const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
   // The harness shares one database between apps: closing an app must not close it.
   const ctx = await createContext(config, {

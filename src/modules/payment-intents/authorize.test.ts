@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import type { CardProcessor } from '../../providers/card-processor.ts';
-import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
+import { BEFORE_THE_SUITE, createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, clearPending, fundedWallet, linkAccount } from '../../test/money.ts';
 
 const intentBody = (attributes: Record<string, unknown>) => ({ data: { type: 'CreatePaymentIntent', attributes } });
@@ -381,9 +381,8 @@ describe('authorize with the card processor', () => {
         return real.authorize(r);
       },
     };
-    // The job finishes every merchant's lapsed attempts; on a clock years before the suite's,
-    // no other file's attempt has lapsed, and its counts are this test's attempt alone.
-    const ft = await createTestApp({ providers: { cardProcessor: dies }, clock: new TestClock(new Date('2020-01-01T12:00:00Z')) });
+    // Recovery runs counted: no other file's attempt has lapsed at these times.
+    const ft = await createTestApp({ providers: { cardProcessor: dies }, clock: new TestClock(BEFORE_THE_SUITE) });
     try {
       const fm = await ft.createMerchant({ cardProcessor: { enabled: true, latencyMs: 10 } });
       const { wallet } = await fundedWallet(ft, fm, 5000);

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { BEFORE_THE_SUITE, createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
 import { genericPlan } from '../../test/plans.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
@@ -1003,10 +1003,8 @@ describe('payments: direct payments (POST /payments)', () => {
 describe('payments: settlement runs', () => {
   let t: TestApp;
   before(async () => {
-    // A run settles the oldest due payments of every merchant, and the suite's database holds
-    // every test file's: on a clock years before theirs, none of them is due, and the counts
-    // below are this test's payments alone.
-    t = await createTestApp({ clock: new TestClock(new Date('2020-01-01T12:00:00Z')) });
+    // Settlement runs counted: no other file's payment is due at these times.
+    t = await createTestApp({ clock: new TestClock(BEFORE_THE_SUITE) });
   });
   after(() => t.close());
 

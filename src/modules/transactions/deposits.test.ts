@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, dbKind, LOCAL_RECEIVERS, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
+import { createTestApp, createUser, dbKind, drainJob, LOCAL_RECEIVERS, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, depositBody, fundedWallet, linkAccount } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
@@ -23,15 +23,6 @@ async function counterparty(t: TestApp, m: Merchant, label = 'Payee') {
 }
 
 const cpBalance = async (t: TestApp, m: Merchant, id: string) => (await t.request('GET', `/api/v1/counterparties/${id}`, { as: m })).body.data.attributes.balance;
-
-/**
- * Runs bank-pulls until a round sends nothing. A round sends the oldest unsent pulls of every
- * merchant in the suite's shared database, up to its batch: one round need not reach a test's
- * own deposit, and a round's count is the test's own pulls only after this.
- */
-async function sendAllPulls(app: TestApp): Promise<void> {
-  for (let rounds = 1; (await app.ctx.jobs.runOnce('bank-pulls')) > 0; rounds++) assert.ok(rounds < 100, 'bank-pulls still sends after 100 rounds');
-}
 
 describe('one-time deposits', () => {
   let t: TestApp;
@@ -72,7 +63,7 @@ describe('one-time deposits', () => {
     assert.equal(b.available.deposit, 0);
     assert.equal(b.total.total, 5000);
     assert.equal(bank.transfers.get(d.id), undefined, 'the request does not wait on the bank');
-    await sendAllPulls(t);
+    await drainJob(t, 'bank-pulls');
     assert.equal(bank.transfers.get(d.id)?.amount, 5000);
     assert.equal(bank.transfers.get(d.id)?.direction, 'pull');
     const txn = await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions/${d.id}`, { as: m });
@@ -96,7 +87,7 @@ describe('one-time deposits', () => {
       const fm = await ft.createMerchant();
       const { wallet, account } = await fundedWallet(ft, fm, 0);
       down = false;
-      await sendAllPulls(ft);
+      await drainJob(ft, 'bank-pulls');
       down = true;
       const d = (await deposit(ft, fm, wallet.id, 1000, account.id)).body.data;
       assert.equal(await ft.ctx.jobs.runOnce('bank-pulls'), 0);
