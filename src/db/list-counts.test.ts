@@ -148,10 +148,15 @@ describe('list totals', () => {
   test("a counted page is read only below its total: at or past it, the page's index is never read (countedPage)", async () => {
     await createUser(t, m);
     const n = await count(sql`select count(*) as n from users where client_id = ${m.clientId}`);
-    const statement = (offset: number) => {
-      const page = t.ctx.db.select().from(users).where(eq(users.clientId, m.clientId)).orderBy(desc(users.createdAt), desc(users.id)).limit(10).offset(offset).as('page');
-      return countedPage(t.ctx.db, { table: users, page, total: countedTotal(m.clientId, 'users', {}), offset }) as unknown as SQLWrapper;
-    };
+    const statement = (offset: number) =>
+      countedPage(t.ctx.db, {
+        table: users,
+        where: eq(users.clientId, m.clientId),
+        orderBy: [desc(users.createdAt), desc(users.id)],
+        total: countedTotal(m.clientId, 'users', {}),
+        limit: 10,
+        offset,
+      }) as unknown as SQLWrapper;
     // The plan's line for the page's scan of users (an index scan, or a sequential one on a small table).
     const scanOf = async (offset: number) => {
       const plan = rowsOf<Record<string, string>>(await t.ctx.db.execute(sql`explain (analyze, costs off, timing off, summary off) ${statement(offset)}`)).map((r) => Object.values(r)[0]!);

@@ -2,7 +2,7 @@
 // docs/decisions.md#list-totals): list_counts holds each (merchant, list, key)'s count as of the
 // last fold, list_count_deltas what statements changed since. A total is both summed in one
 // statement, so a fold running meanwhile is seen wholly or not at all.
-import { eq, getTableColumns, Placeholder, sql, type SQL, type Subquery } from 'drizzle-orm';
+import { eq, getTableColumns, Placeholder, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { PageQuery } from './coalesced-pages.ts';
 import { builtOnce, ph } from './built-once.ts';
@@ -47,21 +47,38 @@ export function countedTotal(clientId: string | Placeholder, list: string | Plac
  * - A cross join runs as a nested loop, and with one row on one side the page's rows keep the
  *   order its ORDER BY gave them.
  */
-export function countedPage<T extends PgTable>(db: Executor, o: { table: T; page: Subquery; total: SQL; offset: number | Placeholder }): PageQuery<{ row: T['$inferSelect']; total: number }> {
+export function countedPage<T extends PgTable, A extends Record<string, SQL> = {}>(
+  db: Executor,
+  o: {
+    table: T;
+    where: SQL | undefined;
+    orderBy: (PgColumn | SQL)[];
+    total: SQL;
+    /** Placeholders `limit` and `offset` unless given. */
+    limit?: number | Placeholder;
+    offset?: number | Placeholder;
+    /** More of each row, computed for the page's rows only (SQL naming the page's columns as `"page"."<column>"`). */
+    also?: A;
+  },
+): PageQuery<{ row: T['$inferSelect']; total: number } & { [K in keyof A]: A[K] extends SQL<infer V> ? V : never }> {
+  const offset = o.offset ?? ph('offset');
+  const page = db
+    .select()
+    .from(o.table as PgTable)
+    .where(o.where)
+    .orderBy(...o.orderBy)
+    .limit(o.limit ?? ph('limit'))
+    .offset(offset)
+    .as('page');
   // The page's columns through the subquery (each as `"page"."name"`), under the table's keys.
-  const through = o.page as unknown as Record<string, PgColumn>;
+  const through = page as unknown as Record<string, PgColumn>;
   const row = Object.fromEntries(Object.keys(getTableColumns(o.table)).map((k) => [k, through[k]!]));
   return db
-    .select({ row, total: totalOfPage() })
-    .from(totalOnce(o.total))
-    .crossJoinLateral(o.page)
-    .where(pageWithinTotal(o.offset)) as unknown as PageQuery<{ row: T['$inferSelect']; total: number }>;
+    .select({ row, total: sql<number>`"t"."total"`.mapWith(Number), ...o.also })
+    .from(sql`(select ${o.total} as total offset 0) as "t"`)
+    .crossJoinLateral(page)
+    .where(sql`"t"."total" > ${offset}`) as unknown as PageQuery<never>;
 }
-
-/** countedPage's parts, for a page that selects more than its table's rows (the events'). */
-export const totalOnce = (total: SQL) => sql`(select ${total} as total offset 0) as "t"`;
-export const totalOfPage = () => sql<number>`"t"."total"`.mapWith(Number);
-export const pageWithinTotal = (offset: number | Placeholder) => sql`"t"."total" > ${offset}`;
 
 /**
  * Whether a page that came back empty has a total of 0: a first page does. Each list reads a

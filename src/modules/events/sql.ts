@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, uuidArray, type Executor } from '../../db/open.ts';
-import { countedTotal, emptyPageCountsNothing, pageWithinTotal, totalAlone, totalOfPage, totalOnce } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, eventDeliveryQueue, events, webhooks } from '../../db/schema.ts';
@@ -193,28 +193,23 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
     createdBefore: has.createdBefore ? ph('createdBefore') : undefined,
     deliveryState: has.deliveryState,
   });
-  const counted = !has.createdAfter && !has.createdBefore && !has.deliveryState;
+  const order = [desc(events.createdAt), desc(events.id)];
   // The page first, then its delivery states: in the same select, a delivery state would be
-  // read for every row the offset skips too (PostgreSQL projects below the LIMIT). Counted,
-  // the total stays out of the page too (countedPage in db/list-counts.ts).
+  // read for every row the offset skips too (PostgreSQL projects below the LIMIT).
+  const state = stateOfEvent(sql`"page"."id"`);
+  if (!has.createdAfter && !has.createdBefore && !has.deliveryState) {
+    return countedPage(db, { table: events, where, orderBy: order, total: countedTotal(ph('clientId'), 'events', ph('match')), also: { state } });
+  }
   const page = db
-    .select(counted ? eventColumns : { ...eventColumns, total: sql<number>`count(*) over ()`.mapWith(Number).as('total') })
+    .select({ ...eventColumns, total: sql<number>`count(*) over ()`.mapWith(Number).as('total') })
     .from(events)
     .where(where)
-    .orderBy(desc(events.createdAt), desc(events.id))
+    .orderBy(...order)
     .limit(ph('limit'))
     .offset(ph('offset'))
     .as('page');
-  const event = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as { [K in keyof typeof eventColumns]: (typeof page)[K] };
-  const state = stateOfEvent(sql`"page"."id"`);
-  const query = counted
-    ? db
-        .select({ event, state, total: totalOfPage() })
-        .from(totalOnce(countedTotal(ph('clientId'), 'events', ph('match'))))
-        .crossJoinLateral(page)
-        .where(pageWithinTotal(ph('offset')))
-    : db.select({ event, state, total: sql<number>`"page"."total"`.mapWith(Number) }).from(page);
-  return query.orderBy(desc(page.createdAt), desc(page.id));
+  const row = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as { [K in keyof typeof eventColumns]: (typeof page)[K] };
+  return db.select({ row, state, total: page.total }).from(page).orderBy(desc(page.createdAt), desc(page.id));
 });
 
 const eventsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'events', ph('match')));
@@ -242,7 +237,7 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   const match: Record<string, string> = f.topic ? { topic: f.topic } : {};
   const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState });
   const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.event, deliveryState: r.state })), total: rows[0]!.total, capped: false };
+  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.row, deliveryState: r.state })), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
   if (counts) return { rows: [], total: await eventsTotal(db, '', { clientId, match: JSON.stringify(match) }), capped: false };
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);

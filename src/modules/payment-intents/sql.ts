@@ -336,15 +336,12 @@ const intentPage = coalescedPages((db: Executor, shape: string) => {
   const { f, sort } = shapeOf(shape);
   const now = ph('now');
   const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
-  const page = db
-    .select()
-    .from(paymentIntents)
-    .where(intentConditions(ph('clientId'), f, now, { storedStatus: false }))
-    .orderBy(...order)
-    .limit(ph('limit'))
-    .offset(ph('offset'))
-    .as('page');
-  return countedPage(db, { table: paymentIntents, page, total: intentTotal(ph('clientId'), f, now, ph('match')), offset: ph('offset') });
+  return countedPage(db, {
+    table: paymentIntents,
+    where: intentConditions(ph('clientId'), f, now, { storedStatus: false }),
+    orderBy: order,
+    total: intentTotal(ph('clientId'), f, now, ph('match')),
+  });
 });
 
 /** An empty page's total, built once per shape as its page is. */

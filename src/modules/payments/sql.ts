@@ -206,8 +206,7 @@ const paymentPage = coalescedPages((db: Executor, shape: string) => {
       .limit(ph('limit'))
       .offset(ph('offset'));
   }
-  const page = db.select().from(payments).where(where).orderBy(...order).limit(ph('limit')).offset(ph('offset')).as('page');
-  return countedPage(db, { table: payments, page, total: countedTotal(ph('clientId'), ph('list'), ph('match')), offset: ph('offset') });
+  return countedPage(db, { table: payments, where, orderBy: order, total: countedTotal(ph('clientId'), ph('list'), ph('match')) });
 });
 
 const paymentsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), ph('list'), ph('match')));

@@ -59,15 +59,12 @@ const walletTotal = (clientId: string | Placeholder, walletId: string | Placehol
 
 /** A page of a wallet's transactions and its counted total, beside it (built once, pages asked for together read together: coalesced-pages.ts). */
 const transactionPage = coalescedPages((db: Executor, _shape: '') => {
-  const page = db
-    .select()
-    .from(transactions)
-    .where(and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId'))))
-    .orderBy(desc(transactions.createdAt), desc(transactions.id))
-    .limit(ph('limit'))
-    .offset(ph('offset'))
-    .as('page');
-  return countedPage(db, { table: transactions, page, total: walletTotal(ph('clientId'), ph('walletId')), offset: ph('offset') });
+  return countedPage(db, {
+    table: transactions,
+    where: and(eq(transactions.clientId, ph('clientId')), eq(transactions.walletId, ph('walletId'))),
+    orderBy: [desc(transactions.createdAt), desc(transactions.id)],
+    total: walletTotal(ph('clientId'), ph('walletId')),
+  });
 });
 
 const walletTotalAlone = totalAlone((_: '') => walletTotal(ph('clientId'), ph('walletId')));

@@ -87,8 +87,7 @@ const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
     referenceId: shape.includes('r') ? ph('referenceId') : undefined,
   });
   if (shape === '') {
-    const page = db.select().from(users).where(where).orderBy(desc(users.createdAt), desc(users.id)).limit(ph('limit')).offset(ph('offset')).as('page');
-    return countedPage(db, { table: users, page, total: countedTotal(ph('clientId'), 'users', {}), offset: ph('offset') });
+    return countedPage(db, { table: users, where, orderBy: [desc(users.createdAt), desc(users.id)], total: countedTotal(ph('clientId'), 'users', {}) });
   }
   return db
     .select({ row: users, total: sql<number>`count(*) over ()`.mapWith(Number) })

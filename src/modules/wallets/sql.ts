@@ -107,8 +107,7 @@ const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
   if (byUser.length === 0) {
     // No filter: the merchant's wallets and their counted total (list_counts), no join (every
     // wallet has its user).
-    const page = db.select().from(wallets).where(where).orderBy(desc(wallets.createdAt), desc(wallets.id)).limit(ph('limit')).offset(ph('offset')).as('page');
-    return countedPage(db, { table: wallets, page, total: countedTotal(ph('clientId'), 'wallets', {}), offset: ph('offset') });
+    return countedPage(db, { table: wallets, where, orderBy: [desc(wallets.createdAt), desc(wallets.id)], total: countedTotal(ph('clientId'), 'wallets', {}) });
   }
   // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
   return db
