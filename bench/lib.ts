@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { freePort } from '../src/test/process.ts';
+import { STALL_MS, stallsBetween } from './disk-stalls.ts';
 
 export interface LoadResult {
   name: string;
@@ -33,6 +34,11 @@ export interface LoadResult {
    * 10 ms. They share the cores with the requests. In the raw results file and with BENCH_TAIL.
    */
   jobs?: Record<string, { runs: number; seconds: number }>;
+  /**
+   * The fsync probe's stalls (disk-stalls.ts) during the timed part, when a probe runs: how many
+   * fsyncs took STALL_MS or more, and the slowest's ms. A commit in flight then waited as long.
+   */
+  disk?: { stalls: number; worstMs: number };
   /** A read row's yardstick (BareBeside): the bare route's rate just before and just after the row, their mean. */
   bare?: number;
   /** A money row's yardstick on PostgreSQL (rawBeside, raw-transfer.ts): the raw transfer's rate just before and just after the row, their mean. */
@@ -244,8 +250,11 @@ function jobFigures(start: JobTotals, end: JobTotals): NonNullable<LoadResult['j
   return Object.fromEntries(ran.filter(([, j]) => j.seconds >= 0.01).sort((a, b) => b[1].seconds - a[1].seconds));
 }
 
-/** BENCH_TAIL=1: each row also tells when its slowest 1% of responses arrived (stderr). */
-const TAIL = Boolean(process.env.BENCH_TAIL);
+/**
+ * BENCH_TAIL=1: each row also tells when its slowest 1% of responses arrived (stderr), and `npm
+ * run bench` probes the disk beside the rows (disk-stalls.ts).
+ */
+export const TAIL = Boolean(process.env.BENCH_TAIL);
 
 /**
  * When the slowest 1% arrived, as bursts: responses that arrived within 5 ms of each other are
@@ -312,6 +321,7 @@ export async function load(
   // start of the timed part, and their first answers trickled in over up to 450 ms on a slow
   // host (the bare route's too), which was the load generator's start and not the server.
   let started = performance.now();
+  let startedAt = Date.now();
   let responses = 0;
   let lastAt = started;
   let timing = warmupMs === 0 && warmupAmount === 0;
@@ -323,6 +333,7 @@ export async function load(
     totalsBefore = serverTotals(opts.serverPid);
     generatorBefore = process.cpuUsage();
     started = lastAt = performance.now();
+    startedAt = Date.now();
     timing = true;
     if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   };
@@ -350,6 +361,8 @@ export async function load(
   const [totalsStart, totalsEnd] = [await totalsBefore, await serverTotals(opts.serverPid)];
   const jobs = totalsStart && totalsEnd ? jobFigures(totalsStart.jobs, totalsEnd.jobs) : undefined;
   if (TAIL && jobs) process.stderr.write(`${name}: jobs that ran ${Object.entries(jobs).map(([job, j]) => `${job} ${j.runs}× ${j.seconds} s`).join('; ') || 'none of 10 ms'}\n`);
+  const stalls = stallsBetween(startedAt, startedAt + (lastAt - started));
+  if (TAIL && stalls) process.stderr.write(`${name}: disk stalls ${stalls.map((s) => `at ${s.at - startedAt}: ${Math.round(s.ms)} ms`).join('; ') || 'none'}\n`);
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;
@@ -372,6 +385,7 @@ export async function load(
         }
       : {}),
     ...(totalsStart && totalsEnd ? { gc: gcFigures(totalsStart.gc, totalsEnd.gc, responses), jobs } : {}),
+    ...(stalls ? { disk: { stalls: stalls.length, worstMs: Math.round(Math.max(0, ...stalls.map((s) => s.ms))) } } : {}),
   };
 }
 
@@ -484,6 +498,7 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
   const raw = results.find((r) => r.name === RAW_TRANSFER);
   const write = (r: LoadResult) => raw !== undefined && !r.name.startsWith('GET ');
   const withCpu = results.some((r) => r.cpu);
+  const withDisk = results.some((r) => r.disk);
   const beside = results.some((r) => r.bare !== undefined);
   const rawBeside = results.some((r) => r.raw !== undefined);
   const share = (r: LoadResult, of: LoadResult | undefined) => {
@@ -499,11 +514,12 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
     const parts = r.cpu ? [r.cpu.server, r.cpu.postgres, r.cpu.generator].filter((v) => v !== undefined) : [];
     return ` ${parts.map((v) => v.toFixed(2)).join(' + ')} |`;
   };
+  const disk = (r: LoadResult) => (!withDisk ? '' : ` ${!r.disk ? '' : r.disk.stalls === 0 ? '0' : `${r.disk.stalls}, ${r.disk.worstMs} ms`} |`);
   const rows = results.map(
-    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''}${rawBesideCell(r)} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}`,
+    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''}${rawBesideCell(r)} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}${disk(r)}`,
   );
-  const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''}${rawBeside ? ' raw transfer beside it |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}`;
-  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}${rawBeside ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
+  const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''}${rawBeside ? ' raw transfer beside it |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}${withDisk ? ` disk stalls: fsyncs of ${STALL_MS} ms or more, the slowest |` : ''}`;
+  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}${rawBeside ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}${withDisk ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
 }
 
 /**

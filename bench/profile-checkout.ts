@@ -17,6 +17,7 @@
 // change: one run with it, one without).
 import { spawn } from 'node:child_process';
 import pg from 'pg';
+import { startDiskProbe } from './disk-stalls.ts';
 import { analyzeDatabase, approvedWallets, fundWallets, load, merchant, profileEnv, runOn, startCoffer } from './lib.ts';
 
 const step = process.argv[2] ?? 'intent';
@@ -25,6 +26,9 @@ const server = process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/pos
 const name = `coffer_prof_${Date.now()}`;
 const admin = new pg.Client({ connectionString: server });
 await admin.connect();
+// The disk's stalls beside the step's figures (disk-stalls.ts).
+const dataDirectory = (await admin.query<{ data_directory: string }>('show data_directory').catch(() => undefined))?.rows[0]?.data_directory;
+if (dataDirectory) await startDiskProbe(dataDirectory);
 await admin.query(`create database ${name}`);
 const u = new URL(server); // the server's URL with the new database's name (a ?host=/socket/dir stays)
 u.pathname = `/${name}`;

@@ -1,0 +1,92 @@
+// Disk stalls beside the benchmark's rows. A commit waits for its fsync; when the filesystem
+// holds every fsync for tens of milliseconds (this project's benchmark hosts do, every few
+// seconds while files grow: docs/benchmarks.md#where-a-write-tail-comes-from), every commit in
+// flight waits together, and the requests behind them too. An fsync probe (fsync-probe.ts) runs
+// on the filesystem of PostgreSQL's data directory for the whole benchmark, and each row counts
+// the probe's stalls during its timed part: a row's slowest responses are then seen beside the
+// disk's.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** An fsync this slow or slower is a stall: on an idle disk here one takes about 0.1 ms (p99 0.15 ms). */
+export const STALL_MS = 20;
+
+export interface DiskStall {
+  /** Epoch ms the fsync started. */
+  at: number;
+  ms: number;
+}
+
+let probe: { proc: ChildProcess; stalls: DiskStall[]; dir: string } | undefined;
+
+/**
+ * A directory on the filesystem of PostgreSQL's `dataDirectory` that this process may write in:
+ * its parent, else the system's temporary directory if it is on the same filesystem. Undefined
+ * when there is none (a database on another machine, say).
+ */
+function probeDirectory(dataDirectory: string): string | undefined {
+  let device: number;
+  try {
+    device = statSync(dataDirectory).dev;
+  } catch {
+    return undefined;
+  }
+  return [path.dirname(dataDirectory), os.tmpdir()].find((d) => {
+    try {
+      accessSync(d, constants.W_OK);
+      return statSync(d).dev === device;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Starts the probe beside PostgreSQL's `dataDirectory`, or without one in the system's temporary
+ * directory, where PGlite's data lives (once per benchmark process); false when it cannot.
+ */
+export async function startDiskProbe(dataDirectory?: string): Promise<boolean> {
+  if (probe) return true;
+  const dir = dataDirectory === undefined ? os.tmpdir() : probeDirectory(dataDirectory);
+  if (!dir) return false;
+  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fsync-probe.ts');
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, dir, String(STALL_MS)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const stalls: DiskStall[] = [];
+  let buffered = '';
+  await new Promise<void>((resolve, reject) => {
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`the fsync probe exited (${code})`)));
+    proc.stdout!.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        if (line === 'ready') resolve();
+        else {
+          const [at, ms] = line.split(' ').map(Number);
+          stalls.push({ at: at!, ms: ms! });
+        }
+      }
+    });
+  });
+  proc.removeAllListeners('exit');
+  proc.unref();
+  (proc.stdout as unknown as { unref(): void }).unref();
+  (proc.stdin as unknown as { unref(): void }).unref();
+  probe = { proc, stalls, dir };
+  return true;
+}
+
+/** The probe's stalls that overlap the span from `from` to `to` (epoch ms); undefined without a probe. */
+export function stallsBetween(from: number, to: number): DiskStall[] | undefined {
+  return probe?.stalls.filter((s) => s.at <= to && s.at + s.ms >= from);
+}
+
+/** Stops the probe (it removes its file). */
+export function stopDiskProbe(): void {
+  probe?.proc.kill('SIGTERM');
+  probe = undefined;
+}
