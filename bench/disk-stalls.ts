@@ -1,6 +1,6 @@
 // Disk stalls beside the benchmark's rows. A commit waits for its fsync; when the filesystem
 // holds every fsync for tens of milliseconds (this project's benchmark hosts do, every few
-// seconds while files grow: docs/benchmarks.md#where-a-write-tail-comes-from), every commit in
+// seconds while files grow: docs/benchmarks.md#the-disks-stalls), every commit in
 // flight waits together, and the requests behind them too. An fsync probe (fsync-probe.ts) runs
 // on the filesystem of PostgreSQL's data directory for the whole benchmark, and each row counts
 // the probe's stalls during its timed part: a row's slowest responses are then seen beside the

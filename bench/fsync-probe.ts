@@ -29,7 +29,8 @@ const stop = () => {
   process.exit(0);
 };
 process.on('SIGTERM', stop);
-process.stdin.on('end', stop); // the benchmark's process went away
+process.on('SIGINT', stop);
+process.stdin.on('end', stop); // the benchmark's process went away (or ^D in a terminal)
 process.stdin.resume();
 
 let n = 0;

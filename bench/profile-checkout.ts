@@ -14,7 +14,8 @@
 // PROFILE_NO_RESTART=1 measures on the server that set up the step (what it remembers, such as
 // which wallet each intent spends from, stays; its CPU profile then covers the set-up too), and
 // PROFILE_SQL runs statements on the database just before the measured step (to try a schema
-// change: one run with it, one without).
+// change: one run with it, one without). An fsync probe (disk-stalls.ts) runs beside it: the
+// step's figures include the disk's stalls during it, and with BENCH_TAIL when each came.
 import { spawn } from 'node:child_process';
 import pg from 'pg';
 import { startDiskProbe } from './disk-stalls.ts';
