@@ -1,10 +1,10 @@
 // Disk stalls beside the benchmark's rows. A commit waits for its fsync; when the filesystem
-// holds every fsync for tens of milliseconds (this project's benchmark hosts do, every few
-// seconds while files grow: docs/benchmarks.md#the-disks-stalls), every commit in
-// flight waits together, and the requests behind them too. An fsync probe (fsync-probe.ts) runs
-// on the filesystem of PostgreSQL's data directory for the whole benchmark, and each row counts
-// the probe's stalls during its timed part: a row's slowest responses are then seen beside the
-// disk's.
+// holds every fsync for tens of milliseconds (the slower benchmark host's does, every few
+// seconds while files grow: docs/benchmarks.md#the-disks-stalls), every commit in flight waits
+// together, and the requests behind them too. In a diagnostic run (BENCH_TAIL, and the
+// profilers) an fsync probe (fsync-probe.ts) runs on the filesystem of PostgreSQL's data
+// directory, and each row counts the probe's stalls during its timed part: a row's slowest
+// responses are then seen beside the disk's.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import os from 'node:os';
@@ -20,7 +20,7 @@ export interface DiskStall {
   ms: number;
 }
 
-let probe: { proc: ChildProcess; stalls: DiskStall[]; dir: string } | undefined;
+let probe: { proc: ChildProcess; stalls: DiskStall[] } | undefined;
 
 /**
  * A directory on the filesystem of PostgreSQL's `dataDirectory` that this process may write in:
@@ -76,7 +76,7 @@ export async function startDiskProbe(dataDirectory?: string): Promise<boolean> {
   proc.unref();
   (proc.stdout as unknown as { unref(): void }).unref();
   (proc.stdin as unknown as { unref(): void }).unref();
-  probe = { proc, stalls, dir };
+  probe = { proc, stalls };
   return true;
 }
 
