@@ -10,6 +10,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 /** An fsync this slow or slower is a stall: on an idle disk here one takes about 0.1 ms (p99 0.15 ms). */
 export const STALL_MS = 20;
@@ -25,9 +26,10 @@ let probe: { proc: ChildProcess; stalls: DiskStall[] } | undefined;
 /**
  * A directory on the filesystem of PostgreSQL's `dataDirectory` that this process may write in:
  * its parent, else the system's temporary directory if it is on the same filesystem. Undefined
- * when there is none (a database on another machine, say).
+ * when there is none (a database on another machine, say) or the directory is unknown.
  */
-function probeDirectory(dataDirectory: string): string | undefined {
+function probeDirectory(dataDirectory: string | undefined): string | undefined {
+  if (dataDirectory === undefined) return undefined;
   let device: number;
   try {
     device = statSync(dataDirectory).dev;
@@ -45,12 +47,14 @@ function probeDirectory(dataDirectory: string): string | undefined {
 }
 
 /**
- * Starts the probe beside PostgreSQL's `dataDirectory`, or without one in the system's temporary
- * directory, where PGlite's data lives (once per benchmark process); false when it cannot.
+ * Starts the probe beside the data directory of the PostgreSQL server at `serverUrl` (the
+ * setting needs a superuser or pg_read_all_settings), or without a server in the system's
+ * temporary directory, where PGlite's data lives (once per benchmark process); false when it
+ * cannot.
  */
-export async function startDiskProbe(dataDirectory?: string): Promise<boolean> {
+export async function startDiskProbe(serverUrl?: string): Promise<boolean> {
   if (probe) return true;
-  const dir = dataDirectory === undefined ? os.tmpdir() : probeDirectory(dataDirectory);
+  const dir = serverUrl === undefined ? os.tmpdir() : probeDirectory(await dataDirectoryOf(serverUrl));
   if (!dir) return false;
   const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fsync-probe.ts');
   const proc = spawn(process.execPath, ['--import', 'tsx', script, dir, String(STALL_MS)], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -78,6 +82,18 @@ export async function startDiskProbe(dataDirectory?: string): Promise<boolean> {
   (proc.stdin as unknown as { unref(): void }).unref();
   probe = { proc, stalls };
   return true;
+}
+
+async function dataDirectoryOf(serverUrl: string): Promise<string | undefined> {
+  const c = new pg.Client({ connectionString: serverUrl });
+  try {
+    await c.connect();
+    return (await c.query<{ data_directory: string }>('show data_directory')).rows[0]?.data_directory;
+  } catch {
+    return undefined;
+  } finally {
+    await c.end().catch(() => {});
+  }
 }
 
 /** The probe's stalls that overlap the span from `from` to `to` (epoch ms); undefined without a probe. */

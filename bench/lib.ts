@@ -321,7 +321,6 @@ export async function load(
   // start of the timed part, and their first answers trickled in over up to 450 ms on a slow
   // host (the bare route's too), which was the load generator's start and not the server.
   let started = performance.now();
-  let startedAt = Date.now();
   let responses = 0;
   let lastAt = started;
   let timing = warmupMs === 0 && warmupAmount === 0;
@@ -333,7 +332,6 @@ export async function load(
     totalsBefore = serverTotals(opts.serverPid);
     generatorBefore = process.cpuUsage();
     started = lastAt = performance.now();
-    startedAt = Date.now();
     timing = true;
     if (TAIL) process.stderr.write(`${name}: timed from ${Date.now()}\n`);
   };
@@ -361,8 +359,9 @@ export async function load(
   const [totalsStart, totalsEnd] = [await totalsBefore, await serverTotals(opts.serverPid)];
   const jobs = totalsStart && totalsEnd ? jobFigures(totalsStart.jobs, totalsEnd.jobs) : undefined;
   if (TAIL && jobs) process.stderr.write(`${name}: jobs that ran ${Object.entries(jobs).map(([job, j]) => `${job} ${j.runs}× ${j.seconds} s`).join('; ') || 'none of 10 ms'}\n`);
-  const stalls = stallsBetween(startedAt, startedAt + (lastAt - started));
-  if (TAIL && stalls) process.stderr.write(`${name}: disk stalls ${stalls.map((s) => `at ${s.at - startedAt}: ${Math.round(s.ms)} ms`).join('; ') || 'none'}\n`);
+  const startedAt = performance.timeOrigin + started; // epoch ms, as the probe's
+  const stalls = stallsBetween(startedAt, performance.timeOrigin + lastAt);
+  if (TAIL && stalls) process.stderr.write(`${name}: disk stalls ${stalls.map((s) => `at ${Math.round(s.at - startedAt)}: ${Math.round(s.ms)} ms`).join('; ') || 'none'}\n`);
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;

@@ -27,9 +27,7 @@ const server = process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/pos
 const name = `coffer_prof_${Date.now()}`;
 const admin = new pg.Client({ connectionString: server });
 await admin.connect();
-// The disk's stalls beside the step's figures (disk-stalls.ts).
-const dataDirectory = (await admin.query<{ data_directory: string }>('show data_directory').catch(() => undefined))?.rows[0]?.data_directory;
-if (dataDirectory) await startDiskProbe(dataDirectory);
+await startDiskProbe(server); // the disk's stalls beside the step's figures
 await admin.query(`create database ${name}`);
 const u = new URL(server); // the server's URL with the new database's name (a ?host=/socket/dir stays)
 u.pathname = `/${name}`;

@@ -8,7 +8,7 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, runOn, settled, startBare, startCoffer, table, TAIL, verifyLedger, writeResults, type Auth, type CofferServer, type LoadResult } from './lib.ts';
+import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, TAIL, verifyLedger, writeResults, type Auth, type CofferServer, type LoadResult } from './lib.ts';
 import { startDiskProbe, stopDiskProbe } from './disk-stalls.ts';
 import { listsScenario } from './lists.ts';
 import { rawBeside, rawTransferRate } from './raw-transfer.ts';
@@ -477,15 +477,10 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
 const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario, tracing: tracingScenario, lists: (db) => listsScenario(db, { durationS, bare }) };
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
-  // With BENCH_TAIL, the disk's stalls beside the rows. PostgreSQL's data directory tells the
-  // probe which filesystem its commits wait on (the setting needs a superuser or
-  // pg_read_all_settings; without it, no probe). The probe's fsyncs load the disk too, so the
-  // tables' runs go without it.
+  // With BENCH_TAIL, the disk's stalls beside the rows, on the filesystem the database's
+  // commits wait on. The probe's fsyncs load the disk too, so the tables' runs go without it.
   stopDiskProbe();
-  if (TAIL) {
-    const dataDirectory = db === 'postgres' ? (await runOn<{ data_directory: string }>(pgServer, 'show data_directory').catch(() => []))[0]?.data_directory : undefined;
-    if (db === 'pglite' || dataDirectory) await startDiskProbe(dataDirectory);
-  }
+  if (TAIL) await startDiskProbe(db === 'postgres' ? pgServer : undefined);
   for (const s of scenarios) {
     const run = SCENARIOS[s];
     if (!run) throw new Error(`unknown scenario ${s}; known: ${Object.keys(SCENARIOS).join(', ')}`);
