@@ -6,10 +6,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { desc, eq, sql, type SQLWrapper } from 'drizzle-orm';
-import { countedPage, countedTotal, totalStats } from './list-counts.ts';
-import { users } from './schema.ts';
+import { pageStats } from './coalesced-pages.ts';
+import { countedPage, countedTotal, DEEP_OFFSET, totalStats } from './list-counts.ts';
+import { events, payments, users } from './schema.ts';
 import { rowsOf } from './open.ts';
 import { createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
+import { webhookBody } from '../test/fixtures.ts';
 import { countsFromTables, countsKept } from '../test/list-counts.ts';
 import { fundedWallet, intentFor } from '../test/money.ts';
 
@@ -223,5 +225,68 @@ describe('list totals', () => {
     const mine = await t.request('GET', '/api/v1/payments?page[offset]=10000', { as: m });
     const theirs = await t.request('GET', '/api/v1/payments?page[offset]=10000', { as: other });
     assert.ok(mine.body.meta.total > 0 && mine.body.meta.total !== theirs.body.meta.total, `${mine.body.meta.total} and ${theirs.body.meta.total}`);
+  });
+
+  test('a deep page (its ids first, then its rows) reads the rows a direct read does, at every offset', async () => {
+    const lists = [
+      { table: users, orderBy: [desc(users.createdAt), desc(users.id)], list: 'users' },
+      { table: payments, orderBy: [desc(payments.createdAt), desc(payments.id)], list: 'payments' },
+      { table: events, orderBy: [desc(events.createdAt), desc(events.id)], list: 'events', also: { topic: sql<string>`"page"."topic" || '!'` } },
+    ] as const;
+    for (const l of lists) {
+      const where = eq(l.table.clientId, m.clientId);
+      const n = await count(sql`select count(*) as n from ${l.table} where ${where}`);
+      assert.ok(n >= 3, `${l.list}: ${n} rows`);
+      for (let offset = 0; offset <= n; offset++) {
+        const read = (deep: boolean) =>
+          countedPage(t.ctx.db, { table: l.table, where, orderBy: [...l.orderBy], total: countedTotal(m.clientId, l.list, {}), limit: 2, offset, deep, ...('also' in l ? { also: l.also } : {}) }) as unknown as Promise<unknown[]>;
+        const direct = await read(false);
+        assert.equal(direct.length, Math.min(2, n - offset), `${l.list} at ${offset}`);
+        assert.deepEqual(await read(true), direct, `${l.list} at ${offset}`);
+      }
+    }
+  });
+
+  test(`events from page[offset]=${DEEP_OFFSET} on (read by their ids first) go on from the pages before them`, async () => {
+    const deep = await t.createMerchant();
+    // A webhook, so that each intent's creation records an event.
+    const hook = await t.request('POST', '/api/v1/webhooks', { as: deep, body: webhookBody({ url: 'https://example.com/hook', topics: ['PaymentIntentCreated'] }) });
+    assert.equal(hook.status, 201, hook.raw);
+    const { wallet } = await fundedWallet(t, deep, 100_000);
+    const n = DEEP_OFFSET + 6;
+    const intents: string[] = [];
+    for (let i = 0; i < n; i += 25) intents.push(...(await Promise.all(Array.from({ length: Math.min(25, n - i) }, () => intentFor(t, deep, wallet.id, 100)))));
+    const page = async (offset: number, limit: number) => {
+      const res = await t.request('GET', `/api/v1/webhook-events?page[offset]=${offset}&page[limit]=${limit}`, { as: deep });
+      assert.equal(res.status, 200, res.raw);
+      return res.body as { data: { id: string; attributes: { topic: string }; relationships: { event: { data: { id: string } } } }[]; meta: { total: number } };
+    };
+    const before = await page(DEEP_OFFSET - 4, 10);
+    const after = await page(DEEP_OFFSET, 10);
+    const total = before.meta.total;
+    assert.ok(total >= n, `${total}`);
+    assert.equal(after.meta.total, total);
+    assert.equal(after.data.length, Math.min(10, total - DEEP_OFFSET));
+    assert.deepEqual(after.data.slice(0, 6).map((r) => r.id), before.data.slice(4).map((r) => r.id));
+    // Paged through by 50 (the last pages deep), every event once, each intent's among them.
+    const all: string[] = [];
+    const about = new Set<string>();
+    for (let offset = 0; offset < total; offset += 50) {
+      for (const e of (await page(offset, 50)).data) {
+        all.push(e.id);
+        if (e.attributes.topic === 'PaymentIntentCreated') about.add(e.relationships.event.data.id);
+      }
+    }
+    assert.equal(all.length, total);
+    assert.equal(new Set(all).size, total);
+    assert.deepEqual([...about].sort(), [...intents].sort());
+    // Asked for together, deep pages go to the database as one statement, each its own page.
+    const stats = { ...pageStats };
+    const together = await Promise.all([page(DEEP_OFFSET, 10), page(DEEP_OFFSET + 2, 3), page(DEEP_OFFSET - 4, 10)]);
+    assert.equal(pageStats.fallbacks, stats.fallbacks);
+    assert.ok(pageStats.batches > stats.batches, 'the pages went together');
+    assert.deepEqual(together[0], after);
+    assert.deepEqual(together[1].data, after.data.slice(2, 5));
+    assert.deepEqual(together[2], before);
   });
 });

@@ -5,7 +5,7 @@ import { coalescedPages } from '../../db/coalesced-pages.ts';
 import { uuidv7 } from '../../ids.ts';
 import type { WritePart } from '../../db/batch.ts';
 import { rowsOf, uuidArray, type Executor } from '../../db/open.ts';
-import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
+import { countedPage, countedTotal, emptyPageCountsNothing, isDeep, totalAlone } from '../../db/list-counts.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { insertPart } from '../../db/rows.ts';
 import { deliveryAttempts, eventDeliveries, eventDeliveryQueue, events, webhooks } from '../../db/schema.ts';
@@ -186,7 +186,7 @@ function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Plac
 const eventColumns = getTableColumns(events);
 
 const eventPage = coalescedPages((db: Executor, shape: string) => {
-  const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState };
+  const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState; deep?: boolean };
   const where = eventConditions(ph('clientId'), {
     topic: has.topic ? ph('topic') : undefined,
     createdAfter: has.createdAfter ? ph('createdAfter') : undefined,
@@ -198,7 +198,8 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
   // read for every row the offset skips too (PostgreSQL projects below the LIMIT).
   const state = stateOfEvent(sql`"page"."id"`);
   if (!has.createdAfter && !has.createdBefore && !has.deliveryState) {
-    return countedPage(db, { table: events, where, orderBy: order, total: countedTotal(ph('clientId'), 'events', ph('match')), also: { state } });
+    const total = countedTotal(ph('clientId'), 'events', ph('match'));
+    return countedPage(db, { table: events, where, orderBy: order, total, also: { state }, deep: has.deep === true });
   }
   const page = db
     .select({ ...eventColumns, total: sql<number>`count(*) over ()`.mapWith(Number).as('total') })
@@ -235,7 +236,9 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   }
   const counts = !f.createdAfter && !f.createdBefore && !f.deliveryState;
   const match: Record<string, string> = f.topic ? { topic: f.topic } : {};
-  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState });
+  // A deep page of all the events is read by its ids first (events_client_created_idx holds the
+  // ids; events_client_topic_idx does not).
+  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState, deep: (!f.topic && isDeep(page)) || undefined });
   const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.row, deliveryState: r.state })), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
