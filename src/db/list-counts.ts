@@ -32,8 +32,8 @@ export function countedTotal(clientId: string | Placeholder, list: string | Plac
 /**
  * From this offset on, a list of wide rows (the events, about 1.3 KB each) reads a page by its
  * ids first (countedPage's `deep`). On the lists benchmark's database (1,000,000 events), the
- * two forms cost PostgreSQL the same at an offset of about 450: below it the direct read is
- * cheaper, above it the ids first.
+ * two forms cost PostgreSQL about the same at an offset of 500: below it the direct read is
+ * cheaper, above it the ids first (docs/scaling.md#deep-pages).
  */
 export const DEEP_OFFSET = 500;
 
@@ -85,22 +85,8 @@ export function countedPage<T extends PgTable, A extends Record<string, SQL> = {
   const offset = o.offset ?? ph('offset');
   const limit = o.limit ?? ph('limit');
   const table = o.table as PgTable;
-  const key = (o.table as unknown as { id: PgColumn }).id; // every listed table's primary key
-  // A deep page: the ids from the list's index, in order (skipping `offset` of them costs no
-  // heap fetches), then each of those rows by primary key. The ids go through an array and
-  // unnest … with ordinality, whose order the page keeps; the row's subquery has a LIMIT so
-  // that PostgreSQL keeps it a lateral probe. As a join, a generic plan (its LIMIT a parameter,
-  // taken for a tenth of the table) hashed the whole table.
-  const ids = db.select({ id: key }).from(table).where(o.where).orderBy(...o.orderBy).limit(limit).offset(offset);
-  const byId = db.select().from(table).where(sql`${key} = "ids"."id"`).limit(1).as('row');
-  const fields = byId as unknown as Record<string, PgColumn>;
   const page = o.deep
-    ? db
-        .select(Object.fromEntries(Object.keys(getTableColumns(o.table)).map((k) => [k, fields[k]!])))
-        .from(sql`unnest(array(${ids})) with ordinality as "ids"("id", "n")`)
-        .crossJoinLateral(byId)
-        .orderBy(sql`"ids"."n"`)
-        .as('page')
+    ? byIds(db, table, { ...o, limit, offset })
     : db.select().from(table).where(o.where).orderBy(...o.orderBy).limit(limit).offset(offset).as('page');
   // The page's columns through the subquery (each as `"page"."name"`), under the table's keys.
   const through = page as unknown as Record<string, PgColumn>;
@@ -110,6 +96,27 @@ export function countedPage<T extends PgTable, A extends Record<string, SQL> = {
     .from(sql`(select ${o.total} as total offset 0) as "t"`)
     .crossJoinLateral(page)
     .where(sql`"t"."total" > ${offset}`) as unknown as PageQuery<never>;
+}
+
+/**
+ * countedPage's deep page: the ids from the list's index, in order (skipping `offset` of them
+ * costs no heap fetches), then each of those rows by primary key (`id`, every listed table's).
+ * The ids go through an array and unnest … with ordinality, whose order the page keeps; the
+ * row's subquery has a LIMIT so that PostgreSQL keeps it a probe per id. As a join of the ids
+ * to the table, the plan kept for the prepared statement (its LIMIT a parameter, which
+ * PostgreSQL takes for a tenth of the table) hashed the whole table.
+ */
+function byIds(db: Executor, table: PgTable, o: { where: SQL | undefined; orderBy: (PgColumn | SQL)[]; limit: number | Placeholder; offset: number | Placeholder }) {
+  const key = (table as unknown as { id: PgColumn }).id;
+  const ids = db.select({ id: key }).from(table).where(o.where).orderBy(...o.orderBy).limit(o.limit).offset(o.offset);
+  const row = db.select().from(table).where(sql`${key} = "ids"."id"`).limit(1).as('row');
+  const fields = row as unknown as Record<string, PgColumn>;
+  return db
+    .select(Object.fromEntries(Object.keys(getTableColumns(table)).map((k) => [k, fields[k]!])))
+    .from(sql`unnest(array(${ids})) with ordinality as "ids"("id", "n")`)
+    .crossJoinLateral(row)
+    .orderBy(sql`"ids"."n"`)
+    .as('page');
 }
 
 /**
