@@ -31,6 +31,14 @@ export function sqlState(err: unknown): string | undefined {
 /** Postgres SQLSTATE classes and driver errors that mean "try again", not "bad request". */
 const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-3]|40001|40P01)/;
 const RETRYABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+/**
+ * node-postgres's messages for a connection that is gone or unusable. "Received unexpected …
+ * message from backend" is its protocol falling out of step with the server's (seen in the chaos
+ * campaign, through PgBouncer, while PostgreSQL restarted): it fails every query queued on the
+ * connection and never uses it again.
+ */
+const CONNECTION_LOST =
+  /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|pool.*ended|Received unexpected \w+ message from backend/i;
 
 export function isRetryableDatabaseError(err: unknown): boolean {
   let e: unknown = err;
@@ -38,7 +46,7 @@ export function isRetryableDatabaseError(err: unknown): boolean {
   for (let depth = 0; e && depth < 5; depth++) {
     const x = e as { code?: unknown; message?: unknown; cause?: unknown };
     if (typeof x.code === 'string' && (RETRYABLE_SQLSTATE.test(x.code) || RETRYABLE_ERRNO.has(x.code))) return true;
-    if (typeof x.message === 'string' && /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|pool.*ended/i.test(x.message)) return true;
+    if (typeof x.message === 'string' && CONNECTION_LOST.test(x.message)) return true;
     e = x.cause;
   }
   return false;

@@ -72,3 +72,44 @@ describe('a transaction whose COMMIT gets no answer', { skip: dbKind !== 'postgr
     }
   });
 });
+
+describe('a transaction whose ROLLBACK fails', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
+  test("fails with the error that ended it, not the ROLLBACK's, and its connection is discarded", async () => {
+    const { url } = await testDatabase();
+    const database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false });
+    const pool = (database.db as unknown as { $client: pg.Pool }).$client;
+    const desync = 'Received unexpected parseComplete message from backend.';
+    try {
+      // ROLLBACK fails as it does once node-postgres's protocol falls out of step with the server's.
+      let armed = true;
+      pool.on('acquire', (client) => {
+        const query = client.query;
+        client.query = function (this: unknown, ...args: unknown[]) {
+          const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string }).text;
+          if (armed && text === 'rollback') {
+            armed = false;
+            return Promise.reject(new Error(desync));
+          }
+          return (query as (...a: unknown[]) => unknown).apply(this, args);
+        } as typeof client.query;
+      });
+      const refusal = new Error('a refusal of the transaction’s own');
+      const err = await database.db
+        .transaction(async (tx) => {
+          await tx.execute(sql`select 1`);
+          throw refusal;
+        })
+        .then(() => undefined, (e: unknown) => e);
+      assert.equal(armed, false, 'ROLLBACK was sent');
+      assert.equal(err, refusal);
+      assert.equal(pool.totalCount, 0, 'the connection left the pool');
+      const rows = rowsOf<{ n: number }>(await database.db.transaction(async (tx) => tx.execute(sql`select 1 as n`)));
+      assert.equal(rows[0]?.n, 1, 'the next transaction runs on a new connection');
+      // That error, met by a statement, is a lost connection: retryable (a 503), not a 500.
+      assert.equal(isRetryableDatabaseError(Object.assign(new Error('Failed query: select 1'), { cause: new Error(desync) })), true);
+    } finally {
+      if (pool.totalCount === pool.idleCount) await database.close();
+      else void database.close();
+    }
+  });
+});

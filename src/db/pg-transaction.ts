@@ -38,13 +38,19 @@ export function releaseConnectionsOnFailedBegin(): void {
     // that ran none and deferred none never began, and has nothing to end. One with an
     // isolation level or access mode sends its BEGIN on its own.
     const pending = !config && isPipelined(conn) ? beginWithNextStatement(conn) : undefined;
+    let broken: Error | undefined;
     try {
       if (!pending) await tx.execute(sql`begin${config ? sql` ${tx.getTransactionConfigSQL(config)}` : undefined}`);
       let result: unknown;
       try {
         result = await fn(tx);
       } catch (error) {
-        if (pending?.withdraw() !== false) await tx.execute(sql`rollback`);
+        // A ROLLBACK fails only on a broken connection, which PostgreSQL rolls back as it
+        // closes it: the transaction's outcome is still the error that ended it (a refusal
+        // stays a refusal, a lost connection a retryable error), never the ROLLBACK's (once
+        // "Received unexpected parseComplete message from backend.", a 500 in the chaos
+        // campaign). The connection is discarded, not pooled again.
+        if (pending?.withdraw() !== false) await tx.execute(sql`rollback`).catch((e: unknown) => void (broken = e instanceof Error ? e : new Error(String(e))));
         throw error;
       }
       const carried = pending?.commit();
@@ -59,8 +65,8 @@ export function releaseConnectionsOnFailedBegin(): void {
       }
       return result;
     } finally {
-      // pg-pool discards a released connection that is no longer queryable.
-      client?.release();
+      // pg-pool discards a released connection that is no longer queryable, or released with an error.
+      client?.release(broken);
     }
   };
 }
