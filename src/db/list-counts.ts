@@ -57,14 +57,9 @@ export const isDeep = (page: { offset: number }): boolean => page.offset >= DEEP
  *   a filter combination no row matches) reads no index at all.
  * - A cross join runs as a nested loop, and with one row on one side the page's rows keep the
  *   order its ORDER BY gave them.
- * - A deep page (`deep`) finds its rows' ids first, from the list's index alone (an index-only
- *   scan: the rows the offset skips cost no heap fetch), then reads those rows by primary key.
- *   For the events' `page[offset]=1000`, PostgreSQL's time per page fell from about 0.35 ms to
- *   0.26 and the pages a second rose a sixth (docs/scaling.md#deep-pages). It is a statement of
- *   its own, for a shape of its own (isDeep): a first page is cheaper read directly, its ten
- *   rows' probes dearer than the heap fetches they save, and one statement gating both forms by
- *   the offset made a first page of events a tenth slower, its executor starting both. The
- *   narrower lists (users, intents) gained nothing measurable and read directly.
+ * - A deep page (`deep`) finds its rows' ids first, from the list's index alone, then reads
+ *   those rows by primary key (byIds). It is a statement of its own, for a shape of its own
+ *   (isDeep): a first page is cheaper read directly (docs/scaling.md#deep-pages).
  */
 export function countedPage<T extends PgTable, A extends Record<string, SQL> = {}>(
   db: Executor,
@@ -88,14 +83,17 @@ export function countedPage<T extends PgTable, A extends Record<string, SQL> = {
   const page = o.deep
     ? byIds(db, table, { ...o, limit, offset })
     : db.select().from(table).where(o.where).orderBy(...o.orderBy).limit(limit).offset(offset).as('page');
-  // The page's columns through the subquery (each as `"page"."name"`), under the table's keys.
-  const through = page as unknown as Record<string, PgColumn>;
-  const row = Object.fromEntries(Object.keys(getTableColumns(o.table)).map((k) => [k, through[k]!]));
   return db
-    .select({ row, total: sql<number>`"t"."total"`.mapWith(Number), ...o.also })
+    .select({ row: columnsThrough(table, page), total: sql<number>`"t"."total"`.mapWith(Number), ...o.also })
     .from(sql`(select ${o.total} as total offset 0) as "t"`)
     .crossJoinLateral(page)
     .where(sql`"t"."total" > ${offset}`) as unknown as PageQuery<never>;
+}
+
+/** The table's columns read through a subquery of its rows (each as `"<alias>"."name"`), under the table's keys. */
+function columnsThrough(table: PgTable, subquery: unknown): Record<string, PgColumn> {
+  const through = subquery as Record<string, PgColumn>;
+  return Object.fromEntries(Object.keys(getTableColumns(table)).map((k) => [k, through[k]!]));
 }
 
 /**
@@ -110,9 +108,8 @@ function byIds(db: Executor, table: PgTable, o: { where: SQL | undefined; orderB
   const key = (table as unknown as { id: PgColumn }).id;
   const ids = db.select({ id: key }).from(table).where(o.where).orderBy(...o.orderBy).limit(o.limit).offset(o.offset);
   const row = db.select().from(table).where(sql`${key} = "ids"."id"`).limit(1).as('row');
-  const fields = row as unknown as Record<string, PgColumn>;
   return db
-    .select(Object.fromEntries(Object.keys(getTableColumns(table)).map((k) => [k, fields[k]!])))
+    .select(columnsThrough(table, row))
     .from(sql`unnest(array(${ids})) with ordinality as "ids"("id", "n")`)
     .crossJoinLateral(row)
     .orderBy(sql`"ids"."n"`)

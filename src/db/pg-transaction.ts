@@ -50,7 +50,13 @@ export function releaseConnectionsOnFailedBegin(): void {
         // stays a refusal, a lost connection a retryable error), never the ROLLBACK's (once
         // "Received unexpected parseComplete message from backend.", a 500 in the chaos
         // campaign). The connection is discarded, not pooled again.
-        if (pending?.withdraw() !== false) await tx.execute(sql`rollback`).catch((e: unknown) => void (broken = e instanceof Error ? e : new Error(String(e))));
+        if (pending?.withdraw() !== false) {
+          try {
+            await tx.execute(sql`rollback`);
+          } catch (rollbackError) {
+            broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+          }
+        }
         throw error;
       }
       const carried = pending?.commit();

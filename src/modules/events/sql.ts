@@ -237,8 +237,9 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   const counts = !f.createdAfter && !f.createdBefore && !f.deliveryState;
   const match: Record<string, string> = f.topic ? { topic: f.topic } : {};
   // A deep page of all the events is read by its ids first (events_client_created_idx holds the
-  // ids; events_client_topic_idx does not).
-  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState, deep: (!f.topic && isDeep(page)) || undefined });
+  // ids; events_client_topic_idx does not); only counted pages have that form.
+  const deep = counts && !f.topic && isDeep(page);
+  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState, deep: deep || undefined });
   const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
   if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.row, deliveryState: r.state })), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
