@@ -1,7 +1,7 @@
 // Captures in groups (group commit, src/db/groups.ts): captures that arrive together share one
 // transaction of five round trips whatever their number: BEGIN; one statement locks every
 // payment (in payment id order, so two groups cannot deadlock) with its intent; one locks
-// every wallet's available and reserved accounts in id order; each capture is decided on its
+// the wallet accounts the captures move in id order (movedWalletAccounts); each capture is decided on its
 // own (captureBankPayment); one statement writes every capture's entries, postings,
 // summed balance changes, payment updates and events (WriteBatch.merged); COMMIT. Responses
 // are sent after the commit.
@@ -17,7 +17,8 @@ import type { Db } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
 import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '../../ledger/accounts.ts';
 import { lockAccounts } from '../../ledger/post.ts';
-import { captureBankPayment, capturedOf, MOVED_WALLET_CODES, type CaptureInput, type ChangedPayment } from './domain.ts';
+import { captureBankPayment, capturedOf, type CaptureInput, type ChangedPayment } from './domain.ts';
+import { movedWalletAccounts, splitCapture } from './money.ts';
 import * as q from './sql.ts';
 import { walletOfPayment } from './wallet-hints.ts';
 
@@ -33,14 +34,16 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
   await runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
     const settle: (() => void)[] = [];
     const locked = await q.lockPaymentsWithIntents(tx, group);
-    const wallets = new Set(locked.flatMap((l) => (l?.payment.status === 'Created' && l.payment.walletId ? [l.payment.walletId] : [])));
-    const held: string[] = [];
-    for (const w of wallets) {
-      const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: w });
-      held.push(...MOVED_WALLET_CODES.map((c) => ids[c]));
+    // The accounts each capture will move, locked together in id order before any moves.
+    const heldSet = new Set<string>();
+    for (const [n, m] of group.entries()) {
+      const p = locked[n]?.payment;
+      if (p?.status !== 'Created' || !p.walletId || m.amount > p.amount) continue; // refused: moves nothing
+      const { captured, released } = splitCapture(p.sourcing, m.amount);
+      const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
+      for (const id of movedWalletAccounts(w, captured, released)) heldSet.add(id);
     }
-    if (held.length > 1) await lockAccounts(tx, held.sort());
-    const heldSet = new Set(held);
+    if (heldSet.size > 1) await lockAccounts(tx, [...heldSet].sort());
     const row = new Map(group.map((m, n) => [m, locked[n]]));
     const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
       const l = row.get(m);

@@ -35,6 +35,7 @@ import {
   captureWallet,
   disburse,
   holdGift,
+  movedWalletAccounts,
   payFromWallet,
   planRefund,
   planWalletSourcing,
@@ -175,7 +176,7 @@ export async function releasedAccounts(tx: Executor, p: q.PaymentRow): Promise<s
   const ids: string[] = [];
   if (p.walletId) {
     const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
-    ids.push(...MOVED_WALLET_CODES.map((code) => w[code]));
+    ids.push(...movedWalletAccounts(w, NO_SOURCING, p.sourcing));
   }
   if (p.giftId && p.networkAuthorized > 0) {
     const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: p.giftId });

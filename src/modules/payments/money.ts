@@ -119,6 +119,23 @@ export function splitCapture(reserved: Sourcing, amount: number): { captured: So
 }
 
 /**
+ * The wallet's tracked accounts a capture moves (`captured` out of each bucket's reserved
+ * account) and a release moves (`released` from reserved back to available): only the buckets
+ * with money in them, so a group locks those rows and not all six of every wallet.
+ */
+export function movedWalletAccounts(w: Record<WalletCode, string>, captured: Sourcing, released: Sourcing): string[] {
+  const ids: string[] = [];
+  const bucket = (prefix: 'reward.merchant' | 'reward.accrue' | 'deposit', out: number, back: number) => {
+    if (out > 0 || back > 0) ids.push(w[`${prefix}.reserved`]);
+    if (back > 0) ids.push(w[`${prefix}.available`]);
+  };
+  bucket('reward.merchant', captured.merchantReward, released.merchantReward);
+  bucket('reward.accrue', captured.accrueReward, released.accrueReward);
+  bucket('deposit', captured.deposit, released.deposit);
+  return ids;
+}
+
+/**
  * Captures from a wallet reservation (and the linked account): the captured money goes to the
  * merchant's settlement account (bank rails) or to the card network (card rails).
  */
