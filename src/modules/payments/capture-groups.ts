@@ -1,10 +1,10 @@
 // Captures in groups (group commit, src/db/groups.ts): captures that arrive together share one
 // transaction of five round trips whatever their number: BEGIN; one statement locks every
-// payment (in payment id order, so two groups cannot deadlock) with its intent; one locks
-// the wallet accounts the captures move in id order (movedWalletAccounts); each capture is decided on its
-// own (captureBankPayment); one statement writes every capture's entries, postings,
-// summed balance changes, payment updates and events (WriteBatch.merged); COMMIT. Responses
-// are sent after the commit.
+// payment (in payment id order, so two groups cannot deadlock) with its intent; one locks, in
+// id order, the wallet accounts the captures move (movedWalletAccounts); each capture is
+// decided on its own (captureBankPayment); one statement writes every capture's entries,
+// postings, summed balance changes, payment updates and events (WriteBatch.merged); COMMIT.
+// Responses are sent after the commit.
 //
 // A refused capture (not found, not Created, over the authorized amount, card rails) writes
 // nothing and gets its error. The same payment twice in a group: the later runs after the group
