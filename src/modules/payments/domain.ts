@@ -670,7 +670,11 @@ export async function updatePaymentReference(db: Db, opts: Ctx & { paymentId: st
   });
 }
 
-/** The wallet accounts a reservation, its capture or its release moves money between (not the pending ones). */
+/**
+ * The wallet accounts a reservation may move money between (not the pending ones): an increase
+ * locks them all, since which buckets it reserves from depends on the balances it reads under
+ * the lock. A capture or release locks only those it moves (movedWalletAccounts).
+ */
 export const MOVED_WALLET_CODES = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
 
 /**

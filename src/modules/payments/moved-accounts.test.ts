@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { WALLET_CODES } from '../../ledger/accounts.ts';
 import { createTestApp, dbKind, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
+import { whileLocked, within } from '../../test/locks.ts';
 import { assertLedgerSound, authorizedPayment, balanceOf, fundedWallet } from '../../test/money.ts';
 
 const skip = dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)';
@@ -25,28 +26,9 @@ describe('a capture or cancel locks only the wallet accounts it moves', { skip }
   const capture = (id: string, amount: number) =>
     t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
   const cancel = (id: string) => t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m });
-  /** Settles with the response, or with 'pending' if it has not come within `ms`. */
-  const within = (p: Promise<Response>, ms: number) => Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
-
-  /** Runs `body` while another transaction holds the wallet's accounts whose codes are `codes` (FOR UPDATE). */
-  async function holding(walletId: string, codes: string[], body: () => Promise<void>): Promise<void> {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let locked!: () => void;
-    const lockTaken = new Promise<void>((r) => (locked = r));
-    const holder = t.ctx.db.transaction(async (tx) => {
-      await tx.execute(sql`select id from ledger_accounts where owner_id = ${walletId} and code in ${codes} order by id for update`);
-      locked();
-      await gate;
-    });
-    try {
-      await lockTaken;
-      await body();
-    } finally {
-      release();
-      await holder;
-    }
-  }
+  /** Runs `body` while another transaction holds the wallet's accounts whose codes are `codes`. */
+  const holding = (walletId: string, codes: readonly string[], body: () => Promise<void>) =>
+    whileLocked(t, sql`select id from ledger_accounts where owner_id = ${walletId} and code in ${codes} order by id for update`, body);
 
   // The wallets are funded by deposits only: their payments hold deposit money, no rewards.
   for (const [name, amount, send, moved] of [

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { createTestApp, dbKind, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
+import { whileLocked, within } from '../../test/locks.ts';
 import { assertLedgerSound, authorizedPayment, capturedPayment, fundedWallet } from '../../test/money.ts';
 
 const skip = dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)';
@@ -45,8 +46,6 @@ describe('requests of a wallet a running group locks wait for a later group', { 
       await new Promise((r) => setTimeout(r, 20));
     }
   }
-  /** Settles with the response, or with 'pending' if it has not come within `ms`. */
-  const within = (p: Promise<Response>, ms: number) => Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
 
   // Each request is answered 200.
   for (const [name, make, send] of [
@@ -60,32 +59,20 @@ describe('requests of a wallet a running group locks wait for a later group', { 
       const other = await fundedWallet(t, m, 5000);
       const [first, second, free] = [await make(held.wallet.id), await make(held.wallet.id), await make(other.wallet.id)];
 
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      let locked!: () => void;
-      const lockTaken = new Promise<void>((r) => (locked = r));
-      const holder = t.ctx.db.transaction(async (tx) => {
-        await tx.execute(sql`select id from ledger_accounts where owner_id = ${held.wallet.id} order by id for no key update`);
-        locked();
-        await gate;
-      });
-      try {
-        await lockTaken;
+      let one!: Promise<Response>;
+      let two!: Promise<Response>;
+      await whileLocked(t, sql`select id from ledger_accounts where owner_id = ${held.wallet.id} order by id for no key update`, async () => {
         // The first request's group runs, and waits on the held wallet's lock.
-        const one = send(first);
+        one = send(first);
         await until(async () => (await waitingOnLocks()) >= 1, "the first group waiting on the wallet's lock");
-        const [two, three] = [send(second), send(free)];
+        let three: Promise<Response>;
+        [two, three] = [send(second), send(free)];
         const answered = await within(three, 5_000);
         assert.notEqual(answered, 'pending', 'the other wallet was held up by the locked one');
         assert.equal((answered as Response).status, 200, (answered as Response).raw);
         assert.equal(await within(two, 200), 'pending', 'the held wallet waits for its lock');
-        release();
-        await holder;
-        for (const r of await Promise.all([one, two])) assert.equal(r.status, 200, r.raw);
-      } finally {
-        release();
-        await holder;
-      }
+      });
+      for (const r of await Promise.all([one, two])) assert.equal(r.status, 200, r.raw);
       await assertLedgerSound(t);
     });
   }
