@@ -13,7 +13,9 @@ if (dbUrl && text) {
   const pool = new pg.Pool({ connectionString: dbUrl, max: 10 });
   app.get('/', async () => (await pool.query({ name: 'q', text, values })).rows[0]);
 } else {
-  app.get('/', { schema: { response: { 200: Type.Object({ hello: Type.String() }) } } }, async () => ({ hello: 'world' }));
+  app.get('/', { schema: { response: { 200: Type.Object({ hello: Type.String() }) } } }, async () => ({
+    hello: 'world',
+  }));
 }
 const address = await app.listen({ host: '127.0.0.1', port: Number(port ?? 0) });
 process.stdout.write(`listening ${address}\n`);

@@ -22,7 +22,20 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase, type Database } from '../src/db/open.ts';
 import { freePort } from '../src/test/process.ts';
-import { approvedWallets, dropDatabases, freshDatabase, fundWallets, json, machine, merchant, percentileOf, post, startCoffer, writeResults, type CofferServer } from './lib.ts';
+import {
+  approvedWallets,
+  dropDatabases,
+  freshDatabase,
+  fundWallets,
+  json,
+  machine,
+  merchant,
+  percentileOf,
+  post,
+  startCoffer,
+  writeResults,
+  type CofferServer,
+} from './lib.ts';
 
 const { values } = parseArgs({
   options: {
@@ -74,7 +87,9 @@ async function throughApi(): Promise<Omit<Seeded, 'seedSeconds' | 'reference'>> 
     const wallets = await approvedWallets(coffer, auth, 2);
     await fundWallets(coffer, auth, wallets, 10_000_000);
     const pay = async (walletId: string, amount: number) => {
-      const intent = await post(coffer, auth, '/api/v1/payment-intents', { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId, reference: `api-${amount}` } } });
+      const intent = await post(coffer, auth, '/api/v1/payment-intents', {
+        data: { type: 'CreatePaymentIntent', attributes: { amount, walletId, reference: `api-${amount}` } },
+      });
       const res = await post(coffer, auth, `/api/v1/payment-intents/${intent.data.id}/authorize`, {
         data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: `bench-${intent.data.id}` } },
       });
@@ -83,16 +98,25 @@ async function throughApi(): Promise<Omit<Seeded, 'seedSeconds' | 'reference'>> 
     const paymentIds: string[] = [];
     for (let i = 0; i < 10; i++) {
       const id = await pay(wallets[i % 2]!.walletId, 1_000 + i);
-      await post(coffer, auth, `/api/v1/payments/${id}/capture`, { data: { type: 'CapturePayment', attributes: { amount: 1_000 + i } } });
+      await post(coffer, auth, `/api/v1/payments/${id}/capture`, {
+        data: { type: 'CapturePayment', attributes: { amount: 1_000 + i } },
+      });
       paymentIds.push(id);
     }
-    await post(coffer, auth, `/api/v1/payments/${paymentIds[0]}/refund`, { data: { type: 'RefundPayment', attributes: { amount: 300, idempotencyKey: `refund-${paymentIds[0]}` } } });
+    await post(coffer, auth, `/api/v1/payments/${paymentIds[0]}/refund`, {
+      data: { type: 'RefundPayment', attributes: { amount: 300, idempotencyKey: `refund-${paymentIds[0]}` } },
+    });
     await post(coffer, auth, `/api/v1/simulation/payments/${paymentIds[1]}/fail-bank-pull`).catch(() => undefined);
     // The sandbox settles captured payments about a second later.
     await new Promise((r) => setTimeout(r, 2_000));
     const wallet = await json(`${coffer.url}/api/v1/wallets/${wallets[0]!.walletId}`, { headers: auth });
     // The seeded deliveries' webhook: subscribed to a topic the bench never sends, so nothing is delivered.
-    const hook = await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Bench', url: 'https://hooks.example.com/coffer', topics: ['RewardCreated'] } } });
+    const hook = await post(coffer, auth, '/api/v1/webhooks', {
+      data: {
+        type: 'Webhook',
+        attributes: { name: 'Bench', url: 'https://hooks.example.com/coffer', topics: ['RewardCreated'] },
+      },
+    });
     return {
       db,
       payments: N,
@@ -262,8 +286,12 @@ async function signIn(consoleUrl: string, s: Seeded): Promise<Browser> {
   const b = new Browser(consoleUrl);
   const form = await b.fetch('/sign-in');
   const csrf = /name="_csrf" value="([^"]+)"/.exec(form.body)?.[1] ?? '';
-  const res = await b.fetch('/sign-in', { method: 'POST', form: { _csrf: csrf, role: 'merchant', clientId: s.clientId, secret: s.secret } });
-  if (res.status !== 303 || res.location !== `/m/${s.clientId}`) throw new Error(`sign-in: ${res.status} ${res.location} ${res.body.slice(0, 300)}`);
+  const res = await b.fetch('/sign-in', {
+    method: 'POST',
+    form: { _csrf: csrf, role: 'merchant', clientId: s.clientId, secret: s.secret },
+  });
+  if (res.status !== 303 || res.location !== `/m/${s.clientId}`)
+    throw new Error(`sign-in: ${res.status} ${res.location} ${res.body.slice(0, 300)}`);
   return b;
 }
 
@@ -284,7 +312,8 @@ async function timePage(b: Browser, name: string, path: string, expect = 200): P
     const t0 = performance.now();
     const res = await b.fetch(path);
     const ms = performance.now() - t0;
-    if (res.status !== expect) throw new Error(`${path}: ${res.status} ${res.location ?? ''} ${res.body.slice(0, 300)}`);
+    if (res.status !== expect)
+      throw new Error(`${path}: ${res.status} ${res.location ?? ''} ${res.body.slice(0, 300)}`);
     bytes = res.body.length;
     return ms;
   };
@@ -292,7 +321,14 @@ async function timePage(b: Browser, name: string, path: string, expect = 200): P
   const times: number[] = [];
   for (let i = 0; i < REQUESTS; i++) times.push(await once());
   times.sort((x, y) => x - y);
-  return { name, path, p50: round(percentileOf(times, 50)), p99: round(percentileOf(times, 99)), max: round(times.at(-1)!), bytes };
+  return {
+    name,
+    path,
+    p50: round(percentileOf(times, 50)),
+    p99: round(percentileOf(times, 99)),
+    max: round(times.at(-1)!),
+    bytes,
+  };
 }
 
 /** The id a seeded intent's authorize request was logged under (request-log rows name intent md5('i' || k)). */
@@ -313,8 +349,15 @@ function pagesOf(s: Seeded, deepCursorPath: string): { name: string; path: strin
     { name: 'Payments, by reference', path: `${m}/payments?reference=${s.reference}` },
     { name: 'Payments, found by id (303 to the payment)', path: `${m}/payments?id=${s.paymentId}`, expect: 303 },
     { name: 'Payments, offset 10,000', path: `${m}/payments?page[offset]=10000` },
-    { name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by the Next link (page[after])`, path: deepCursorPath },
-    { name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by page[offset] alone`, path: `${m}/payments?page[offset]=${half}`, mix: false },
+    {
+      name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by the Next link (page[after])`,
+      path: deepCursorPath,
+    },
+    {
+      name: `Payments, rows ${(half + 1).toLocaleString('en-US')}–${(half + 25).toLocaleString('en-US')} by page[offset] alone`,
+      path: `${m}/payments?page[offset]=${half}`,
+      mix: false,
+    },
     { name: 'A payment: timeline and postings', path: `${m}/payments/${s.paymentId}` },
     { name: 'Payment intents, first page', path: `${m}/intents` },
     { name: 'Payment intents, status Expired', path: `${m}/intents?status=Expired` },
@@ -347,7 +390,14 @@ async function concurrent(consoleUrl: string, b: Browser, paths: string[]) {
     headers: { cookie: b.header() },
     requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[i++ % paths.length]! }) }],
   });
-  return { rps: Math.round(result.requests.average), p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max, non2xx: result.non2xx, errors: result.errors + result.timeouts };
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
 }
 
 /**
@@ -379,7 +429,12 @@ async function measure(s: Seeded) {
   const coffer: CofferServer & { dataDir: string } = await startCoffer({
     databaseUrl: s.databaseUrl,
     dataDir: s.dataDir,
-    env: { LISTENERS: 'api,admin,console', CONSOLE_PORT: String(consolePort), CONSOLE_RATE_LIMIT_PER_MINUTE: '100000000', CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE: '1000' },
+    env: {
+      LISTENERS: 'api,admin,console',
+      CONSOLE_PORT: String(consolePort),
+      CONSOLE_RATE_LIMIT_PER_MINUTE: '100000000',
+      CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE: '1000',
+    },
   });
   try {
     const consoleUrl = `http://127.0.0.1:${consolePort}`;
@@ -439,5 +494,12 @@ process.stdout.write(
     `Yardstick: the same 30 days of figures summed from the payments table (one query, no rollup): ${sums.join(', ')} ms\n` +
     `\nMachine: ${machine()}\n`,
 );
-await writeResults(`console-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}`, { machine: machine(), seed: s, requests: REQUESTS, results, mixed, yardstickMs: sums });
+await writeResults(`console-${new Date().toISOString().slice(0, 19).replace(/:/g, '')}`, {
+  machine: machine(),
+  seed: s,
+  requests: REQUESTS,
+  results,
+  mixed,
+  yardstickMs: sums,
+});
 if (!values.keep && !values.reuse) await dropDatabases();

@@ -62,7 +62,11 @@ export function startCpuProbe(): CpuProbe {
 }
 
 /** The medians (ms) of `n` samples taken `everyMs` apart (the first after `everyMs`). */
-export async function probeMedians(probe: CpuProbe, n: number, everyMs: number): Promise<{ arithmeticMs: number; memoryMs: number }> {
+export async function probeMedians(
+  probe: CpuProbe,
+  n: number,
+  everyMs: number,
+): Promise<{ arithmeticMs: number; memoryMs: number }> {
   const samples: ProbeSample[] = [];
   for (let i = 0; i < n; i++) {
     await new Promise((r) => setTimeout(r, everyMs));

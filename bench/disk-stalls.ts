@@ -57,7 +57,9 @@ export async function startDiskProbe(serverUrl?: string): Promise<boolean> {
   const dir = serverUrl === undefined ? os.tmpdir() : probeDirectory(await dataDirectoryOf(serverUrl));
   if (!dir) return false;
   const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fsync-probe.ts');
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, dir, String(STALL_MS)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, dir, String(STALL_MS)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const stalls: DiskStall[] = [];
   let buffered = '';
   await new Promise<void>((resolve, reject) => {

@@ -88,7 +88,11 @@ function stopper(proc: ChildProcess) {
 /** The bare route; with `query`, one prepared pg query per request instead. */
 export async function startBare(query?: { databaseUrl: string; text: string; values: string[] }): Promise<Server> {
   const port = await freePort();
-  const args = [fileURLToPath(new URL('./bare.ts', import.meta.url)), String(port), ...(query ? [query.databaseUrl, query.text, ...query.values] : [])];
+  const args = [
+    fileURLToPath(new URL('./bare.ts', import.meta.url)),
+    String(port),
+    ...(query ? [query.databaseUrl, query.text, ...query.values] : []),
+  ];
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   await waitForLine(proc, /listening/, 'bare server');
   return { url: `http://127.0.0.1:${port}`, proc, stop: stopper(proc) };
@@ -139,7 +143,11 @@ export class BareBeside {
 
   private constructor(server: Server) {
     this.#server = server;
-    this.#beside = new Beside(async () => (await load('bare Fastify route (beside)', { url: `${server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 })).rps);
+    this.#beside = new Beside(
+      async () =>
+        (await load('bare Fastify route (beside)', { url: `${server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 }))
+          .rps,
+    );
   }
 
   static async start(): Promise<BareBeside> {
@@ -163,7 +171,9 @@ export interface CofferServer extends Server {
 }
 
 /** The Node flags of `npm start` (package.json): the benchmark runs the server as `npm start` does. */
-const START_SCRIPT = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+const START_SCRIPT = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
+).scripts.start.split(/\s+/);
 const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
 
 /** The profilers' PROFILE_ENV: a JSON object of variables added to the server's environment. */
@@ -204,11 +214,29 @@ export async function startCoffer(opts: {
   // The server logs to a file, as a deployment would; the load generator never reads it.
   const logFile = path.join(dataDir, `coffer-${Date.now()}.log`);
   const fd = openSync(logFile, 'w');
-  const proc = spawn(process.execPath, [...SERVER_NODE_ARGS, ...(opts.nodeArgs ?? []), '--import', 'tsx', opts.root ? path.join(opts.root, 'src/main.ts') : fileURLToPath(new URL('../src/main.ts', import.meta.url))], { cwd: opts.root, env, stdio: ['ignore', fd, fd] });
+  const proc = spawn(
+    process.execPath,
+    [
+      ...SERVER_NODE_ARGS,
+      ...(opts.nodeArgs ?? []),
+      '--import',
+      'tsx',
+      opts.root ? path.join(opts.root, 'src/main.ts') : fileURLToPath(new URL('../src/main.ts', import.meta.url)),
+    ],
+    { cwd: opts.root, env, stdio: ['ignore', fd, fd] },
+  );
   closeSync(fd);
   await waitForFile(logFile, /Stop with Ctrl-C/, proc);
   admins.set(proc.pid!, { url: `http://127.0.0.1:${admin}`, token: adminToken });
-  return { url: `http://127.0.0.1:${api}`, adminUrl: `http://127.0.0.1:${admin}`, adminToken, proc, stop: stopper(proc), databaseUrl: opts.databaseUrl, dataDir };
+  return {
+    url: `http://127.0.0.1:${api}`,
+    adminUrl: `http://127.0.0.1:${admin}`,
+    adminToken,
+    proc,
+    stop: stopper(proc),
+    databaseUrl: opts.databaseUrl,
+    dataDir,
+  };
 }
 
 /** The admin listener of each server startCoffer started, by process id: load() reads its collections' totals there. */
@@ -225,8 +253,11 @@ async function serverTotals(pid: number | undefined): Promise<{ gc: GcTotals; jo
   const admin = pid === undefined ? undefined : admins.get(pid);
   if (!admin) return undefined;
   try {
-    const text = await (await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })).text();
-    const read = (kind: string, what: string) => Number(new RegExp(`^nodejs_gc_duration_seconds_${what}\\{kind="${kind}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
+    const text = await (
+      await fetch(`${admin.url}/metrics`, { headers: { authorization: `Bearer ${admin.token}` } })
+    ).text();
+    const read = (kind: string, what: string) =>
+      Number(new RegExp(`^nodejs_gc_duration_seconds_${what}\\{kind="${kind}"\\} (\\S+)`, 'm').exec(text)?.[1] ?? 0);
     const of = (kind: string) => ({ count: read(kind, 'count'), seconds: read(kind, 'sum') });
     const jobs: JobTotals = new Map();
     for (const m of text.matchAll(/^coffer_job_run_duration_seconds_(sum|count)\{job="([^"]+)"\} (\S+)/gm)) {
@@ -267,7 +298,8 @@ export function slowestPercent(arrivals: number[], latencies: number[]): string 
   const bursts: { at: number; last: number; count: number; worst: number }[] = [];
   for (const i of slow) {
     const b = bursts.at(-1);
-    if (b && arrivals[i]! - b.last <= 5) Object.assign(b, { last: arrivals[i]!, count: b.count + 1, worst: Math.max(b.worst, latencies[i]!) });
+    if (b && arrivals[i]! - b.last <= 5)
+      Object.assign(b, { last: arrivals[i]!, count: b.count + 1, worst: Math.max(b.worst, latencies[i]!) });
     else bursts.push({ at: arrivals[i]!, last: arrivals[i]!, count: 1, worst: latencies[i]! });
   }
   return bursts.map((b) => `at ${Math.round(b.at)}: ${b.count} of up to ${Math.round(b.worst)} ms`).join('; ');
@@ -299,7 +331,9 @@ export async function load(
   },
 ): Promise<LoadResult> {
   const warmupAmount = opts.amount ? (opts.warmupAmount ?? 0) : 0;
-  const limit = opts.amount ? { amount: warmupAmount + opts.amount } : { duration: (opts.warmupS ?? 2) + (opts.durationS ?? 10) };
+  const limit = opts.amount
+    ? { amount: warmupAmount + opts.amount }
+    : { duration: (opts.warmupS ?? 2) + (opts.durationS ?? 10) };
   const warmupMs = opts.amount ? 0 : (opts.warmupS ?? 2) * 1000;
   let instance!: autocannon.Instance;
   const done = new Promise<autocannon.Result>((resolve, reject) => {
@@ -358,10 +392,20 @@ export async function load(
   const cpuAfter = opts.serverPid ? cpuTicks(opts.serverPid) : undefined;
   const [totalsStart, totalsEnd] = [await totalsBefore, await serverTotals(opts.serverPid)];
   const jobs = totalsStart && totalsEnd ? jobFigures(totalsStart.jobs, totalsEnd.jobs) : undefined;
-  if (TAIL && jobs) process.stderr.write(`${name}: jobs that ran ${Object.entries(jobs).map(([job, j]) => `${job} ${j.runs}× ${j.seconds} s`).join('; ') || 'none of 10 ms'}\n`);
+  if (TAIL && jobs)
+    process.stderr.write(
+      `${name}: jobs that ran ${
+        Object.entries(jobs)
+          .map(([job, j]) => `${job} ${j.runs}× ${j.seconds} s`)
+          .join('; ') || 'none of 10 ms'
+      }\n`,
+    );
   const startedAt = performance.timeOrigin + started; // epoch ms, as the probe's
   const stalls = stallsBetween(startedAt, performance.timeOrigin + lastAt);
-  if (TAIL && stalls) process.stderr.write(`${name}: disk stalls ${stalls.map((s) => `at ${Math.round(s.at - startedAt)}: ${Math.round(s.ms)} ms`).join('; ') || 'none'}\n`);
+  if (TAIL && stalls)
+    process.stderr.write(
+      `${name}: disk stalls ${stalls.map((s) => `at ${Math.round(s.at - startedAt)}: ${Math.round(s.ms)} ms`).join('; ') || 'none'}\n`,
+    );
   // The load generator's own CPU (autocannon in this process): it runs on the same cores.
   const generator = process.cpuUsage(generatorBefore);
   const perRequest = (ms: number) => Math.round((ms / Math.max(1, responses)) * 100) / 100;
@@ -384,12 +428,17 @@ export async function load(
         }
       : {}),
     ...(totalsStart && totalsEnd ? { gc: gcFigures(totalsStart.gc, totalsEnd.gc, responses), jobs } : {}),
-    ...(stalls ? { disk: { stalls: stalls.length, worstMs: Math.round(Math.max(0, ...stalls.map((s) => s.ms))) } } : {}),
+    ...(stalls
+      ? { disk: { stalls: stalls.length, worstMs: Math.round(Math.max(0, ...stalls.map((s) => s.ms))) } }
+      : {}),
   };
 }
 
 function gcFigures(start: GcTotals, end: GcTotals, responses: number): NonNullable<LoadResult['gc']> {
-  const d = (kind: keyof GcTotals) => ({ count: end[kind].count - start[kind].count, ms: (end[kind].seconds - start[kind].seconds) * 1000 });
+  const d = (kind: keyof GcTotals) => ({
+    count: end[kind].count - start[kind].count,
+    ms: (end[kind].seconds - start[kind].seconds) * 1000,
+  });
   const [minor, major, incremental] = [d('minor'), d('major'), d('incremental')];
   const round = (ms: number) => Math.round(ms * 100) / 100;
   return {
@@ -408,7 +457,11 @@ export function percentileOf(sorted: ArrayLike<number>, p: number): number {
 /** p50, p99 and the slowest of latencies in ms, rounded to whole ms as autocannon reports them. */
 function percentiles(latencies: number[]): { p50: number; p99: number; max: number } {
   const sorted = Float64Array.from(latencies).sort();
-  return { p50: Math.round(percentileOf(sorted, 50)), p99: Math.round(percentileOf(sorted, 99)), max: Math.round(sorted.at(-1) ?? 0) };
+  return {
+    p50: Math.round(percentileOf(sorted, 50)),
+    p99: Math.round(percentileOf(sorted, 99)),
+    max: Math.round(sorted.at(-1) ?? 0),
+  };
 }
 
 /** Linux's clock ticks per second for /proc/<pid>/stat times (USER_HZ). */
@@ -422,7 +475,10 @@ export function cpuTicks(serverPid: number): { server: number; postgres: number 
       // Its own time, and that of its children that exited and were reaped (cutime, cstime): a
       // PostgreSQL backend that closes during a row (the pool's idle timeout) leaves its time to
       // the postmaster instead of taking it out of the sum (which once made a row's figure negative).
-      return { comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(), ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) };
+      return {
+        comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
+        ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]),
+      };
     } catch {
       return undefined; // gone, or not Linux
     }
@@ -439,13 +495,22 @@ export function cpuTicks(serverPid: number): { server: number; postgres: number 
 
 /** The machine's CPU time (all cores, in ticks): busy and idle (idle includes waiting for I/O). */
 export function machineTicks(): { busy: number; idle: number } {
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+    .split('\n')[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
   return { busy: user! + nice! + system! + irq! + softirq! + steal!, idle: idle! + iowait! };
 }
 
 /** The server's ledger check (`/admin/v1/ledger/verify`): whether it is sound, and any violations. */
-export async function verifyLedger(coffer: Pick<CofferServer, 'adminUrl' | 'adminToken'>): Promise<{ sound: boolean; violations?: unknown }> {
-  const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
+export async function verifyLedger(
+  coffer: Pick<CofferServer, 'adminUrl' | 'adminToken'>,
+): Promise<{ sound: boolean; violations?: unknown }> {
+  const report = await json(`${coffer.adminUrl}/admin/v1/ledger/verify`, {
+    headers: { authorization: `Bearer ${coffer.adminToken}` },
+  });
   return report.data.attributes;
 }
 
@@ -461,9 +526,14 @@ export async function merchant(server: CofferServer, settings?: Record<string, u
   const created = await json(`${server.adminUrl}/admin/v1/clients`, {
     method: 'POST',
     headers: { authorization: `Bearer ${server.adminToken}` },
-    body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Bench', ...(settings ? { settings } : {}) } } }),
+    body: JSON.stringify({
+      data: { type: 'Client', attributes: { name: 'Bench', ...(settings ? { settings } : {}) } },
+    }),
   });
-  return { 'client-id': created.data.id as string, authorization: `Bearer ${created.data.attributes.secret as string}` };
+  return {
+    'client-id': created.data.id as string,
+    authorization: `Bearer ${created.data.attributes.secret as string}`,
+  };
 }
 
 /**
@@ -501,7 +571,8 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
   const beside = results.some((r) => r.bare !== undefined);
   const rawBeside = results.some((r) => r.raw !== undefined);
   const share = (r: LoadResult, of: LoadResult | undefined) => {
-    const rate = of === reference && r.bare !== undefined ? r.bare : of === raw && r.raw !== undefined ? r.raw : of?.rps;
+    const rate =
+      of === reference && r.bare !== undefined ? r.bare : of === raw && r.raw !== undefined ? r.raw : of?.rps;
     return rate !== undefined && r !== reference && r !== raw ? `${((100 * r.rps) / rate).toFixed(1)}%` : '';
   };
   const besideCell = (r: LoadResult) => (beside ? ` ${r.bare?.toLocaleString('en-US') ?? ''} |` : '');
@@ -513,12 +584,19 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
     const parts = r.cpu ? [r.cpu.server, r.cpu.postgres, r.cpu.generator].filter((v) => v !== undefined) : [];
     return ` ${parts.map((v) => v.toFixed(2)).join(' + ')} |`;
   };
-  const disk = (r: LoadResult) => (!withDisk ? '' : ` ${!r.disk ? '' : r.disk.stalls === 0 ? '0' : `${r.disk.stalls}, ${r.disk.worstMs} ms`} |`);
+  const disk = (r: LoadResult) =>
+    !withDisk ? '' : ` ${!r.disk ? '' : r.disk.stalls === 0 ? '0' : `${r.disk.stalls}, ${r.disk.worstMs} ms`} |`;
   const rows = results.map(
-    (r) => `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''}${rawBesideCell(r)} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}${disk(r)}`,
+    (r) =>
+      `| ${r.name} | ${r.rps.toLocaleString('en-US')} | ${share(r, write(r) ? undefined : reference)} |${besideCell(r)}${raw ? ` ${share(r, write(r) ? raw : undefined)} |` : ''}${rawBesideCell(r)} ${latency(r)} | ${r.non2xx + r.errors} |${cpu(r)}${disk(r)}`,
   );
   const head = `| scenario | req/s | of bare |${beside ? ' bare beside it |' : ''}${raw ? ' of raw transfer |' : ''}${rawBeside ? ' raw transfer beside it |' : ''} p50 ms | p99 ms | non-2xx + errors |${withCpu ? ' CPU ms per request: server + PostgreSQL + load generator |' : ''}${withDisk ? ` disk stalls: fsyncs of ${STALL_MS} ms or more, the slowest |` : ''}`;
-  return [head, `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}${rawBeside ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}${withDisk ? '---:|' : ''}`, ...rows, ...longJobNotes(results)].join('\n');
+  return [
+    head,
+    `|---|---:|---:|${beside ? '---:|' : ''}${raw ? '---:|' : ''}${rawBeside ? '---:|' : ''}---:|---:|---:|${withCpu ? '---:|' : ''}${withDisk ? '---:|' : ''}`,
+    ...rows,
+    ...longJobNotes(results),
+  ].join('\n');
 }
 
 /**
@@ -529,7 +607,11 @@ export function table(results: LoadResult[], reference?: LoadResult): string {
 function longJobNotes(results: LoadResult[]): string[] {
   const notes = results.flatMap((r) => {
     const long = Object.entries(r.jobs ?? {}).filter(([, j]) => j.runs > 0 && j.seconds / j.runs >= 0.25);
-    return long.length === 0 ? [] : [`- ${r.name}: ${long.map(([job, j]) => `${job} ${j.runs === 1 ? 'once' : `${j.runs} times`}, ${j.seconds.toFixed(1)} s`).join('; ')}`];
+    return long.length === 0
+      ? []
+      : [
+          `- ${r.name}: ${long.map(([job, j]) => `${job} ${j.runs === 1 ? 'once' : `${j.runs} times`}, ${j.seconds.toFixed(1)} s`).join('; ')}`,
+        ];
   });
   return notes.length === 0 ? [] : ['', 'Long server jobs that ran during a row:', ...notes];
 }
@@ -556,16 +638,29 @@ export const post = (coffer: CofferServer, auth: Auth, path: string, body?: unkn
   json(`${coffer.url}${path}`, { method: 'POST', headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
 
 /** `n` users with approved KYC, a linked account and a wallet each (the sandbox decides KYC in the background). */
-export async function approvedWallets(coffer: CofferServer, auth: Auth, n: number, from = 0): Promise<{ walletId: string; accountId: string }[]> {
+export async function approvedWallets(
+  coffer: CofferServer,
+  auth: Auth,
+  n: number,
+  from = 0,
+): Promise<{ walletId: string; accountId: string }[]> {
   const wallets: { walletId: string; accountId: string }[] = [];
   for (let i = from; i < from + n; i++) {
-    const u = await post(coffer, auth, '/api/v1/users', { data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } } });
+    const u = await post(coffer, auth, '/api/v1/users', {
+      data: { type: 'User', attributes: { phoneNumber: `+1555${String(i).padStart(7, '0')}` } },
+    });
     const userId = u.data.id as string;
     await post(coffer, auth, `/api/v1/users/${userId}/disclosures/kyc`);
     await post(coffer, auth, `/api/v1/users/${userId}/kyc/application`, {
       data: {
         type: 'KycApplication',
-        attributes: { firstName: 'B', lastName: 'Ench', dateOfBirth: '1990-01-01', email: `b${i}@example.com`, address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' } },
+        attributes: {
+          firstName: 'B',
+          lastName: 'Ench',
+          dateOfBirth: '1990-01-01',
+          email: `b${i}@example.com`,
+          address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US' },
+        },
       },
     });
     const account = await post(coffer, auth, `/api/v1/simulation/users/${userId}/linked-accounts`);
@@ -577,10 +672,18 @@ export async function approvedWallets(coffer: CofferServer, auth: Auth, n: numbe
 }
 
 /** Cleared deposit money in each wallet (the merchant must allow deposits this big). */
-export async function fundWallets(coffer: CofferServer, auth: Auth, wallets: { walletId: string; accountId: string }[], amount: number): Promise<void> {
+export async function fundWallets(
+  coffer: CofferServer,
+  auth: Auth,
+  wallets: { walletId: string; accountId: string }[],
+  amount: number,
+): Promise<void> {
   for (const w of wallets) {
     await post(coffer, auth, `/api/v1/wallets/${w.walletId}/transactions`, {
-      data: { type: 'OneTimeDeposit', attributes: { amount, linkedAccountId: w.accountId, idempotencyKey: `fund-${w.walletId}` } },
+      data: {
+        type: 'OneTimeDeposit',
+        attributes: { amount, linkedAccountId: w.accountId, idempotencyKey: `fund-${w.walletId}` },
+      },
     });
     await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
   }

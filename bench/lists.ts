@@ -37,8 +37,21 @@ function eventBodyTemplate(clientId: string): string {
   const at = new Date(0);
   const payment = paymentResource(
     {
-      id: PAYMENT_ID, intentId: INTENT_ID, status: 'Sent', amount: 4250, capturedAmount: 4250, refundedAmount: 0, rail: 'bank', channel: 'Store:nyc-3',
-      reference: 'order-20261128-000417', disbursement: [], externalPayments: [], failureReason: null, expiresAt: at, updatedAt: at, createdAt: at,
+      id: PAYMENT_ID,
+      intentId: INTENT_ID,
+      status: 'Sent',
+      amount: 4250,
+      capturedAmount: 4250,
+      refundedAmount: 0,
+      rail: 'bank',
+      channel: 'Store:nyc-3',
+      reference: 'order-20261128-000417',
+      disbursement: [],
+      externalPayments: [],
+      failureReason: null,
+      expiresAt: at,
+      updatedAt: at,
+      createdAt: at,
     } as unknown as PaymentRow,
     { baseUrl: 'https://api.coffer.example', secureUrl: 'https://secure.coffer.example' },
   );
@@ -142,7 +155,10 @@ async function truth(databaseUrl: string, text: string): Promise<number> {
   return Number(row!.n);
 }
 
-export async function listsScenario(db: string, o: { durationS: number; bare: () => Promise<LoadResult> }): Promise<LoadResult[]> {
+export async function listsScenario(
+  db: string,
+  o: { durationS: number; bare: () => Promise<LoadResult> },
+): Promise<LoadResult[]> {
   if (db !== 'postgres') throw new Error('the lists scenario runs on PostgreSQL only (--db postgres)');
   const results: LoadResult[] = [await o.bare()];
   // LISTS_KEEP=1: a database of its own that the run leaves behind (to EXPLAIN the lists' queries on).
@@ -156,21 +172,55 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
   coffer = await startCoffer({ databaseUrl, env: { EVENT_RETENTION_DAYS: '60' } });
   const beside = await BareBeside.start();
   try {
-    const wallet = (await json(`${coffer.url}/api/v1/wallets?filter[email]=seed1@example.com`, { headers: auth })).data[0].id as string;
-    const intentId = (await json(`${coffer.url}/api/v1/payments?filter[reference]=order-777`, { headers: auth })).data[0].relationships.paymentIntent.data.id as string;
+    const wallet = (await json(`${coffer.url}/api/v1/wallets?filter[email]=seed1@example.com`, { headers: auth }))
+      .data[0].id as string;
+    const intentId = (await json(`${coffer.url}/api/v1/payments?filter[reference]=order-777`, { headers: auth }))
+      .data[0].relationships.paymentIntent.data.id as string;
     const M = `client_id = '${clientId}'`;
     const now = new Date().toISOString();
     const rows: { name: string; path: string; count: string }[] = [
       { name: 'users', path: '/api/v1/users', count: `select count(*) as n from users where ${M}` },
-      { name: 'users, filter[email]', path: '/api/v1/users?filter[email]=seed777@example.com', count: `select count(*) as n from users where ${M} and email = 'seed777@example.com'` },
-      { name: 'users, page[offset]=1000', path: '/api/v1/users?page[offset]=1000', count: `select count(*) as n from users where ${M}` },
+      {
+        name: 'users, filter[email]',
+        path: '/api/v1/users?filter[email]=seed777@example.com',
+        count: `select count(*) as n from users where ${M} and email = 'seed777@example.com'`,
+      },
+      {
+        name: 'users, page[offset]=1000',
+        path: '/api/v1/users?page[offset]=1000',
+        count: `select count(*) as n from users where ${M}`,
+      },
       { name: 'wallets', path: '/api/v1/wallets', count: `select count(*) as n from wallets where ${M}` },
-      { name: 'wallets, filter[phoneNumber]', path: '/api/v1/wallets?filter[phoneNumber]=%2B19990000777', count: `select 1 as n` },
-      { name: 'wallets, page[offset]=1000', path: '/api/v1/wallets?page[offset]=1000', count: `select count(*) as n from wallets where ${M}` },
-      { name: "a wallet's transactions", path: `/api/v1/wallets/${wallet}/transactions`, count: `select count(*) as n from transactions where wallet_id = '${wallet}'` },
-      { name: "a wallet's transactions, page[offset]=1000", path: `/api/v1/wallets/${wallet}/transactions?page[offset]=1000`, count: `select count(*) as n from transactions where wallet_id = '${wallet}'` },
-      { name: 'payment intents', path: '/api/v1/payment-intents', count: `select count(*) as n from payment_intents where ${M}` },
-      { name: 'payment intents, filter[status]=Canceled', path: '/api/v1/payment-intents?filter[status]=Canceled', count: `select count(*) as n from payment_intents where ${M} and status = 'Canceled'` },
+      {
+        name: 'wallets, filter[phoneNumber]',
+        path: '/api/v1/wallets?filter[phoneNumber]=%2B19990000777',
+        count: `select 1 as n`,
+      },
+      {
+        name: 'wallets, page[offset]=1000',
+        path: '/api/v1/wallets?page[offset]=1000',
+        count: `select count(*) as n from wallets where ${M}`,
+      },
+      {
+        name: "a wallet's transactions",
+        path: `/api/v1/wallets/${wallet}/transactions`,
+        count: `select count(*) as n from transactions where wallet_id = '${wallet}'`,
+      },
+      {
+        name: "a wallet's transactions, page[offset]=1000",
+        path: `/api/v1/wallets/${wallet}/transactions?page[offset]=1000`,
+        count: `select count(*) as n from transactions where wallet_id = '${wallet}'`,
+      },
+      {
+        name: 'payment intents',
+        path: '/api/v1/payment-intents',
+        count: `select count(*) as n from payment_intents where ${M}`,
+      },
+      {
+        name: 'payment intents, filter[status]=Canceled',
+        path: '/api/v1/payment-intents?filter[status]=Canceled',
+        count: `select count(*) as n from payment_intents where ${M} and status = 'Canceled'`,
+      },
       {
         name: 'payment intents, filter[status]=Expired',
         path: '/api/v1/payment-intents?filter[status]=Expired',
@@ -187,33 +237,74 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
         path: '/api/v1/payment-intents?filter[status]=Promotable&filter[initiator]=Customer',
         count: `select count(*) as n from payment_intents where ${M} and status = 'Promotable' and initiator = 'Customer' and expires_at > '${now}'`,
       },
-      { name: 'payment intents, filter[paymentMethod]=Gift', path: '/api/v1/payment-intents?filter[paymentMethod]=Gift', count: `select count(*) as n from payment_intents where ${M} and payment_method = 'Gift'` },
-      { name: 'payment intents, page[offset]=1000', path: '/api/v1/payment-intents?page[offset]=1000', count: `select count(*) as n from payment_intents where ${M}` },
+      {
+        name: 'payment intents, filter[paymentMethod]=Gift',
+        path: '/api/v1/payment-intents?filter[paymentMethod]=Gift',
+        count: `select count(*) as n from payment_intents where ${M} and payment_method = 'Gift'`,
+      },
+      {
+        name: 'payment intents, page[offset]=1000',
+        path: '/api/v1/payment-intents?page[offset]=1000',
+        count: `select count(*) as n from payment_intents where ${M}`,
+      },
       { name: 'payments', path: '/api/v1/payments', count: `select count(*) as n from payments where ${M}` },
-      { name: 'payments, filter[status]=Failed', path: '/api/v1/payments?filter[status]=Failed', count: `select count(*) as n from payments where ${M} and status = 'Failed'` },
-      { name: 'payments, filter[channel]=App:ios', path: '/api/v1/payments?filter[channel]=App:ios', count: `select count(*) as n from payments where ${M} and channel = 'App:ios'` },
+      {
+        name: 'payments, filter[status]=Failed',
+        path: '/api/v1/payments?filter[status]=Failed',
+        count: `select count(*) as n from payments where ${M} and status = 'Failed'`,
+      },
+      {
+        name: 'payments, filter[channel]=App:ios',
+        path: '/api/v1/payments?filter[channel]=App:ios',
+        count: `select count(*) as n from payments where ${M} and channel = 'App:ios'`,
+      },
       {
         name: 'payments, filter[channel]=App:ios&filter[status]=Sent',
         path: '/api/v1/payments?filter[channel]=App:ios&filter[status]=Sent',
         count: `select count(*) as n from payments where ${M} and channel = 'App:ios' and status = 'Sent'`,
       },
-      { name: 'payments, filter[reference]', path: '/api/v1/payments?filter[reference]=order-777', count: `select count(*) as n from payments where ${M} and reference = 'order-777'` },
+      {
+        name: 'payments, filter[reference]',
+        path: '/api/v1/payments?filter[reference]=order-777',
+        count: `select count(*) as n from payments where ${M} and reference = 'order-777'`,
+      },
       {
         name: 'payments, filter[paymentIntentId]',
         path: `/api/v1/payments?filter[paymentIntentId]=${intentId}`,
         count: `select count(*) as n from payments where ${M} and intent_id = '${intentId}'`,
       },
-      { name: 'payments, page[offset]=1000', path: '/api/v1/payments?page[offset]=1000', count: `select count(*) as n from payments where ${M}` },
+      {
+        name: 'payments, page[offset]=1000',
+        path: '/api/v1/payments?page[offset]=1000',
+        count: `select count(*) as n from payments where ${M}`,
+      },
       { name: 'webhook events', path: '/api/v1/webhook-events', count: `select count(*) as n from events where ${M}` },
-      { name: 'webhook events, filter[topic]=PaymentCaptured', path: '/api/v1/webhook-events?filter[topic]=PaymentCaptured', count: `select count(*) as n from events where ${M} and topic = 'PaymentCaptured'` },
-      { name: 'webhook events, page[offset]=1000', path: '/api/v1/webhook-events?page[offset]=1000', count: `select count(*) as n from events where ${M}` },
+      {
+        name: 'webhook events, filter[topic]=PaymentCaptured',
+        path: '/api/v1/webhook-events?filter[topic]=PaymentCaptured',
+        count: `select count(*) as n from events where ${M} and topic = 'PaymentCaptured'`,
+      },
+      {
+        name: 'webhook events, page[offset]=1000',
+        path: '/api/v1/webhook-events?page[offset]=1000',
+        count: `select count(*) as n from events where ${M}`,
+      },
     ];
     for (const r of rows) {
       const expected = await truth(databaseUrl, r.count);
       const got = await json(`${coffer.url}${r.path}`, { headers: auth });
       if (got.meta.total !== expected) throw new Error(`${r.path}: meta.total ${got.meta.total}, count(*) ${expected}`);
       say(`${r.name}: total ${expected.toLocaleString('en-US')}`);
-      results.push(await beside.around(() => load(`GET ${r.name}`, { url: `${coffer.url}${r.path}`, headers: auth, serverPid: coffer.proc.pid, durationS: o.durationS })));
+      results.push(
+        await beside.around(() =>
+          load(`GET ${r.name}`, {
+            url: `${coffer.url}${r.path}`,
+            headers: auth,
+            serverPid: coffer.proc.pid,
+            durationS: o.durationS,
+          }),
+        ),
+      );
     }
   } finally {
     await beside.stop();
@@ -221,4 +312,3 @@ export async function listsScenario(db: string, o: { durationS: number; bare: ()
   }
   return results;
 }
-

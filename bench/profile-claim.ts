@@ -12,13 +12,25 @@ import { dropDatabases, freshDatabase, json, merchant, percentileOf, startCoffer
 
 const n = Number(process.argv[2] ?? 500_000);
 const claim = `select count(*) from due_event_deliveries_per_client(now(), '{}'::uuid[], '{}'::jsonb, 32)`;
-const databaseUrl = await freshDatabase(process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'coffer_prof');
+const databaseUrl = await freshDatabase(
+  process.env.PROFILE_PG ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  'coffer_prof',
+);
 try {
   const coffer = await startCoffer({ databaseUrl });
   let webhookId: string;
   try {
     const auth = await merchant(coffer);
-    const webhook = await json(`${coffer.url}/api/v1/webhooks`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'Webhook', attributes: { name: 'profile', url: 'https://hooks.example.com/profile', topics: ['*'] } } }) });
+    const webhook = await json(`${coffer.url}/api/v1/webhooks`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({
+        data: {
+          type: 'Webhook',
+          attributes: { name: 'profile', url: 'https://hooks.example.com/profile', topics: ['*'] },
+        },
+      }),
+    });
     webhookId = webhook.data.id;
   } finally {
     await coffer.stop();
@@ -32,8 +44,15 @@ try {
       await c.query(claim);
       ms.push(performance.now() - t);
     }
-    const buffers = (await c.query(`explain (analyze, buffers) ${claim}`)).rows.map((r) => r['QUERY PLAN'] as string).find((l) => l.includes('Buffers'));
-    console.log(`${label}: median ${percentileOf(ms.sort((a, b) => a - b), 50).toFixed(2)} ms a claim; ${buffers?.trim() ?? 'no buffers read'}`);
+    const buffers = (await c.query(`explain (analyze, buffers) ${claim}`)).rows
+      .map((r) => r['QUERY PLAN'] as string)
+      .find((l) => l.includes('Buffers'));
+    console.log(
+      `${label}: median ${percentileOf(
+        ms.sort((a, b) => a - b),
+        50,
+      ).toFixed(2)} ms a claim; ${buffers?.trim() ?? 'no buffers read'}`,
+    );
   };
   try {
     // Event ids are UUIDv7s of now (the week's partition), one per delivery.

@@ -14,7 +14,9 @@ const databaseUrl = process.env.PROFILE_DB;
 if (!databaseUrl) throw new Error('PROFILE_DB: the URL of a database kept by LISTS_KEEP=1 npm run bench -- lists');
 const db = new pg.Client({ connectionString: databaseUrl });
 await db.connect();
-const { rows } = await db.query<{ id: string }>(`select c.id from clients c join users u on u.client_id = c.id limit 1`);
+const { rows } = await db.query<{ id: string }>(
+  `select c.id from clients c join users u on u.client_id = c.id limit 1`,
+);
 await db.end();
 const clientId = rows[0]!.id;
 const coffer = await startCoffer({
@@ -23,9 +25,21 @@ const coffer = await startCoffer({
   nodeArgs: process.env.PROFILE_NODE_ARGS?.split(' ').filter(Boolean) ?? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'],
 });
 try {
-  const secret = await json(`${coffer.adminUrl}/admin/v1/clients/${clientId}/secrets`, { method: 'POST', headers: { authorization: `Bearer ${coffer.adminToken}` }, body: '{}' });
+  const secret = await json(`${coffer.adminUrl}/admin/v1/clients/${clientId}/secrets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${coffer.adminToken}` },
+    body: '{}',
+  });
   const auth = { 'client-id': clientId, authorization: `Bearer ${secret.data.attributes.secret as string}` };
-  console.log(await load(`GET ${pathAndQuery}`, { url: `${coffer.url}${pathAndQuery}`, headers: auth, serverPid: coffer.proc.pid, connections: Number(process.env.PROFILE_CONNECTIONS ?? 50), durationS: seconds }));
+  console.log(
+    await load(`GET ${pathAndQuery}`, {
+      url: `${coffer.url}${pathAndQuery}`,
+      headers: auth,
+      serverPid: coffer.proc.pid,
+      connections: Number(process.env.PROFILE_CONNECTIONS ?? 50),
+      durationS: seconds,
+    }),
+  );
 } finally {
   await coffer.stop();
 }

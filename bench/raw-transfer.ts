@@ -9,12 +9,19 @@ import { Beside } from './lib.ts';
  * Transfers a second over `durationS`, after `warmupS` of the same (default none) on the same
  * connections, not counted.
  */
-export async function rawTransferRate(databaseUrl: string, opts: { connections?: number; durationS?: number; warmupS?: number } = {}): Promise<number> {
+export async function rawTransferRate(
+  databaseUrl: string,
+  opts: { connections?: number; durationS?: number; warmupS?: number } = {},
+): Promise<number> {
   const connections = opts.connections ?? 8;
   const pool = new pg.Pool({ connectionString: databaseUrl, max: connections });
   await pool.query(`create table if not exists bench_accounts (id int primary key, balance bigint not null)`);
-  await pool.query(`create table if not exists bench_postings (id uuid primary key, account_id int not null, amount bigint not null, created_at timestamptz not null default now())`);
-  await pool.query(`insert into bench_accounts select g, 1000000000 from generate_series(1, 1000) g on conflict do nothing`);
+  await pool.query(
+    `create table if not exists bench_postings (id uuid primary key, account_id int not null, amount bigint not null, created_at timestamptz not null default now())`,
+  );
+  await pool.query(
+    `insert into bench_accounts select g, 1000000000 from generate_series(1, 1000) g on conflict do nothing`,
+  );
   const counted = Date.now() + (opts.warmupS ?? 0) * 1000;
   const deadline = counted + (opts.durationS ?? 10) * 1000;
   let done = 0;
@@ -28,11 +35,31 @@ export async function rawTransferRate(databaseUrl: string, opts: { connections?:
           await c.query('begin');
           // The two rows in id order, as any transfer must lock them: in random order, two
           // transfers between the same pair deadlock (which once ended a benchmark run).
-          for (const [id, delta] of a < b ? [[a, -1], [b, 1]] : [[b, 1], [a, -1]]) {
-            await c.query({ name: 'move', text: 'update bench_accounts set balance = balance + $2 where id = $1', values: [id, delta] });
+          for (const [id, delta] of a < b
+            ? [
+                [a, -1],
+                [b, 1],
+              ]
+            : [
+                [b, 1],
+                [a, -1],
+              ]) {
+            await c.query({
+              name: 'move',
+              text: 'update bench_accounts set balance = balance + $2 where id = $1',
+              values: [id, delta],
+            });
           }
-          await c.query({ name: 'p1', text: 'insert into bench_postings (id, account_id, amount) values ($1, $2, $3)', values: [randomUUID(), a, -1] });
-          await c.query({ name: 'p2', text: 'insert into bench_postings (id, account_id, amount) values ($1, $2, $3)', values: [randomUUID(), b, 1] });
+          await c.query({
+            name: 'p1',
+            text: 'insert into bench_postings (id, account_id, amount) values ($1, $2, $3)',
+            values: [randomUUID(), a, -1],
+          });
+          await c.query({
+            name: 'p2',
+            text: 'insert into bench_postings (id, account_id, amount) values ($1, $2, $3)',
+            values: [randomUUID(), b, 1],
+          });
           await c.query('commit');
           if (Date.now() >= counted) done++;
         }

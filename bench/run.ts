@@ -8,14 +8,40 @@ import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../src/config.ts';
-import { analyzeDatabase, approvedWallets, BareBeside, dropDatabases, freshDatabase, fundWallets, json, load, machine, merchant, RAW_TRANSFER, settled, startBare, startCoffer, table, TAIL, verifyLedger, writeResults, type Auth, type CofferServer, type LoadResult } from './lib.ts';
+import {
+  analyzeDatabase,
+  approvedWallets,
+  BareBeside,
+  dropDatabases,
+  freshDatabase,
+  fundWallets,
+  json,
+  load,
+  machine,
+  merchant,
+  RAW_TRANSFER,
+  settled,
+  startBare,
+  startCoffer,
+  table,
+  TAIL,
+  verifyLedger,
+  writeResults,
+  type Auth,
+  type CofferServer,
+  type LoadResult,
+} from './lib.ts';
 import { startDiskProbe, stopDiskProbe } from './disk-stalls.ts';
 import { listsScenario } from './lists.ts';
 import { rawBeside, rawTransferRate } from './raw-transfer.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { db: { type: 'string', default: 'both' }, duration: { type: 'string', default: '10' }, root: { type: 'string' } },
+  options: {
+    db: { type: 'string', default: 'both' },
+    duration: { type: 'string', default: '10' },
+    root: { type: 'string' },
+  },
 });
 /** `--root <dir>`: the tracing scenario's "tracing off" rows also run the Coffer of another checkout (a version without the tracing calls, say). */
 const otherRoot = values.root;
@@ -49,7 +75,15 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
           const u = await json(`${coffer.url}/api/v1/users`, {
             method: 'POST',
             headers: auth,
-            body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`, firstName: 'Bench' } } }),
+            body: JSON.stringify({
+              data: {
+                type: 'User',
+                attributes: {
+                  phoneNumber: `+1555${logLevel === 'info' ? 1 : 2}${String(i).padStart(6, '0')}`,
+                  firstName: 'Bench',
+                },
+              },
+            }),
           });
           userId = u.data.id;
           userIds.push(userId);
@@ -60,8 +94,27 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
         if (databaseUrl) await analyzeDatabase(databaseUrl);
         const suffix = logLevel === 'info' ? '' : ', LOG_LEVEL=warn';
         // Each request asks for the next of the 200 users.
-        results.push(await beside.around(() => load(`GET /api/v1/users/{id}${suffix}`, { url: `${coffer.url}/api/v1/users/${userId}`, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) })));
-        results.push(await beside.around(() => load(`GET /api/v1/users (10 per page)${suffix}`, { url: `${coffer.url}/api/v1/users?page[limit]=10`, headers: auth, serverPid: coffer.proc.pid, durationS })));
+        results.push(
+          await beside.around(() =>
+            load(`GET /api/v1/users/{id}${suffix}`, {
+              url: `${coffer.url}/api/v1/users/${userId}`,
+              headers: auth,
+              serverPid: coffer.proc.pid,
+              durationS,
+              requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)),
+            }),
+          ),
+        );
+        results.push(
+          await beside.around(() =>
+            load(`GET /api/v1/users (10 per page)${suffix}`, {
+              url: `${coffer.url}/api/v1/users?page[limit]=10`,
+              headers: auth,
+              serverPid: coffer.proc.pid,
+              durationS,
+            }),
+          ),
+        );
         floorQuery = {
           text: 'select id, disabled, first_name, last_name, email, phone_number, created_at, updated_at from users where client_id = $1 and id = $2',
           values: [auth['client-id'], userId],
@@ -73,7 +126,11 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
     if (databaseUrl && floorQuery) {
       const floor = await startBare({ databaseUrl, ...floorQuery });
       try {
-        results.push(await beside.around(() => load('floor: bare route + one prepared pg read of the same row', { url: `${floor.url}/`, durationS })));
+        results.push(
+          await beside.around(() =>
+            load('floor: bare route + one prepared pg read of the same row', { url: `${floor.url}/`, durationS }),
+          ),
+        );
       } finally {
         await floor.stop();
       }
@@ -88,7 +145,11 @@ async function usersScenario(db: string): Promise<LoadResult[]> {
  * Runs each money row beside the raw transfer (rawBeside) on PostgreSQL; on PGlite, as it is.
  * Either way the next row starts once no payment of the merchant is Processing (`settled`).
  */
-function rawBesideOf(databaseUrl: string | undefined, coffer: CofferServer, auth: Auth): (row: () => Promise<LoadResult>) => Promise<LoadResult> {
+function rawBesideOf(
+  databaseUrl: string | undefined,
+  coffer: CofferServer,
+  auth: Auth,
+): (row: () => Promise<LoadResult>) => Promise<LoadResult> {
   const quiet = () => settled(coffer, auth);
   const beside = databaseUrl ? rawBeside(databaseUrl, quiet) : undefined;
   return async (row) => {
@@ -122,21 +183,59 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     const wallets = await approvedWallets(coffer, auth, 50);
     let n = 0;
     /** A POST per request from a wallet `pick` chooses, each with its own idempotency key. */
-    const walletPosts = (pick: () => { walletId: string; accountId: string }, type: string, amount: number, path: (walletId: string) => string, extra: (w: { walletId: string; accountId: string }) => Record<string, unknown>) => [
+    const walletPosts = (
+      pick: () => { walletId: string; accountId: string },
+      type: string,
+      amount: number,
+      path: (walletId: string) => string,
+      extra: (w: { walletId: string; accountId: string }) => Record<string, unknown>,
+    ) => [
       {
         method: 'POST' as const,
         setupRequest: (req: Record<string, unknown>) => {
           const w = pick();
-          return { ...req, path: path(w.walletId), body: JSON.stringify({ data: { type, attributes: { amount, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } } }) };
+          return {
+            ...req,
+            path: path(w.walletId),
+            body: JSON.stringify({
+              data: { type, attributes: { amount, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } },
+            }),
+          };
         },
       },
     ];
     const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
     const depositRequest = (pick: () => { walletId: string; accountId: string }) =>
-      walletPosts(pick, 'OneTimeDeposit', 1000, (id) => `/api/v1/wallets/${id}/transactions`, (w) => ({ linkedAccountId: w.accountId }));
+      walletPosts(
+        pick,
+        'OneTimeDeposit',
+        1000,
+        (id) => `/api/v1/wallets/${id}/transactions`,
+        (w) => ({ linkedAccountId: w.accountId }),
+      );
     let k = 0;
-    results.push(await besideRaw(() => load('POST deposit (50 wallets)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[k++ % wallets.length]!) as never })));
-    results.push(await besideRaw(() => load('POST deposit (one wallet: hot row)', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: depositRequest(() => wallets[0]!) as never })));
+    results.push(
+      await besideRaw(() =>
+        load('POST deposit (50 wallets)', {
+          url: coffer.url,
+          headers: auth,
+          serverPid: coffer.proc.pid,
+          durationS,
+          requests: depositRequest(() => wallets[k++ % wallets.length]!) as never,
+        }),
+      ),
+    );
+    results.push(
+      await besideRaw(() =>
+        load('POST deposit (one wallet: hot row)', {
+          url: coffer.url,
+          headers: auth,
+          serverPid: coffer.proc.pid,
+          durationS,
+          requests: depositRequest(() => wallets[0]!) as never,
+        }),
+      ),
+    );
     const beside = await BareBeside.start();
     try {
       results.push(
@@ -160,13 +259,40 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     // wallet, more than that request finishes within the server's 90-second request timeout.
     const spenders = await approvedWallets(coffer, auth, 50, 50);
     await fundWallets(coffer, auth, spenders, 50_000_000);
-    const fromWallet = (label: string, type: string, path: (walletId: string) => string, extra: (w: { walletId: string }) => Record<string, unknown>) => {
+    const fromWallet = (
+      label: string,
+      type: string,
+      path: (walletId: string) => string,
+      extra: (w: { walletId: string }) => Record<string, unknown>,
+    ) => {
       let m = 0;
       const requests = walletPosts(() => spenders[m++ % spenders.length]!, type, 100, path, extra);
-      return besideRaw(() => load(label, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: requests as never }));
+      return besideRaw(() =>
+        load(label, {
+          url: coffer.url,
+          headers: auth,
+          serverPid: coffer.proc.pid,
+          durationS,
+          requests: requests as never,
+        }),
+      );
     };
-    results.push(await fromWallet('POST withdraw (50 wallets)', 'Withdraw', (id) => `/api/v1/wallets/${id}/withdraw`, () => ({})));
-    results.push(await fromWallet('POST /payments (50 wallets)', 'CreatePayment', () => '/api/v1/payments', (w) => ({ walletId: w.walletId })));
+    results.push(
+      await fromWallet(
+        'POST withdraw (50 wallets)',
+        'Withdraw',
+        (id) => `/api/v1/wallets/${id}/withdraw`,
+        () => ({}),
+      ),
+    );
+    results.push(
+      await fromWallet(
+        'POST /payments (50 wallets)',
+        'CreatePayment',
+        () => '/api/v1/payments',
+        (w) => ({ walletId: w.walletId }),
+      ),
+    );
     const ledger = await verifyLedger(coffer);
     if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
@@ -195,7 +321,12 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       path: '/api/v1/payment-intents',
       setupRequest: (req: Record<string, unknown>) => ({
         ...req,
-        body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId } } }),
+        body: JSON.stringify({
+          data: {
+            type: 'CreatePaymentIntent',
+            attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId },
+          },
+        }),
       }),
     };
     const authorize = (intentId: (ctx: Ctx) => string) => ({
@@ -205,25 +336,51 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         return {
           ...req,
           path: `/api/v1/payment-intents/${id}/authorize`,
-          body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } } }),
+          body: JSON.stringify({
+            data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } },
+          }),
         };
       },
     });
-    const captureOf = (id: string) => ({ path: `/api/v1/payments/${id}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) });
+    const captureOf = (id: string) => ({
+      path: `/api/v1/payments/${id}/capture`,
+      body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }),
+    });
     const capture = (paymentId: (ctx: Ctx) => string) => ({
       method: 'POST' as const,
       setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({ ...req, ...captureOf(paymentId(ctx)) }),
     });
     const flow = [
-      { ...createIntent, onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.intentId = JSON.parse(body).data?.id) },
-      { ...authorize((ctx) => ctx.intentId!), onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id) },
+      {
+        ...createIntent,
+        onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.intentId = JSON.parse(body).data?.id),
+      },
+      {
+        ...authorize((ctx) => ctx.intentId!),
+        onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id),
+      },
       capture((ctx) => ctx.paymentId!),
     ];
     // Each row beside the raw transfer; every row after the flow starts once the payments the
     // row before captured have settled.
     const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
-    const whole = await besideRaw(() => load('checkout flow: create intent → authorize → capture', { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: flow as never }));
-    results.push(whole, { ...whole, name: '= whole flows per second', rps: Math.round(whole.rps / 3), p50: 0, p99: 0, cpu: undefined });
+    const whole = await besideRaw(() =>
+      load('checkout flow: create intent → authorize → capture', {
+        url: coffer.url,
+        headers: auth,
+        serverPid: coffer.proc.pid,
+        durationS,
+        requests: flow as never,
+      }),
+    );
+    results.push(whole, {
+      ...whole,
+      name: '= whole flows per second',
+      rps: Math.round(whole.rps / 3),
+      p50: 0,
+      p99: 0,
+      cpu: undefined,
+    });
 
     // Each step alone: a batch of intents, then authorize each (at 50 connections, then at 10,
     // where the server is not saturated), then capture what was authorized at 50. Each step's
@@ -250,7 +407,13 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
           serverPid: coffer.proc.pid,
           amount: 2 * n + warm,
           warmupAmount: warm,
-          requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
+          requests: [
+            {
+              ...createIntent,
+              onResponse: (status: number, body: string) =>
+                status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body),
+            },
+          ] as never,
         }),
       ),
     );
@@ -279,7 +442,12 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       });
     };
     /** One POST per id, each built by `request`, after one per `warmup` id, not counted. */
-    const postEach = (label: string, warmup: string[], measured: string[], request: (id: string) => { path: string; body?: string }) => {
+    const postEach = (
+      label: string,
+      warmup: string[],
+      measured: string[],
+      request: (id: string) => { path: string; body?: string },
+    ) => {
       const ids = [...warmup, ...measured];
       let c = 0;
       return load(`${label} (${measured.length})`, {
@@ -305,7 +473,10 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     const warmUncaptured: string[] = [];
     // At 10 connections too, a warm-up batch of its own goes first: its payments are the
     // payment cancel row's warm-up.
-    results.push(await besideRaw(() => authorizeEach(n, 50, payments, warm, warmPayments)), await besideRaw(() => authorizeEach(n, 10, uncaptured, warm, warmUncaptured)));
+    results.push(
+      await besideRaw(() => authorizeEach(n, 50, payments, warm, warmPayments)),
+      await besideRaw(() => authorizeEach(n, 10, uncaptured, warm, warmUncaptured)),
+    );
     if (databaseUrl) await analyzeDatabase(databaseUrl);
     results.push(await besideRaw(() => postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf)));
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
@@ -316,7 +487,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     });
     results.push(await besideRaw(() => postEach('POST /payments/{id}/refund', warmPayments, payments, refund)));
     const cancelPayment = (id: string) => ({ path: `/api/v1/payments/${id}/cancel` });
-    results.push(await besideRaw(() => postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment)));
+    results.push(
+      await besideRaw(() => postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment)),
+    );
     const open: string[] = [];
     await load(`POST /payment-intents (${n}, to cancel)`, {
       url: coffer.url,
@@ -324,10 +497,20 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       serverPid: coffer.proc.pid,
       amount: n,
       warmupAmount: warm,
-      requests: [{ ...createIntent, onResponse: (status: number, body: string) => (status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body)) }] as never,
+      requests: [
+        {
+          ...createIntent,
+          onResponse: (status: number, body: string) =>
+            status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body),
+        },
+      ] as never,
     });
     const cancelIntent = (id: string) => ({ path: `/api/v1/payment-intents/${id}/cancel` });
-    results.push(await besideRaw(() => postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent)));
+    results.push(
+      await besideRaw(() =>
+        postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent),
+      ),
+    );
     const ledger = await verifyLedger(coffer);
     if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
@@ -367,7 +550,9 @@ async function webhooksScenario(db: string): Promise<LoadResult[]> {
       const hook = await json(`${paused.url}/api/v1/webhooks`, {
         method: 'POST',
         headers: auth,
-        body: JSON.stringify({ data: { type: 'Webhook', attributes: { name: 'bench', url: receiverUrl, topics: ['*'] } } }),
+        body: JSON.stringify({
+          data: { type: 'Webhook', attributes: { name: 'bench', url: receiverUrl, topics: ['*'] } },
+        }),
       });
       const created = await load(`create events (POST /webhooks/{id}/test, ${n} requests)`, {
         url: `${paused.url}/api/v1/webhooks/${hook.data.id}/test`,
@@ -385,7 +570,15 @@ async function webhooksScenario(db: string): Promise<LoadResult[]> {
       const deadline = Date.now() + 300_000;
       while (received < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const seconds = (last - first) / 1000;
-      results.push({ name: `deliver the ${n}-event backlog to a local receiver`, rps: Math.round((received - 1) / seconds), p50: 0, p99: 0, requests: received, non2xx: n - received, errors: 0 });
+      results.push({
+        name: `deliver the ${n}-event backlog to a local receiver`,
+        rps: Math.round((received - 1) / seconds),
+        p50: 0,
+        p99: 0,
+        requests: received,
+        non2xx: n - received,
+        errors: 0,
+      });
     } finally {
       await running.stop();
     }
@@ -429,7 +622,16 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
       wallets = await approvedWallets(setup, auth, 50);
       userIds = [];
       for (let i = 0; i < 200; i++) {
-        const u = await json(`${setup.url}/api/v1/users`, { method: 'POST', headers: auth, body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: `+1556${String(i).padStart(7, '0')}`, firstName: 'Bench' } } }) });
+        const u = await json(`${setup.url}/api/v1/users`, {
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({
+            data: {
+              type: 'User',
+              attributes: { phoneNumber: `+1556${String(i).padStart(7, '0')}`, firstName: 'Bench' },
+            },
+          }),
+        });
         userIds.push(u.data.id);
       }
     } finally {
@@ -440,10 +642,23 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
     // cache, a growing ledger) does not favour whichever server comes last.
     for (const round of [1, 2]) {
       for (const s of round === 1 ? servers : [...servers].reverse()) {
-        const coffer = await startCoffer({ databaseUrl, env: s.env, root: s.root, dataDir: databaseUrl ? undefined : setup.dataDir });
+        const coffer = await startCoffer({
+          databaseUrl,
+          env: s.env,
+          root: s.root,
+          dataDir: databaseUrl ? undefined : setup.dataDir,
+        });
         try {
           const suffix = `, ${s.label} (round ${round})`;
-          results.push(await load(`GET /api/v1/users/{id}${suffix}`, { url: coffer.url, headers: auth, serverPid: coffer.proc.pid, durationS, requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)) }));
+          results.push(
+            await load(`GET /api/v1/users/{id}${suffix}`, {
+              url: coffer.url,
+              headers: auth,
+              serverPid: coffer.proc.pid,
+              durationS,
+              requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)),
+            }),
+          );
           let k = 0;
           results.push(
             await load(`POST deposit (50 wallets)${suffix}`, {
@@ -456,7 +671,20 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
                   method: 'POST',
                   setupRequest: (req: Record<string, unknown>) => {
                     const w = wallets[k++ % wallets.length]!;
-                    return { ...req, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: w.accountId, idempotencyKey: `bench-t-${n++}-${Math.random()}` } } }) };
+                    return {
+                      ...req,
+                      path: `/api/v1/wallets/${w.walletId}/transactions`,
+                      body: JSON.stringify({
+                        data: {
+                          type: 'OneTimeDeposit',
+                          attributes: {
+                            amount: 1000,
+                            linkedAccountId: w.accountId,
+                            idempotencyKey: `bench-t-${n++}-${Math.random()}`,
+                          },
+                        },
+                      }),
+                    };
                   },
                 },
               ] as never,
@@ -474,7 +702,14 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
   return results;
 }
 
-const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = { users: usersScenario, webhooks: webhooksScenario, money: moneyScenario, checkout: checkoutScenario, tracing: tracingScenario, lists: (db) => listsScenario(db, { durationS, bare }) };
+const SCENARIOS: Record<string, (db: string) => Promise<LoadResult[]>> = {
+  users: usersScenario,
+  webhooks: webhooksScenario,
+  money: moneyScenario,
+  checkout: checkoutScenario,
+  tracing: tracingScenario,
+  lists: (db) => listsScenario(db, { durationS, bare }),
+};
 const report: Record<string, Record<string, LoadResult[]>> = {};
 for (const db of dbs) {
   // With BENCH_TAIL, the disk's stalls beside the rows, on the filesystem the database's
@@ -487,7 +722,9 @@ for (const db of dbs) {
     const results = await run(db);
     (report[db] ??= {})[s] = results;
     const reference = s === 'webhooks' ? undefined : results[0];
-    process.stdout.write(`\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, reference)}\n`);
+    process.stdout.write(
+      `\n### ${s} on ${db === 'postgres' ? 'PostgreSQL 15' : 'PGlite'} (${durationS} s each, 50 connections)\n\n${table(results, reference)}\n`,
+    );
   }
 }
 process.stdout.write(`\nMachine: ${machine()}\n`);

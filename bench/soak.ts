@@ -17,14 +17,43 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { probeMedians, startCpuProbe } from './cpu-probe.ts';
-import { approvedWallets, cpuTicks, dropDatabases, freshDatabase, fundWallets, json, machine, machineTicks, merchant, post, runOn, startCoffer, TICKS_PER_S, verifyLedger, writeResults } from './lib.ts';
+import {
+  approvedWallets,
+  cpuTicks,
+  dropDatabases,
+  freshDatabase,
+  fundWallets,
+  json,
+  machine,
+  machineTicks,
+  merchant,
+  post,
+  runOn,
+  startCoffer,
+  TICKS_PER_S,
+  verifyLedger,
+  writeResults,
+} from './lib.ts';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '10' }, db: { type: 'string', default: 'postgres' }, window: { type: 'string', default: '30' } } });
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '10' },
+    db: { type: 'string', default: 'postgres' },
+    window: { type: 'string', default: '30' },
+  },
+});
 const minutes = Number(values.minutes);
 const windowS = Number(values.window);
 const pgServer = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-const rssMb = (pid: number) => Math.round(Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)]).toString().trim()) / 1024);
+const rssMb = (pid: number) =>
+  Math.round(
+    Number(
+      execFileSync('ps', ['-o', 'rss=', '-p', String(pid)])
+        .toString()
+        .trim(),
+    ) / 1024,
+  );
 
 let delivered = 0;
 /** Event ids received more than once (at-least-once delivery allows it after a failure; a clean run has none). */
@@ -48,13 +77,21 @@ const databaseUrl = values.db === 'postgres' ? await freshDatabase(pgServer, 'co
 // leave the flush time out.
 const walTimed =
   databaseUrl !== undefined &&
-  (await runOn(databaseUrl, `alter database ${new URL(databaseUrl).pathname.slice(1)} set track_wal_io_timing = on`).then(
+  (await runOn(
+    databaseUrl,
+    `alter database ${new URL(databaseUrl).pathname.slice(1)} set track_wal_io_timing = on`,
+  ).then(
     () => true,
     () => false,
   ));
 const coffer = await startCoffer({ databaseUrl, env: { LOG_LEVEL: 'warn' } });
 const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
-await post(coffer, auth, '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: 'Soak', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, topics: ['*'] } } });
+await post(coffer, auth, '/api/v1/webhooks', {
+  data: {
+    type: 'Webhook',
+    attributes: { name: 'Soak', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, topics: ['*'] },
+  },
+});
 const wallets = await approvedWallets(coffer, auth, 20);
 await fundWallets(coffer, auth, wallets, 50_000_000);
 const users = await json(`${coffer.url}/api/v1/users?page[limit]=20`, { headers: auth });
@@ -72,14 +109,29 @@ const requests: autocannon.Request[] = [
     method: 'POST',
     setupRequest: (r) => {
       const w = pick(wallets);
-      return { ...r, path: `/api/v1/wallets/${w.walletId}/transactions`, body: JSON.stringify({ data: { type: 'OneTimeDeposit', attributes: { amount: 500, linkedAccountId: w.accountId, idempotencyKey: randomUUID() } } }) };
+      return {
+        ...r,
+        path: `/api/v1/wallets/${w.walletId}/transactions`,
+        body: JSON.stringify({
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 500, linkedAccountId: w.accountId, idempotencyKey: randomUUID() },
+          },
+        }),
+      };
     },
   },
   {
     method: 'POST',
     setupRequest: (r, ctx: Ctx) => {
       ctx.walletId = pick(wallets).walletId;
-      return { ...r, path: '/api/v1/payment-intents', body: JSON.stringify({ data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: ctx.walletId } } }) };
+      return {
+        ...r,
+        path: '/api/v1/payment-intents',
+        body: JSON.stringify({
+          data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: ctx.walletId } },
+        }),
+      };
     },
     onResponse: (_s, body, ctx: Ctx) => {
       ctx.intentId = JSON.parse(body).data?.id;
@@ -90,7 +142,9 @@ const requests: autocannon.Request[] = [
     setupRequest: (r, ctx: Ctx) => ({
       ...r,
       path: `/api/v1/payment-intents/${ctx.intentId}/authorize`,
-      body: JSON.stringify({ data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: randomUUID() } } }),
+      body: JSON.stringify({
+        data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: randomUUID() } },
+      }),
     }),
     onResponse: (_s, body, ctx: Ctx) => {
       ctx.paymentId = JSON.parse(body).included?.[0]?.id;
@@ -98,7 +152,11 @@ const requests: autocannon.Request[] = [
   },
   {
     method: 'POST',
-    setupRequest: (r, ctx: Ctx) => ({ ...r, path: `/api/v1/payments/${ctx.paymentId}/capture`, body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }) }),
+    setupRequest: (r, ctx: Ctx) => ({
+      ...r,
+      path: `/api/v1/payments/${ctx.paymentId}/capture`,
+      body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }),
+    }),
   },
 ];
 
@@ -142,30 +200,55 @@ const readWal = async (): Promise<WalReading | undefined> => {
     `select wal_bytes as bytes, wal_sync as syncs, wal_sync_time as "syncMs",
        (select checkpoints_timed + checkpoints_req from pg_stat_bgwriter) as checkpoints from pg_stat_wal`,
   );
-  return r && { bytes: Number(r.bytes), syncs: Number(r.syncs), syncMs: Number(r.syncMs), checkpoints: Number(r.checkpoints) };
+  return (
+    r && {
+      bytes: Number(r.bytes),
+      syncs: Number(r.syncs),
+      syncMs: Number(r.syncMs),
+      checkpoints: Number(r.checkpoints),
+    }
+  );
 };
 const round2 = (n: number) => Math.round(n * 100) / 100;
 /** Seconds each job has run since the server started (coffer_job_run_duration_seconds). */
 const jobSeconds = async (): Promise<Map<string, number>> => {
   const res = await fetch(`${coffer.adminUrl}/metrics`, { headers: { authorization: `Bearer ${coffer.adminToken}` } });
   const text = await res.text();
-  return new Map([...text.matchAll(/^coffer_job_run_duration_seconds_sum\{job="([^"]+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+  return new Map(
+    [...text.matchAll(/^coffer_job_run_duration_seconds_sum\{job="([^"]+)"\} (\S+)$/gm)].map((m) => [
+      m[1]!,
+      Number(m[2]),
+    ]),
+  );
 };
 const windows: Window[] = [];
 const prober = startCpuProbe();
 const pid = coffer.proc.pid!;
 const startRss = rssMb(pid);
 process.stdout.write(`soak: ${minutes} min on ${values.db}, ${machine()}; RSS at start ${startRss} MB\n`);
-const events = async () => (await json(`${coffer.url}/api/v1/webhook-events?page[limit]=1`, { headers: auth })).meta.total as number;
+const events = async () =>
+  (await json(`${coffer.url}/api/v1/webhook-events?page[limit]=1`, { headers: auth })).meta.total as number;
 let eventsBefore = await events();
 for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
   const deliveredBefore = delivered;
-  const [cpuBefore, machineBefore, generatorBefore, walBefore, jobsBefore] = [cpuTicks(pid), machineTicks(), process.cpuUsage(), await readWal(), await jobSeconds()];
+  const [cpuBefore, machineBefore, generatorBefore, walBefore, jobsBefore] = [
+    cpuTicks(pid),
+    machineTicks(),
+    process.cpuUsage(),
+    await readWal(),
+    await jobSeconds(),
+  ];
   const [result, probe] = await Promise.all([
     autocannon({ url: coffer.url, connections: 50, duration: windowS, headers, requests }),
     probeMedians(prober, 5, (windowS * 1000) / 6),
   ]);
-  const [cpuAfter, machineAfter, generator, walAfter, jobsAfter] = [cpuTicks(pid), machineTicks(), process.cpuUsage(generatorBefore), await readWal(), await jobSeconds()];
+  const [cpuAfter, machineAfter, generator, walAfter, jobsAfter] = [
+    cpuTicks(pid),
+    machineTicks(),
+    process.cpuUsage(generatorBefore),
+    await readWal(),
+    await jobSeconds(),
+  ];
   const eventsNow = await events();
   const served = Math.max(1, result.requests.total);
   const ticksMs = (ticks: number) => round2((ticks * 1000) / TICKS_PER_S / served);
@@ -187,14 +270,22 @@ for (let elapsed = 0; elapsed < minutes * 60; elapsed += windowS) {
       generator: round2((generator.user + generator.system) / 1000 / served),
     },
     probe,
-    jobsS: Object.fromEntries([...jobsAfter].map(([job, s]) => [job, round2(s - (jobsBefore.get(job) ?? 0))]).filter(([, s]) => (s as number) > 0.1)),
+    jobsS: Object.fromEntries(
+      [...jobsAfter]
+        .map(([job, s]) => [job, round2(s - (jobsBefore.get(job) ?? 0))])
+        .filter(([, s]) => (s as number) > 0.1),
+    ),
     busy: round2(busyTicks / Math.max(1, busyTicks + machineAfter.idle - machineBefore.idle)),
     ...(walBefore && walAfter
       ? {
           wal: {
             kbPerRequest: round2((walAfter.bytes - walBefore.bytes) / 1024 / served),
             flushesPerS: Math.round((walAfter.syncs - walBefore.syncs) / windowS),
-            ...(walTimed ? { flushMs: round2((walAfter.syncMs - walBefore.syncMs) / Math.max(1, walAfter.syncs - walBefore.syncs)) } : {}),
+            ...(walTimed
+              ? {
+                  flushMs: round2((walAfter.syncMs - walBefore.syncMs) / Math.max(1, walAfter.syncs - walBefore.syncs)),
+                }
+              : {}),
             checkpoints: walAfter.checkpoints - walBefore.checkpoints,
           },
         }
@@ -222,7 +313,8 @@ const ledger = await verifyLedger(coffer);
 // Flat under growth: the last five minutes against minutes 2 to 7 (the windows ending after
 // minute 1 and by minute 7), once the run is long enough for the two not to overlap.
 /** The mean of f over the windows, to whole units (or to hundredths: `round2`). */
-const mean = (ws: Window[], f: (w: Window) => number, round: (n: number) => number = Math.round) => (ws.length === 0 ? 0 : round(ws.reduce((a, w) => a + f(w), 0) / ws.length));
+const mean = (ws: Window[], f: (w: Window) => number, round: (n: number) => number = Math.round) =>
+  ws.length === 0 ? 0 : round(ws.reduce((a, w) => a + f(w), 0) / ws.length);
 const meanOf = (ws: Window[], f: (w: Window) => number) => mean(ws, f, round2);
 const early = windows.filter((w) => w.minute > 1 && w.minute <= 7);
 const late = windows.filter((w) => w.minute > minutes - 5);
@@ -231,7 +323,15 @@ const flat =
     ? {
         earlyRps: mean(early, (w) => w.rps),
         lastFiveRps: mean(late, (w) => w.rps),
-        ratio: Math.round((mean(late, (w) => w.rps) / Math.max(1, mean(early, (w) => w.rps))) * 1000) / 1000,
+        ratio:
+          Math.round(
+            (mean(late, (w) => w.rps) /
+              Math.max(
+                1,
+                mean(early, (w) => w.rps),
+              )) *
+              1000,
+          ) / 1000,
         earlyRssMb: mean(early, (w) => w.rssMb),
         lastFiveRssMb: mean(late, (w) => w.rssMb),
         // Whether a request cost more at the end (server and PostgreSQL, CPU ms), how busy the
@@ -240,8 +340,14 @@ const flat =
         lastFiveCpuMs: meanOf(late, (w) => w.cpuMs.server + w.cpuMs.postgres),
         earlyBusy: meanOf(early, (w) => w.busy),
         lastFiveBusy: meanOf(late, (w) => w.busy),
-        earlyProbe: { arithmeticMs: meanOf(early, (w) => w.probe.arithmeticMs), memoryMs: meanOf(early, (w) => w.probe.memoryMs) },
-        lastFiveProbe: { arithmeticMs: meanOf(late, (w) => w.probe.arithmeticMs), memoryMs: meanOf(late, (w) => w.probe.memoryMs) },
+        earlyProbe: {
+          arithmeticMs: meanOf(early, (w) => w.probe.arithmeticMs),
+          memoryMs: meanOf(early, (w) => w.probe.memoryMs),
+        },
+        lastFiveProbe: {
+          arithmeticMs: meanOf(late, (w) => w.probe.arithmeticMs),
+          memoryMs: meanOf(late, (w) => w.probe.memoryMs),
+        },
       }
     : undefined;
 // What grew: the largest tables at the end, a partition on its own line (PostgreSQL only).

@@ -19,7 +19,10 @@ export interface Merchant {
   secret: string;
 }
 
-export const currentOp = new AsyncLocalStorage<{ seq: number; attempts: { status?: number; code?: string; error?: string }[] }>();
+export const currentOp = new AsyncLocalStorage<{
+  seq: number;
+  attempts: { status?: number; code?: string; error?: string }[];
+}>();
 
 export function clientFor(m: Merchant, upstreams: Upstreams, history: History): Coffer {
   const routed = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -29,7 +32,16 @@ export function clientFor(m: Merchant, upstreams: Upstreams, history: History): 
     const at = Date.now();
     const note = (a: { status?: number; code?: string; error?: string }) => {
       op?.attempts.push(a);
-      if (op) history.write({ kind: 'attempt', seq: op.seq, method: req.method, path: u.pathname, at, end: Date.now(), ...a });
+      if (op)
+        history.write({
+          kind: 'attempt',
+          seq: op.seq,
+          method: req.method,
+          path: u.pathname,
+          at,
+          end: Date.now(),
+          ...a,
+        });
     };
     const up = await upstreams.pick();
     const base = up && (req.method === 'GET' && CARD_READ.test(u.pathname) ? up.cardUrl : up.url);
@@ -50,7 +62,12 @@ export function clientFor(m: Merchant, upstreams: Upstreams, history: History): 
       note({ status: res.status, code });
       return res;
     } catch (err) {
-      note({ error: (err as Error).name === 'TimeoutError' ? 'timeout' : String((err as Error).cause ?? (err as Error).message).slice(0, 200) });
+      note({
+        error:
+          (err as Error).name === 'TimeoutError'
+            ? 'timeout'
+            : String((err as Error).cause ?? (err as Error).message).slice(0, 200),
+      });
       throw err;
     }
   };

@@ -58,8 +58,18 @@ async function sql(url: string, text: string): Promise<pg.QueryResult> {
   }
 }
 
-async function adminJson(base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` }) {
-  const res = await fetch(`${base}${p}`, { method, headers: { 'content-type': 'application/vnd.api+json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+async function adminJson(
+  base: string,
+  method: string,
+  p: string,
+  body?: unknown,
+  headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` },
+) {
+  const res = await fetch(`${base}${p}`, {
+    method,
+    headers: { 'content-type': 'application/vnd.api+json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
   return JSON.parse(text);
@@ -85,9 +95,10 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       serverUrl = cluster.url;
     }
     if (!serverUrl) throw new Error('no PostgreSQL: set DATABASE_URL or use a throwaway cluster');
-    const dbName = `coffer_chaos_${stamp.toLowerCase().replace(/[^a-z0-9]/g, "")}`;
+    const dbName = `coffer_chaos_${stamp.toLowerCase().replace(/[^a-z0-9]/g, '')}`;
     await sql(serverUrl, `create database ${dbName}`);
-    if (!cluster) cleanup.push(() => sql(serverUrl!, `drop database if exists ${dbName} with (force)`).then(() => undefined));
+    if (!cluster)
+      cleanup.push(() => sql(serverUrl!, `drop database if exists ${dbName} with (force)`).then(() => undefined));
     const direct = new URL(serverUrl);
     direct.pathname = `/${dbName}`;
     // PgBouncer retries a failed server login every second (not 15), so that a PostgreSQL
@@ -100,19 +111,28 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
         await bouncer!.stop();
       });
     }
-    const proxy = new FaultProxy(bouncer ? { host: '127.0.0.1', port: bouncer.port } : { host: direct.hostname, port: Number(direct.port || 5432) }, (() => {
-      const r = rng.fork();
-      return () => r.next();
-    })());
+    const proxy = new FaultProxy(
+      bouncer
+        ? { host: '127.0.0.1', port: bouncer.port }
+        : { host: direct.hostname, port: Number(direct.port || 5432) },
+      (() => {
+        const r = rng.fork();
+        return () => r.next();
+      })(),
+    );
     await proxy.start();
     cleanup.push(() => proxy.close());
     const viaProxy = new URL(direct);
     viaProxy.hostname = '127.0.0.1';
     viaProxy.port = String(proxy.port);
-    o.log(`postgres: ${cluster ? `throwaway cluster on port ${cluster.port}` : 'shared server'}, database ${dbName}, ${bouncer ? `PgBouncer on ${bouncer.port}, ` : ''}fault proxy on ${proxy.port}`);
+    o.log(
+      `postgres: ${cluster ? `throwaway cluster on port ${cluster.port}` : 'shared server'}, database ${dbName}, ${bouncer ? `PgBouncer on ${bouncer.port}, ` : ''}fault proxy on ${proxy.port}`,
+    );
 
     // Webhook receivers, then the Coffer processes.
-    const receivers = ['wallet-a', 'wallet-b', 'card-a', 'card-b', 'network-a'].map((n) => new ChaosReceiver(n, history));
+    const receivers = ['wallet-a', 'wallet-b', 'card-a', 'card-b', 'network-a'].map(
+      (n) => new ChaosReceiver(n, history),
+    );
     for (const r of receivers) await r.start();
     cleanup.push(async () => {
       for (const r of receivers) await r.close();
@@ -134,7 +154,8 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       ADMIN_RATE_LIMIT_PER_MINUTE: '100000000',
     };
     const processes: CofferProcess[] = [];
-    for (let i = 0; i < o.processes; i++) processes.push(await CofferProcess.create(`coffer${i + 1}`, env, path.join(dir, 'logs')));
+    for (let i = 0; i < o.processes; i++)
+      processes.push(await CofferProcess.create(`coffer${i + 1}`, env, path.join(dir, 'logs')));
     cleanup.push(async () => {
       for (const p of processes) await p.kill9();
     });
@@ -154,10 +175,18 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       network: { maxOneTimeDeposit: 100_000_000, rails: 'card' },
     };
     for (const name of ['wallet', 'card', 'network']) {
-      const c = await adminJson(admin, 'POST', '/admin/v1/clients', { data: { type: 'Client', attributes: { name: `Chaos ${name}`, settings: settings[name] } } });
+      const c = await adminJson(admin, 'POST', '/admin/v1/clients', {
+        data: { type: 'Client', attributes: { name: `Chaos ${name}`, settings: settings[name] } },
+      });
       merchants[name] = { name, clientId: c.data.id, secret: c.data.attributes.secret };
       for (const r of receivers.filter((x) => x.name.startsWith(name))) {
-        await adminJson(processes[0]!.url, 'POST', '/api/v1/webhooks', { data: { type: 'Webhook', attributes: { name: r.name, url: r.url, topics: ['*'] } } }, { 'client-id': c.data.id, authorization: `Bearer ${c.data.attributes.secret}` });
+        await adminJson(
+          processes[0]!.url,
+          'POST',
+          '/api/v1/webhooks',
+          { data: { type: 'Webhook', attributes: { name: r.name, url: r.url, topics: ['*'] } } },
+          { 'client-id': c.data.id, authorization: `Bearer ${c.data.attributes.secret}` },
+        );
       }
     }
 
@@ -178,9 +207,20 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     const clients = Array.from({ length: o.clients }, (_, i) => new ChaosClient(i + 1, rng.fork(), shared));
     const faults = new FaultInjector(rng.fork(), { processes, proxy, receivers, postgres: cluster }, history);
     const endAt = Date.now() + o.minutes * 60_000;
-    history.write({ kind: 'note', at: Date.now(), text: 'campaign start', data: { seed: o.seed, minutes: o.minutes, processes: o.processes, clients: o.clients, pooler: o.pooler } });
+    history.write({
+      kind: 'note',
+      at: Date.now(),
+      text: 'campaign start',
+      data: { seed: o.seed, minutes: o.minutes, processes: o.processes, clients: o.clients, pooler: o.pooler },
+    });
     faults.start();
-    const progress = setInterval(() => o.log(`${Math.round((endAt - Date.now()) / 1000)} s left: ${seq} operations, faults ${JSON.stringify(faults.counts)}`), 30_000);
+    const progress = setInterval(
+      () =>
+        o.log(
+          `${Math.round((endAt - Date.now()) / 1000)} s left: ${seq} operations, faults ${JSON.stringify(faults.counts)}`,
+        ),
+      30_000,
+    );
     await Promise.all(clients.map((c) => c.run(() => Date.now() >= endAt)));
     clearInterval(progress);
     await faults.stop();
@@ -194,8 +234,16 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
     for (const p of processes) {
       const t0 = Date.now();
       await p.stop(async () => {
-        const r = await sql(direct.toString(), `select pid, state, wait_event_type, wait_event, left(query, 200) as query, now() - state_change as since from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`).catch((err: Error) => ({ rows: [err.message] }));
-        history.write({ kind: 'note', at: Date.now(), text: `${p.name} still running 10 s after SIGTERM`, data: r.rows });
+        const r = await sql(
+          direct.toString(),
+          `select pid, state, wait_event_type, wait_event, left(query, 200) as query, now() - state_change as since from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+        ).catch((err: Error) => ({ rows: [err.message] }));
+        history.write({
+          kind: 'note',
+          at: Date.now(),
+          text: `${p.name} still running 10 s after SIGTERM`,
+          data: r.rows,
+        });
         o.log(`${p.name} still running 10 s after SIGTERM; database sessions: ${JSON.stringify(r.rows)}`);
       });
       if (Date.now() - t0 > 25_000) stuck.push(`${p.name} took ${Date.now() - t0} ms to shut down on SIGTERM`);
@@ -219,7 +267,16 @@ export async function runCampaign(o: CampaignOptions): Promise<CampaignResult> {
       o.log(`ANOMALY (seed ${o.seed}) ${a.rule}: ${a.detail}`);
       for (const r of slice(records, a)) o.log(`  ${JSON.stringify(r)}`);
     }
-    return { seed: o.seed, historyFile, operations, faults: faults.counts, commitsCut: { ...proxy.commitsCut }, hooks: records.filter((r) => r.kind === 'hook').length, events: facts.events.length, anomalies };
+    return {
+      seed: o.seed,
+      historyFile,
+      operations,
+      faults: faults.counts,
+      commitsCut: { ...proxy.commitsCut },
+      hooks: records.filter((r) => r.kind === 'hook').length,
+      events: facts.events.length,
+      anomalies,
+    };
   } finally {
     for (const c of cleanup.reverse()) await c().catch((err) => o.log(`cleanup: ${(err as Error).message}`));
   }
@@ -230,7 +287,8 @@ async function drain(processes: CofferProcess[], databaseUrl: string, log: (l: s
   const stuck: string[] = [];
   for (const p of processes) {
     const res = await fetch(`${p.url}/health`, { signal: AbortSignal.timeout(10_000) }).catch((err: Error) => err);
-    if (res instanceof Error || !res.ok) stuck.push(`${p.name} did not answer /health: ${res instanceof Error ? res.message : res.status}`);
+    if (res instanceof Error || !res.ok)
+      stuck.push(`${p.name} did not answer /health: ${res instanceof Error ? res.message : res.status}`);
   }
   const deadline = Date.now() + 120_000;
   // The queue the workers claim from holds a row exactly while a delivery is pending (migration
@@ -247,7 +305,9 @@ async function drain(processes: CofferProcess[], databaseUrl: string, log: (l: s
     if (r) left = r.rows[0];
     if (r && left.deliveries === 0 && left.queued === 0 && left.attempts === 0 && left.payouts === 0) break;
     if (Date.now() > deadline) {
-      stuck.push(`after 120 s: ${left.deliveries} webhook deliveries pending (${left.queued} in the queue), ${left.attempts} authorization attempts open, ${left.payouts} payouts not sent to the bank`);
+      stuck.push(
+        `after 120 s: ${left.deliveries} webhook deliveries pending (${left.queued} in the queue), ${left.attempts} authorization attempts open, ${left.payouts} payouts not sent to the bank`,
+      );
       break;
     }
     await sleep(1_000);

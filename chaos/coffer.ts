@@ -52,7 +52,10 @@ export class CofferProcess {
       ...(process.env.CHAOS_LOG_LEVEL ? { LOG_LEVEL: process.env.CHAOS_LOG_LEVEL } : {}),
       ADMIN_TOKEN,
     };
-    const proc = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', MAIN], { env, stdio: ['ignore', fd, fd] });
+    const proc = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', MAIN], {
+      env,
+      stdio: ['ignore', fd, fd],
+    });
     closeSync(fd);
     this.proc = proc;
     proc.once('exit', () => {
@@ -60,7 +63,8 @@ export class CofferProcess {
     });
     for (const started = Date.now(); ; ) {
       if (/Stop with Ctrl-C/.test(readFileSync(logFile, 'utf8'))) break;
-      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${this.name} exited (${proc.exitCode ?? proc.signalCode}) while starting; see ${logFile}`);
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        throw new Error(`${this.name} exited (${proc.exitCode ?? proc.signalCode}) while starting; see ${logFile}`);
       if (Date.now() - started > 180_000) throw new Error(`${this.name} did not start within 180 s; see ${logFile}`);
       await new Promise((r) => setTimeout(r, 100));
     }

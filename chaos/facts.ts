@@ -40,7 +40,14 @@ export interface Facts {
   gifts: { look_up_id: string }[];
   entries: { id: string; kind: string; ref_type: string; ref_id: string }[];
   postings: { entry_id: string; account_id: string; amount: number }[];
-  accounts: { id: string; owner_id: string; code: string; balance: number; tracked: boolean; allow_negative: boolean }[];
+  accounts: {
+    id: string;
+    owner_id: string;
+    code: string;
+    balance: number;
+    tracked: boolean;
+    allow_negative: boolean;
+  }[];
   events: { id: string; client_id: string; topic: string; created_at: number }[];
   webhooks: { id: string; client_id: string; url: string; created_at: number }[];
   /** What verifyLedger (src/ledger/invariants.ts) reports. */

@@ -28,7 +28,12 @@ export async function restart(p: CofferProcess, history: History, deadlineMs = 1
       await p.start();
       return;
     } catch (err) {
-      history.write({ kind: 'note', at: Date.now(), text: `${p.name} failed to start; starting it again`, data: (err as Error).message.slice(0, 200) });
+      history.write({
+        kind: 'note',
+        at: Date.now(),
+        text: `${p.name} failed to start; starting it again`,
+        data: (err as Error).message.slice(0, 200),
+      });
       if (Date.now() > end) throw err;
       await sleep(1_000);
     }
@@ -56,14 +61,22 @@ export class FaultInjector {
           while (this.running) {
             await this.pause(rng.int(this.meanGapMs / 2, (this.meanGapMs * 3) / 2));
             if (!this.running) break;
-            await pick(rng).catch((err) => this.history.write({ kind: 'note', at: Date.now(), text: `fault lane ${name} failed: ${(err as Error).message}` }));
+            await pick(rng).catch((err) =>
+              this.history.write({
+                kind: 'note',
+                at: Date.now(),
+                text: `fault lane ${name} failed: ${(err as Error).message}`,
+              }),
+            );
           }
         })(),
       );
     };
     lane('process', (rng) => (rng.chance(0.5) ? this.kill9(rng) : this.sigstop(rng)));
     if (this.t.postgres) lane('postgres', (rng) => this.pgRestart(rng));
-    lane('network', (rng) => rng.pick([() => this.latency(rng), () => this.stall(rng), () => this.reset(), () => this.commitLoss(rng)])());
+    lane('network', (rng) =>
+      rng.pick([() => this.latency(rng), () => this.stall(rng), () => this.reset(), () => this.commitLoss(rng)])(),
+    );
     lane('receiver', (rng) => this.receiver(rng));
   }
 
@@ -77,7 +90,12 @@ export class FaultInjector {
     for (const end = Date.now() + ms; this.running && Date.now() < end; ) await sleep(Math.min(250, end - Date.now()));
   }
 
-  private async fault(fault: string, target: string | undefined, detail: string | undefined, body: () => Promise<void>): Promise<void> {
+  private async fault(
+    fault: string,
+    target: string | undefined,
+    detail: string | undefined,
+    body: () => Promise<void>,
+  ): Promise<void> {
     this.counts[fault] = (this.counts[fault] ?? 0) + 1;
     this.history.write({ kind: 'fault', fault, target, phase: 'start', at: Date.now(), detail });
     try {
@@ -162,8 +180,16 @@ export class FaultInjector {
       await sleep(forMs);
       this.t.proxy.loseCommits(undefined);
       const after = this.t.proxy.commitsCut;
-      const cut = { delivered: after.delivered - before.delivered, undelivered: after.undelivered - before.undelivered };
-      this.history.write({ kind: 'note', at: Date.now(), text: `cut ${cut.delivered} COMMITs after PostgreSQL got them, ${cut.undelivered} before`, data: cut });
+      const cut = {
+        delivered: after.delivered - before.delivered,
+        undelivered: after.undelivered - before.undelivered,
+      };
+      this.history.write({
+        kind: 'note',
+        at: Date.now(),
+        text: `cut ${cut.delivered} COMMITs after PostgreSQL got them, ${cut.undelivered} before`,
+        data: cut,
+      });
     });
   }
 

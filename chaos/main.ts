@@ -27,7 +27,9 @@ const pooler = values.pooler ?? (existsSync(PGBOUNCER) ? 'pgbouncer' : 'none');
 if (pooler !== 'pgbouncer' && pooler !== 'none') throw new Error(`--pooler is pgbouncer or none, not ${pooler}`);
 if (postgres !== 'own' && postgres !== 'shared') throw new Error(`--postgres is own or shared, not ${postgres}`);
 const log = (line: string) => process.stdout.write(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-log(`seed ${seed}, ${values.minutes} min, ${values.processes} processes, ${values.clients} clients, postgres ${postgres}, pooler ${pooler}`);
+log(
+  `seed ${seed}, ${values.minutes} min, ${values.processes} processes, ${values.clients} clients, postgres ${postgres}, pooler ${pooler}`,
+);
 const result = await runCampaign({
   minutes: Number(values.minutes),
   seed,
@@ -42,7 +44,9 @@ const result = await runCampaign({
 const summary = { ...result, anomalies: result.anomalies.length, firstAnomalies: result.anomalies.slice(0, 50) };
 await writeFile(path.join(path.dirname(result.historyFile), 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
 log(`operations: ${JSON.stringify(result.operations)}`);
-log(`faults: ${JSON.stringify(result.faults)}; COMMITs cut ${JSON.stringify(result.commitsCut)}; webhook requests ${result.hooks} for ${result.events} events`);
+log(
+  `faults: ${JSON.stringify(result.faults)}; COMMITs cut ${JSON.stringify(result.commitsCut)}; webhook requests ${result.hooks} for ${result.events} events`,
+);
 log(`history: ${path.relative(process.cwd(), result.historyFile)}`);
 if (result.anomalies.length) {
   log(`FAILED: ${result.anomalies.length} anomalies; replay with --seed ${seed}`);

@@ -5,7 +5,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { History, HookRecord } from './history.ts';
 
-export type ReceiverMode = { kind: 'ok' } | { kind: 'slow'; ms: number } | { kind: 'hang' } | { kind: 'error' } | { kind: 'close' };
+export type ReceiverMode =
+  | { kind: 'ok' }
+  | { kind: 'slow'; ms: number }
+  | { kind: 'hang' }
+  | { kind: 'error' }
+  | { kind: 'close' };
 
 export class ChaosReceiver {
   private server: Server;
@@ -31,7 +36,8 @@ export class ChaosReceiver {
           eventId = undefined;
         }
         const mode = this.mode;
-        const answer: HookRecord['answer'] = mode.kind === 'hang' ? 'hang' : mode.kind === 'close' ? 'close' : mode.kind === 'error' ? 500 : 200;
+        const answer: HookRecord['answer'] =
+          mode.kind === 'hang' ? 'hang' : mode.kind === 'close' ? 'close' : mode.kind === 'error' ? 500 : 200;
         const record: HookRecord = {
           kind: 'hook',
           receiver: name,

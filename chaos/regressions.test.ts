@@ -41,7 +41,12 @@ const REPLAYS: Replay[] = [
 ];
 
 const bin = postgresBin();
-const skip = dbKind !== 'postgres' ? 'runs in the PostgreSQL pass' : bin === undefined && !process.env.CI ? 'needs PostgreSQL server binaries (.ci/run installs them)' : false;
+const skip =
+  dbKind !== 'postgres'
+    ? 'runs in the PostgreSQL pass'
+    : bin === undefined && !process.env.CI
+      ? 'needs PostgreSQL server binaries (.ci/run installs them)'
+      : false;
 
 describe('chaos campaign: the seeds that found bugs, replayed', { skip }, () => {
   for (const r of REPLAYS) {
@@ -60,7 +65,10 @@ describe('chaos campaign: the seeds that found bugs, replayed', { skip }, () => 
       assert.deepEqual(
         result.anomalies.map((a) => `${a.rule}: ${a.detail}`),
         [],
-        `seed ${r.seed}; history in ${result.historyFile}\n${lines.filter((l) => /ANOMALY|^ {2}/.test(l)).slice(0, 40).join('\n')}`,
+        `seed ${r.seed}; history in ${result.historyFile}\n${lines
+          .filter((l) => /ANOMALY|^ {2}/.test(l))
+          .slice(0, 40)
+          .join('\n')}`,
       );
     });
   }

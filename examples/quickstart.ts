@@ -11,7 +11,8 @@ const coffer = createCoffer({
   clientId: process.env.COFFER_CLIENT_ID ?? '',
   secret: process.env.COFFER_SECRET ?? '',
 });
-const log = (step: string, detail: unknown) => process.stdout.write(`${step.padEnd(28)} ${typeof detail === 'string' ? detail : JSON.stringify(detail)}\n`);
+const log = (step: string, detail: unknown) =>
+  process.stdout.write(`${step.padEnd(28)} ${typeof detail === 'string' ? detail : JSON.stringify(detail)}\n`);
 
 // 1. A customer, who accepts the KYC disclosures and applies (the sandbox approves in a second).
 const phoneNumber = `+1415${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
@@ -44,15 +45,30 @@ for (let i = 0; i < 50 && kyc !== 'Approved'; i++) {
 log('kyc', kyc);
 
 // 2. A linked bank account (sandbox simulation), a wallet, and a $50.00 deposit that clears.
-const account = (await unwrap(coffer.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', { ...userPath, body: { data: { type: 'LinkedAccount', attributes: {} } } }))).data;
+const account = (
+  await unwrap(
+    coffer.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', {
+      ...userPath,
+      body: { data: { type: 'LinkedAccount', attributes: {} } },
+    }),
+  )
+).data;
 const wallet = await coffer.wallets.create(user.id);
 const deposit = await coffer.deposit(wallet.id, { amount: 5_000, linkedAccountId: account.id });
-await unwrap(coffer.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', { params: { path: { walletId: wallet.id, type: 'bank' } } }));
+await unwrap(
+  coffer.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', {
+    params: { path: { walletId: wallet.id, type: 'bank' } },
+  }),
+);
 log('wallet', `${wallet.id}, deposit ${deposit.id}`);
 log('balance', (await coffer.wallets.balance(wallet.id)).attributes.balance.available);
 
 // 3. Checkout: an intent for $25.00, authorized from the wallet, captured.
-const intent = await coffer.paymentIntents.create({ amount: 2_500, walletId: wallet.id, reference: `order-${Date.now()}` });
+const intent = await coffer.paymentIntents.create({
+  amount: 2_500,
+  walletId: wallet.id,
+  reference: `order-${Date.now()}`,
+});
 const authorized = await coffer.paymentIntents.authorize(intent.id, { amount: 2_500, applyWalletBalance: true });
 const payment = authorized.included!.find((r) => r.type === 'Payment')!;
 log('authorized', `${authorized.data.attributes.status}, payment ${payment.id}`);

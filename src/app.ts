@@ -20,7 +20,13 @@ import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
 import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
-import { expireAuthorizations, PAYMENT_PULL_BATCH, sendPaymentPulls, SETTLE_BATCH, settlementJob } from './modules/payments/domain.ts';
+import {
+  expireAuthorizations,
+  PAYMENT_PULL_BATCH,
+  sendPaymentPulls,
+  SETTLE_BATCH,
+  settlementJob,
+} from './modules/payments/domain.ts';
 import { foldPaymentRollup } from './modules/payments/sql.ts';
 import { EXPIRY_BATCH, expireRewardClaims } from './modules/rewards/domain.ts';
 import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
@@ -47,9 +53,15 @@ export interface ContextOptions {
 export async function createContext(config: Config, opts: ContextOptions): Promise<AppContext> {
   const database =
     opts.database ??
-    (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize, preparedStatements: config.databasePreparedStatements }));
+    (await openDatabase({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      poolSize: config.databasePoolSize,
+      preparedStatements: config.databasePreparedStatements,
+    }));
   const clock = opts.clock ?? systemClock;
-  if (!config.cardEncryptionKey) throw new Error('CARD_ENCRYPTION_KEY is not set (the sandbox generates one in DATA_DIR at start)');
+  if (!config.cardEncryptionKey)
+    throw new Error('CARD_ENCRYPTION_KEY is not set (the sandbox generates one in DATA_DIR at start)');
   const sealer = new Sealer(config.cardEncryptionKey, config.cardEncryptionOldKeys);
   const ctx: AppContext = {
     config,
@@ -73,11 +85,15 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
     requestLog: new RequestLogBuffer({ clock, enabled: config.console.requestLog }),
   };
   if (config.webhooks.allowPrivate) {
-    opts.log.warn('WEBHOOK_ALLOW_PRIVATE is on: webhooks may reach loopback and private addresses (local development only)');
+    opts.log.warn(
+      'WEBHOOK_ALLOW_PRIVATE is on: webhooks may reach loopback and private addresses (local development only)',
+    );
   }
   const maintenance = await needsTableMaintenance(database);
   if (maintenance && database.kind === 'postgres') {
-    opts.log.warn('PostgreSQL autovacuum is off: Coffer vacuums and analyzes its own tables every minute instead (docs/operations.md). Turn autovacuum on.');
+    opts.log.warn(
+      'PostgreSQL autovacuum is off: Coffer vacuums and analyzes its own tables every minute instead (docs/operations.md). Turn autovacuum on.',
+    );
   }
   registerJobs(ctx, { maintenance });
   return ctx;
@@ -97,30 +113,87 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
     // A change's events are written in the change's transaction (modules/kyc/events.ts).
     run: () => decideDueKycApplications(ctx.db, { provider: ctx.providers.kyc, now, baseUrl: base, log: ctx.log }),
   });
-  ctx.jobs.register({ name: 'webhook-delivery', intervalMs: ctx.config.webhooks.pollMs, run: () => ctx.webhooks.runOnce() });
+  ctx.jobs.register({
+    name: 'webhook-delivery',
+    intervalMs: ctx.config.webhooks.pollMs,
+    run: () => ctx.webhooks.runOnce(),
+  });
   const bank = ctx.providers.bankTransfers;
-  ctx.jobs.register({ name: 'bank-pulls', intervalMs: 250, batch: PULL_BATCH, run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
-  ctx.jobs.register({ name: 'bank-pushes', intervalMs: 250, batch: PUSH_BATCH, run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }) });
-  ctx.jobs.register({ name: 'counterparty-payouts', intervalMs: 250, batch: PAYOUT_BATCH, run: () => sendPendingPayouts(ctx.db, { provider: bank, sealer: ctx.sealer, now, log: ctx.log }) });
+  ctx.jobs.register({
+    name: 'bank-pulls',
+    intervalMs: 250,
+    batch: PULL_BATCH,
+    run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }),
+  });
+  ctx.jobs.register({
+    name: 'bank-pushes',
+    intervalMs: 250,
+    batch: PUSH_BATCH,
+    run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }),
+  });
+  ctx.jobs.register({
+    name: 'counterparty-payouts',
+    intervalMs: 250,
+    batch: PAYOUT_BATCH,
+    run: () => sendPendingPayouts(ctx.db, { provider: bank, sealer: ctx.sealer, now, log: ctx.log }),
+  });
   const rc = renderContext(ctx);
-  ctx.jobs.register({ name: 'payment-intent-expiry', intervalMs: 1_000, run: () => expireIntents(ctx.db, { rc, now }) });
-  ctx.jobs.register({ name: 'authorization-expiry', intervalMs: 60_000, run: () => expireAuthorizations(ctx.db, { rc, now }) });
-  ctx.jobs.register({ name: 'authorization-recovery', intervalMs: 5_000, run: () => recoverAttempts(authorizeDeps(ctx)) });
-  ctx.jobs.register({ name: 'reward-claim-expiry', intervalMs: 60_000, batch: EXPIRY_BATCH, run: () => expireRewardClaims(ctx.db, { baseUrl: base, now }) });
+  ctx.jobs.register({
+    name: 'payment-intent-expiry',
+    intervalMs: 1_000,
+    run: () => expireIntents(ctx.db, { rc, now }),
+  });
+  ctx.jobs.register({
+    name: 'authorization-expiry',
+    intervalMs: 60_000,
+    run: () => expireAuthorizations(ctx.db, { rc, now }),
+  });
+  ctx.jobs.register({
+    name: 'authorization-recovery',
+    intervalMs: 5_000,
+    run: () => recoverAttempts(authorizeDeps(ctx)),
+  });
+  ctx.jobs.register({
+    name: 'reward-claim-expiry',
+    intervalMs: 60_000,
+    batch: EXPIRY_BATCH,
+    run: () => expireRewardClaims(ctx.db, { baseUrl: base, now }),
+  });
   // Captured payments settle at their settlement time, except (with a bank that reports status,
   // as every live one does) those with a bank part: that is pulled, and they settle or fail when
   // the bank reports, as deposits and withdrawals' pushes end (modules/bank-transfers).
   const reported = bank.reportsStatus;
-  ctx.jobs.register({ name: 'payment-settlement', intervalMs: 500, batch: SETTLE_BATCH, run: settlementJob(ctx.db, { rc, now, withoutBankPart: reported }) });
+  ctx.jobs.register({
+    name: 'payment-settlement',
+    intervalMs: 500,
+    batch: SETTLE_BATCH,
+    run: settlementJob(ctx.db, { rc, now, withoutBankPart: reported }),
+  });
   if (reported) {
-    ctx.jobs.register({ name: 'payment-pulls', intervalMs: 250, batch: PAYMENT_PULL_BATCH, run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }) });
-    ctx.jobs.register({ name: 'bank-transfer-status', intervalMs: 250, batch: STATUS_BATCH, run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }) });
+    ctx.jobs.register({
+      name: 'payment-pulls',
+      intervalMs: 250,
+      batch: PAYMENT_PULL_BATCH,
+      run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }),
+    });
+    ctx.jobs.register({
+      name: 'bank-transfer-status',
+      intervalMs: 250,
+      batch: STATUS_BATCH,
+      run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }),
+    });
   }
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
   // same thresholds, checked every minute.
-  if (opts.maintenance) ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
+  if (opts.maintenance)
+    ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
   ctx.jobs.register({ name: 'webhook-queue-vacuum', intervalMs: 5_000, run: deliveryQueueVacuum(ctx.db) });
-  ctx.jobs.register({ name: 'idempotency-purge', intervalMs: 600_000, batch: KEY_PURGE_BATCH, run: () => purgeExpiredKeys(ctx.db, now()) });
+  ctx.jobs.register({
+    name: 'idempotency-purge',
+    intervalMs: 600_000,
+    batch: KEY_PURGE_BATCH,
+    run: () => purgeExpiredKeys(ctx.db, now()),
+  });
   // Weeks of events, deliveries and attempts are created ahead and dropped past the retention
   // (modules/events/partitions.ts). By the real clock, as the ids the weeks are made of.
   const retentionDays = ctx.config.webhooks.eventRetentionDays;
@@ -161,10 +234,20 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   }
   // The console's charts: what statements on payments changed (appended by triggers) folded
   // into the hourly rollup; charts read both, so this keeps the deltas short, not the charts exact.
-  ctx.jobs.register({ name: 'console-payment-rollup', intervalMs: 1_000, batch: ROLLUP_BATCH, run: () => foldPaymentRollup(ctx.db, ROLLUP_BATCH) });
+  ctx.jobs.register({
+    name: 'console-payment-rollup',
+    intervalMs: 1_000,
+    batch: ROLLUP_BATCH,
+    run: () => foldPaymentRollup(ctx.db, ROLLUP_BATCH),
+  });
   // The API lists' totals: what statements changed (appended by triggers) folded into
   // list_counts; a total reads both, so this keeps the deltas each total sums few, not totals exact.
-  ctx.jobs.register({ name: 'list-count-fold', intervalMs: 1_000, batch: LIST_COUNT_BATCH, run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH) });
+  ctx.jobs.register({
+    name: 'list-count-fold',
+    intervalMs: 1_000,
+    batch: LIST_COUNT_BATCH,
+    run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH),
+  });
   // The console's request log, kept for its retention: written every 50 ms, so a request's row
   // leaves memory before most young-generation collections find it. Every row still buffered
   // is copied by each one: at a quarter second, GET user's scavenges took twice as long (6.8
@@ -176,7 +259,9 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
     intervalMs: 600_000,
     firstRunMs: 0,
     batch: REQUEST_LOG_PURGE_BATCH,
-    run: async () => (await maintainRequestLog(ctx.db, { now: new Date(), retentionDays: ctx.config.console.requestLogRetentionDays })).deleted,
+    run: async () =>
+      (await maintainRequestLog(ctx.db, { now: new Date(), retentionDays: ctx.config.console.requestLogRetentionDays }))
+        .deleted,
   });
   ctx.jobs.register({
     name: 'linked-account-deactivations',

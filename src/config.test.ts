@@ -11,10 +11,13 @@ describe('configuration', () => {
     const c = loadConfig({});
     assert.equal(c.environment, 'sandbox');
     assert.equal(c.host, '127.0.0.1');
-    assert.deepEqual(
-      Object.fromEntries(Object.entries(c.listeners).map(([k, v]) => [k, [v.port, v.publicUrl]])),
-      { api: [3000, 'http://localhost:3000'], card: [3001, 'http://localhost:3001'], pay: [3002, 'http://localhost:3002'], admin: [3003, 'http://localhost:3003'], console: [3004, 'http://localhost:3004'] },
-    );
+    assert.deepEqual(Object.fromEntries(Object.entries(c.listeners).map(([k, v]) => [k, [v.port, v.publicUrl]])), {
+      api: [3000, 'http://localhost:3000'],
+      card: [3001, 'http://localhost:3001'],
+      pay: [3002, 'http://localhost:3002'],
+      admin: [3003, 'http://localhost:3003'],
+      console: [3004, 'http://localhost:3004'],
+    });
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.databasePreparedStatements, true);
     assert.match(c.dataDir, /\.coffer\/data$/);
@@ -27,7 +30,13 @@ describe('configuration', () => {
   });
 
   test('public URLs, listeners and limits come from the environment', () => {
-    const c = loadConfig({ BASE_URL: 'https://api.example.com/', SECURE_URL: 'https://cards.example.com', LISTENERS: 'api,admin', RATE_LIMIT_PER_MINUTE: '50', HOST: '0.0.0.0' });
+    const c = loadConfig({
+      BASE_URL: 'https://api.example.com/',
+      SECURE_URL: 'https://cards.example.com',
+      LISTENERS: 'api,admin',
+      RATE_LIMIT_PER_MINUTE: '50',
+      HOST: '0.0.0.0',
+    });
     assert.equal(c.listeners.api.publicUrl, 'https://api.example.com');
     assert.equal(c.listeners.card.publicUrl, 'https://cards.example.com');
     assert.deepEqual(c.enabledListeners, ['api', 'admin']);
@@ -37,7 +46,15 @@ describe('configuration', () => {
 
   test('every bad value is reported at once', () => {
     try {
-      loadConfig({ COFFER_ENV: 'staging', PORT: 'x', BASE_URL: 'ftp://x', LISTENERS: 'api,web', DATABASE_URL: 'mysql://x', ADMIN_TOKEN: 'short', RATE_LIMIT_PER_MINUTE: '0' });
+      loadConfig({
+        COFFER_ENV: 'staging',
+        PORT: 'x',
+        BASE_URL: 'ftp://x',
+        LISTENERS: 'api,web',
+        DATABASE_URL: 'mysql://x',
+        ADMIN_TOKEN: 'short',
+        RATE_LIMIT_PER_MINUTE: '0',
+      });
       assert.fail('should throw');
     } catch (err) {
       assert.ok(err instanceof ConfigError);
@@ -68,7 +85,10 @@ describe('configuration', () => {
 
   test('WEBHOOK_ALLOW_PRIVATE is refused in live', () => {
     const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
-    assert.throws(() => loadConfig({ ...live, WEBHOOK_ALLOW_PRIVATE: 'true' }), (err: ConfigError) => /WEBHOOK_ALLOW_PRIVATE/.test(err.problems.join()));
+    assert.throws(
+      () => loadConfig({ ...live, WEBHOOK_ALLOW_PRIVATE: 'true' }),
+      (err: ConfigError) => /WEBHOOK_ALLOW_PRIVATE/.test(err.problems.join()),
+    );
     assert.equal(loadConfig({ ...live, WEBHOOK_ALLOW_PRIVATE: 'false' }).webhooks.allowPrivate, false);
   });
 
@@ -77,7 +97,11 @@ describe('configuration', () => {
       () => loadConfig({ COFFER_ENV: 'live' }),
       (err: ConfigError) => {
         assert.equal(err.problems.length, 10, err.problems.join('\n'));
-        for (const name of [...Object.values(PROVIDER_URL_VARIABLES), 'PROVIDER_SIGNING_SECRET']) assert.ok(err.problems.some((p) => p.startsWith(`live requires ${name}`)), name);
+        for (const name of [...Object.values(PROVIDER_URL_VARIABLES), 'PROVIDER_SIGNING_SECRET'])
+          assert.ok(
+            err.problems.some((p) => p.startsWith(`live requires ${name}`)),
+            name,
+          );
         return true;
       },
     );
@@ -98,15 +122,24 @@ describe('configuration', () => {
       }
     };
     assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
-    assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }), [
-      'BANK_LINKING_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
-      'BANK_TRANSFERS_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
-      'CARD_ISSUER_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
-      'CARD_PROCESSOR_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
-    ]);
+    assert.deepEqual(
+      problems({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }),
+      [
+        'BANK_LINKING_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+        'BANK_TRANSFERS_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+        'CARD_ISSUER_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+        'CARD_PROCESSOR_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
+      ],
+    );
     // The sandbox may use an adapter for some ports (its own providers for the rest), never unsigned.
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'http://adapter.internal' }), ['PROVIDER_SIGNING_SECRET is required when a provider URL is set']);
-    const sandbox = loadConfig({ KYC_PROVIDER_URL: 'http://adapter.internal/', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET, PROVIDER_TIMEOUT_MS: '500' });
+    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'http://adapter.internal' }), [
+      'PROVIDER_SIGNING_SECRET is required when a provider URL is set',
+    ]);
+    const sandbox = loadConfig({
+      KYC_PROVIDER_URL: 'http://adapter.internal/',
+      PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET,
+      PROVIDER_TIMEOUT_MS: '500',
+    });
     assert.deepEqual(sandbox.providers.urls, { kyc: 'http://adapter.internal' });
     assert.equal(sandbox.providers.timeoutMs, 500);
     for (const secret of ['secret', `whsec_${Buffer.alloc(16).toString('base64')}`]) {
@@ -114,7 +147,9 @@ describe('configuration', () => {
         'PROVIDER_SIGNING_SECRET must be whsec_ followed by at least 32 random bytes in base64',
       ]);
     }
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), ['KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")']);
+    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), [
+      'KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")',
+    ]);
   });
 
   test('ADMIN_TOKEN needs an estimated 128 bits of entropy; generated-looking tokens pass', () => {
@@ -138,7 +173,11 @@ describe('configuration', () => {
       assert.match(problem(weak) ?? 'accepted', /too guessable.*openssl rand -base64 48/, weak);
     }
     assert.match(problem('short') ?? '', /at least 32 characters/);
-    for (const strong of [STRONG_TOKEN, 'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k', 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855']) {
+    for (const strong of [
+      STRONG_TOKEN,
+      'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k',
+      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    ]) {
       assert.equal(problem(strong), undefined, strong);
     }
   });
@@ -150,16 +189,34 @@ describe('configuration', () => {
 
   test("live refuses TRUST_PROXY=true; the proxies' addresses are accepted", () => {
     const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
-    assert.throws(() => loadConfig({ ...live, TRUST_PROXY: 'true' }), (err: ConfigError) => /refuses TRUST_PROXY=true/.test(err.problems.join()));
+    assert.throws(
+      () => loadConfig({ ...live, TRUST_PROXY: 'true' }),
+      (err: ConfigError) => /refuses TRUST_PROXY=true/.test(err.problems.join()),
+    );
     assert.equal(loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy, '10.0.0.0/8, 192.168.1.7');
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
   });
 
   test('observability: metrics token, ledger check interval, tracing off unless an OTLP endpoint is given', () => {
     const d = loadConfig({}).observability;
-    assert.deepEqual(d, { metricsToken: undefined, ledgerCheckIntervalMs: 3_600_000, otlpEndpoint: undefined, serviceName: 'coffer' });
-    const set = loadConfig({ METRICS_TOKEN: STRONG_TOKEN, LEDGER_CHECK_INTERVAL_S: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/', OTEL_SERVICE_NAME: 'coffer-eu' }).observability;
-    assert.deepEqual(set, { metricsToken: STRONG_TOKEN, ledgerCheckIntervalMs: 0, otlpEndpoint: 'http://collector:4318', serviceName: 'coffer-eu' });
+    assert.deepEqual(d, {
+      metricsToken: undefined,
+      ledgerCheckIntervalMs: 3_600_000,
+      otlpEndpoint: undefined,
+      serviceName: 'coffer',
+    });
+    const set = loadConfig({
+      METRICS_TOKEN: STRONG_TOKEN,
+      LEDGER_CHECK_INTERVAL_S: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_SERVICE_NAME: 'coffer-eu',
+    }).observability;
+    assert.deepEqual(set, {
+      metricsToken: STRONG_TOKEN,
+      ledgerCheckIntervalMs: 0,
+      otlpEndpoint: 'http://collector:4318',
+      serviceName: 'coffer-eu',
+    });
     const problems = (env: Record<string, string>) => {
       try {
         loadConfig(env);
@@ -170,9 +227,15 @@ describe('configuration', () => {
     };
     assert.match(problems({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 32 characters/);
     assert.match(problems({ METRICS_TOKEN: 'a'.repeat(40) }), /METRICS_TOKEN is too guessable/);
-    assert.match(problems({ LEDGER_CHECK_INTERVAL_S: '5' }), /LEDGER_CHECK_INTERVAL_S must be 0 \(off\) or at least 60/);
+    assert.match(
+      problems({ LEDGER_CHECK_INTERVAL_S: '5' }),
+      /LEDGER_CHECK_INTERVAL_S must be 0 \(off\) or at least 60/,
+    );
     assert.match(problems({ LEDGER_CHECK_INTERVAL_S: 'often' }), /LEDGER_CHECK_INTERVAL_S must be an integer/);
-    assert.match(problems({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }), /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    assert.match(
+      problems({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
+      /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
+    );
   });
 });
 

@@ -181,7 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const envName = read('COFFER_ENV') ?? 'sandbox';
-  if (envName !== 'sandbox' && envName !== 'live') problems.push(`COFFER_ENV must be sandbox or live (got "${envName}")`);
+  if (envName !== 'sandbox' && envName !== 'live')
+    problems.push(`COFFER_ENV must be sandbox or live (got "${envName}")`);
   const environment: Environment = envName === 'live' ? 'live' : 'sandbox';
 
   const host = read('HOST') ?? '127.0.0.1';
@@ -214,10 +215,15 @@ export function loadConfig(env: Env = process.env): Config {
   let enabledListeners: ListenerName[] = [...LISTENER_NAMES];
   const rawListeners = read('LISTENERS');
   if (rawListeners !== undefined) {
-    const names = rawListeners.split(',').map((s) => s.trim()).filter(Boolean);
+    const names = rawListeners
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = names.filter((n) => !LISTENER_NAMES.includes(n as ListenerName));
     if (unknown.length > 0 || names.length === 0) {
-      problems.push(`LISTENERS must be a comma-separated subset of ${LISTENER_NAMES.join(',')} (got "${rawListeners}")`);
+      problems.push(
+        `LISTENERS must be a comma-separated subset of ${LISTENER_NAMES.join(',')} (got "${rawListeners}")`,
+      );
     } else {
       enabledListeners = [...new Set(names)] as ListenerName[];
     }
@@ -245,7 +251,9 @@ export function loadConfig(env: Env = process.env): Config {
     breakerCooldownMs: int('WEBHOOK_BREAKER_COOLDOWN_MS', 60_000, 1_000, 86_400_000),
   };
   if (environment === 'live' && webhookGuards.allowPrivate) {
-    problems.push('WEBHOOK_ALLOW_PRIVATE is for local development in the sandbox; live delivers only to public addresses');
+    problems.push(
+      'WEBHOOK_ALLOW_PRIVATE is for local development in the sandbox; live delivers only to public addresses',
+    );
   }
 
   // ---- Admin listener: its own bind address, and a token with real entropy (docs/going-live.md).
@@ -257,9 +265,13 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   // ---- Encryption key rotation: earlier keys, comma-separated, still open what they sealed.
-  const oldKeys = (read('CARD_ENCRYPTION_OLD_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const oldKeys = (read('CARD_ENCRYPTION_OLD_KEYS') ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
   const cardEncryptionOldKeys = oldKeys.map((k) => Buffer.from(k, 'base64'));
-  if (cardEncryptionOldKeys.some((k) => k.length !== 32)) problems.push('CARD_ENCRYPTION_OLD_KEYS must be a comma-separated list of 32-byte keys encoded as base64');
+  if (cardEncryptionOldKeys.some((k) => k.length !== 32))
+    problems.push('CARD_ENCRYPTION_OLD_KEYS must be a comma-separated list of 32-byte keys encoded as base64');
 
   const config: Config = {
     environment,
@@ -315,12 +327,15 @@ export function loadConfig(env: Env = process.env): Config {
   // An event must outlive its last retry, or a delivery still due would lose its event.
   const retrySpanS = config.webhooks.retryDelaysS.reduce((a, b) => a + b, 0);
   if (config.webhooks.eventRetentionDays * 86_400 <= retrySpanS) {
-    problems.push(`EVENT_RETENTION_DAYS must be longer than the webhook retry schedule (${Math.ceil(retrySpanS / 86_400)} days)`);
+    problems.push(
+      `EVENT_RETENTION_DAYS must be longer than the webhook retry schedule (${Math.ceil(retrySpanS / 86_400)} days)`,
+    );
   }
 
   // Live handles real money: no embedded database and no generated secrets.
   if (environment === 'live') {
-    if (databaseUrl === undefined) problems.push('live requires DATABASE_URL (embedded PGlite is for the sandbox only)');
+    if (databaseUrl === undefined)
+      problems.push('live requires DATABASE_URL (embedded PGlite is for the sandbox only)');
     if (adminToken === undefined) problems.push('live requires ADMIN_TOKEN');
     if (config.cardEncryptionKey === undefined && read('CARD_ENCRYPTION_KEY') === undefined) {
       problems.push('live requires CARD_ENCRYPTION_KEY (32 bytes, base64)');
@@ -330,7 +345,10 @@ export function loadConfig(env: Env = process.env): Config {
     }
     // `true` takes every client's X-Forwarded-For at its word: anyone could pick the address the
     // rate limits count.
-    if (config.trustProxy === true) problems.push("live refuses TRUST_PROXY=true: give your proxies' addresses or CIDRs (TRUST_PROXY=10.0.0.0/8,...)");
+    if (config.trustProxy === true)
+      problems.push(
+        "live refuses TRUST_PROXY=true: give your proxies' addresses or CIDRs (TRUST_PROXY=10.0.0.0/8,...)",
+      );
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -346,7 +364,8 @@ function loadObservabilityConfig(c: {
 }): ObservabilityConfig {
   const { read, problems } = c;
   const metricsToken = read('METRICS_TOKEN');
-  if (metricsToken !== undefined && metricsToken.length < 32) problems.push('METRICS_TOKEN must be at least 32 characters');
+  if (metricsToken !== undefined && metricsToken.length < 32)
+    problems.push('METRICS_TOKEN must be at least 32 characters');
   else if (metricsToken !== undefined && estimateEntropyBits(metricsToken) < MIN_TOKEN_ENTROPY_BITS) {
     problems.push('METRICS_TOKEN is too guessable: generate one with openssl rand -base64 48');
   }
@@ -362,7 +381,8 @@ function loadObservabilityConfig(c: {
     }
   }
   const seconds = c.int('LEDGER_CHECK_INTERVAL_S', 3600, 0, 7 * 86_400);
-  if (seconds > 0 && seconds < 60) problems.push(`LEDGER_CHECK_INTERVAL_S must be 0 (off) or at least 60 (got "${seconds}")`);
+  if (seconds > 0 && seconds < 60)
+    problems.push(`LEDGER_CHECK_INTERVAL_S must be 0 (off) or at least 60 (got "${seconds}")`);
   return {
     metricsToken,
     ledgerCheckIntervalMs: seconds * 1000,
@@ -441,9 +461,15 @@ function loadProviderConfig(c: {
   const signingSecret = read('PROVIDER_SIGNING_SECRET');
   if (signingSecret === undefined) {
     if (live) problems.push('live requires PROVIDER_SIGNING_SECRET (signs every call to the provider adapters)');
-    else if (Object.keys(urls).length > 0) problems.push('PROVIDER_SIGNING_SECRET is required when a provider URL is set');
-  } else if (!/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(signingSecret) || Buffer.from(signingSecret.slice(6), 'base64').length < MIN_SIGNING_SECRET_BYTES) {
-    problems.push(`PROVIDER_SIGNING_SECRET must be whsec_ followed by at least ${MIN_SIGNING_SECRET_BYTES} random bytes in base64`);
+    else if (Object.keys(urls).length > 0)
+      problems.push('PROVIDER_SIGNING_SECRET is required when a provider URL is set');
+  } else if (
+    !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(signingSecret) ||
+    Buffer.from(signingSecret.slice(6), 'base64').length < MIN_SIGNING_SECRET_BYTES
+  ) {
+    problems.push(
+      `PROVIDER_SIGNING_SECRET must be whsec_ followed by at least ${MIN_SIGNING_SECRET_BYTES} random bytes in base64`,
+    );
   }
   return { urls, signingSecret, timeoutMs: c.int('PROVIDER_TIMEOUT_MS', 10_000, 100, 60_000) };
 }
@@ -465,11 +491,12 @@ export function loadReferenceAdapterConfig(env: Env = process.env): ReferenceAda
   const int = (name: string, fallback: number, max: number) => {
     const raw = read(name);
     const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < 0 || n > max) problems.push(`${name} must be an integer between 0 and ${max} (got "${raw}")`);
+    if (!Number.isInteger(n) || n < 0 || n > max)
+      problems.push(`${name} must be an integer between 0 and ${max} (got "${raw}")`);
     return n;
   };
   const signingSecret = read('PROVIDER_SIGNING_SECRET');
-  if (signingSecret === undefined) problems.push('PROVIDER_SIGNING_SECRET is required (the same secret as Coffer\'s)');
+  if (signingSecret === undefined) problems.push("PROVIDER_SIGNING_SECRET is required (the same secret as Coffer's)");
   const config = {
     host: read('ADAPTER_HOST') ?? '127.0.0.1',
     port: int('ADAPTER_PORT', 4100, 65535),

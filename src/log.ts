@@ -37,7 +37,10 @@ export function redactQuery(url: string): string {
   return q < 0 ? url : url.slice(0, q + 1) + url.slice(q + 1).replace(/=[^&]*/g, '=[redacted]');
 }
 
-export function createLogger(config: Pick<Config, 'logLevel' | 'environment'> & { observability?: Pick<Config['observability'], 'otlpEndpoint'> }, destination?: pino.DestinationStream): Logger {
+export function createLogger(
+  config: Pick<Config, 'logLevel' | 'environment'> & { observability?: Pick<Config['observability'], 'otlpEndpoint'> },
+  destination?: pino.DestinationStream,
+): Logger {
   return pino(
     {
       level: config.logLevel,

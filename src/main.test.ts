@@ -13,7 +13,13 @@ import { dbKind, freshDatabaseUrl, providerEnv } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
 
 const LIVE_TOKEN = '8dIBFhqfVo0JPJS03y71Q94JC83vveDs0/x52t7n1mWJtrYnpyxjiWzpvkyhRBSy';
-const PGLITE = { DATABASE_URL: undefined, COFFER_ENV: 'sandbox', ADMIN_TOKEN: undefined, CARD_ENCRYPTION_KEY: undefined, WIDGET_SIGNING_KEY: undefined };
+const PGLITE = {
+  DATABASE_URL: undefined,
+  COFFER_ENV: 'sandbox',
+  ADMIN_TOKEN: undefined,
+  CARD_ENCRYPTION_KEY: undefined,
+  WIDGET_SIGNING_KEY: undefined,
+};
 
 describe('the sandbox on embedded PostgreSQL, as a process', () => {
   let dir: string;
@@ -37,9 +43,12 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
   test('the first start prints the listeners, the admin token and a demo merchant that works', async () => {
     const out = server.stdout();
     assert.match(out, /Demo merchant \(created now\)/);
-    for (const port of Object.values(server.ports)) assert.ok(out.includes(`http://localhost:${port}`), `listener ${port} printed`);
+    for (const port of Object.values(server.ports))
+      assert.ok(out.includes(`http://localhost:${port}`), `listener ${port} printed`);
     assert.match(out, /ADMIN_TOKEN\s+adm_/);
-    const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, { headers: { 'client-id': clientId, authorization: `Bearer ${secret}` } });
+    const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, {
+      headers: { 'client-id': clientId, authorization: `Bearer ${secret}` },
+    });
     assert.equal(res.status, 200);
     for (const port of Object.values(server.ports)) {
       const health = await fetch(`http://127.0.0.1:${port}/health`);
@@ -50,12 +59,20 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
   test('each request is logged once with its request id; secrets never reach the log', async () => {
     const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, {
       method: 'POST',
-      headers: { 'client-id': clientId, authorization: `Bearer ${secret}`, 'content-type': 'application/vnd.api+json', 'x-request-id': 'log-check-1' },
+      headers: {
+        'client-id': clientId,
+        authorization: `Bearer ${secret}`,
+        'content-type': 'application/vnd.api+json',
+        'x-request-id': 'log-check-1',
+      },
       body: JSON.stringify({ data: { type: 'User', attributes: { phoneNumber: '+14155550000' } } }),
     });
     assert.equal(res.status, 201);
     await new Promise((r) => setTimeout(r, 300));
-    const lines = server.stdout().split('\n').filter((l) => l.startsWith('{'));
+    const lines = server
+      .stdout()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     const mine = lines.filter((l) => l.includes('log-check-1'));
     assert.equal(mine.length, 1, mine.join('\n'));
     const entry = JSON.parse(mine[0]!);
@@ -143,8 +160,13 @@ describe('a sandbox whose admin token comes from the environment, as a process',
     assert.equal((await stat(dir)).mode & 0o777, 0o700);
     const entries = await readdir(dir, { recursive: true, withFileTypes: true });
     const names = entries.map((e) => path.relative(dir, path.join(e.parentPath, e.name)));
-    for (const f of ['secrets.json', 'demo-client.json', 'notes.txt']) assert.ok(names.includes(f), `${f} in ${names.slice(0, 20).join(', ')}`);
-    if (dbKind === 'pglite') assert.ok(names.includes('coffer.lock') && names.some((n) => n.startsWith('pglite/base/')), 'PGlite files and the lock');
+    for (const f of ['secrets.json', 'demo-client.json', 'notes.txt'])
+      assert.ok(names.includes(f), `${f} in ${names.slice(0, 20).join(', ')}`);
+    if (dbKind === 'pglite')
+      assert.ok(
+        names.includes('coffer.lock') && names.some((n) => n.startsWith('pglite/base/')),
+        'PGlite files and the lock',
+      );
     const open = [];
     for (const e of entries) {
       const p = path.join(e.parentPath, e.name);
@@ -175,16 +197,23 @@ describe('live', () => {
     const p = await startServer({ ...PGLITE, COFFER_ENV: 'live' });
     const { code } = await p.exited;
     assert.equal(code, 78);
-    for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'CARD_ENCRYPTION_KEY', 'WIDGET_SIGNING_KEY']) assert.match(p.stderr(), new RegExp(`live requires ${name}`));
+    for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'CARD_ENCRYPTION_KEY', 'WIDGET_SIGNING_KEY'])
+      assert.match(p.stderr(), new RegExp(`live requires ${name}`));
   });
 
   test('refuses a key that is not 32 bytes', async () => {
-    const p = await startServer({ ...PGLITE, COFFER_ENV: 'live', CARD_ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') });
+    const p = await startServer({
+      ...PGLITE,
+      COFFER_ENV: 'live',
+      CARD_ENCRYPTION_KEY: Buffer.alloc(16).toString('base64'),
+    });
     assert.equal((await p.exited).code, 78);
     assert.match(p.stderr(), /CARD_ENCRYPTION_KEY must be 32 bytes/);
   });
 
-  test('starts on PostgreSQL with its secrets and a pool of one connection: no demo merchant, no simulations', { skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+  test('starts on PostgreSQL with its secrets and a pool of one connection: no demo merchant, no simulations', {
+    skip: dbKind !== 'postgres' && 'needs DATABASE_URL (runs in the PostgreSQL pass)',
+  }, async () => {
     const url = await freshDatabaseUrl();
     const p = await startServer({
       COFFER_ENV: 'live',
@@ -208,10 +237,13 @@ describe('live', () => {
       });
       const c = (await created.json()) as { data: { id: string; attributes: { secret: string } } };
       assert.match(c.data.attributes.secret, /^sk_live_/);
-      const sim = await fetch(`http://127.0.0.1:${p.ports.api}/api/v1/simulation/users/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/linked-accounts`, {
-        method: 'POST',
-        headers: { 'client-id': c.data.id, authorization: `Bearer ${c.data.attributes.secret}` },
-      });
+      const sim = await fetch(
+        `http://127.0.0.1:${p.ports.api}/api/v1/simulation/users/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/linked-accounts`,
+        {
+          method: 'POST',
+          headers: { 'client-id': c.data.id, authorization: `Bearer ${c.data.attributes.secret}` },
+        },
+      );
       assert.equal(sim.status, 404);
     } finally {
       p.kill('SIGTERM');
@@ -236,13 +268,18 @@ describe('a database belongs to one environment', () => {
     try {
       const p = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
       assert.equal((await p.exited).code, 78, p.stderr());
-      assert.match(p.stderr(), /this database belongs to the live environment; a sandbox process \(COFFER_ENV=sandbox\) refuses to start on it/);
+      assert.match(
+        p.stderr(),
+        /this database belongs to the live environment; a sandbox process \(COFFER_ENV=sandbox\) refuses to start on it/,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
 
-  test('a live process refuses to start on a sandbox database', { skip: dbKind !== 'postgres' && 'live needs DATABASE_URL (runs in the PostgreSQL pass)' }, async () => {
+  test('a live process refuses to start on a sandbox database', {
+    skip: dbKind !== 'postgres' && 'live needs DATABASE_URL (runs in the PostgreSQL pass)',
+  }, async () => {
     const { dir, url } = await databaseOf('sandbox');
     const p = await startServer({
       COFFER_ENV: 'live',
@@ -270,7 +307,10 @@ describe('a database belongs to one environment', () => {
         assert.equal(exit.code, 0, `${JSON.stringify(exit)}\n${p.stderr()}`);
       }
       const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 });
-      await assert.rejects(claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }), /belongs to the sandbox environment/);
+      await assert.rejects(
+        claimDatabaseEnvironment(database.db, { environment: 'live', now: new Date() }),
+        /belongs to the sandbox environment/,
+      );
       await database.close();
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -282,7 +322,9 @@ describe('a database migrated by a newer build', () => {
   test('an older build refuses to start on it and says why; it starts again once the database is back at its migrations', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
     const url = await freshDatabaseUrl();
-    const journal = JSON.parse(await readFile(new URL('./db/migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: { when: number; tag: string }[] };
+    const journal = JSON.parse(
+      await readFile(new URL('./db/migrations/meta/_journal.json', import.meta.url), 'utf8'),
+    ) as { entries: { when: number; tag: string }[] };
     const last = journal.entries.at(-1)!;
     const migrations = async (statement: ReturnType<typeof sql>) => {
       const database = await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2, migrate: false });
@@ -292,13 +334,24 @@ describe('a database migrated by a newer build', () => {
     try {
       await (await openDatabase({ databaseUrl: url, dataDir: dir, poolSize: 2 })).close();
       // What a newer build's next migration leaves in Drizzle's table.
-      await migrations(sql`insert into drizzle.__drizzle_migrations (hash, created_at) values ('from-a-newer-build', ${last.when + 1000})`);
+      await migrations(
+        sql`insert into drizzle.__drizzle_migrations (hash, created_at) values ('from-a-newer-build', ${last.when + 1000})`,
+      );
       const refused = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });
-      const ran = await Promise.race([refused.exited.then(() => false), refused.waitFor(/Stop with Ctrl-C/).then(() => true, () => false)]);
+      const ran = await Promise.race([
+        refused.exited.then(() => false),
+        refused.waitFor(/Stop with Ctrl-C/).then(
+          () => true,
+          () => false,
+        ),
+      ]);
       if (ran) refused.kill('SIGTERM');
       assert.equal(ran, false, 'the older build started');
       assert.equal((await refused.exited).code, 78, refused.stderr());
-      assert.match(refused.stderr(), new RegExp(`coffer: the database was migrated by a newer Coffer .*this build's last is ${last.tag}`));
+      assert.match(
+        refused.stderr(),
+        new RegExp(`coffer: the database was migrated by a newer Coffer .*this build's last is ${last.tag}`),
+      );
       assert.doesNotMatch(refused.stderr(), /\n\s+at /, 'a message, not a stack trace');
       await migrations(sql`delete from drizzle.__drizzle_migrations where hash = 'from-a-newer-build'`);
       const started = await startServer({ ...PGLITE, DATA_DIR: dir, DATABASE_URL: url });

@@ -40,10 +40,17 @@ async function main(): Promise<void> {
   const log = createLogger(config);
   // Before anything that makes spans: the listeners add their hooks only with tracing on.
   const otlp = config.observability.otlpEndpoint;
-  if (otlp) await startTracing({ endpoint: otlp, serviceName: config.observability.serviceName, environment: config.environment });
+  if (otlp)
+    await startTracing({
+      endpoint: otlp,
+      serviceName: config.observability.serviceName,
+      environment: config.environment,
+    });
   if (config.trustProxy === true) {
     // Live refuses it (config.ts); the sandbox only warns.
-    log.warn("TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead");
+    log.warn(
+      "TRUST_PROXY=true believes any client's X-Forwarded-For, so a client can pick the address the rate limits count: give the proxies' addresses or CIDRs instead",
+    );
   }
   const ctx = await orRefuse(() => createContext(config, { log }));
   await orRefuse(
@@ -62,7 +69,9 @@ async function main(): Promise<void> {
     else log.info({ signal }, 'shutting down');
     await closeListeners(listeners);
     await ctx.jobs.stop();
-    await ctx.requestLog.flush(ctx.db).catch((err: unknown) => log.warn({ err }, 'the request log could not be written'));
+    await ctx.requestLog
+      .flush(ctx.db)
+      .catch((err: unknown) => log.warn({ err }, 'the request log could not be written'));
     await ctx.webhooks.close();
     await closeProviders(ctx.providers);
     await ctx.database.close();
@@ -74,7 +83,12 @@ async function main(): Promise<void> {
   process.stdout.write(banner(config, ctx.database.kind, demo, { showAdminToken: generatedAdminToken }));
 }
 
-function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, opts: { showAdminToken: boolean }): string {
+function banner(
+  config: Config,
+  dbKind: string,
+  demo: DemoMerchant | undefined,
+  opts: { showAdminToken: boolean },
+): string {
   const l = config.listeners;
   const on = (n: keyof typeof l) => config.enabledListeners.includes(n);
   const lines = [
@@ -85,7 +99,9 @@ function banner(config: Config, dbKind: string, demo: DemoMerchant | undefined, 
     ...(on('card') ? [`  Secure cards  ${l.card.publicUrl}`] : []),
     ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
     ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
-    ...(on('console') ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the admin token)`] : []),
+    ...(on('console')
+      ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the admin token)`]
+      : []),
   ];
   // Only a token the sandbox generated is printed: one from the environment stays out of the
   // terminal and of whatever collects stdout.

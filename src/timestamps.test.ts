@@ -20,7 +20,20 @@ const YEAR_10000 = 253402300800000;
 
 describe('timestamps', () => {
   test('isoTime is toISOString', () => {
-    const edges = [0, -1, 1, YEAR_1000, YEAR_1000 - 1, YEAR_10000 - 1, YEAR_10000, Date.UTC(2000, 1, 29, 23, 59, 59, 999), Date.UTC(1900, 2, 1), Date.UTC(2100, 1, 28, 12), -8.64e15, 8.64e15];
+    const edges = [
+      0,
+      -1,
+      1,
+      YEAR_1000,
+      YEAR_1000 - 1,
+      YEAR_10000 - 1,
+      YEAR_10000,
+      Date.UTC(2000, 1, 29, 23, 59, 59, 999),
+      Date.UTC(1900, 2, 1),
+      Date.UTC(2100, 1, 28, 12),
+      -8.64e15,
+      8.64e15,
+    ];
     for (const ms of [...edges, ...instants(200_000, YEAR_1000 - 1e11, YEAR_10000 + 1e11)]) {
       const d = new Date(ms);
       assert.equal(isoTime(d), d.toISOString(), String(ms));
@@ -39,7 +52,20 @@ describe('timestamps', () => {
       assert.equal(parseTimestamptz(text).getTime(), new Date(text).getTime(), text);
     }
     // Texts outside the fast path: another session time zone, years Date.UTC reads differently, BC, infinity, nonsense.
-    for (const text of ['2026-01-01 00:00:00+05:30', '2026-01-01 00:00:00.5-08', '0099-01-01 00:00:00+00', '0999-12-31 23:59:59+00', '10000-01-01 00:00:00+00', '2026-01-01 00:00:00+00 BC', 'infinity', '-infinity', '2026-13-01 00:00:00+00', '2026-02-30 00:00:00+00', '2026-01-01 00:00:00.12a+00', 'x026-01-01 00:00:00+00']) {
+    for (const text of [
+      '2026-01-01 00:00:00+05:30',
+      '2026-01-01 00:00:00.5-08',
+      '0099-01-01 00:00:00+00',
+      '0999-12-31 23:59:59+00',
+      '10000-01-01 00:00:00+00',
+      '2026-01-01 00:00:00+00 BC',
+      'infinity',
+      '-infinity',
+      '2026-13-01 00:00:00+00',
+      '2026-02-30 00:00:00+00',
+      '2026-01-01 00:00:00.12a+00',
+      'x026-01-01 00:00:00+00',
+    ]) {
       assert.ok(Object.is(parseTimestamptz(text).getTime(), new Date(text).getTime()), text);
     }
   });
@@ -54,9 +80,16 @@ describe('timestamps', () => {
     after(() => t.close());
 
     test("a user's timestamps read from the database render as the database has them, to the millisecond", async () => {
-      for (const text of ['2024-02-29 23:59:59.999999+00', '1999-12-31 23:59:59+00', '2038-01-19 03:14:08.5+00', '2026-11-28 07:49:28.07+00']) {
+      for (const text of [
+        '2024-02-29 23:59:59.999999+00',
+        '1999-12-31 23:59:59+00',
+        '2038-01-19 03:14:08.5+00',
+        '2026-11-28 07:49:28.07+00',
+      ]) {
         const u = await createUser(t, m);
-        await t.ctx.db.execute(sql`update users set created_at = ${text}::timestamptz, updated_at = ${text}::timestamptz where id = ${u.id}`);
+        await t.ctx.db.execute(
+          sql`update users set created_at = ${text}::timestamptz, updated_at = ${text}::timestamptz where id = ${u.id}`,
+        );
         const res = await t.request('GET', `/api/v1/users/${u.id}`, { as: m });
         assert.equal(res.status, 200, res.raw);
         const expected = new Date(text).toISOString();

@@ -95,7 +95,22 @@ export function parseTimestamptz(v: string): Date {
   const m = two(v, 14);
   const s = two(v, 17);
   // Date.UTC reads years 0 to 99 as 1900 to 1999 and rolls a month 13 over; new Date() does neither.
-  if (!(year >= 1000 && year <= 9999 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && h <= 23 && m <= 59 && s <= 59 && h >= 0 && m >= 0 && s >= 0)) {
+  if (
+    !(
+      year >= 1000 &&
+      year <= 9999 &&
+      month >= 1 &&
+      month <= 12 &&
+      day >= 1 &&
+      day <= 31 &&
+      h <= 23 &&
+      m <= 59 &&
+      s <= 59 &&
+      h >= 0 &&
+      m >= 0 &&
+      s >= 0
+    )
+  ) {
     return new Date(v);
   }
   return new Date(Date.UTC(year, month - 1, day, h, m, s, ms));

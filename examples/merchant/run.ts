@@ -13,8 +13,21 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 const dataDir = mkdtempSync(path.join(tmpdir(), 'coffer-example-'));
 // WEBHOOK_ALLOW_PRIVATE: this sandbox is for local development, so a webhook receiver you run
 // on localhost can be registered with it.
-const env = { ...process.env, DATA_DIR: dataDir, PORT: '3000', CARD_PORT: '3001', PAY_PORT: '3002', ADMIN_PORT: '3003', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE: 'true' };
-const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+const env = {
+  ...process.env,
+  DATA_DIR: dataDir,
+  PORT: '3000',
+  CARD_PORT: '3001',
+  PAY_PORT: '3002',
+  ADMIN_PORT: '3003',
+  LOG_LEVEL: 'warn',
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+};
+const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  cwd: root,
+  env,
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 
 const banner = await new Promise<string>((resolve, reject) => {
   let out = '';
@@ -28,7 +41,12 @@ const field = (name: string) => new RegExp(`${name}\\s+(\\S+)`).exec(banner)?.[1
 const acct = { api: 'http://localhost:3000/api/v1', clientId: field('Client-ID'), secret: field('Secret') };
 
 const customer = await seedDemoCustomer(acct);
-const shop = await startMerchant({ ...acct, payUrl: 'http://localhost:3002', customer, port: Number(process.env.SHOP_PORT ?? 4000) });
+const shop = await startMerchant({
+  ...acct,
+  payUrl: 'http://localhost:3002',
+  customer,
+  port: Number(process.env.SHOP_PORT ?? 4000),
+});
 process.stdout.write(`
 The example shop is open: ${shop.url}
 

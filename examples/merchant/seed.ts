@@ -14,7 +14,10 @@ export interface DemoCustomer {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `tick` runs while waiting for the KYC decision (tests use it to run the decision job). */
-export async function seedDemoCustomer(acct: CofferAccount, opts: { tick?: () => Promise<void> } = {}): Promise<DemoCustomer> {
+export async function seedDemoCustomer(
+  acct: CofferAccount,
+  opts: { tick?: () => Promise<void> } = {},
+): Promise<DemoCustomer> {
   const phoneNumber = `+1415${String(randomInt(1e7)).padStart(7, '0')}`;
   const referenceId = `cust_${randomInt(1e9)}`;
   const email = `${referenceId}@example.com`;
@@ -22,7 +25,9 @@ export async function seedDemoCustomer(acct: CofferAccount, opts: { tick?: () =>
     data: { type: 'User', attributes: { phoneNumber, email, firstName: 'Ada', lastName: 'Lovelace' } },
   });
   const userId = user.data.id as string;
-  await coffer(acct, 'PATCH', `/users/${userId}/attached-profile`, { data: { type: 'AttachedProfile', attributes: { referenceId } } });
+  await coffer(acct, 'PATCH', `/users/${userId}/attached-profile`, {
+    data: { type: 'AttachedProfile', attributes: { referenceId } },
+  });
   await coffer(acct, 'POST', `/users/${userId}/disclosures/kyc`);
   await coffer(acct, 'POST', `/users/${userId}/kyc/application`, {
     data: {
@@ -43,13 +48,23 @@ export async function seedDemoCustomer(acct: CofferAccount, opts: { tick?: () =>
     if (i > 100) throw new Error(`KYC stayed ${kyc.data.attributes.status}`);
     await sleep(100);
   }
-  const account = await coffer(acct, 'POST', `/simulation/users/${userId}/linked-accounts`, { data: { type: 'LinkedAccount', attributes: { accountMask: '6789' } } });
+  const account = await coffer(acct, 'POST', `/simulation/users/${userId}/linked-accounts`, {
+    data: { type: 'LinkedAccount', attributes: { accountMask: '6789' } },
+  });
   const wallet = await coffer(acct, 'POST', '/wallets', { data: { type: 'Wallet', attributes: { userId } } });
   const walletId = wallet.data.id as string;
   await coffer(acct, 'POST', `/wallets/${walletId}/transactions`, {
-    data: { type: 'OneTimeDeposit', attributes: { amount: 5_000, linkedAccountId: account.data.id, idempotencyKey: newKey() } },
+    data: {
+      type: 'OneTimeDeposit',
+      attributes: { amount: 5_000, linkedAccountId: account.data.id, idempotencyKey: newKey() },
+    },
   });
   await coffer(acct, 'POST', `/simulation/wallets/${walletId}/clear-pending/bank`);
-  await coffer(acct, 'POST', '/rewards', { data: { type: 'IssueReward', attributes: { walletId, amount: 500, idempotencyKey: newKey(), message: 'Welcome reward' } } });
+  await coffer(acct, 'POST', '/rewards', {
+    data: {
+      type: 'IssueReward',
+      attributes: { walletId, amount: 500, idempotencyKey: newKey(), message: 'Welcome reward' },
+    },
+  });
   return { userId, walletId, referenceId, email, phoneNumber };
 }

@@ -30,22 +30,48 @@ async function readJson(req: http.IncomingMessage): Promise<Record<string, unkno
 
 export async function startMerchant(opts: MerchantOptions): Promise<{ url: string; close: () => Promise<void> }> {
   const acct: CofferAccount = { api: opts.api, clientId: opts.clientId, secret: opts.secret };
-  const payload = async () => (await coffer(acct, 'GET', `/widgets/wallet/${opts.customer.walletId}?purchaseAmount=${CART.amount}`)).data.attributes.payload as string;
+  const payload = async () =>
+    (await coffer(acct, 'GET', `/widgets/wallet/${opts.customer.walletId}?purchaseAmount=${CART.amount}`)).data
+      .attributes.payload as string;
 
   /** Create the intent, authorize it with the wallet, capture it: the inline flow's backend half. */
   async function checkout(body: Record<string, unknown>) {
     const reference = String(body.reference ?? `order-${Date.now()}`);
     const intent = await coffer(acct, 'POST', '/payment-intents', {
-      data: { type: 'CreatePaymentIntent', attributes: { amount: CART.amount, walletId: opts.customer.walletId, reference } },
+      data: {
+        type: 'CreatePaymentIntent',
+        attributes: { amount: CART.amount, walletId: opts.customer.walletId, reference },
+      },
     });
     const authorized = await coffer(acct, 'POST', `/payment-intents/${intent.data.id}/authorize`, {
-      data: { type: 'AuthorizePaymentIntent', attributes: { amount: CART.amount, applyWalletBalance: true, idempotencyKey: newKey(), reference, channel: 'web' } },
+      data: {
+        type: 'AuthorizePaymentIntent',
+        attributes: {
+          amount: CART.amount,
+          applyWalletBalance: true,
+          idempotencyKey: newKey(),
+          reference,
+          channel: 'web',
+        },
+      },
     });
-    const payment = (authorized.included as { type: string; id: string; attributes: { status: string } }[]).find((r) => r.type === 'Payment')!;
-    const captured = payment.attributes.status === 'Created'
-      ? await coffer(acct, 'POST', `/payments/${payment.id}/capture`, { data: { type: 'CapturePayment', attributes: { amount: CART.amount } } })
-      : { data: payment };
-    return { paymentIntentId: intent.data.id, walletId: opts.customer.walletId, amount: CART.amount, reference, paymentId: payment.id, status: captured.data.attributes.status };
+    const payment = (authorized.included as { type: string; id: string; attributes: { status: string } }[]).find(
+      (r) => r.type === 'Payment',
+    )!;
+    const captured =
+      payment.attributes.status === 'Created'
+        ? await coffer(acct, 'POST', `/payments/${payment.id}/capture`, {
+            data: { type: 'CapturePayment', attributes: { amount: CART.amount } },
+          })
+        : { data: payment };
+    return {
+      paymentIntentId: intent.data.id,
+      walletId: opts.customer.walletId,
+      amount: CART.amount,
+      reference,
+      paymentId: payment.id,
+      status: captured.data.attributes.status,
+    };
   }
 
   const server = http.createServer(async (req, res) => {
@@ -70,12 +96,14 @@ export async function startMerchant(opts: MerchantOptions): Promise<{ url: strin
         const file = url.pathname.slice(1);
         return send(200, TYPES[file.slice(file.lastIndexOf('.'))]!, await readFile(new URL(file, PUBLIC), 'utf8'));
       }
-      if (req.method === 'GET' && url.pathname === '/api/widget-payload') return json(200, { payload: await payload() });
+      if (req.method === 'GET' && url.pathname === '/api/widget-payload')
+        return json(200, { payload: await payload() });
       if (req.method === 'GET' && url.pathname === '/api/me') {
         const c = opts.customer;
         return json(200, { referenceId: c.referenceId, email: c.email, phoneNumber: c.phoneNumber });
       }
-      if (req.method === 'POST' && url.pathname === '/api/checkout') return json(200, await checkout(await readJson(req)));
+      if (req.method === 'POST' && url.pathname === '/api/checkout')
+        return json(200, await checkout(await readJson(req)));
       return json(404, { error: 'not found' });
     } catch (err) {
       const status = err instanceof CofferError ? 502 : 500;

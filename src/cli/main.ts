@@ -61,7 +61,9 @@ async function main(argv: string[]): Promise<number> {
     case 'create': {
       need(0);
       if (!values.name) throw new CliError('clients create needs --name');
-      const res = await call('POST', '/admin/v1/clients', { data: { type: 'Client', attributes: { name: values.name, ...(settings ? { settings } : {}) } } });
+      const res = await call('POST', '/admin/v1/clients', {
+        data: { type: 'Client', attributes: { name: values.name, ...(settings ? { settings } : {}) } },
+      });
       const a = res.data.attributes;
       out = { clientId: res.data.id, name: a.name, secret: a.secret, secretId: a.secretId, settings: a.settings };
       break;
@@ -83,7 +85,8 @@ async function main(argv: string[]): Promise<number> {
       const attributes: Record<string, unknown> = {};
       if (values.name !== undefined) attributes.name = values.name;
       if (values.disabled !== undefined) {
-        if (values.disabled !== 'true' && values.disabled !== 'false') throw new CliError('--disabled takes true or false');
+        if (values.disabled !== 'true' && values.disabled !== 'false')
+          throw new CliError('--disabled takes true or false');
         attributes.disabled = values.disabled === 'true';
       }
       if (settings !== undefined) attributes.settings = settings;
@@ -122,7 +125,8 @@ function parseJson(text: string, flag: string): unknown {
 
 async function sandboxToken(dataDir: string): Promise<string | undefined> {
   try {
-    return (JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { adminToken?: string }).adminToken;
+    return (JSON.parse(await readFile(path.join(dataDir, 'secrets.json'), 'utf8')) as { adminToken?: string })
+      .adminToken;
   } catch {
     return undefined;
   }
@@ -143,7 +147,11 @@ async function request(base: string, token: string, method: string, p: string, b
   const json = text ? JSON.parse(text) : undefined;
   if (!res.ok) {
     const errors = (json?.errors ?? []) as { code: string; detail: string; source?: { pointer?: string } }[];
-    throw new CliError(errors.map((e) => `${res.status} ${e.code}: ${e.detail}${e.source?.pointer ? ` (${e.source.pointer})` : ''}`).join('\n') || `HTTP ${res.status}`);
+    throw new CliError(
+      errors
+        .map((e) => `${res.status} ${e.code}: ${e.detail}${e.source?.pointer ? ` (${e.source.pointer})` : ''}`)
+        .join('\n') || `HTTP ${res.status}`,
+    );
   }
   return json;
 }
@@ -151,7 +159,9 @@ async function request(base: string, token: string, method: string, p: string, b
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    process.stderr.write(`coffer: ${err instanceof CliError ? err.message : err instanceof Error ? err.stack : String(err)}\n`);
+    process.stderr.write(
+      `coffer: ${err instanceof CliError ? err.message : err instanceof Error ? err.stack : String(err)}\n`,
+    );
     process.exit(err instanceof CliError ? 1 : 70);
   },
 );

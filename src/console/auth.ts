@@ -9,7 +9,17 @@ import { limitExceeded } from '../http/rate-limit.ts';
 import type { App } from '../http/server.ts';
 import { findClient } from '../modules/clients/sql.ts';
 import { html, layout } from './html.ts';
-import { cookieNames, createSession, deleteSession, findSession, randomToken, readCookies, sameToken, setCookie, type SessionRow } from './session.ts';
+import {
+  cookieNames,
+  createSession,
+  deleteSession,
+  findSession,
+  randomToken,
+  readCookies,
+  sameToken,
+  setCookie,
+  type SessionRow,
+} from './session.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,7 +52,11 @@ export function registerSessions(app: App, ctx: AppContext): void {
     // Every POST but the sign-in form's carries the session's token (the sign-in form has its own).
     if (req.method === 'POST' && req.url !== '/sign-in') {
       const given = (req.body as Record<string, unknown> | undefined)?._csrf;
-      if (!req.consoleSession || !sameToken(given, req.consoleSession.csrfToken)) throw new PageError(403, 'The form has expired or did not come from this console: reload the page and try again.');
+      if (!req.consoleSession || !sameToken(given, req.consoleSession.csrfToken))
+        throw new PageError(
+          403,
+          'The form has expired or did not come from this console: reload the page and try again.',
+        );
     }
   });
 
@@ -76,29 +90,46 @@ export function registerSessions(app: App, ctx: AppContext): void {
     // Wrong attempts count as much as right ones: the limit is per address, before any check.
     const { current, ttl } = await app.rateLimitStore.count(`sign-in:${req.ip}`);
     if (current > ctx.config.console.signInPerMinute) {
-      const e = limitExceeded(`More than ${ctx.config.console.signInPerMinute} sign-in attempts in a minute from this address`, ttl);
+      const e = limitExceeded(
+        `More than ${ctx.config.console.signInPerMinute} sign-in attempts in a minute from this address`,
+        ttl,
+      );
       reply.header('retry-after', e.headers['retry-after']!);
       return signInPage(reply, 429, e.items[0]!.detail);
     }
     const body = (req.body ?? {}) as Record<string, string | undefined>;
-    if (!sameToken(body._csrf, readCookies(req)[names.signIn] ?? '')) return signInPage(reply, 403, 'The sign-in form expired: try again.');
+    if (!sameToken(body._csrf, readCookies(req)[names.signIn] ?? ''))
+      return signInPage(reply, 403, 'The sign-in form expired: try again.');
     let role: 'operator' | 'merchant';
     let clientId: string | null = null;
     if (body.role === 'operator') {
-      const presented = createHash('sha256').update(body.adminToken ?? '').digest();
-      if (!adminHash || !timingSafeEqual(presented, adminHash)) return signInPage(reply, 401, 'That is not the ADMIN_TOKEN.');
+      const presented = createHash('sha256')
+        .update(body.adminToken ?? '')
+        .digest();
+      if (!adminHash || !timingSafeEqual(presented, adminHash))
+        return signInPage(reply, 401, 'That is not the ADMIN_TOKEN.');
       role = 'operator';
     } else {
       try {
         const client = await ctx.auth.authenticate(body.clientId?.trim(), `Bearer ${(body.secret ?? '').trim()}`);
         clientId = client.id;
       } catch (err) {
-        if (err instanceof ApiError) return signInPage(reply, err.status === 403 ? 403 : 401, err.status === 403 ? 'This merchant is disabled.' : 'Unknown Client-ID or wrong secret.');
+        if (err instanceof ApiError)
+          return signInPage(
+            reply,
+            err.status === 403 ? 403 : 401,
+            err.status === 403 ? 'This merchant is disabled.' : 'Unknown Client-ID or wrong secret.',
+          );
         throw err;
       }
       role = 'merchant';
     }
-    const { id, row } = await createSession(ctx.db, { role, clientId, now: ctx.clock.now(), ttlMs: ctx.config.console.sessionTtlMs });
+    const { id, row } = await createSession(ctx.db, {
+      role,
+      clientId,
+      now: ctx.clock.now(),
+      ttlMs: ctx.config.console.sessionTtlMs,
+    });
     setCookie(reply, names, names.session, id, ttlS);
     setCookie(reply, names, names.signIn, '', 0);
     req.log.info({ role, clientId }, 'console sign-in');

@@ -21,7 +21,10 @@ const OUT = path.resolve(ROOT, process.env.CONSOLE_SCREENSHOTS ?? 'test-output/c
 
 // Skipped where there is no Chromium (a plain `npm test` on a new machine); CI sets
 // REQUIRE_BROWSER so a missing browser fails instead.
-const skip = existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER ? false : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip =
+  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
+    ? false
+    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
 
 describe('console in Chromium', { skip }, () => {
   let t: TestApp;
@@ -46,21 +49,45 @@ describe('console in Chromium', { skip }, () => {
     hookId = hook.body.data.id;
     const { wallet, account } = await fundedWallet(t, m, 20_000);
     walletId = wallet.id;
-    for (const [amount, capture] of [[2_500, true], [1_200, false], [4_000, true]] as const) {
-      const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } } });
+    for (const [amount, capture] of [
+      [2_500, true],
+      [1_200, false],
+      [4_000, true],
+    ] as const) {
+      const intent = await t.request('POST', '/api/v1/payment-intents', {
+        as: m,
+        body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } },
+      });
       const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
         as: m,
         body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: `order-${amount}` } } },
       });
       assert.equal(auth.status, 201, auth.raw);
       paymentId = auth.body.included[0].id;
-      if (capture) assert.equal((await t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } })).status, 200);
+      if (capture)
+        assert.equal(
+          (
+            await t.request('POST', `/api/v1/payments/${paymentId}/capture`, {
+              as: m,
+              body: { data: { type: 'CapturePayment', attributes: { amount } } },
+            })
+          ).status,
+          200,
+        );
     }
     assert.equal((await deposit(t, m, walletId, 1_500, account.id)).status, 201);
     await t.ctx.jobs.runOnce('request-log-flush');
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
   });

@@ -45,7 +45,10 @@ describe('console charts', () => {
     assert.equal((await signIn(app, b, { role: 'merchant', clientId: m.clientId, secret: m.secret })).statusCode, 303);
   };
   const authorized = async (amount: number, wallet = walletId) => {
-    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId: wallet } } } });
+    const intent = await t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId: wallet } } },
+    });
     assert.equal(intent.status, 201, intent.raw);
     const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
       as: m,
@@ -58,8 +61,20 @@ describe('console charts', () => {
     const r = await res;
     assert.ok(r.status === 200 || r.status === 201, r.raw);
   };
-  const capture = (id: string, amount: number) => ok(t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } }));
-  const refund = (id: string, amount: number) => ok(t.request('POST', `/api/v1/payments/${id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount, idempotencyKey: randomUUID() } } } }));
+  const capture = (id: string, amount: number) =>
+    ok(
+      t.request('POST', `/api/v1/payments/${id}/capture`, {
+        as: m,
+        body: { data: { type: 'CapturePayment', attributes: { amount } } },
+      }),
+    );
+  const refund = (id: string, amount: number) =>
+    ok(
+      t.request('POST', `/api/v1/payments/${id}/refund`, {
+        as: m,
+        body: { data: { type: 'Refund', attributes: { amount, idempotencyKey: randomUUID() } } },
+      }),
+    );
   const failPull = (id: string) => ok(t.request('POST', `/api/v1/simulation/payments/${id}/fail-bank-pull`, { as: m }));
   const cancel = (id: string) => ok(t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m }));
   const fold = async () => {
@@ -67,7 +82,13 @@ describe('console charts', () => {
     while ((await t.ctx.jobs.runOnce('console-payment-rollup')) > 0);
   };
   const deltasOf = async (clientId: string) =>
-    Number(rowsOf<{ n: number | string }>(await t.ctx.db.execute(sql`select count(*) as n from console_payment_rollup_deltas where client_id = ${clientId}`))[0]!.n);
+    Number(
+      rowsOf<{ n: number | string }>(
+        await t.ctx.db.execute(
+          sql`select count(*) as n from console_payment_rollup_deltas where client_id = ${clientId}`,
+        ),
+      )[0]!.n,
+    );
 
   /** The first of the chart's 30 UTC days. */
   const since = () => {
@@ -84,7 +105,14 @@ describe('console charts', () => {
         from payments where client_id = ${m.clientId} and created_at >= ${since().toISOString()}::timestamptz
         group by 1 order by 1`),
     );
-    return rows.map((r) => ({ day: String(r.day), count: Number(r.count), failed: Number(r.failed), amount: Number(r.amount), captured: Number(r.captured), refunded: Number(r.refunded) }));
+    return rows.map((r) => ({
+      day: String(r.day),
+      count: Number(r.count),
+      failed: Number(r.failed),
+      amount: Number(r.amount),
+      captured: Number(r.captured),
+      refunded: Number(r.refunded),
+    }));
   }
 
   /** The overview page's figures (the cards) and the bars of its per-day charts, by day. */
@@ -93,9 +121,15 @@ describe('console charts', () => {
     assert.equal(res.statusCode, 200);
     const figure = (name: string) => new RegExp(`data-figure="${name}">([^<]*)<`).exec(res.body)?.[1];
     const bars = (caption: string) => {
-      const chart = res.body.split('<figure class="chart">').find((c) => c.includes(`<figcaption>${caption}</figcaption>`));
+      const chart = res.body
+        .split('<figure class="chart">')
+        .find((c) => c.includes(`<figcaption>${caption}</figcaption>`));
       assert.ok(chart, caption);
-      return Object.fromEntries([...chart.matchAll(/<rect [^>]*><title>(\d\d-\d\d): ([^<]*)<\/title>/g)].filter((x) => x[2] !== '0' && x[2] !== '0.00').map((x) => [x[1], x[2]]));
+      return Object.fromEntries(
+        [...chart.matchAll(/<rect [^>]*><title>(\d\d-\d\d): ([^<]*)<\/title>/g)]
+          .filter((x) => x[2] !== '0' && x[2] !== '0.00')
+          .map((x) => [x[1], x[2]]),
+      );
     };
     return {
       payments: figure('payments'),
@@ -108,9 +142,15 @@ describe('console charts', () => {
   }
 
   /** The page shows `expected`, and the rollup (with its deltas) equals the count over payments. */
-  async function expectFigures(expected: { payments: string; captured: string; refunded: string; successRate: string }, perDay?: Record<string, string>) {
+  async function expectFigures(
+    expected: { payments: string; captured: string; refunded: string; successRate: string },
+    perDay?: Record<string, string>,
+  ) {
     const page = await overview();
-    assert.deepEqual({ payments: page.payments, captured: page.captured, refunded: page.refunded, successRate: page.successRate }, expected);
+    assert.deepEqual(
+      { payments: page.payments, captured: page.captured, refunded: page.refunded, successRate: page.successRate },
+      expected,
+    );
     if (perDay) assert.deepEqual(page.perDay, perDay);
     assert.deepEqual(await dailyPaymentStats(t.ctx.db, m.clientId, since()), await truth());
   }
@@ -166,7 +206,10 @@ describe('console charts', () => {
     // 30 days on, the first day has left the chart.
     t.clock.advance(29 * DAY);
     await freshSession();
-    await expectFigures({ payments: '1', captured: '7.00', refunded: '0.00', successRate: '100.0%' }, { [tomorrow]: '1' });
+    await expectFigures(
+      { payments: '1', captured: '7.00', refunded: '0.00', successRate: '100.0%' },
+      { [tomorrow]: '1' },
+    );
   });
 
   test('authorizes and captures arriving together (one grouped statement for many payments) are each counted once', async () => {

@@ -25,7 +25,11 @@ function frame(title: string, inner: string, yLabels: [string, string]): Html {
 function xLabels(points: Point[], x: (i: number) => number): string {
   const step = Math.max(1, Math.ceil(points.length / 8));
   return points
-    .map((p, i) => (i % step === 0 ? `<text x="${x(i).toFixed(1)}" y="${H - 6}" text-anchor="middle">${escapeHtml(p.label)}</text>` : ''))
+    .map((p, i) =>
+      i % step === 0
+        ? `<text x="${x(i).toFixed(1)}" y="${H - 6}" text-anchor="middle">${escapeHtml(p.label)}</text>`
+        : '',
+    )
     .join('');
 }
 
@@ -61,7 +65,12 @@ export function rateChart(title: string, points: { label: string; value: number 
     }
     path += `${pen ? 'L' : 'M'}${x(i).toFixed(1)},${y(p.value).toFixed(1)}`;
     pen = true;
-    dots.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="2.5"><title>${escapeHtml(`${p.label}: ${(p.value * 100).toFixed(1)}%`)}</title></circle>`);
+    dots.push(
+      `<circle cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="2.5"><title>${escapeHtml(`${p.label}: ${(p.value * 100).toFixed(1)}%`)}</title></circle>`,
+    );
   });
-  return frame(title, `<path d="${path}" class="line"/>${dots.join('')}` + xLabels(points as Point[], x), ['0%', '100%']);
+  return frame(title, `<path d="${path}" class="line"/>${dots.join('')}` + xLabels(points as Point[], x), [
+    '0%',
+    '100%',
+  ]);
 }

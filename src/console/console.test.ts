@@ -26,11 +26,16 @@ describe('console', () => {
 
   async function paidOnce(m: Merchant) {
     const { wallet, user } = await fundedWallet(t, m, 10_000);
-    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 2_500, walletId: wallet.id } } } });
+    const intent = await t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 2_500, walletId: wallet.id } } },
+    });
     assert.equal(intent.status, 201, intent.raw);
     const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
       as: m,
-      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2_500, idempotencyKey: `key-${randomUUID()}` } } },
+      body: {
+        data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2_500, idempotencyKey: `key-${randomUUID()}` } },
+      },
     });
     assert.equal(res.status, 201, res.raw);
     return { walletId: wallet.id, userId: user.id, paymentId: res.body.included[0].id as string };
@@ -75,7 +80,11 @@ describe('console', () => {
     assert.match(wrong.body, /wrong secret/);
     const op = await signIn(app, b, { role: 'operator', adminToken: 'not-the-token' });
     assert.equal(op.statusCode, 401);
-    const forged = await call(app, b, 'POST', '/sign-in', { _csrf: 'forged', role: 'operator', adminToken: ADMIN_TOKEN });
+    const forged = await call(app, b, 'POST', '/sign-in', {
+      _csrf: 'forged',
+      role: 'operator',
+      adminToken: ADMIN_TOKEN,
+    });
     assert.equal(forged.statusCode, 403);
     assert.ok(![...b.cookies.keys()].includes('coffer_console'));
   });
@@ -84,7 +93,8 @@ describe('console', () => {
     const b = browser();
     const limit = t.ctx.config.console.signInPerMinute;
     let last = 0;
-    for (let i = 0; i <= limit; i++) last = (await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: 'wrong' })).statusCode;
+    for (let i = 0; i <= limit; i++)
+      last = (await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: 'wrong' })).statusCode;
     assert.equal(last, 429);
   });
 
@@ -116,7 +126,9 @@ describe('console', () => {
       const b = browser();
       const res = await signIn(c, b, { role: 'operator', adminToken: ADMIN_TOKEN });
       assert.equal(res.statusCode, 303);
-      const cookie = ([res.headers['set-cookie']].flat() as string[]).find((x) => x.startsWith('__Host-coffer_console='))!;
+      const cookie = ([res.headers['set-cookie']].flat() as string[]).find((x) =>
+        x.startsWith('__Host-coffer_console='),
+      )!;
       assert.match(cookie, /; Secure/);
       assert.match(cookie, /HttpOnly/);
     } finally {
@@ -132,9 +144,16 @@ describe('console', () => {
     const eventId = /\/events\/([0-9a-f-]{36})"/.exec(events.body)![1]!;
     const before = (await getEvent(t.ctx.db, { clientId: a.clientId, eventId })).deliveries.length;
     assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, {})).statusCode, 403);
-    assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: 'x'.repeat(43) })).statusCode, 403);
+    assert.equal(
+      (await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: 'x'.repeat(43) })).statusCode,
+      403,
+    );
     assert.equal((await call(app, b, 'POST', '/sign-out', { _csrf: 'nope' })).statusCode, 403);
-    assert.equal((await getEvent(t.ctx.db, { clientId: a.clientId, eventId })).deliveries.length, before, 'no replay was queued');
+    assert.equal(
+      (await getEvent(t.ctx.db, { clientId: a.clientId, eventId })).deliveries.length,
+      before,
+      'no replay was queued',
+    );
   });
 
   test("isolation: another merchant's pages and resources are 404", async () => {
@@ -150,7 +169,14 @@ describe('console', () => {
     assert.equal(found.statusCode, 303);
     assert.match(String(found.headers.location), /error=/);
     const home = await call(app, b, 'GET', `/m/${a.clientId}`);
-    assert.equal((await call(app, b, 'POST', `/m/${other.clientId}/payments/${otherPaymentId}/settle`, { _csrf: csrfOf(home.body) })).statusCode, 404);
+    assert.equal(
+      (
+        await call(app, b, 'POST', `/m/${other.clientId}/payments/${otherPaymentId}/settle`, {
+          _csrf: csrfOf(home.body),
+        })
+      ).statusCode,
+      404,
+    );
   });
 
   test('pages render with data; find a payment by id; its timeline and ledger postings', async () => {
@@ -163,7 +189,10 @@ describe('console', () => {
     const found = await call(app, b, 'GET', `${base}/payments?id=${paymentId}`);
     assert.equal(found.statusCode, 303);
     assert.equal(found.headers.location, `${base}/payments/${paymentId}`);
-    const captured = await t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: a, body: { data: { type: 'CapturePayment', attributes: { amount: 2_500 } } } });
+    const captured = await t.request('POST', `/api/v1/payments/${paymentId}/capture`, {
+      as: a,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 2_500 } } },
+    });
     assert.equal(captured.status, 200, captured.raw);
     const detail = await call(app, b, 'GET', `${base}/payments/${paymentId}`);
     assert.match(detail.body, /Timeline/);
@@ -187,15 +216,24 @@ describe('console', () => {
   test('events by delivery state: the same events and totals as the API; a failed delivery moves its event', async () => {
     const b = browser();
     await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
-    const apiList = async (state: string, limit: number) => (await t.request('GET', `/api/v1/webhook-events?filter[deliveryState]=${state}&page[limit]=${limit}`, { as: a })).body;
+    const apiList = async (state: string, limit: number) =>
+      (await t.request('GET', `/api/v1/webhook-events?filter[deliveryState]=${state}&page[limit]=${limit}`, { as: a }))
+        .body;
     const consoleList = async (state: string, limit: number) => {
       const res = await call(app, b, 'GET', `/m/${a.clientId}/events?deliveryState=${state}&page[limit]=${limit}`);
       assert.equal(res.statusCode, 200);
-      return { ids: [...res.body.matchAll(/\/events\/([0-9a-f-]{36})"/g)].map((x) => x[1]!), total: /of ([\d,]+)/.exec(res.body)?.[1] ?? '0' };
+      return {
+        ids: [...res.body.matchAll(/\/events\/([0-9a-f-]{36})"/g)].map((x) => x[1]!),
+        total: /of ([\d,]+)/.exec(res.body)?.[1] ?? '0',
+      };
     };
     const same = async (state: string, limit = 50) => {
       const [api, page] = [await apiList(state, limit), await consoleList(state, limit)];
-      assert.deepEqual(page.ids, api.data.map((e: { id: string }) => e.id), state);
+      assert.deepEqual(
+        page.ids,
+        api.data.map((e: { id: string }) => e.id),
+        state,
+      );
       assert.equal(page.total, String(api.meta.total), state);
       return page;
     };
@@ -206,7 +244,9 @@ describe('console', () => {
     const [failedId, replayedId] = pending.ids as [string, string];
     // As the worker records a last failed attempt: the delivery fails and leaves the queue.
     for (const id of [failedId, replayedId]) {
-      await t.ctx.db.execute(sql`update event_deliveries set state = 'failed', next_attempt_at = now() where event_id = ${id}`);
+      await t.ctx.db.execute(
+        sql`update event_deliveries set state = 'failed', next_attempt_at = now() where event_id = ${id}`,
+      );
       await t.ctx.db.execute(sql`delete from event_delivery_queue where event_id = ${id}`);
     }
     assert.deepEqual((await same('failed')).ids, [failedId, replayedId]);
@@ -253,9 +293,16 @@ describe('console', () => {
     assert.deepEqual(back, all.slice(0, back.length));
     assert.deepEqual(idsOf(page.body), all.slice(0, 2));
     // page[offset] alone (the rows skipped in the index, the page read by id) gives the same rows.
-    for (const offset of [1, 2, 3]) assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?page[limit]=2&page[offset]=${offset}`)).body), all.slice(offset, offset + 2));
+    for (const offset of [1, 2, 3])
+      assert.deepEqual(
+        idsOf((await call(app, b, 'GET', `${base}?page[limit]=2&page[offset]=${offset}`)).body),
+        all.slice(offset, offset + 2),
+      );
     const pending = idsOf((await call(app, b, 'GET', `${base}?deliveryState=pending&page[limit]=50`)).body);
-    assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?deliveryState=pending&page[limit]=2&page[offset]=1`)).body), pending.slice(1, 3));
+    assert.deepEqual(
+      idsOf((await call(app, b, 'GET', `${base}?deliveryState=pending&page[limit]=2&page[offset]=1`)).body),
+      pending.slice(1, 3),
+    );
     // A cursor that is not one of this merchant's rows shows nothing; one that is not an id is ignored.
     assert.match((await call(app, b, 'GET', `${base}?page[after]=${randomUUID()}`)).body, /class="pager">None/);
     assert.deepEqual(idsOf((await call(app, b, 'GET', `${base}?page[after]=nope&page[limit]=50`)).body), all);
@@ -281,7 +328,10 @@ describe('console', () => {
     const account = await linkAccount(t, a, userId);
     assert.equal((await deposit(t, a, walletId, 1_234, account.id)).status, 201);
     const page = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
-    const res = await call(app, b, 'POST', `/m/${a.clientId}/wallets/${walletId}/clear-deposits`, { _csrf: csrfOf(page.body), type: 'bank' });
+    const res = await call(app, b, 'POST', `/m/${a.clientId}/wallets/${walletId}/clear-deposits`, {
+      _csrf: csrfOf(page.body),
+      type: 'bank',
+    });
     assert.equal(res.statusCode, 303);
     assert.match(decodeURIComponent(String(res.headers.location)), /1 pending bank deposit cleared/);
     const balance = await t.request('GET', `/api/v1/wallets/${walletId}/balance`, { as: a });
@@ -290,26 +340,55 @@ describe('console', () => {
     assert.match(after.body, /deposit\.clear/);
   });
 
-  test('a simulation: approve KYC from the user page; decided once; another merchant\'s user is 404', async () => {
+  test("a simulation: approve KYC from the user page; decided once; another merchant's user is 404", async () => {
     const b = browser();
     await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
     const u = await createUser(t, a);
     await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: a });
-    assert.equal((await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: a, body: kycApplication(`console${Date.now()}@example.com`) })).status, 200);
+    assert.equal(
+      (
+        await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+          as: a,
+          body: kycApplication(`console${Date.now()}@example.com`),
+        })
+      ).status,
+      200,
+    );
     const page = await call(app, b, 'GET', `/m/${a.clientId}/users/${u.id}`);
     assert.match(page.body, /Approve KYC/);
-    const res = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Approved' });
+    const res = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, {
+      _csrf: csrfOf(page.body),
+      status: 'Approved',
+    });
     assert.equal(res.statusCode, 303);
     assert.match(decodeURIComponent(String(res.headers.location)), /KYC approved/);
-    const kycStatus = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: a })).body.data.attributes.status;
+    const kycStatus = async () =>
+      (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: a })).body.data.attributes.status;
     assert.equal(await kycStatus(), 'Approved');
     const events = await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: a });
-    assert.ok(events.body.data.some((e: { attributes: { userId: string } }) => e.attributes.userId === u.id), 'the decision\'s event is recorded');
-    const again = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Declined' });
-    assert.match(decodeURIComponent(String(again.headers.location)), /no KYC application waiting for a decision \(the latest is Approved\)/);
+    assert.ok(
+      events.body.data.some((e: { attributes: { userId: string } }) => e.attributes.userId === u.id),
+      "the decision's event is recorded",
+    );
+    const again = await call(app, b, 'POST', `/m/${a.clientId}/users/${u.id}/kyc-decision`, {
+      _csrf: csrfOf(page.body),
+      status: 'Declined',
+    });
+    assert.match(
+      decodeURIComponent(String(again.headers.location)),
+      /no KYC application waiting for a decision \(the latest is Approved\)/,
+    );
     assert.equal(await kycStatus(), 'Approved');
     const foreign = await createUser(t, other);
-    assert.equal((await call(app, b, 'POST', `/m/${a.clientId}/users/${foreign.id}/kyc-decision`, { _csrf: csrfOf(page.body), status: 'Approved' })).statusCode, 404);
+    assert.equal(
+      (
+        await call(app, b, 'POST', `/m/${a.clientId}/users/${foreign.id}/kyc-decision`, {
+          _csrf: csrfOf(page.body),
+          status: 'Approved',
+        })
+      ).statusCode,
+      404,
+    );
   });
 
   test('the request log records API requests (route, status, idempotency key) with bodies redacted', async () => {
@@ -317,7 +396,18 @@ describe('console', () => {
     await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
     const probe = await t.request('POST', '/api/v1/users', {
       as: a,
-      body: { data: { type: 'User', attributes: { phoneNumber: 'not a phone', email: 'x@example.com', cardNumber: '4111111111111111', note: 'card 4242 4242 4242 4242', secret: 's3cr3t' } } },
+      body: {
+        data: {
+          type: 'User',
+          attributes: {
+            phoneNumber: 'not a phone',
+            email: 'x@example.com',
+            cardNumber: '4111111111111111',
+            note: 'card 4242 4242 4242 4242',
+            secret: 's3cr3t',
+          },
+        },
+      },
     });
     assert.equal(probe.status, 400);
     await t.ctx.jobs.runOnce('request-log-flush');
@@ -339,9 +429,30 @@ describe('console', () => {
   });
 
   test('redaction covers secrets, card data and long digit runs wherever they are', () => {
-    assert.deepEqual(redactBody({ data: { attributes: { cvv: '123', pan: '4111111111111111', nested: [{ accountNumber: '000123456789' }], text: 'call 4111-1111-1111-1111 now', amount: 1234 } } }), {
-      data: { attributes: { cvv: '[redacted]', pan: '[redacted]', nested: [{ accountNumber: '[redacted]' }], text: 'call [redacted] now', amount: 1234 } },
-    });
+    assert.deepEqual(
+      redactBody({
+        data: {
+          attributes: {
+            cvv: '123',
+            pan: '4111111111111111',
+            nested: [{ accountNumber: '000123456789' }],
+            text: 'call 4111-1111-1111-1111 now',
+            amount: 1234,
+          },
+        },
+      }),
+      {
+        data: {
+          attributes: {
+            cvv: '[redacted]',
+            pan: '[redacted]',
+            nested: [{ accountNumber: '[redacted]' }],
+            text: 'call [redacted] now',
+            amount: 1234,
+          },
+        },
+      },
+    );
   });
 
   test('operator: health and merchants; opens any merchant; creates one and rotates its secret', async () => {
@@ -353,7 +464,10 @@ describe('console', () => {
     assert.match(home.body, /System health/);
     assert.equal((await call(app, b, 'GET', `/m/${other.clientId}/payments/${otherPaymentId}`)).statusCode, 200);
     assert.equal((await call(app, b, 'GET', `/m/${randomUUID()}`)).statusCode, 404);
-    const created = await call(app, b, 'POST', '/operator/merchants', { _csrf: csrfOf(home.body), name: 'Console <b>shop</b>' });
+    const created = await call(app, b, 'POST', '/operator/merchants', {
+      _csrf: csrfOf(home.body),
+      name: 'Console <b>shop</b>',
+    });
     assert.equal(created.statusCode, 201);
     assert.ok(!created.body.includes('<b>shop</b>'), 'names are escaped');
     const clientId = /<code>([0-9a-f-]{36})<\/code>/.exec(created.body)![1]!;
@@ -361,11 +475,19 @@ describe('console', () => {
     const dev = browser();
     assert.equal((await signIn(app, dev, { role: 'merchant', clientId, secret })).statusCode, 303);
     const merchant = await call(app, b, 'GET', `/operator/merchants/${clientId}`);
-    const rotated = await call(app, b, 'POST', `/operator/merchants/${clientId}/rotate-secret`, { _csrf: csrfOf(merchant.body) });
+    const rotated = await call(app, b, 'POST', `/operator/merchants/${clientId}/rotate-secret`, {
+      _csrf: csrfOf(merchant.body),
+    });
     assert.equal(rotated.statusCode, 200);
     assert.match(rotated.body, /sk_sandbox_/);
-    const disabled = await call(app, b, 'POST', `/operator/merchants/${clientId}/disable`, { _csrf: csrfOf(merchant.body) });
+    const disabled = await call(app, b, 'POST', `/operator/merchants/${clientId}/disable`, {
+      _csrf: csrfOf(merchant.body),
+    });
     assert.equal(disabled.statusCode, 303);
-    assert.equal((await call(app, dev, 'GET', `/m/${clientId}`)).statusCode, 403, "a disabled merchant's session shows nothing");
+    assert.equal(
+      (await call(app, dev, 'GET', `/m/${clientId}`)).statusCode,
+      403,
+      "a disabled merchant's session shows nothing",
+    );
   });
 });

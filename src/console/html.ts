@@ -2,7 +2,14 @@
 // already Html (built by this template), so no text from the database or the request reaches
 // the page unescaped. No client-side script: links, forms and inline SVG only.
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };
+const ESCAPES: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+  '`': '&#96;',
+};
 
 export class Html {
   constructor(readonly value: string) {}
@@ -75,12 +82,14 @@ export interface PageNav {
 }
 
 export function layout(title: string, body: Html, o: PageNav): string {
-  return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+  return `<!doctype html>${
+    html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
 <body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
 <nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
 ${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button></form>` : ''}
-</header><main><h1>${title}</h1>${body}</main></body></html>`.value}`;
+</header><main><h1>${title}</h1>${body}</main></body></html>`.value
+  }`;
 }
 
 /** A table: headers and rows of cells (each escaped unless Html). */
@@ -120,7 +129,10 @@ ${page.offset + page.limit < total ? html` <a rel="next" href="${link(page.offse
 }
 
 /** A filter form (GET) with selects and text inputs. */
-export function filterForm(action: string, fields: { name: string; label: string; value?: string; options?: string[] }[]): Html {
+export function filterForm(
+  action: string,
+  fields: { name: string; label: string; value?: string; options?: string[] }[],
+): Html {
   return html`<form method="get" action="${action}" class="filters">${fields.map((f) =>
     f.options
       ? html`<label>${f.label} <select name="${f.name}"><option value="">any</option>${f.options.map((o) => html`<option${o === f.value ? trusted(' selected') : ''}>${o}</option>`)}</select></label>`

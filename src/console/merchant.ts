@@ -19,7 +19,14 @@ import { latestApplication } from '../modules/kyc/sql.ts';
 import { INTENT_STATUSES } from '../modules/payment-intents/schemas.ts';
 import { findIntent, listIntentRows, type IntentRow } from '../modules/payment-intents/sql.ts';
 import { failBankPull, networkAuthorize, networkCapture, settlePaymentNow } from '../modules/payments/domain.ts';
-import { attemptsOfPayment, dailyPaymentStats, findPayment, listPaymentRows, paymentIdsOfIntent, type PaymentRow } from '../modules/payments/sql.ts';
+import {
+  attemptsOfPayment,
+  dailyPaymentStats,
+  findPayment,
+  listPaymentRows,
+  paymentIdsOfIntent,
+  type PaymentRow,
+} from '../modules/payments/sql.ts';
 import { renderContext } from '../modules/payment-intents/routes.ts';
 import { findRequestRow, listRequestRows } from '../modules/request-log/sql.ts';
 import { clearPendingDeposits } from '../modules/transactions/domain.ts';
@@ -65,7 +72,8 @@ const f = (q: Q, name: string) => {
   const v = q[name]?.trim();
   return v ? v.slice(0, 200) : undefined;
 };
-const oneOf = <T extends string>(v: string | undefined, allowed: readonly T[]) => (v && (allowed as readonly string[]).includes(v) ? (v as T) : undefined);
+const oneOf = <T extends string>(v: string | undefined, allowed: readonly T[]) =>
+  v && (allowed as readonly string[]).includes(v) ? (v as T) : undefined;
 
 const PAYMENT_STATUSES = ['Created', 'Processing', 'Sent', 'Failed', 'Canceled', 'Returned'] as const;
 const PAYMENT_METHODS = ['Wallet', 'Gift'] as const;
@@ -96,7 +104,10 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
   };
 
   /** An action: runs, then goes back to `back` with a notice (or the refusal's detail). */
-  const act = (path: string, run: (v: View, body: Record<string, string>) => Promise<{ back: string; notice: string }>) => {
+  const act = (
+    path: string,
+    run: (v: View, body: Record<string, string>) => Promise<{ back: string; notice: string }>,
+  ) => {
     app.post(`/m/:clientId${path}`, async (req, reply) => {
       const { session, client } = await merchantOf(ctx, req);
       const v: View = { ctx, req, reply, session, client, base: `/m/${client.id}`, q: {} };
@@ -106,7 +117,8 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
         const { back, notice } = await run(v, body);
         return reply.redirect(`${back}?notice=${encodeURIComponent(notice)}`, 303);
       } catch (err) {
-        if (err instanceof ApiError) return reply.redirect(`${fallback}?error=${encodeURIComponent(err.items[0]?.detail ?? err.message)}`, 303);
+        if (err instanceof ApiError)
+          return reply.redirect(`${fallback}?error=${encodeURIComponent(err.items[0]?.detail ?? err.message)}`, 303);
         throw err;
       }
     });
@@ -127,9 +139,17 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
     ];
     const nav = [
       ...(v.session.role === 'operator' ? [{ href: '/operator', label: '← Operator' }] : []),
-      ...sections.map(([p, label]) => ({ href: `${v.base}${p}`, label, current: p === '' ? path === v.base : path.startsWith(`${v.base}${p}`) })),
+      ...sections.map(([p, label]) => ({
+        href: `${v.base}${p}`,
+        label,
+        current: p === '' ? path === v.base : path.startsWith(`${v.base}${p}`),
+      })),
     ];
-    const notice = v.q.notice ? html`<p class="flash" role="status">${v.q.notice}</p>` : v.q.error ? html`<p class="flash error" role="alert">${v.q.error}</p>` : '';
+    const notice = v.q.notice
+      ? html`<p class="flash" role="status">${v.q.notice}</p>`
+      : v.q.error
+        ? html`<p class="flash error" role="alert">${v.q.error}</p>`
+        : '';
     const heading = (body as Html & { title?: string }).title ?? v.client.name;
     return layout(heading, html`${notice}${body}`, {
       nav,
@@ -146,9 +166,13 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
     // From the hourly rollup of the merchant's payments (dailyPaymentStats): exact, and the
     // same few hundred rows to read whether the merchant has a hundred payments or millions.
     const now = ctx.clock.now();
-    const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000);
+    const since = new Date(
+      Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (CHART_DAYS - 1) * 86_400_000,
+    );
     const stats = new Map((await dailyPaymentStats(ctx.db, v.client.id, since)).map((s) => [s.day, s]));
-    const days = Array.from({ length: CHART_DAYS }, (_, i) => new Date(since.getTime() + i * 86_400_000).toISOString().slice(0, 10));
+    const days = Array.from({ length: CHART_DAYS }, (_, i) =>
+      new Date(since.getTime() + i * 86_400_000).toISOString().slice(0, 10),
+    );
     const totals = { count: 0, failed: 0, captured: 0, refunded: 0 };
     for (const s of stats.values()) {
       totals.count += s.count;
@@ -160,9 +184,23 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
 <div class="card">Captured<b data-figure="captured">${money(totals.captured)}</b></div>
 <div class="card">Refunded<b data-figure="refunded">${money(totals.refunded)}</b></div>
 <div class="card">Success rate<b data-figure="success-rate">${totals.count ? `${(((totals.count - totals.failed) / totals.count) * 100).toFixed(1)}%` : '—'}</b></div></div>
-${barChart('Captured volume per day (UTC)', days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.captured ?? 0 })), money)}
-${barChart('Payments per day', days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.count ?? 0 })), (n) => n.toLocaleString('en-US'))}
-${rateChart('Success rate per day (payments not Failed)', days.map((d) => { const s = stats.get(d); return { label: d.slice(5), value: s && s.count > 0 ? (s.count - s.failed) / s.count : null }; }))}`;
+${barChart(
+  'Captured volume per day (UTC)',
+  days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.captured ?? 0 })),
+  money,
+)}
+${barChart(
+  'Payments per day',
+  days.map((d) => ({ label: d.slice(5), value: stats.get(d)?.count ?? 0 })),
+  (n) => n.toLocaleString('en-US'),
+)}
+${rateChart(
+  'Success rate per day (payments not Failed)',
+  days.map((d) => {
+    const s = stats.get(d);
+    return { label: d.slice(5), value: s && s.count > 0 ? (s.count - s.failed) / s.count : null };
+  }),
+)}`;
     return titled(
       v.client.name,
       html`${dl([
@@ -186,7 +224,14 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'referenceId', label: 'Reference', value: filters.referenceId },
       ])}${table(
         ['User', 'Name', 'E-mail', 'Phone', 'KYC', 'Created'],
-        r.rows.map((u) => [html`<a class="id" href="${v.base}/users/${u.id}">${u.id}</a>`, [u.firstName, u.lastName].filter(Boolean).join(' '), u.email, u.phoneNumber, badge(u.kycStatus), when(u.createdAt)]),
+        r.rows.map((u) => [
+          html`<a class="id" href="${v.base}/users/${u.id}">${u.id}</a>`,
+          [u.firstName, u.lastName].filter(Boolean).join(' '),
+          u.email,
+          u.phoneNumber,
+          badge(u.kycStatus),
+          when(u.createdAt),
+        ]),
       )}${pager(`${v.base}/users`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
@@ -196,7 +241,10 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     if (!isUuid(userId)) throw notFound();
     const user = await findUser(ctx.db, v.client.id, userId);
     if (!user) throw notFound();
-    const [application, wallet] = await Promise.all([latestApplication(ctx.db, v.client.id, user.id), findWalletOfUser(ctx.db, v.client.id, user.id)]);
+    const [application, wallet] = await Promise.all([
+      latestApplication(ctx.db, v.client.id, user.id),
+      findWalletOfUser(ctx.db, v.client.id, user.id),
+    ]);
     return titled(
       `User ${[user.firstName, user.lastName].filter(Boolean).join(' ') || user.id}`,
       html`${dl([
@@ -234,7 +282,13 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     const userId = (v.req.params as { userId: string }).userId;
     if (!isUuid(userId) || !(await findUser(ctx.db, v.client.id, userId))) throw notFound();
     const status = body.status === 'Declined' ? 'Declined' : 'Approved';
-    await simulateKycDecision(ctx.db, { clientId: v.client.id, userId, status, now: ctx.clock.now(), baseUrl: rc.baseUrl });
+    await simulateKycDecision(ctx.db, {
+      clientId: v.client.id,
+      userId,
+      status,
+      now: ctx.clock.now(),
+      baseUrl: rc.baseUrl,
+    });
     return { back: `${v.base}/users/${userId}`, notice: `KYC ${status.toLowerCase()}.` };
   });
 
@@ -243,8 +297,13 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     const p = pageOf(v.q);
     const filters = { email: f(v.q, 'email'), phoneNumber: f(v.q, 'phoneNumber'), referenceId: f(v.q, 'referenceId') };
     const r = await consoleWalletRows(ctx.db, v.client.id, filters, p, listing(v.q));
-    const balances = await balancesOf(ctx.db, 'wallet', r.rows.map((w) => w.id));
-    const sum = (b: Record<string, number> | undefined, suffix: string) => WALLET_CODES.filter((c) => c.endsWith(suffix)).reduce((a, c) => a + (b?.[c] ?? 0), 0);
+    const balances = await balancesOf(
+      ctx.db,
+      'wallet',
+      r.rows.map((w) => w.id),
+    );
+    const sum = (b: Record<string, number> | undefined, suffix: string) =>
+      WALLET_CODES.filter((c) => c.endsWith(suffix)).reduce((a, c) => a + (b?.[c] ?? 0), 0);
     return titled(
       'Wallets',
       html`${filterForm(`${v.base}/wallets`, [
@@ -255,7 +314,15 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         ['Wallet', 'User', 'Status', 'Available', 'Pending', 'Reserved', 'Created'],
         r.rows.map((w) => {
           const b = balances.get(w.id);
-          return [html`<a class="id" href="${v.base}/wallets/${w.id}">${w.id}</a>`, html`<a class="id" href="${v.base}/users/${w.userId}">${w.userId}</a>`, badge(w.status), money(sum(b, '.available')), money(sum(b, '.pending')), money(sum(b, '.reserved')), when(w.createdAt)];
+          return [
+            html`<a class="id" href="${v.base}/wallets/${w.id}">${w.id}</a>`,
+            html`<a class="id" href="${v.base}/users/${w.userId}">${w.userId}</a>`,
+            badge(w.status),
+            money(sum(b, '.available')),
+            money(sum(b, '.pending')),
+            money(sum(b, '.reserved')),
+            when(w.createdAt),
+          ];
         }),
       )}${pager(`${v.base}/wallets`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
@@ -272,7 +339,13 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
       balancesOf(ctx.db, 'wallet', [wallet.id]),
       listTransactionRows(ctx.db, v.client.id, wallet.id, small),
       listWithdrawalRows(ctx.db, v.client.id, wallet.id, small),
-      postingsOfOwner(ctx.db, { clientId: v.client.id, ownerType: 'wallet', ownerId: wallet.id, page: ledgerPage, totalCap: TOTAL_CAP }),
+      postingsOfOwner(ctx.db, {
+        clientId: v.client.id,
+        ownerType: 'wallet',
+        ownerId: wallet.id,
+        page: ledgerPage,
+        totalCap: TOTAL_CAP,
+      }),
     ]);
     const b = balances.get(wallet.id) ?? {};
     const sims = sandbox
@@ -290,13 +363,36 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         WALLET_CODES.map((c) => [c, money(b[c] ?? 0)]),
       )}<h2>Deposits</h2>${table(
         ['Deposit', 'Status', 'Amount', 'Credited', 'Fee', 'Created', 'Cleared / failed', 'Reason'],
-        deposits.rows.map((t) => [html`<span class="id">${t.id}</span>`, badge(t.status), money(t.amount), money(t.walletAmount), money(t.feeAmount), when(t.createdAt), when(t.clearedAt ?? t.failedAt), t.failureReason]),
+        deposits.rows.map((t) => [
+          html`<span class="id">${t.id}</span>`,
+          badge(t.status),
+          money(t.amount),
+          money(t.walletAmount),
+          money(t.feeAmount),
+          when(t.createdAt),
+          when(t.clearedAt ?? t.failedAt),
+          t.failureReason,
+        ]),
       )}${deposits.total > deposits.rows.length ? html`<p class="pager">Latest ${deposits.rows.length} of ${deposits.total}.</p>` : ''}<h2>Withdrawals</h2>${table(
         ['Withdrawal', 'Amount', 'To', 'Created'],
-        withdrawals.rows.map((w) => [html`<span class="id">${w.id}</span>`, money(w.amount), w.split.map((s) => `${s.institutionName} ••${s.accountMask}: ${money(s.amount)}`).join('; '), when(w.createdAt)]),
+        withdrawals.rows.map((w) => [
+          html`<span class="id">${w.id}</span>`,
+          money(w.amount),
+          w.split.map((s) => `${s.institutionName} ••${s.accountMask}: ${money(s.amount)}`).join('; '),
+          when(w.createdAt),
+        ]),
       )}<h2>Ledger entries</h2>${table(
         ['When', 'Entry', 'What', 'For', 'Account', 'Amount'],
-        postings.rows.map((r) => [when(r.createdAt), html`<span class="id">${r.entryId}</span>`, r.kind, r.refType === 'payment' ? html`<a class="id" href="${v.base}/payments/${r.refId}">payment ${r.refId}</a>` : `${r.refType} ${r.refId}`, r.code, money(r.amount)]),
+        postings.rows.map((r) => [
+          when(r.createdAt),
+          html`<span class="id">${r.entryId}</span>`,
+          r.kind,
+          r.refType === 'payment'
+            ? html`<a class="id" href="${v.base}/payments/${r.refId}">payment ${r.refId}</a>`
+            : `${r.refType} ${r.refId}`,
+          r.code,
+          money(r.amount),
+        ]),
       )}${pager(`${v.base}/wallets/${wallet.id}`, {}, ledgerPage, postings.total, postings.capped)}`,
     );
   });
@@ -306,15 +402,36 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     const walletId = (v.req.params as { walletId: string }).walletId;
     if (!isUuid(walletId) || !(await findWallet(ctx.db, v.client.id, walletId))) throw notFound();
     const funding = body.type === 'card' ? 'card' : 'bank';
-    const n = await clearPendingDeposits(ctx.db, { clientId: v.client.id, walletId, funding, settings: resolveSettings(v.client.settings as Record<string, unknown>), baseUrl: rc.baseUrl, now: ctx.clock.now() });
-    return { back: `${v.base}/wallets/${walletId}`, notice: `${n} pending ${funding} deposit${n === 1 ? '' : 's'} cleared.` };
+    const n = await clearPendingDeposits(ctx.db, {
+      clientId: v.client.id,
+      walletId,
+      funding,
+      settings: resolveSettings(v.client.settings as Record<string, unknown>),
+      baseUrl: rc.baseUrl,
+      now: ctx.clock.now(),
+    });
+    return {
+      back: `${v.base}/wallets/${walletId}`,
+      notice: `${n} pending ${funding} deposit${n === 1 ? '' : 's'} cleared.`,
+    };
   });
 
   // ----- payment intents ---------------------------------------------------------------------
   page('/intents', async (v) => {
     const p = pageOf(v.q);
-    const filters = { status: oneOf(f(v.q, 'status'), INTENT_STATUSES), paymentMethod: oneOf(f(v.q, 'paymentMethod'), PAYMENT_METHODS) };
-    const r = (await listIntentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, ctx.clock.now(), listing(v.q))) as CappedPage<IntentRow>;
+    const filters = {
+      status: oneOf(f(v.q, 'status'), INTENT_STATUSES),
+      paymentMethod: oneOf(f(v.q, 'paymentMethod'), PAYMENT_METHODS),
+    };
+    const r = (await listIntentRows(
+      ctx.db,
+      v.client.id,
+      filters,
+      [{ field: 'createdAt', descending: true }],
+      p,
+      ctx.clock.now(),
+      listing(v.q),
+    )) as CappedPage<IntentRow>;
     return titled(
       'Payment intents',
       html`${filterForm(`${v.base}/intents`, [
@@ -322,7 +439,14 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'paymentMethod', label: 'Payment method', value: filters.paymentMethod, options: [...PAYMENT_METHODS] },
       ])}${table(
         ['Intent', 'Status', 'Amount', 'Method', 'Reference', 'Created'],
-        r.rows.map((i) => [html`<a class="id" href="${v.base}/intents/${i.id}">${i.id}</a>`, badge(i.status), money(i.amount), i.paymentMethod, i.reference, when(i.createdAt)]),
+        r.rows.map((i) => [
+          html`<a class="id" href="${v.base}/intents/${i.id}">${i.id}</a>`,
+          badge(i.status),
+          money(i.amount),
+          i.paymentMethod,
+          i.reference,
+          when(i.createdAt),
+        ]),
       )}${pager(`${v.base}/intents`, { status: filters.status, paymentMethod: filters.paymentMethod }, p, r.total, r.capped, around(r))}`,
     );
   });
@@ -342,7 +466,10 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         ['Method', intent.paymentMethod],
         ['Initiator', intent.initiator],
         ['Reference', intent.reference],
-        ['Wallet', intent.walletId ? html`<a class="id" href="${v.base}/wallets/${intent.walletId}">${intent.walletId}</a>` : ''],
+        [
+          'Wallet',
+          intent.walletId ? html`<a class="id" href="${v.base}/wallets/${intent.walletId}">${intent.walletId}</a>` : '',
+        ],
         ['Payments', paymentIds.map((id) => html`<a class="id" href="${v.base}/payments/${id}">${id}</a> `)],
         ['Expires', when(intent.expiresAt)],
         ['Created', when(intent.createdAt)],
@@ -360,8 +487,19 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
       return `${v.base}/payments?error=${encodeURIComponent(`No payment ${id}.`)}`;
     }
     const p = pageOf(v.q);
-    const filters = { status: oneOf(f(v.q, 'status'), PAYMENT_STATUSES), reference: f(v.q, 'reference'), channel: f(v.q, 'channel') };
-    const r = (await listPaymentRows(ctx.db, v.client.id, filters, [{ field: 'createdAt', descending: true }], p, listing(v.q))) as CappedPage<PaymentRow>;
+    const filters = {
+      status: oneOf(f(v.q, 'status'), PAYMENT_STATUSES),
+      reference: f(v.q, 'reference'),
+      channel: f(v.q, 'channel'),
+    };
+    const r = (await listPaymentRows(
+      ctx.db,
+      v.client.id,
+      filters,
+      [{ field: 'createdAt', descending: true }],
+      p,
+      listing(v.q),
+    )) as CappedPage<PaymentRow>;
     return titled(
       'Payments',
       html`${filterForm(`${v.base}/payments`, [
@@ -371,7 +509,15 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'channel', label: 'Channel', value: filters.channel },
       ])}${table(
         ['Payment', 'Status', 'Amount', 'Captured', 'Rail', 'Reference', 'Created'],
-        r.rows.map((x) => [html`<a class="id" href="${v.base}/payments/${x.id}">${x.id}</a>`, badge(x.status), money(x.amount), money(x.capturedAmount), x.rail, x.reference, when(x.createdAt)]),
+        r.rows.map((x) => [
+          html`<a class="id" href="${v.base}/payments/${x.id}">${x.id}</a>`,
+          badge(x.status),
+          money(x.amount),
+          money(x.capturedAmount),
+          x.rail,
+          x.reference,
+          when(x.createdAt),
+        ]),
       )}${pager(`${v.base}/payments`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
@@ -382,9 +528,15 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     const payment = await findPayment(ctx.db, v.client.id, paymentId);
     if (!payment) throw notFound();
     const attempts = await attemptsOfPayment(ctx.db, v.client.id, payment);
-    const postings = await postingsOfRefs(ctx.db, { clientId: v.client.id, refs: [{ refType: 'payment', refId: payment.id }, ...attempts.map((a) => ({ refType: 'attempt', refId: a.id }))] });
+    const postings = await postingsOfRefs(ctx.db, {
+      clientId: v.client.id,
+      refs: [{ refType: 'payment', refId: payment.id }, ...attempts.map((a) => ({ refType: 'attempt', refId: a.id }))],
+    });
     const steps: [Date, string][] = [
-      ...attempts.map((a): [Date, string] => [a.createdAt, `Authorization attempt ${a.id}: ${a.state}${a.idempotencyKey ? ` (idempotency key ${a.idempotencyKey})` : ''}`]),
+      ...attempts.map((a): [Date, string] => [
+        a.createdAt,
+        `Authorization attempt ${a.id}: ${a.state}${a.idempotencyKey ? ` (idempotency key ${a.idempotencyKey})` : ''}`,
+      ]),
       [payment.createdAt, `Created (authorized ${money(payment.amount)})`],
     ];
     if (payment.capturedAt) steps.push([payment.capturedAt, `Captured ${money(payment.capturedAmount)}`]);
@@ -411,18 +563,38 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         ['Rail', payment.rail],
         ['Channel', payment.channel],
         ['Reference', payment.reference],
-        ['Intent', payment.intentId ? html`<a class="id" href="${v.base}/intents/${payment.intentId}">${payment.intentId}</a>` : ''],
-        ['Wallet', payment.walletId ? html`<a class="id" href="${v.base}/wallets/${payment.walletId}">${payment.walletId}</a>` : ''],
+        [
+          'Intent',
+          payment.intentId
+            ? html`<a class="id" href="${v.base}/intents/${payment.intentId}">${payment.intentId}</a>`
+            : '',
+        ],
+        [
+          'Wallet',
+          payment.walletId
+            ? html`<a class="id" href="${v.base}/wallets/${payment.walletId}">${payment.walletId}</a>`
+            : '',
+        ],
         ['Expires', when(payment.expiresAt)],
       ])}${sims}<h2>Timeline</h2><ol class="timeline">${steps.map(([at, what]) => html`<li>${when(at)} — ${what}</li>`)}</ol>
 <h2>Ledger postings</h2>${table(
         ['When', 'What', 'Owner', 'Account', 'Amount'],
-        postings.map((r) => [when(r.createdAt), r.kind, r.ownerType === 'wallet' ? html`<a href="${v.base}/wallets/${r.ownerId}">wallet</a>` : r.ownerType, r.code, money(r.amount)]),
+        postings.map((r) => [
+          when(r.createdAt),
+          r.kind,
+          r.ownerType === 'wallet' ? html`<a href="${v.base}/wallets/${r.ownerId}">wallet</a>` : r.ownerType,
+          r.code,
+          money(r.amount),
+        ]),
       )}`,
     );
   });
 
-  const paymentAct = (name: string, run: (paymentId: string, now: Date, clientId: string) => Promise<unknown>, notice: string) =>
+  const paymentAct = (
+    name: string,
+    run: (paymentId: string, now: Date, clientId: string) => Promise<unknown>,
+    notice: string,
+  ) =>
     act(`/payments/:paymentId/${name}`, async (v) => {
       if (!sandbox) throw notFound();
       const paymentId = (v.req.params as { paymentId: string }).paymentId;
@@ -438,14 +610,28 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     },
     'The card network authorized and captured the payment.',
   );
-  paymentAct('settle', (paymentId, now, clientId) => settlePaymentNow(ctx.db, { clientId, paymentId, rc, now }), 'The payment settled.');
-  paymentAct('fail-bank-pull', (paymentId, now, clientId) => failBankPull(ctx.db, { clientId, paymentId, rc, now, reason: 'Simulated from the console' }), 'The bank pull failed.');
+  paymentAct(
+    'settle',
+    (paymentId, now, clientId) => settlePaymentNow(ctx.db, { clientId, paymentId, rc, now }),
+    'The payment settled.',
+  );
+  paymentAct(
+    'fail-bank-pull',
+    (paymentId, now, clientId) =>
+      failBankPull(ctx.db, { clientId, paymentId, rc, now, reason: 'Simulated from the console' }),
+    'The bank pull failed.',
+  );
 
   // ----- events, deliveries and replays ------------------------------------------------------
   page('/events', async (v) => {
     const p = pageOf(v.q);
-    const filters = { topic: oneOf(f(v.q, 'topic'), TOPICS), deliveryState: oneOf(f(v.q, 'deliveryState'), DELIVERY_STATES) };
-    const r = (await listEventRows(ctx.db, v.client.id, filters, p, listing(v.q))) as CappedPage<EventRow & { deliveryState: string }>;
+    const filters = {
+      topic: oneOf(f(v.q, 'topic'), TOPICS),
+      deliveryState: oneOf(f(v.q, 'deliveryState'), DELIVERY_STATES),
+    };
+    const r = (await listEventRows(ctx.db, v.client.id, filters, p, listing(v.q))) as CappedPage<
+      EventRow & { deliveryState: string }
+    >;
     return titled(
       'Events',
       html`${filterForm(`${v.base}/events`, [
@@ -453,7 +639,13 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
         { name: 'deliveryState', label: 'Delivery', value: filters.deliveryState, options: [...DELIVERY_STATES] },
       ])}${table(
         ['Event', 'Topic', 'Resource', 'Delivery', 'Created'],
-        r.rows.map((e) => [html`<a class="id" href="${v.base}/events/${e.id}">${e.id}</a>`, e.topic, `${e.resourceType} ${e.resourceId}`, badge(e.deliveryState), when(e.createdAt)]),
+        r.rows.map((e) => [
+          html`<a class="id" href="${v.base}/events/${e.id}">${e.id}</a>`,
+          e.topic,
+          `${e.resourceType} ${e.resourceId}`,
+          badge(e.deliveryState),
+          when(e.createdAt),
+        ]),
       )}${pager(`${v.base}/events`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });
@@ -481,11 +673,28 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
       ])}${action(`${v.base}/events/${event.id}/replay`, 'Replay to subscribed webhooks', v.session.csrfToken)}
 <h2>Deliveries</h2>${table(
         ['Delivery', 'Webhook', 'Trigger', 'State', 'Attempts', 'Last status', 'Next attempt', 'Completed'],
-        deliveries.map((d) => [html`<span class="id">${d.id}</span>`, html`<span class="id">${d.webhookId}</span>`, d.trigger, badge(d.state), d.attemptCount, d.lastStatusCode ?? d.lastError, d.state === 'pending' ? when(d.nextAttemptAt) : '', when(d.completedAt)]),
+        deliveries.map((d) => [
+          html`<span class="id">${d.id}</span>`,
+          html`<span class="id">${d.webhookId}</span>`,
+          d.trigger,
+          badge(d.state),
+          d.attemptCount,
+          d.lastStatusCode ?? d.lastError,
+          d.state === 'pending' ? when(d.nextAttemptAt) : '',
+          when(d.completedAt),
+        ]),
         'Not sent to any webhook.',
       )}<h2>Attempts</h2>${table(
         ['Delivery', 'Attempt', 'Started', 'Duration', 'Status', 'Error', 'Response'],
-        attempts.map((a) => [html`<span class="id">${a.deliveryId}</span>`, a.attempt, when(a.startedAt), `${a.durationMs} ms`, a.statusCode, a.error, a.responseExcerpt]),
+        attempts.map((a) => [
+          html`<span class="id">${a.deliveryId}</span>`,
+          a.attempt,
+          when(a.startedAt),
+          `${a.durationMs} ms`,
+          a.statusCode,
+          a.error,
+          a.responseExcerpt,
+        ]),
         'No attempt yet.',
       )}<h2>Body</h2>${json(body)}`,
     );
@@ -496,7 +705,10 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
     if (!isUuid(eventId)) throw notFound();
     const { deliveries } = await replayEvent(ctx.db, { clientId: v.client.id, eventId, now: ctx.clock.now() });
     const queued = deliveries.filter((d) => d.trigger === 'replay' && d.state === 'pending').length;
-    return { back: `${v.base}/events/${eventId}`, notice: `Replay queued (${queued} pending replay deliver${queued === 1 ? 'y' : 'ies'}).` };
+    return {
+      back: `${v.base}/events/${eventId}`,
+      notice: `Replay queued (${queued} pending replay deliver${queued === 1 ? 'y' : 'ies'}).`,
+    };
   });
 
   // ----- webhooks ----------------------------------------------------------------------------
@@ -507,7 +719,14 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
       'Webhooks',
       html`${table(
         ['Webhook', 'Name', 'URL', 'Topics', 'Enabled', 'Created'],
-        rows.map((w) => [html`<span class="id">${w.id}</span>`, w.name, w.url, (w.topics as string[]).join(', '), badge(w.enabled ? 'enabled' : 'disabled'), when(w.createdAt)]),
+        rows.map((w) => [
+          html`<span class="id">${w.id}</span>`,
+          w.name,
+          w.url,
+          (w.topics as string[]).join(', '),
+          badge(w.enabled ? 'enabled' : 'disabled'),
+          when(w.createdAt),
+        ]),
         'No webhook: create one with POST /api/v1/webhooks.',
       )}${pager(`${v.base}/webhooks`, {}, p, total)}`,
     );
@@ -516,17 +735,36 @@ ${rateChart('Success rate per day (payments not Failed)', days.map((d) => { cons
   // ----- request log -------------------------------------------------------------------------
   page('/requests', async (v) => {
     const p = pageOf(v.q);
-    const filters = { status: f(v.q, 'status'), path: f(v.q, 'path'), method: oneOf(f(v.q, 'method')?.toUpperCase(), ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']) };
+    const filters = {
+      status: f(v.q, 'status'),
+      path: f(v.q, 'path'),
+      method: oneOf(f(v.q, 'method')?.toUpperCase(), ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']),
+    };
     const r = await listRequestRows(ctx.db, v.client.id, filters, p, listing(v.q));
     return titled(
       'Requests',
-      html`<p class="empty">The API requests of the last ${ctx.config.console.requestLogRetentionDays} days (written within a second of their answer).</p>${filterForm(`${v.base}/requests`, [
-        { name: 'status', label: 'Status (404, 4xx)', value: filters.status },
-        { name: 'path', label: 'Path starts with', value: filters.path },
-        { name: 'method', label: 'Method', value: filters.method, options: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'] },
-      ])}${table(
+      html`<p class="empty">The API requests of the last ${ctx.config.console.requestLogRetentionDays} days (written within a second of their answer).</p>${filterForm(
+        `${v.base}/requests`,
+        [
+          { name: 'status', label: 'Status (404, 4xx)', value: filters.status },
+          { name: 'path', label: 'Path starts with', value: filters.path },
+          {
+            name: 'method',
+            label: 'Method',
+            value: filters.method,
+            options: ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'],
+          },
+        ],
+      )}${table(
         ['When', 'Method', 'Path', 'Status', 'Duration', 'Idempotency key'],
-        r.rows.map((x) => [html`<a href="${v.base}/requests/${x.id}">${when(x.createdAt)}</a>`, x.method, html`<span class="id">${x.path}</span>`, badge(String(x.status)), `${x.durationMs} ms`, x.idempotencyKey]),
+        r.rows.map((x) => [
+          html`<a href="${v.base}/requests/${x.id}">${when(x.createdAt)}</a>`,
+          x.method,
+          html`<span class="id">${x.path}</span>`,
+          badge(String(x.status)),
+          `${x.durationMs} ms`,
+          x.idempotencyKey,
+        ]),
       )}${pager(`${v.base}/requests`, { ...filters }, p, r.total, r.capped, around(r))}`,
     );
   });

@@ -18,7 +18,12 @@ export function operatorRoutes(app: App, ctx: AppContext): void {
     layout(
       title,
       html`${q.notice ? html`<p class="flash" role="status">${q.notice}</p>` : ''}${q.error ? html`<p class="flash error" role="alert">${q.error}</p>` : ''}${body}`,
-      { nav: [{ href: '/operator', label: 'Operator', current: true }], who: 'operator', csrf: session.csrfToken, environment: ctx.config.environment },
+      {
+        nav: [{ href: '/operator', label: 'Operator', current: true }],
+        who: 'operator',
+        csrf: session.csrfToken,
+        environment: ctx.config.environment,
+      },
     );
 
   app.get('/operator', async (req, reply) => {
@@ -30,7 +35,9 @@ export function operatorRoutes(app: App, ctx: AppContext): void {
     const [{ rows, total }, merchants, pending] = await Promise.all([
       listClientRows(ctx.db, page),
       countClients(ctx.db),
-      ctx.db.execute(sql`select count(*)::int as n from event_delivery_queue`).then((r) => rowsOf<{ n: number }>(r)[0]?.n ?? 0),
+      ctx.db
+        .execute(sql`select count(*)::int as n from event_delivery_queue`)
+        .then((r) => rowsOf<{ n: number }>(r)[0]?.n ?? 0),
     ]);
     const dbMs = performance.now() - started;
     const pendingDeliveries = pending;
@@ -44,11 +51,21 @@ export function operatorRoutes(app: App, ctx: AppContext): void {
 <div class="card">Uptime<b>${Math.floor(process.uptime() / 60)} min</b>${process.version}</div></div>
 ${table(
   ['Listener', 'Address', 'In this process'],
-  (['api', 'card', 'pay', 'admin', 'console'] as const).map((n) => [n, l[n].publicUrl, ctx.config.enabledListeners.includes(n) ? 'yes' : 'no']),
+  (['api', 'card', 'pay', 'admin', 'console'] as const).map((n) => [
+    n,
+    l[n].publicUrl,
+    ctx.config.enabledListeners.includes(n) ? 'yes' : 'no',
+  ]),
 )}
 <h2>Merchants</h2>${table(
       ['Merchant', 'Name', 'Status', 'Created', ''],
-      rows.map((c) => [html`<a class="id" href="/operator/merchants/${c.id}">${c.id}</a>`, c.name, badge(c.disabled ? 'disabled' : 'enabled'), when(c.createdAt), html`<a href="/m/${c.id}">open console</a>`]),
+      rows.map((c) => [
+        html`<a class="id" href="/operator/merchants/${c.id}">${c.id}</a>`,
+        c.name,
+        badge(c.disabled ? 'disabled' : 'enabled'),
+        when(c.createdAt),
+        html`<a href="/m/${c.id}">open console</a>`,
+      ]),
     )}${pager('/operator', {}, page, total)}
 <h2>New merchant</h2><form method="post" action="/operator/merchants" class="filters"><input type="hidden" name="_csrf" value="${session.csrfToken}"><label>Name <input name="name" required maxlength="200"></label><button>Create</button></form>`;
     return reply.type('text/html; charset=utf-8').send(shell('Operator', session, body, q));
@@ -57,9 +74,20 @@ ${table(
   app.post('/operator/merchants', async (req, reply) => {
     const session = requireOperator(req);
     const name = String((req.body as Record<string, unknown>).name ?? '').trim();
-    if (name.length === 0 || name.length > 200) return reply.redirect(`/operator?error=${encodeURIComponent('A merchant needs a name (up to 200 characters).')}`, 303);
-    const { client, secret } = await createClient(ctx.db, { name, environment: ctx.config.environment, now: ctx.clock.now() });
-    return reply.type('text/html; charset=utf-8').code(201).send(shell(`Merchant ${client.name} created`, session, secretShown(client.id, secret.secret)));
+    if (name.length === 0 || name.length > 200)
+      return reply.redirect(
+        `/operator?error=${encodeURIComponent('A merchant needs a name (up to 200 characters).')}`,
+        303,
+      );
+    const { client, secret } = await createClient(ctx.db, {
+      name,
+      environment: ctx.config.environment,
+      now: ctx.clock.now(),
+    });
+    return reply
+      .type('text/html; charset=utf-8')
+      .code(201)
+      .send(shell(`Merchant ${client.name} created`, session, secretShown(client.id, secret.secret)));
   });
 
   const secretShown = (clientId: string, secret: string) =>
@@ -88,7 +116,9 @@ ${table(
       secrets.map((s) => [html`<span class="id">${s.id}</span>`, `…${s.hint}`, when(s.createdAt)]),
     )}${action(`/operator/merchants/${client.id}/rotate-secret`, 'Add a secret (rotation)', t)}
 <h2>Settings in effect</h2>${json(resolveSettings(client.settings as Record<string, unknown>))}`;
-    return reply.type('text/html; charset=utf-8').send(shell(client.name, session, body, req.query as Record<string, string | undefined>));
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(shell(client.name, session, body, req.query as Record<string, string | undefined>));
   });
 
   app.post('/operator/merchants/:clientId/rotate-secret', async (req, reply) => {
@@ -96,7 +126,11 @@ ${table(
     const id = (req.params as { clientId: string }).clientId;
     if (!isUuid(id)) throw notFound();
     try {
-      const secret = await rotateClientSecret(ctx.db, { clientId: id, environment: ctx.config.environment, now: ctx.clock.now() });
+      const secret = await rotateClientSecret(ctx.db, {
+        clientId: id,
+        environment: ctx.config.environment,
+        now: ctx.clock.now(),
+      });
       ctx.auth.invalidate(id);
       return reply.type('text/html; charset=utf-8').send(shell('New secret', session, secretShown(id, secret.secret)));
     } catch (err) {
@@ -105,7 +139,10 @@ ${table(
     }
   });
 
-  for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
+  for (const [verb, disabled] of [
+    ['disable', true],
+    ['enable', false],
+  ] as const) {
     app.post(`/operator/merchants/:clientId/${verb}`, async (req, reply) => {
       requireOperator(req);
       const id = (req.params as { clientId: string }).clientId;
@@ -117,8 +154,10 @@ ${table(
         throw err;
       }
       ctx.auth.invalidate(id);
-      return reply.redirect(`/operator/merchants/${id}?notice=${encodeURIComponent(disabled ? 'Disabled: its API calls are refused.' : 'Enabled.')}`, 303);
+      return reply.redirect(
+        `/operator/merchants/${id}?notice=${encodeURIComponent(disabled ? 'Disabled: its API calls are refused.' : 'Enabled.')}`,
+        303,
+      );
     });
   }
-
 }

@@ -64,25 +64,40 @@ test('the migration counts the payments there are; every statement on payments k
   await db.execute(insertPayments(merchants[0]!, 10, '2026-05-01T10:05:00Z', 'Sent'));
   await db.execute(insertPayments(merchants[1]!, 4, '2026-05-01T23:50:00Z', 'Failed'));
   await runMigrations(scratch.database);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n), 0);
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n),
+    0,
+  );
   const backfilled = await truth();
   assert.equal(backfilled.length, 4 + 2, 'ten payments over four hours, four over two');
   assert.deepEqual(await rolled(), backfilled);
 
   // Inserts of several rows, merchants and hours in one statement.
   await db.execute(insertPayments(merchants[0]!, 7, '2026-05-02T00:00:00Z'));
-  await db.execute(sql`with a as (${insertPayments(merchants[0]!, 3, '2026-05-02T05:00:00Z', 'Processing')}), b as (${insertPayments(merchants[1]!, 2, '2026-05-02T05:30:00Z')}) select 1`);
+  await db.execute(
+    sql`with a as (${insertPayments(merchants[0]!, 3, '2026-05-02T05:00:00Z', 'Processing')}), b as (${insertPayments(merchants[1]!, 2, '2026-05-02T05:30:00Z')}) select 1`,
+  );
   assert.deepEqual(await rolled(), await truth());
 
   // Updates: captures, failures (captured leaves, failed comes), refunds, an update of several
   // hours and merchants at once, one that moves no figure, and two CTEs updating payments.
-  await db.execute(sql`update payments set status = 'Processing', captured_amount = amount where status = 'Created' and client_id = ${merchants[0]!}::uuid and amount <= 300`);
+  await db.execute(
+    sql`update payments set status = 'Processing', captured_amount = amount where status = 'Created' and client_id = ${merchants[0]!}::uuid and amount <= 300`,
+  );
   await db.execute(sql`update payments set status = 'Failed' where status = 'Processing' and amount in (100, 300)`);
   await db.execute(sql`update payments set refunded_amount = amount / 2 where status = 'Sent' and amount > 500`);
-  await db.execute(sql`update payments set status = 'Sent' where status = 'Failed' and client_id = ${merchants[1]!}::uuid`);
-  const before = Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n);
+  await db.execute(
+    sql`update payments set status = 'Sent' where status = 'Failed' and client_id = ${merchants[1]!}::uuid`,
+  );
+  const before = Number(
+    rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n,
+  );
   await db.execute(sql`update payments set settle_after = now()`);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n), before, 'an update that moves no figure appends no delta');
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n),
+    before,
+    'an update that moves no figure appends no delta',
+  );
   await db.execute(sql`with a as (update payments set status = 'Canceled' where status = 'Created' and client_id = ${merchants[1]!}::uuid returning 1),
     b as (update payments set status = 'Failed' where status = 'Sent' and client_id = ${merchants[0]!}::uuid and amount = 1000 returning 1) select 1`);
   assert.deepEqual(await rolled(), await truth());
@@ -91,7 +106,10 @@ test('the migration counts the payments there are; every statement on payments k
   assert.ok((await foldPaymentRollup(db, 3)) === 3);
   assert.deepEqual(await rolled(), await truth());
   while ((await foldPaymentRollup(db, 3)) > 0);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n), 0);
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from console_payment_rollup_deltas`))[0]!.n),
+    0,
+  );
   assert.deepEqual(await rolled(), await truth());
 
   // Deletes (no code path deletes payments; the rollup follows anyway).

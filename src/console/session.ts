@@ -45,24 +45,44 @@ export function readCookies(req: FastifyRequest): Record<string, string> {
 }
 
 export function setCookie(reply: FastifyReply, names: CookieNames, name: string, value: string, maxAgeS: number): void {
-  const attrs = [`${name}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', `Max-Age=${maxAgeS}`, ...(names.secure ? ['Secure'] : [])];
+  const attrs = [
+    `${name}=${value}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Strict',
+    `Max-Age=${maxAgeS}`,
+    ...(names.secure ? ['Secure'] : []),
+  ];
   const prior = reply.getHeader('set-cookie');
   const list = prior === undefined ? [] : Array.isArray(prior) ? prior.map(String) : [String(prior)];
   reply.header('set-cookie', [...list, attrs.join('; ')]);
 }
 
-export async function createSession(db: Executor, o: { role: 'operator' | 'merchant'; clientId: string | null; now: Date; ttlMs: number }): Promise<{ id: string; row: SessionRow }> {
+export async function createSession(
+  db: Executor,
+  o: { role: 'operator' | 'merchant'; clientId: string | null; now: Date; ttlMs: number },
+): Promise<{ id: string; row: SessionRow }> {
   const id = randomToken();
   const [row] = await db
     .insert(consoleSessions)
-    .values({ idHash: hash(id), role: o.role, clientId: o.clientId, csrfToken: randomToken(), createdAt: o.now, expiresAt: new Date(o.now.getTime() + o.ttlMs) })
+    .values({
+      idHash: hash(id),
+      role: o.role,
+      clientId: o.clientId,
+      csrfToken: randomToken(),
+      createdAt: o.now,
+      expiresAt: new Date(o.now.getTime() + o.ttlMs),
+    })
     .returning();
   return { id, row: row! };
 }
 
 export async function findSession(db: Executor, id: string | undefined, now: Date): Promise<SessionRow | undefined> {
   if (!id || id.length > 128) return undefined;
-  const [row] = await db.select().from(consoleSessions).where(and(eq(consoleSessions.idHash, hash(id)), gt(consoleSessions.expiresAt, now)));
+  const [row] = await db
+    .select()
+    .from(consoleSessions)
+    .where(and(eq(consoleSessions.idHash, hash(id)), gt(consoleSessions.expiresAt, now)));
   return row;
 }
 
@@ -71,5 +91,7 @@ export async function deleteSession(db: Executor, id: string): Promise<void> {
 }
 
 export async function purgeExpiredSessions(db: Executor, now: Date): Promise<number> {
-  return (await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now)).returning({ role: consoleSessions.role })).length;
+  return (
+    await db.delete(consoleSessions).where(lt(consoleSessions.expiresAt, now)).returning({ role: consoleSessions.role })
+  ).length;
 }

@@ -21,7 +21,9 @@ const WORD_BITS = 20;
 const WORD = /[a-z]{4,}|[A-Z]{4,}/g;
 
 export function estimateEntropyBits(token: string): number {
-  const alphabet = /^[0-9a-f]+$|^[0-9A-F]+$/.test(token) ? 16 : classes.reduce((n, [re, size]) => (re.test(token) ? n + size : n), 0);
+  const alphabet = /^[0-9a-f]+$|^[0-9A-F]+$/.test(token)
+    ? 16
+    : classes.reduce((n, [re, size]) => (re.test(token) ? n + size : n), 0);
   if (alphabet === 0) return 0;
   const perChar = Math.log2(alphabet);
   // Whether each character adds anything (see above).

@@ -19,7 +19,12 @@ interface SealedColumn {
 /** Every sealed column, with the context its values are sealed under. */
 export const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: 'webhooks', column: 'secret_sealed', purpose: 'webhook-secret', context: (id) => `webhooks:${id}` },
-  { table: 'counterparties', column: 'account_number_sealed', purpose: 'bank-account', context: (id) => `counterparties:${id}` },
+  {
+    table: 'counterparties',
+    column: 'account_number_sealed',
+    purpose: 'bank-account',
+    context: (id) => `counterparties:${id}`,
+  },
   { table: 'virtual_cards', column: 'number_sealed', purpose: 'card', context: (id) => `virtual_cards:${id}:number` },
   { table: 'virtual_cards', column: 'cvc_sealed', purpose: 'card', context: (id) => `virtual_cards:${id}:cvc` },
 ];
@@ -30,7 +35,10 @@ const BATCH = 200;
  * One pass over every sealed column: re-seals what is not current. Values no configured key
  * opens are left as they are and counted.
  */
-export async function resealOldValues(db: Executor, opts: { sealer: Sealer; log: FastifyBaseLogger }): Promise<{ resealed: number; unreadable: number }> {
+export async function resealOldValues(
+  db: Executor,
+  opts: { sealer: Sealer; log: FastifyBaseLogger },
+): Promise<{ resealed: number; unreadable: number }> {
   let resealed = 0;
   let unreadable = 0;
   for (const c of SEALED_COLUMNS) {
@@ -62,7 +70,9 @@ export async function resealOldValues(db: Executor, opts: { sealer: Sealer; log:
   if (resealed > 0 || unreadable > 0) {
     opts.log[unreadable > 0 ? 'warn' : 'info'](
       { resealed, unreadable, keyId: opts.sealer.keyId },
-      unreadable > 0 ? 'sealed values that no configured key opens were left as they are' : 'sealed values moved to the current encryption key',
+      unreadable > 0
+        ? 'sealed values that no configured key opens were left as they are'
+        : 'sealed values moved to the current encryption key',
     );
   }
   return { resealed, unreadable };

@@ -21,7 +21,9 @@ function sealV1(master: Buffer, plaintext: string, purpose: string): string {
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(purpose));
   const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  return ['v1', iv.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return ['v1', iv.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join(
+    '.',
+  );
 }
 
 describe('sealed card data', () => {
@@ -36,7 +38,10 @@ describe('sealed card data', () => {
   /** A card-rail payment whose card can be read, with its number and cvc. */
   async function card(app: TestApp = t) {
     const { wallet } = await fundedWallet(app, m, 5_000);
-    const intent = await app.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 1_000, walletId: wallet.id } } } });
+    const intent = await app.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 1_000, walletId: wallet.id } } },
+    });
     const auth = await app.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
       as: m,
       body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_000, idempotencyKey: randomUUID() } } },
@@ -46,12 +51,21 @@ describe('sealed card data', () => {
     const read = await readCard(app, paymentId);
     assert.equal(read.statusCode, 200, read.body);
     const [row] = rowsOf<{ id: string; number_sealed: string; cvc_sealed: string }>(
-      await app.ctx.db.execute(sql`select id, number_sealed, cvc_sealed from virtual_cards where payment_id = ${paymentId}`),
+      await app.ctx.db.execute(
+        sql`select id, number_sealed, cvc_sealed from virtual_cards where payment_id = ${paymentId}`,
+      ),
     );
-    return { paymentId, row: row!, number: read.json().data.attributes.number as string, cvc: read.json().data.attributes.cvc as string };
+    return {
+      paymentId,
+      row: row!,
+      number: read.json().data.attributes.number as string,
+      cvc: read.json().data.attributes.cvc as string,
+    };
   }
-  const readCard = (app: TestApp, paymentId: string) => app.card.inject({ method: 'GET', url: `/api/v1/payments/${paymentId}/card`, headers: m.headers });
-  const setSealed = (id: string, number: string, cvc: string) => t.ctx.db.execute(sql`update virtual_cards set number_sealed = ${number}, cvc_sealed = ${cvc} where id = ${id}`);
+  const readCard = (app: TestApp, paymentId: string) =>
+    app.card.inject({ method: 'GET', url: `/api/v1/payments/${paymentId}/card`, headers: m.headers });
+  const setSealed = (id: string, number: string, cvc: string) =>
+    t.ctx.db.execute(sql`update virtual_cards set number_sealed = ${number}, cvc_sealed = ${cvc} where id = ${id}`);
 
   test('sealed as v2 under the key id of CARD_ENCRYPTION_KEY', async () => {
     const a = await card();
@@ -95,21 +109,34 @@ describe('sealed card data', () => {
     assert.equal(v1.statusCode, 200, v1.body);
     assert.equal(v1.json().data.attributes.number, a.number);
     await t.ctx.jobs.runOnce('reseal');
-    const [row] = rowsOf<{ number_sealed: string; cvc_sealed: string }>(await t.ctx.db.execute(sql`select number_sealed, cvc_sealed from virtual_cards where id = ${a.row.id}`));
-    assert.ok(row!.number_sealed.startsWith(`v2.${keyIdOf(K1)}.`) && row!.cvc_sealed.startsWith(`v2.${keyIdOf(K1)}.`), row!.number_sealed);
+    const [row] = rowsOf<{ number_sealed: string; cvc_sealed: string }>(
+      await t.ctx.db.execute(sql`select number_sealed, cvc_sealed from virtual_cards where id = ${a.row.id}`),
+    );
+    assert.ok(
+      row!.number_sealed.startsWith(`v2.${keyIdOf(K1)}.`) && row!.cvc_sealed.startsWith(`v2.${keyIdOf(K1)}.`),
+      row!.number_sealed,
+    );
     assert.deepEqual((await readCard(t, a.paymentId)).json().data.attributes.cvc, a.cvc);
   });
 
   test('rotation: the new key seals, the old one still opens, the re-seal job retires it', async () => {
     const old = await card();
-    const rotated = await createTestApp({ env: { CARD_ENCRYPTION_KEY: K2.toString('base64'), CARD_ENCRYPTION_OLD_KEYS: K1.toString('base64') } });
+    const rotated = await createTestApp({
+      env: { CARD_ENCRYPTION_KEY: K2.toString('base64'), CARD_ENCRYPTION_OLD_KEYS: K1.toString('base64') },
+    });
     let newOnly: TestApp | undefined;
     try {
-      assert.equal((await readCard(rotated, old.paymentId)).json().data.attributes.number, old.number, 'the old key still opens');
+      assert.equal(
+        (await readCard(rotated, old.paymentId)).json().data.attributes.number,
+        old.number,
+        'the old key still opens',
+      );
       const fresh = await card(rotated);
       assert.ok(fresh.row.number_sealed.startsWith(`v2.${keyIdOf(K2)}.`), 'the new key seals');
       await rotated.ctx.jobs.runOnce('reseal');
-      const [row] = rowsOf<{ number_sealed: string }>(await t.ctx.db.execute(sql`select number_sealed from virtual_cards where id = ${old.row.id}`));
+      const [row] = rowsOf<{ number_sealed: string }>(
+        await t.ctx.db.execute(sql`select number_sealed from virtual_cards where id = ${old.row.id}`),
+      );
       assert.ok(row!.number_sealed.startsWith(`v2.${keyIdOf(K2)}.`), 'moved to the new key');
       // Without the old key (nothing left sealed with it), the card still reads.
       newOnly = await createTestApp({ env: { CARD_ENCRYPTION_KEY: K2.toString('base64') } });

@@ -19,7 +19,8 @@ const TAG_BYTES = 16;
 const IV_BYTES = 12;
 
 /** The id a sealed value names its master key by. */
-export const keyIdOf = (masterKey: Buffer) => createHash('sha256').update(masterKey).digest().subarray(0, 4).toString('hex');
+export const keyIdOf = (masterKey: Buffer) =>
+  createHash('sha256').update(masterKey).digest().subarray(0, 4).toString('hex');
 
 class MasterKey {
   readonly #derived = new Map<SealPurpose, Buffer>();
@@ -48,7 +49,8 @@ export class Sealer {
       if (bytes.length !== 32) throw new Error('an encryption key must be 32 bytes');
       const id = keyIdOf(bytes);
       const known = this.#ring.get(id);
-      if (known && !known.bytes.equals(bytes)) throw new Error(`two encryption keys share the id ${id}; generate another`);
+      if (known && !known.bytes.equals(bytes))
+        throw new Error(`two encryption keys share the id ${id}; generate another`);
       if (!known) this.#ring.set(id, new MasterKey(id, bytes));
     }
     this.#current = this.#ring.get(keyIdOf(currentKey))!;
@@ -70,14 +72,23 @@ export class Sealer {
     const cipher = createCipheriv('aes-256-gcm', this.#current.forPurpose(purpose), iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(associatedData(purpose, context));
     const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-    return ['v2', this.#current.id, iv.toString('base64url'), ct.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    return [
+      'v2',
+      this.#current.id,
+      iv.toString('base64url'),
+      ct.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+    ].join('.');
   }
 
   open(sealed: string, purpose: SealPurpose, context: string): Buffer {
     const parts = sealed.split('.');
     if (parts[0] === 'v2' && parts.length === 5) {
       const key = this.#ring.get(parts[1]!);
-      if (!key) throw new Error(`sealed with key ${parts[1]}, which is not configured (CARD_ENCRYPTION_KEY or CARD_ENCRYPTION_OLD_KEYS)`);
+      if (!key)
+        throw new Error(
+          `sealed with key ${parts[1]}, which is not configured (CARD_ENCRYPTION_KEY or CARD_ENCRYPTION_OLD_KEYS)`,
+        );
       return decrypt(key.forPurpose(purpose), parts[2]!, parts[3]!, parts[4]!, associatedData(purpose, context));
     }
     if (parts[0] === 'v1' && parts.length === 4) {

@@ -155,9 +155,16 @@ export class WriteBatch {
         return `w${i} as (${shifted})`;
       });
       // Statement names are at most 63 bytes: a hash of the composition names it.
-      st = statement(`batch_${createHash('sha1').update(key).digest('hex').slice(0, 20)}`, `with ${ctes.join(',\n')} select 1`);
+      st = statement(
+        `batch_${createHash('sha1').update(key).digest('hex').slice(0, 20)}`,
+        `with ${ctes.join(',\n')} select 1`,
+      );
       composed.set(key, st);
     }
-    await send(ex, st, parts.flatMap((p) => p.params));
+    await send(
+      ex,
+      st,
+      parts.flatMap((p) => p.params),
+    );
   }
 }

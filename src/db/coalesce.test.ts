@@ -17,10 +17,14 @@ describe('coalesced reads', () => {
   });
   after(() => t.close());
 
-  test('concurrent GET user: each its own user, another merchant\'s ids 404, repeats answered alike', async () => {
+  test("concurrent GET user: each its own user, another merchant's ids 404, repeats answered alike", async () => {
     const ofA = await Promise.all(Array.from({ length: 5 }, () => createUser(t, a)));
     const ofB = await Promise.all(Array.from({ length: 5 }, () => createUser(t, b)));
-    const asks = [...ofA.map((u) => ({ u, as: a, own: true })), ...ofB.map((u) => ({ u, as: b, own: true })), ...ofA.map((u) => ({ u, as: b, own: false }))];
+    const asks = [
+      ...ofA.map((u) => ({ u, as: a, own: true })),
+      ...ofB.map((u) => ({ u, as: b, own: true })),
+      ...ofA.map((u) => ({ u, as: b, own: false })),
+    ];
     const all = [...asks, ...asks, ...asks];
     const answers = await Promise.all(all.map(({ u, as }) => t.request('GET', `/api/v1/users/${u.id}`, { as })));
     for (const [i, res] of answers.entries()) {
@@ -44,12 +48,21 @@ describe('coalesced reads', () => {
     const two = await fundedWallet(t, a, 500);
     const alone = [await balanceOf(t, a, one.wallet.id), await balanceOf(t, a, two.wallet.id)];
     assert.equal(alone[0].total.total, 12_345);
-    const reads = await Promise.all(Array.from({ length: 30 }, (_, i) => t.request('GET', `/api/v1/wallets/${[one, two][i % 2]!.wallet.id}/balance`, { as: a })));
+    const reads = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        t.request('GET', `/api/v1/wallets/${[one, two][i % 2]!.wallet.id}/balance`, { as: a }),
+      ),
+    );
     for (const [i, res] of reads.entries()) {
       assert.equal(res.status, 200);
       assert.deepEqual(res.body.data.attributes.balance, alone[i % 2]);
     }
-    const foreign = await Promise.all([one, two].map((w) => t.request('GET', `/api/v1/wallets/${w.wallet.id}/balance`, { as: b })));
-    assert.deepEqual(foreign.map((r) => r.status), [404, 404]);
+    const foreign = await Promise.all(
+      [one, two].map((w) => t.request('GET', `/api/v1/wallets/${w.wallet.id}/balance`, { as: b })),
+    );
+    assert.deepEqual(
+      foreign.map((r) => r.status),
+      [404, 404],
+    );
   });
 });

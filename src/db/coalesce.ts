@@ -8,7 +8,12 @@
 import type { Executor } from './open.ts';
 import { run, statement, type Statement } from './statements.ts';
 
-type Pending<R> = { clientId: string; id: string; resolve: (row: R | undefined) => void; reject: (err: unknown) => void };
+type Pending<R> = {
+  clientId: string;
+  id: string;
+  resolve: (row: R | undefined) => void;
+  reject: (err: unknown) => void;
+};
 
 /**
  * A point read declared once per module: `sql` selects the rows for `$1::uuid[]` (client ids)
@@ -49,7 +54,9 @@ class Batch<R extends { id: string; clientId: string }> {
   }
 
   add(clientId: string, id: string): Promise<R | undefined> {
-    return new Promise((resolve, reject) => this.#turn.add({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject }));
+    return new Promise((resolve, reject) =>
+      this.#turn.add({ clientId: clientId.toLowerCase(), id: id.toLowerCase(), resolve, reject }),
+    );
   }
 
   #flush(batch: Pending<R>[]): void {
@@ -115,7 +122,11 @@ type Lookup<R> = { keys: string[]; resolve: (rows: R[]) => void; reject: (err: u
  * (`keyOf`) is among its own, in the statement's order. The payments of a page's intents are
  * one such lookup per page; many pages at once are then one statement.
  */
-export function coalescedLookups<R>(run: (db: Executor, keys: string[]) => Promise<R[]>, keyOf: (row: R) => string, max = 1_000) {
+export function coalescedLookups<R>(
+  run: (db: Executor, keys: string[]) => Promise<R[]>,
+  keyOf: (row: R) => string,
+  max = 1_000,
+) {
   const turns = new WeakMap<Executor, TurnBatch<Lookup<R>>>();
   const flush = (db: Executor, batch: Lookup<R>[]) => {
     const keys = [...new Set(batch.flatMap((l) => l.keys))];
@@ -135,7 +146,15 @@ export function coalescedLookups<R>(run: (db: Executor, keys: string[]) => Promi
   return (db: Executor, keys: string[]): Promise<R[]> =>
     new Promise((resolve, reject) => {
       let turn = turns.get(db);
-      if (!turn) turns.set(db, (turn = new TurnBatch((batch) => flush(db, batch), max, (l) => l.keys.length)));
+      if (!turn)
+        turns.set(
+          db,
+          (turn = new TurnBatch(
+            (batch) => flush(db, batch),
+            max,
+            (l) => l.keys.length,
+          )),
+        );
       turn.add({ keys, resolve, reject });
     });
 }

@@ -27,7 +27,9 @@ export interface PageQuery<R> {
 
 // Drizzle's own flattening of a select's fields into the columns it maps rows by (exported at
 // run time, left out of its type declarations).
-const orderSelectedFields = (drizzle as unknown as { orderSelectedFields(fields: Record<string, unknown>): { path: string[]; field: unknown }[] }).orderSelectedFields;
+const orderSelectedFields = (
+  drizzle as unknown as { orderSelectedFields(fields: Record<string, unknown>): { path: string[]; field: unknown }[] }
+).orderSelectedFields;
 
 /** Pages in one statement at most; more that arrive together go in the next. */
 const MAX_PAGES = 50;
@@ -65,7 +67,8 @@ class Shape<R> {
     this.#text = text;
     this.#params = params;
     const mapper = q && rowMapper(q.fields, 0);
-    this.#single = q && mapper ? q.session.prepareQuery({ sql: text, params }, q.fields, '', true, mapper) : query.prepare('');
+    this.#single =
+      q && mapper ? q.session.prepareQuery({ sql: text, params }, q.fields, '', true, mapper) : query.prepare('');
   }
 
   execute(values: Record<string, unknown>): Promise<R[]> {
@@ -130,7 +133,13 @@ class Shape<R> {
       const mapped = mapper(rows);
       return mapped.map((row, k) => ({ page: Number(rows[k]![0]), row }));
     };
-    return q.session.prepareQuery({ sql: wrapped, params: columns.map((c) => sql.placeholder(c)) }, q.fields, '', true, paged);
+    return q.session.prepareQuery(
+      { sql: wrapped, params: columns.map((c) => sql.placeholder(c)) },
+      q.fields,
+      '',
+      true,
+      paged,
+    );
   }
 }
 
@@ -139,12 +148,24 @@ type Mapper = (rows: unknown[][]) => unknown[];
 
 interface Internals {
   fields: Field[];
-  session: { prepareQuery(query: { sql: string; params: unknown[] }, fields: Field[], name: string, arrayMode: boolean, mapper?: Mapper): Executable<never> };
+  session: {
+    prepareQuery(
+      query: { sql: string; params: unknown[] },
+      fields: Field[],
+      name: string,
+      arrayMode: boolean,
+      mapper?: Mapper,
+    ): Executable<never>;
+  };
 }
 
 /** Drizzle's select internals that running its SQL with another text needs (drizzle-orm 0.45's PgSelect). */
 function internalsOf(query: PageQuery<unknown>): Internals | undefined {
-  const q = query as unknown as { config?: { fields?: Record<string, unknown> }; session?: Internals['session']; joinsNotNullableMap?: Record<string, boolean> };
+  const q = query as unknown as {
+    config?: { fields?: Record<string, unknown> };
+    session?: Internals['session'];
+    joinsNotNullableMap?: Record<string, boolean>;
+  };
   if (!q.config?.fields || !q.session) return undefined;
   const fields = orderSelectedFields(q.config.fields);
   // A left join's table comes out null when all its columns are: Drizzle's own mapping does that.
@@ -168,7 +189,13 @@ function rowMapper(fields: Field[], from: number): Mapper | undefined {
   for (let k = 0; k < fields.length; k++) {
     const { path, field } = fields[k]!;
     const decoder = (
-      is(field, Column) ? field : is(field, SQL) ? (field as unknown as { decoder: unknown }).decoder : is(field, SQL.Aliased) ? (field.sql as unknown as { decoder: unknown }).decoder : undefined
+      is(field, Column)
+        ? field
+        : is(field, SQL)
+          ? (field as unknown as { decoder: unknown }).decoder
+          : is(field, SQL.Aliased)
+            ? (field.sql as unknown as { decoder: unknown }).decoder
+            : undefined
     ) as { mapFromDriverValue(v: unknown): unknown } | undefined;
     if (!decoder || path.length > 2) return undefined;
     const raw = `r[${k + from}]`;
@@ -190,7 +217,10 @@ function rowMapper(fields: Field[], from: number): Mapper | undefined {
   }
   const literal = top.map((m) => (groups.has(m) ? `${m}: { ${groups.get(m)!.join(', ')} }` : m)).join(', ');
   // The keys are Drizzle's field names, quoted by JSON.stringify.
-  return new Function('d', `return (rows) => { const out = new Array(rows.length); for (let i = 0; i < rows.length; i++) { const r = rows[i]; out[i] = { ${literal} }; } return out; };`)(decoders) as Mapper;
+  return new Function(
+    'd',
+    `return (rows) => { const out = new Array(rows.length); for (let i = 0; i < rows.length; i++) { const r = rows[i]; out[i] = { ${literal} }; } return out; };`,
+  )(decoders) as Mapper;
 }
 
 let described = 0;
@@ -200,7 +230,11 @@ async function parameterTypes(db: Executor, text: string): Promise<string[]> {
   const name = `coffer_describe_${process.pid}_${++described}`;
   return db.transaction(async (tx) => {
     await tx.execute(sql.raw(`prepare ${name} as ${text}`));
-    const [row] = rowsOf<{ t: string[] }>(await tx.execute(sql.raw(`select parameter_types::text[] as t from pg_prepared_statements where name = '${name}'`)));
+    const [row] = rowsOf<{ t: string[] }>(
+      await tx.execute(
+        sql.raw(`select parameter_types::text[] as t from pg_prepared_statements where name = '${name}'`),
+      ),
+    );
     await tx.execute(sql.raw(`deallocate ${name}`));
     return row?.t ?? [];
   });

@@ -19,10 +19,15 @@ test('the migration totals the deposits cleared before it, per wallet and linked
   await db.execute(sql`insert into clients (id, name) values (${client}::uuid, 'm')`);
   for (const [n, w] of [wallet, other].entries()) {
     const owner = randomUUID();
-    await db.execute(sql`insert into users (id, client_id, public_id) values (${owner}::uuid, ${client}::uuid, ${'u' + n})`);
-    await db.execute(sql`insert into wallets (id, client_id, user_id, status) values (${w}::uuid, ${client}::uuid, ${owner}::uuid, 'Active')`);
+    await db.execute(
+      sql`insert into users (id, client_id, public_id) values (${owner}::uuid, ${client}::uuid, ${'u' + n})`,
+    );
+    await db.execute(
+      sql`insert into wallets (id, client_id, user_id, status) values (${w}::uuid, ${client}::uuid, ${owner}::uuid, 'Active')`,
+    );
   }
-  const deposit = (w: string, bank: string, status: string, walletAmount: number) => db.execute(sql`
+  const deposit = (w: string, bank: string, status: string, walletAmount: number) =>
+    db.execute(sql`
     insert into transactions (id, client_id, wallet_id, user_id, linked_account_id, type, status, amount, wallet_amount, fee_amount, fee_type, fee_deducted, disbursement)
     values (gen_random_uuid(), ${client}::uuid, ${w}::uuid, ${user}::uuid, ${bank}::uuid, 'OneTimeDeposit', ${status}, ${walletAmount + 25}, ${walletAmount}, 0, 'None', 0, '[]'::jsonb)`);
   await deposit(wallet, bankA, 'Cleared', 1000);

@@ -43,14 +43,26 @@ describe('group commit scheduling', () => {
     assert.deepEqual(s.groups, [['a1', 'x']]);
 
     // A is held by the running group: a2 and a3 wait, in order; y and the request with no row go.
-    const second = s.send({ name: 'a2', row: 'A' }, { name: 'y', row: 'Y' }, { name: 'a3', row: 'A' }, { name: 'free' });
+    const second = s.send(
+      { name: 'a2', row: 'A' },
+      { name: 'y', row: 'Y' },
+      { name: 'a3', row: 'A' },
+      { name: 'free' },
+    );
     await turn();
-    assert.deepEqual(s.groups, [['a1', 'x'], ['y', 'free']]);
+    assert.deepEqual(s.groups, [
+      ['a1', 'x'],
+      ['y', 'free'],
+    ]);
 
     // The first group ends: its row is free, and the waiting requests of A form the next group.
     s.ends[0]!();
     await turn();
-    assert.deepEqual(s.groups, [['a1', 'x'], ['y', 'free'], ['a2', 'a3']]);
+    assert.deepEqual(s.groups, [
+      ['a1', 'x'],
+      ['y', 'free'],
+      ['a2', 'a3'],
+    ]);
     s.ends[1]!();
     s.ends[2]!();
     assert.deepEqual(await Promise.all([...first, ...second]), ['a1', 'x', 'a2', 'y', 'a3', 'free']);

@@ -52,7 +52,10 @@ export interface GroupOptions<T> {
  * A submit function for requests served by `serve`, which must settle every member it is given
  * (if it throws instead, every member is rejected with its error, so none is left waiting).
  */
-export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Promise<void>, opts: GroupOptions<T>): (db: Db, request: T) => Promise<R> {
+export function groupCommit<T, R>(
+  serve: (db: Db, members: Member<T, R>[]) => Promise<void>,
+  opts: GroupOptions<T>,
+): (db: Db, request: T) => Promise<R> {
   type W = Waiting<Member<T, R>>;
   const sizes = groupCommitSize.labels(opts.name);
   const queues = new WeakMap<Db, Queue<Member<T, R>>>();
@@ -63,7 +66,8 @@ export function groupCommit<T, R>(serve: (db: Db, members: Member<T, R>[]) => Pr
     const left: W[] = [];
     const skipped = new Set<string>();
     for (const w of q.filling) {
-      if (taken.length < MAX_GROUP && (w.row === undefined || !(q.held.has(w.row) || skipped.has(w.row)))) taken.push(w);
+      if (taken.length < MAX_GROUP && (w.row === undefined || !(q.held.has(w.row) || skipped.has(w.row))))
+        taken.push(w);
       else {
         left.push(w);
         if (w.row !== undefined) skipped.add(w.row);

@@ -46,8 +46,12 @@ test('the migration counts the rows there are; every statement keeps the counter
   for (const [i, client] of merchants.entries()) {
     await db.execute(sql`insert into clients (id, name) values (${client}::uuid, ${'m' + i})`);
     const user = randomUUID();
-    await db.execute(sql`insert into users (id, client_id, public_id) values (${user}::uuid, ${client}::uuid, ${'u' + i})`);
-    await db.execute(sql`insert into wallets (id, client_id, user_id, status) values (${wallets[i]!}::uuid, ${client}::uuid, ${user}::uuid, 'Active')`);
+    await db.execute(
+      sql`insert into users (id, client_id, public_id) values (${user}::uuid, ${client}::uuid, ${'u' + i})`,
+    );
+    await db.execute(
+      sql`insert into wallets (id, client_id, user_id, status) values (${wallets[i]!}::uuid, ${client}::uuid, ${user}::uuid, 'Active')`,
+    );
     await db.execute(insertTransactions(client, wallets[i]!, 3 + i));
     await db.execute(insertIntents(client, 7 + i, 'Promotable'));
     await db.execute(insertPayments(client, 5 + i, 'Created'));
@@ -55,7 +59,10 @@ test('the migration counts the rows there are; every statement keeps the counter
   }
   const before = await countsFromTables(db);
   await runMigrations(scratch.database);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n), 0);
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n),
+    0,
+  );
   assert.deepEqual(await countsKept(db), before, 'the migration counted every row');
   assert.equal(before[`${merchants[1]}|payments/channel=web|{"status": "Created"}`], 2);
 
@@ -67,12 +74,20 @@ test('the migration counts the rows there are; every statement keeps the counter
 
   // Updates that move keys (statuses, a channel), one that moves none, and two CTEs updating one table.
   await db.execute(sql`update payments set status = 'Processing' where status = 'Created' and amount <= 300`);
-  await db.execute(sql`update payments set channel = 'kiosk' where channel = 'web' and client_id = ${merchants[0]!}::uuid`);
+  await db.execute(
+    sql`update payments set channel = 'kiosk' where channel = 'web' and client_id = ${merchants[0]!}::uuid`,
+  );
   await db.execute(sql`update payment_intents set status = 'PromotedToPayment' where amount in (100, 400)`);
-  const deltas = Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n);
+  const deltas = Number(
+    rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n,
+  );
   await db.execute(sql`update payments set updated_at = now(), captured_amount = amount`);
   await db.execute(sql`update payment_intents set updated_at = now()`);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n), deltas, 'an update that moves no key appends no delta');
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n),
+    deltas,
+    'an update that moves no key appends no delta',
+  );
   await db.execute(sql`with a as (update payments set status = 'Canceled' where status = 'Created' and client_id = ${merchants[1]!}::uuid returning 1),
     b as (update payments set status = 'Sent' where status = 'Processing' and client_id = ${merchants[0]!}::uuid returning 1) select 1`);
   await assertCounted(db);
@@ -81,7 +96,10 @@ test('the migration counts the rows there are; every statement keeps the counter
   assert.equal(await foldListCounts(db, 3), 3);
   await assertCounted(db);
   while ((await foldListCounts(db, 3)) > 0);
-  assert.equal(Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n), 0);
+  assert.equal(
+    Number(rowsOf<{ n: string }>(await db.execute(sql`select count(*) as n from list_count_deltas`))[0]!.n),
+    0,
+  );
   await assertCounted(db);
 
   // Deletes (the event retention job deletes events; nothing deletes the others, counted anyway).

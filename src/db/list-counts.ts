@@ -16,7 +16,11 @@ import { clients } from './schema.ts';
  * A merchant's list has few keys (the product of its counted columns' values), read through the
  * primary key and the deltas' index.
  */
-export function countedTotal(clientId: string | Placeholder, list: string | Placeholder, match: Record<string, string> | { key: SQL } | Placeholder): SQL {
+export function countedTotal(
+  clientId: string | Placeholder,
+  list: string | Placeholder,
+  match: Record<string, string> | { key: SQL } | Placeholder,
+): SQL {
   const which =
     match instanceof Placeholder
       ? sql`key::jsonb @> ${match}::jsonb` // the match's JSON text, given at execution
@@ -82,7 +86,14 @@ export function countedPage<T extends PgTable, A extends Record<string, SQL> = {
   const table = o.table as PgTable;
   const page = o.deep
     ? byIds(db, table, { ...o, limit, offset })
-    : db.select().from(table).where(o.where).orderBy(...o.orderBy).limit(limit).offset(offset).as('page');
+    : db
+        .select()
+        .from(table)
+        .where(o.where)
+        .orderBy(...o.orderBy)
+        .limit(limit)
+        .offset(offset)
+        .as('page');
   return db
     .select({ row: columnsThrough(table, page), total: sql<number>`"t"."total"`.mapWith(Number), ...o.also })
     .from(sql`(select ${o.total} as total offset 0) as "t"`)
@@ -104,9 +115,19 @@ function columnsThrough(table: PgTable, subquery: unknown): Record<string, PgCol
  * to the table, the plan kept for the prepared statement (its LIMIT a parameter, which
  * PostgreSQL takes for a tenth of the table) hashed the whole table.
  */
-function byIds(db: Executor, table: PgTable, o: { where: SQL | undefined; orderBy: (PgColumn | SQL)[]; limit: number | Placeholder; offset: number | Placeholder }) {
+function byIds(
+  db: Executor,
+  table: PgTable,
+  o: { where: SQL | undefined; orderBy: (PgColumn | SQL)[]; limit: number | Placeholder; offset: number | Placeholder },
+) {
   const key = (table as unknown as { id: PgColumn }).id;
-  const ids = db.select({ id: key }).from(table).where(o.where).orderBy(...o.orderBy).limit(o.limit).offset(o.offset);
+  const ids = db
+    .select({ id: key })
+    .from(table)
+    .where(o.where)
+    .orderBy(...o.orderBy)
+    .limit(o.limit)
+    .offset(o.offset);
   const row = db.select().from(table).where(sql`${key} = "ids"."id"`).limit(1).as('row');
   return db
     .select(columnsThrough(table, row))

@@ -10,13 +10,23 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { FaultProxy } from '../../chaos/proxy.ts';
-import { createTestApp, dbKind, errorsOf, freshDatabaseUrl, type Merchant, type Response, type TestApp } from '../test/harness.ts';
+import {
+  createTestApp,
+  dbKind,
+  errorsOf,
+  freshDatabaseUrl,
+  type Merchant,
+  type Response,
+  type TestApp,
+} from '../test/harness.ts';
 import { assertLedgerSound, balanceOf, depositBody, fundedWallet, intentFor, paymentXmins } from '../test/money.ts';
 import { openDatabase, rowsOf, type Database } from './open.ts';
 
 const N = 6;
 
-describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !== 'postgres' ? 'node-postgres through a TCP proxy: runs in the PostgreSQL pass' : false }, () => {
+describe('a group whose COMMIT loses its answer, through HTTP', {
+  skip: dbKind !== 'postgres' ? 'node-postgres through a TCP proxy: runs in the PostgreSQL pass' : false,
+}, () => {
   let proxy: FaultProxy;
   let database: Database;
   let t: TestApp;
@@ -38,7 +48,10 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
   });
 
   /** Runs `requests` together with every COMMIT cut (after PostgreSQL got it, or before); returns the answers and how many COMMITs were cut. */
-  async function withCommitsLost(delivered: boolean, requests: () => Promise<Response>[]): Promise<{ answers: Response[]; cut: number }> {
+  async function withCommitsLost(
+    delivered: boolean,
+    requests: () => Promise<Response>[],
+  ): Promise<{ answers: Response[]; cut: number }> {
     const before = proxy.commitsCut.delivered + proxy.commitsCut.undelivered;
     proxy.loseCommits({ probability: 1, delivered });
     try {
@@ -64,7 +77,11 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
     const { wallet, account } = await fundedWallet(t, m, 0);
     const keys = Array.from({ length: N }, () => randomUUID());
     const amounts = keys.map((_, n) => 1_000 + n);
-    const send = (n: number) => t.request('POST', `/api/v1/wallets/${wallet.id}/transactions`, { as: m, body: depositBody(amounts[n]!, account.id, { idempotencyKey: keys[n] }) });
+    const send = (n: number) =>
+      t.request('POST', `/api/v1/wallets/${wallet.id}/transactions`, {
+        as: m,
+        body: depositBody(amounts[n]!, account.id, { idempotencyKey: keys[n] }),
+      });
     const { answers, cut } = await withCommitsLost(true, () => keys.map((_, n) => send(n)));
     assertAll503(answers);
     assert.ok(cut >= 1 && cut < N, `the deposits were written in groups: ${cut} COMMITs cut for ${N} deposits`);
@@ -76,12 +93,17 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
     }
     const ids = retries.map((r) => r.body.data.id as string);
     const rows = rowsOf<{ id: string; amount: string; xmin: string }>(
-      await t.ctx.db.execute(sql`select id, amount::text as amount, xmin::text as xmin from transactions where wallet_id = ${wallet.id}`),
+      await t.ctx.db.execute(
+        sql`select id, amount::text as amount, xmin::text as xmin from transactions where wallet_id = ${wallet.id}`,
+      ),
     );
     assert.deepEqual(rows.map((r) => r.id).sort(), [...ids].sort(), 'one deposit per key');
     assert.deepEqual(rows.map((r) => Number(r.amount)).sort(), [...amounts].sort());
     assert.ok(new Set(rows.map((r) => r.xmin)).size <= cut, 'each lost group committed as one transaction');
-    assert.equal((await balanceOf(t, m, wallet.id)).pending.deposit, amounts.reduce((a, b) => a + b, 0));
+    assert.equal(
+      (await balanceOf(t, m, wallet.id)).pending.deposit,
+      amounts.reduce((a, b) => a + b, 0),
+    );
     await assertLedgerSound(t);
   });
 
@@ -90,7 +112,10 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
     const intents = await Promise.all(Array.from({ length: N }, () => intentFor(t, m, wallet.id, 1_500)));
     const keys = intents.map(() => randomUUID());
     const send = (n: number) =>
-      t.request('POST', `/api/v1/payment-intents/${intents[n]}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_500, idempotencyKey: keys[n] } } } });
+      t.request('POST', `/api/v1/payment-intents/${intents[n]}/authorize`, {
+        as: m,
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_500, idempotencyKey: keys[n] } } },
+      });
     const { answers, cut } = await withCommitsLost(false, () => intents.map((_, n) => send(n)));
     assertAll503(answers);
     assert.ok(cut >= 1 && cut < N, `the authorizes were written in groups: ${cut} COMMITs cut for ${N} authorizes`);
@@ -101,7 +126,9 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
       assert.equal(r.status, 201, r.raw);
       assert.equal(r.headers['idempotent-replayed'], undefined, 'nothing was committed: the retry makes the payment');
     }
-    const rows = rowsOf<{ intent_id: string }>(await t.ctx.db.execute(sql`select intent_id from payments where wallet_id = ${wallet.id}`));
+    const rows = rowsOf<{ intent_id: string }>(
+      await t.ctx.db.execute(sql`select intent_id from payments where wallet_id = ${wallet.id}`),
+    );
     assert.deepEqual(rows.map((r) => r.intent_id).sort(), [...intents].sort(), 'one payment per intent');
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, N * 1_500);
     await assertLedgerSound(t);
@@ -112,11 +139,18 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
     const payments: string[] = [];
     for (let n = 0; n < N; n++) {
       const intentId = await intentFor(t, m, wallet.id, 2_000);
-      const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2_000 } } } });
+      const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+        as: m,
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 2_000 } } },
+      });
       assert.equal(res.status, 201, res.raw);
       payments.push(res.body.included[0].id);
     }
-    const capture = (id: string) => t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 1_200 } } } });
+    const capture = (id: string) =>
+      t.request('POST', `/api/v1/payments/${id}/capture`, {
+        as: m,
+        body: { data: { type: 'CapturePayment', attributes: { amount: 1_200 } } },
+      });
     const { answers, cut } = await withCommitsLost(true, () => payments.map(capture));
     // Running the captures again after the group committed would refuse them (400
     // IllegalOperation: no longer Created) although they happened.
@@ -135,7 +169,9 @@ describe('a group whose COMMIT loses its answer, through HTTP', { skip: dbKind !
       assert.equal(errorsOf(again)[0]!.code, 'IllegalOperation');
     }
     const entries = rowsOf<{ n: number }>(
-      await t.ctx.db.execute(sql`select count(*)::int as n from ledger_entries where kind = 'payment.capture' and ref_type = 'payment' and ref_id in ${payments}`),
+      await t.ctx.db.execute(
+        sql`select count(*)::int as n from ledger_entries where kind = 'payment.capture' and ref_type = 'payment' and ref_id in ${payments}`,
+      ),
     );
     assert.equal(entries[0]!.n, N, 'one capture entry per payment');
     const b = await balanceOf(t, m, wallet.id);

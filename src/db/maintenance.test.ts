@@ -36,9 +36,15 @@ const vacuumedSince =
 
 async function usersStats(t: TestApp): Promise<TableStats> {
   const [row] = rowsOf<{ live: string | number; changed: string | number; analyzed: string | Date | null }>(
-    await t.ctx.db.execute(sql`select n_live_tup as live, n_mod_since_analyze as changed, greatest(last_analyze, last_autoanalyze) as analyzed from pg_stat_user_tables where relname = 'users'`),
+    await t.ctx.db.execute(
+      sql`select n_live_tup as live, n_mod_since_analyze as changed, greatest(last_analyze, last_autoanalyze) as analyzed from pg_stat_user_tables where relname = 'users'`,
+    ),
   );
-  return { live: Number(row!.live), changed: Number(row!.changed), analyzed: row!.analyzed === null ? null : new Date(row!.analyzed) };
+  return {
+    live: Number(row!.live),
+    changed: Number(row!.changed),
+    analyzed: row!.analyzed === null ? null : new Date(row!.analyzed),
+  };
 }
 
 describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with autovacuum off)', () => {
@@ -53,9 +59,15 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
   test("a table changed past autovacuum's threshold (50 + 10% of its rows) is analyzed by the job, registered on PGlite and where autovacuum is off", async () => {
     const [users] = rowsOf<{ n: string | number }>(await t.ctx.db.execute(sql`select count(*) as n from users`));
     for (let i = 0; i < 60 + Math.ceil(Number(users!.n) / 10); i++) await createUser(t, m);
-    const stats = await until(() => usersStats(t), (s) => s.changed > 50 + 0.1 * s.live);
+    const stats = await until(
+      () => usersStats(t),
+      (s) => s.changed > 50 + 0.1 * s.live,
+    );
     assert.ok(stats.changed > 50 + 0.1 * stats.live, `users changed ${stats.changed} of ${stats.live}`);
-    const [server] = t.ctx.database.kind === 'postgres' ? rowsOf<{ autovacuum: string }>(await t.ctx.db.execute(sql`show autovacuum`)) : [];
+    const [server] =
+      t.ctx.database.kind === 'postgres'
+        ? rowsOf<{ autovacuum: string }>(await t.ctx.db.execute(sql`show autovacuum`))
+        : [];
     const registered = t.ctx.database.kind === 'pglite' || server!.autovacuum === 'off';
     assert.equal(await needsTableMaintenance(t.ctx.database), registered);
     if (!registered) {
@@ -75,14 +87,18 @@ describe('table maintenance where nothing else vacuums (PGlite; PostgreSQL with 
     await t.ctx.db.execute(sql`create table maintenance_inserts_probe (id uuid primary key, at timestamptz not null)`);
     const probe = async () => {
       const [row] = rowsOf<{ inserted: string | number; vacuumed: string | Date | null }>(
-        await t.ctx.db.execute(sql`select n_ins_since_vacuum as inserted, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'maintenance_inserts_probe'`),
+        await t.ctx.db.execute(
+          sql`select n_ins_since_vacuum as inserted, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'maintenance_inserts_probe'`,
+        ),
       );
       return { inserted: Number(row!.inserted), vacuumed: row!.vacuumed === null ? null : new Date(row!.vacuumed) };
     };
     /** Inserts `n` rows and waits until the counters show them. */
     const insert = async (n: number) => {
       const before = (await probe()).inserted;
-      await t.ctx.db.execute(sql`insert into maintenance_inserts_probe select gen_random_uuid(), now() from generate_series(1, ${n})`);
+      await t.ctx.db.execute(
+        sql`insert into maintenance_inserts_probe select gen_random_uuid(), now() from generate_series(1, ${n})`,
+      );
       await until(probe, (q) => q.inserted >= before + n);
     };
     // Where autovacuum is on, the job is not registered (the test above); the function is the job.
@@ -114,7 +130,9 @@ describe('the webhook queue is vacuumed every few seconds once deliveries that e
 
   const queueStats = async () => {
     const [row] = rowsOf<{ dead: string | number; vacuumed: string | Date | null }>(
-      await t.ctx.db.execute(sql`select n_dead_tup as dead, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'event_delivery_queue'`),
+      await t.ctx.db.execute(
+        sql`select n_dead_tup as dead, greatest(last_vacuum, last_autovacuum) as vacuumed from pg_stat_user_tables where relname = 'event_delivery_queue'`,
+      ),
     );
     return { dead: Number(row!.dead), vacuumed: row!.vacuumed === null ? null : new Date(row!.vacuumed) };
   };
@@ -141,7 +159,9 @@ describe('the webhook queue is vacuumed every few seconds once deliveries that e
     assert.ok(now.dead < 1_000, `${now.dead} dead rows left`);
   });
 
-  test('dead rows a long transaction still sees are not vacuumed again every few seconds, only once more die', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+  test('dead rows a long transaction still sees are not vacuumed again every few seconds, only once more die', {
+    skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)',
+  }, async () => {
     const { url } = await testDatabase();
     const reader = new pg.Client({ connectionString: url });
     await reader.connect();

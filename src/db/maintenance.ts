@@ -70,7 +70,9 @@ export function deliveryQueueVacuum(db: Db): () => Promise<number> {
 
 async function deadQueueRows(db: Db): Promise<number> {
   const [row] = rowsOf<{ dead: number | string }>(
-    await db.execute(sql`select coalesce((select n_dead_tup from pg_stat_user_tables where schemaname = 'public' and relname = 'event_delivery_queue'), 0) as dead`),
+    await db.execute(
+      sql`select coalesce((select n_dead_tup from pg_stat_user_tables where schemaname = 'public' and relname = 'event_delivery_queue'), 0) as dead`,
+    ),
   );
   return Number(row?.dead ?? 0);
 }

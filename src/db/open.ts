@@ -65,7 +65,9 @@ export interface OpenOptions {
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
-  const database = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts.poolSize, opts.preparedStatements ?? true) : await openPglite(opts);
+  const database = opts.databaseUrl
+    ? await openPostgres(opts.databaseUrl, opts.poolSize, opts.preparedStatements ?? true)
+    : await openPglite(opts);
   if (opts.migrate !== false) {
     try {
       await runMigrations(database);
@@ -108,7 +110,12 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   client.release();
   const db = drizzle({ client: pool }) as unknown as Db;
   trackCommits(db);
-  return { db, kind: 'postgres', poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }), close: () => pool.end() };
+  return {
+    db,
+    kind: 'postgres',
+    poolStats: () => ({ inUse: pool.totalCount - pool.idleCount, waiting: pool.waitingCount }),
+    close: () => pool.end(),
+  };
 }
 
 async function openPglite(opts: OpenOptions): Promise<Database> {
@@ -167,7 +174,8 @@ function instrumentQueries(conn: Queryable, inFlight: { n: number } = { n: 0 }):
   conn.query = function instrumented(this: unknown, ...args: unknown[]) {
     const first = args[0] as { text?: string; submit?: unknown } | string;
     // A Submittable (cursor, stream) reports through its own events: passed through untimed.
-    if (typeof first === 'object' && first !== null && typeof first.submit === 'function') return query.apply(this, args);
+    if (typeof first === 'object' && first !== null && typeof first.submit === 'function')
+      return query.apply(this, args);
     const timer = new StatementTimer(inFlight, tracing.enabled ? statementSpan(first) : undefined);
     const last = args[args.length - 1];
     if (typeof last === 'function') {
@@ -239,7 +247,10 @@ function timedAnswer(timer: StatementTimer, answer: Promise<unknown>): Promise<u
 /** A database statement's span: its text (parameters are never included), not its values. */
 function statementSpan(q: { text?: string } | string): Span | undefined {
   const text = typeof q === 'string' ? q : (q?.text ?? '');
-  return startChildSpan('db.query', SpanKind.CLIENT, { 'db.system.name': 'postgresql', 'db.query.text': text.length > 2_000 ? `${text.slice(0, 2_000)}…` : text });
+  return startChildSpan('db.query', SpanKind.CLIENT, {
+    'db.system.name': 'postgresql',
+    'db.query.text': text.length > 2_000 ? `${text.slice(0, 2_000)}…` : text,
+  });
 }
 
 /**
@@ -328,13 +339,19 @@ export class SchemaTooNewError extends Error {
  * running through a deploy and restarted) would start against a newer schema.
  */
 async function refuseNewerSchema(database: Database, folder: string): Promise<void> {
-  const journal = JSON.parse(await fs.readFile(path.join(folder, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number; tag: string }[] };
+  const journal = JSON.parse(await fs.readFile(path.join(folder, 'meta', '_journal.json'), 'utf8')) as {
+    entries: { when: number; tag: string }[];
+  };
   const known = journal.entries.at(-1);
   if (!known) return;
   // A new database has no migrations table yet.
-  const [table] = rowsOf<{ found: boolean }>(await database.db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as found`));
+  const [table] = rowsOf<{ found: boolean }>(
+    await database.db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as found`),
+  );
   if (!table?.found) return;
-  const [row] = rowsOf<{ applied: string | null }>(await database.db.execute(sql`select max(created_at)::text as applied from drizzle.__drizzle_migrations`));
+  const [row] = rowsOf<{ applied: string | null }>(
+    await database.db.execute(sql`select max(created_at)::text as applied from drizzle.__drizzle_migrations`),
+  );
   const applied = row?.applied ? Number(row.applied) : 0;
   if (applied > known.when) throw new SchemaTooNewError(applied, known);
 }

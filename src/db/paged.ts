@@ -21,7 +21,10 @@ export async function pagedRows<T extends PgTable>(
     .limit(page.limit)
     .offset(page.offset)) as { row: T['$inferSelect']; total: number }[];
   if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(table as PgTable).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(table as PgTable)
+    .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
 
@@ -30,8 +33,18 @@ export async function pagedRows<T extends PgTable>(
  * milliseconds, where an exact total would count them all): { total, capped } where capped
  * means there are more than `total`.
  */
-export async function cappedCount(db: Executor, table: PgTable, where: SQL | undefined, cap: number): Promise<{ total: number; capped: boolean }> {
-  const inner = db.select({ one: sql`1` }).from(table).where(where).limit(cap + 1).as('capped');
+export async function cappedCount(
+  db: Executor,
+  table: PgTable,
+  where: SQL | undefined,
+  cap: number,
+): Promise<{ total: number; capped: boolean }> {
+  const inner = db
+    .select({ one: sql`1` })
+    .from(table)
+    .where(where)
+    .limit(cap + 1)
+    .as('capped');
   const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(inner);
   const n = c?.n ?? 0;
   return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
@@ -87,8 +100,14 @@ export async function cappedPage<R extends { id: string }>(
   const key = o.cursor?.before ?? o.cursor?.after;
   const newer = o.cursor?.before !== undefined;
   // The cursor row's position, read by id within the merchant (no such row: an empty page).
-  const at = key === undefined ? undefined : sql`((select k.created_at from ${t} k where k.client_id = ${o.clientId} and k.id = ${key}::uuid), ${key}::uuid)`;
-  const where = at === undefined ? o.where : and(o.where, newer ? sql`(${t.createdAt}, ${t.id}) > ${at}` : sql`(${t.createdAt}, ${t.id}) < ${at}`);
+  const at =
+    key === undefined
+      ? undefined
+      : sql`((select k.created_at from ${t} k where k.client_id = ${o.clientId} and k.id = ${key}::uuid), ${key}::uuid)`;
+  const where =
+    at === undefined
+      ? o.where
+      : and(o.where, newer ? sql`(${t.createdAt}, ${t.id}) > ${at}` : sql`(${t.createdAt}, ${t.id}) < ${at}`);
   const orderBy = newer ? [sql`${t.createdAt} asc`, sql`${t.id} asc`] : [sql`${t.createdAt} desc`, sql`${t.id} desc`];
   // An offset without a cursor (a typed page[offset]): the skipped rows are walked in the
   // (client_id, …, created_at, id) index only (an index-only scan), and only the page's rows are

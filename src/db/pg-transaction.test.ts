@@ -11,7 +11,9 @@ import { dbKind, testDatabase } from '../test/harness.ts';
 import { commitError, CommitOutcomeUnknown, isRetryableDatabaseError } from './errors.ts';
 import { openDatabase, rowsOf } from './open.ts';
 
-describe('a transaction whose BEGIN fails', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
+describe('a transaction whose BEGIN fails', {
+  skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false,
+}, () => {
   test('releases its connection: the pool has none left checked out, and the next transaction runs', async () => {
     const { url } = await testDatabase();
     const database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false });
@@ -30,7 +32,10 @@ describe('a transaction whose BEGIN fails', { skip: dbKind !== 'postgres' ? 'nod
           return (query as (...a: unknown[]) => unknown).apply(this, args);
         } as typeof client.query;
       });
-      await assert.rejects(database.db.transaction(async (tx) => tx.execute(sql`select ${1}::int`)), (err: Error) => /Connection terminated unexpectedly/.test(String((err.cause as Error | undefined)?.message)));
+      await assert.rejects(
+        database.db.transaction(async (tx) => tx.execute(sql`select ${1}::int`)),
+        (err: Error) => /Connection terminated unexpectedly/.test(String((err.cause as Error | undefined)?.message)),
+      );
       assert.equal(armed, false, 'the first statement was sent');
       assert.equal(pool.totalCount - pool.idleCount, 0, 'no connection left checked out');
       const rows = rowsOf<{ n: number }>(await database.db.transaction(async (tx) => tx.execute(sql`select 1 as n`)));
@@ -43,7 +48,9 @@ describe('a transaction whose BEGIN fails', { skip: dbKind !== 'postgres' ? 'nod
   });
 });
 
-describe('a transaction whose COMMIT gets no answer', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
+describe('a transaction whose COMMIT gets no answer', {
+  skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false,
+}, () => {
   test('fails as CommitOutcomeUnknown (it may have committed), which is retryable; an error PostgreSQL sends at COMMIT is a plain rollback', async () => {
     const { url } = await testDatabase();
     const database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false });
@@ -59,7 +66,12 @@ describe('a transaction whose COMMIT gets no answer', { skip: dbKind !== 'postgr
           return res;
         } as typeof client.query;
       });
-      const err = await database.db.transaction(async (tx) => tx.execute(sql`select 1`)).then(() => undefined, (e: unknown) => e);
+      const err = await database.db
+        .transaction(async (tx) => tx.execute(sql`select 1`))
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       assert.ok(err instanceof CommitOutcomeUnknown, String(err));
       assert.equal(isRetryableDatabaseError(err), true);
       assert.equal(pool.totalCount - pool.idleCount, 0, 'no connection left checked out');
@@ -73,7 +85,9 @@ describe('a transaction whose COMMIT gets no answer', { skip: dbKind !== 'postgr
   });
 });
 
-describe('a transaction whose ROLLBACK fails', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
+describe('a transaction whose ROLLBACK fails', {
+  skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false,
+}, () => {
   test("fails with the error that ended it, not the ROLLBACK's, and its connection is discarded", async () => {
     const { url } = await testDatabase();
     const database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false });
@@ -99,14 +113,20 @@ describe('a transaction whose ROLLBACK fails', { skip: dbKind !== 'postgres' ? '
           await tx.execute(sql`select 1`);
           throw refusal;
         })
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       assert.equal(armed, false, 'ROLLBACK was sent');
       assert.equal(err, refusal);
       assert.equal(pool.totalCount, 0, 'the connection left the pool');
       const rows = rowsOf<{ n: number }>(await database.db.transaction(async (tx) => tx.execute(sql`select 1 as n`)));
       assert.equal(rows[0]?.n, 1, 'the next transaction runs on a new connection');
       // That error, met by a statement, is a lost connection: retryable (a 503), not a 500.
-      assert.equal(isRetryableDatabaseError(Object.assign(new Error('Failed query: select 1'), { cause: new Error(desync) })), true);
+      assert.equal(
+        isRetryableDatabaseError(Object.assign(new Error('Failed query: select 1'), { cause: new Error(desync) })),
+        true,
+      );
     } finally {
       if (pool.totalCount === pool.idleCount) await database.close();
       else void database.close();

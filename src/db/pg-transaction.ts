@@ -25,12 +25,17 @@ interface SessionInternals {
 export function releaseConnectionsOnFailedBegin(): void {
   if (installed) return;
   installed = true;
-  const proto = NodePgSession.prototype as unknown as { transaction: (fn: (tx: unknown) => Promise<unknown>, config?: PgTransactionConfig) => Promise<unknown> };
+  const proto = NodePgSession.prototype as unknown as {
+    transaction: (fn: (tx: unknown) => Promise<unknown>, config?: PgTransactionConfig) => Promise<unknown>;
+  };
   proto.transaction = async function (this: SessionInternals, fn, config) {
-    const isPool = this.client instanceof pg.Pool || Object.getPrototypeOf(this.client).constructor.name.includes('Pool');
+    const isPool =
+      this.client instanceof pg.Pool || Object.getPrototypeOf(this.client).constructor.name.includes('Pool');
     const client = isPool ? await (this.client as pg.Pool).connect() : undefined;
     const Session = NodePgSession as unknown as new (...args: unknown[]) => unknown;
-    const Tx = NodePgTransaction as unknown as new (...args: unknown[]) => { execute(q: unknown): Promise<unknown>; getTransactionConfigSQL(c: PgTransactionConfig): unknown };
+    const Tx = NodePgTransaction as unknown as new (
+      ...args: unknown[]
+    ) => { execute(q: unknown): Promise<unknown>; getTransactionConfigSQL(c: PgTransactionConfig): unknown };
     const session = client ? new Session(client, this.dialect, this.schema, this.options) : this;
     const tx = new Tx(this.dialect, session, this.schema);
     const conn = client ?? this.client;

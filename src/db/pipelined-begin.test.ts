@@ -12,11 +12,14 @@ import { dbKind, testDatabase } from '../test/harness.ts';
 import { openDatabase, rowsOf, type Database } from './open.ts';
 import { run, runWithNext, statement } from './statements.ts';
 
-describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false }, () => {
+describe('BEGIN with the first statement', {
+  skip: dbKind !== 'postgres' ? 'node-postgres only: runs in the PostgreSQL pass' : false,
+}, () => {
   let database: Database;
   let exchanges = 0;
   const table = `pipelined_begin_${process.pid}`;
-  const count = async () => Number(rowsOf<{ n: string }>(await database.db.execute(sql.raw(`select count(*) as n from ${table}`)))[0]!.n);
+  const count = async () =>
+    Number(rowsOf<{ n: string }>(await database.db.execute(sql.raw(`select count(*) as n from ${table}`)))[0]!.n);
   /** The exchanges `fn` took (the ReadyForQuery answers it got). */
   const exchangesOf = async (fn: () => Promise<unknown>) => {
     const before = exchanges;
@@ -30,7 +33,10 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
     database = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false });
     const pool = (database.db as unknown as { $client: pg.Pool }).$client;
     const client = await pool.connect();
-    (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('readyForQuery', () => exchanges++);
+    (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on(
+      'readyForQuery',
+      () => exchanges++,
+    );
     client.release();
     await database.db.execute(sql.raw(`create table ${table} (n int not null)`));
   });
@@ -43,7 +49,12 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
     // Run once outside a transaction first: a statement with parameters is named, and prepared on its first use.
     await database.db.execute(sql`insert into ${sql.raw(table)} values (${0})`);
     const n = await count();
-    assert.equal(await exchangesOf(() => database.db.transaction(async (tx) => tx.execute(sql`insert into ${sql.raw(table)} values (${1})`))), 2);
+    assert.equal(
+      await exchangesOf(() =>
+        database.db.transaction(async (tx) => tx.execute(sql`insert into ${sql.raw(table)} values (${1})`)),
+      ),
+      2,
+    );
     assert.equal(await count(), n + 1);
   });
 
@@ -107,9 +118,15 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
     // Prepared on the connection first, so that BEGIN goes with it; then an error as it runs.
     const divide = (d: number) => sql`insert into ${sql.raw(table)} values (${1}::int / ${d}::int)`;
     await database.db.execute(divide(1));
-    await assert.rejects(database.db.transaction(async (tx) => tx.execute(divide(0))), cause(/division by zero/));
+    await assert.rejects(
+      database.db.transaction(async (tx) => tx.execute(divide(0))),
+      cause(/division by zero/),
+    );
     // A statement PostgreSQL cannot prepare.
-    await assert.rejects(database.db.transaction(async (tx) => tx.execute(sql`insert into ${sql.raw(table)} values (${1} / ${0})`)), cause(/operator is not unique/));
+    await assert.rejects(
+      database.db.transaction(async (tx) => tx.execute(sql`insert into ${sql.raw(table)} values (${1} / ${0})`)),
+      cause(/operator is not unique/),
+    );
     await database.db.transaction(async (tx) => {
       await tx.execute(sql`insert into ${sql.raw(table)} values (${6})`);
       await tx.execute(sql`insert into ${sql.raw(table)} values (${7})`);
@@ -118,7 +135,10 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
   });
 
   describe('a statement deferred to the next one', () => {
-    const lock = statement('pipelined_lock', `select n from ${table} where n = any($1::int[]) order by n for no key update`);
+    const lock = statement(
+      'pipelined_lock',
+      `select n from ${table} where n = any($1::int[]) order by n for no key update`,
+    );
     const insert = statement('pipelined_deferred_insert', `insert into ${table} values ($1)`);
     const read = statement('pipelined_deferred_read', `select count(*)::int as n from ${table} where n = $1`);
     let other: pg.Client;
@@ -136,7 +156,8 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
     });
     after(() => other.end());
     /** Rows of value n, as another connection sees them (committed). */
-    const seen = async (n: number) => (await other.query(`select count(*)::int as n from ${table} where n = $1`, [n])).rows[0].n as number;
+    const seen = async (n: number) =>
+      (await other.query(`select count(*)::int as n from ${table} where n = $1`, [n])).rows[0].n as number;
     /** The exchanges of a transaction that reads, defers `st` with value n, and rolls back. */
     const deferredThenRolledBack = (st: typeof insert, n: number) =>
       exchangesOf(() =>
@@ -168,7 +189,7 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await database.db.execute(sql.raw(`delete from ${table} where n = 102`));
     });
 
-    test('its failure is the next statement\'s, and that statement does not run', async () => {
+    test("its failure is the next statement's, and that statement does not run", async () => {
       // Another connection holds the row: the deferred lock waits past lock_timeout and fails.
       await other.query('begin');
       await other.query(`select n from ${table} where n = 101 for update`);
@@ -200,7 +221,9 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
         database.db.transaction(async (tx) => {
           await run(tx, read, [100]);
           await runWithNext(tx, insert, [105]);
-          inside = rowsOf<{ n: number }>(await tx.execute(sql.raw(`select count(*)::int as n from ${table} where n = 105`)))[0]!.n;
+          inside = rowsOf<{ n: number }>(
+            await tx.execute(sql.raw(`select count(*)::int as n from ${table} where n = 105`)),
+          )[0]!.n;
           throw rollback;
         }),
       );
@@ -230,7 +253,7 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       assert.equal(await seen(109), 0);
     });
 
-    test('one that fails with the COMMIT fails the transaction with PostgreSQL\'s error, wrote nothing, and leaves the connection clean', async () => {
+    test("one that fails with the COMMIT fails the transaction with PostgreSQL's error, wrote nothing, and leaves the connection clean", async () => {
       const positive = statement('pipelined_deferred_positive', `insert into ${table} values (1 / $1::int)`);
       await run(database.db, positive, [1]);
       await database.db.execute(sql.raw(`delete from ${table} where n = 1`));
@@ -250,12 +273,21 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
 
     test('with statements unnamed (behind an older PgBouncer), it is parsed in the exchange that carries it', async () => {
       const { url } = await testDatabase();
-      const unnamed = await openDatabase({ databaseUrl: url, dataDir: '', poolSize: 1, migrate: false, preparedStatements: false });
+      const unnamed = await openDatabase({
+        databaseUrl: url,
+        dataDir: '',
+        poolSize: 1,
+        migrate: false,
+        preparedStatements: false,
+      });
       try {
         const pool = (unnamed.db as unknown as { $client: pg.Pool }).$client;
         const client = await pool.connect();
         let answers = 0;
-        (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on('readyForQuery', () => answers++);
+        (client as unknown as { connection: { on(e: string, f: () => void): void } }).connection.on(
+          'readyForQuery',
+          () => answers++,
+        );
         client.release();
         const took = await (async () => {
           const before = answers;
@@ -278,7 +310,11 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await runWithNext(database.db, insert, [107]);
       assert.equal(await seen(107), 1);
       const fresh = statement('pipelined_deferred_fresh', `insert into ${table} values ($1::int + 0)`);
-      assert.equal(await deferredThenRolledBack(fresh, 108), 3, 'BEGIN with the read, the unprepared statement on its own, ROLLBACK');
+      assert.equal(
+        await deferredThenRolledBack(fresh, 108),
+        3,
+        'BEGIN with the read, the unprepared statement on its own, ROLLBACK',
+      );
       await database.db.execute(sql.raw(`delete from ${table} where n in (107, 108)`));
     });
   });
@@ -294,9 +330,11 @@ describe('BEGIN with the first statement', { skip: dbKind !== 'postgres' ? 'node
       await runWithNext(tx, deferred, [120]);
     });
     await database.db.transaction(async (tx) => tx.execute(sql`select 1`)).catch(() => {});
-    await database.db.transaction(async () => {
-      throw rollback;
-    }).catch(() => {});
+    await database.db
+      .transaction(async () => {
+        throw rollback;
+      })
+      .catch(() => {});
     const pool = (database.db as unknown as { $client: pg.Pool }).$client;
     const client = await pool.connect();
     try {

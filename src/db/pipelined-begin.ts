@@ -27,7 +27,10 @@ type QueryConfig = { text?: string; name?: string; values?: unknown[]; rows?: nu
 type Connection = { parse(q: object): void; bind(b: object): void; execute(e: object): void };
 
 /** node-postgres's Query, with the members the exchange below uses (not in its type declarations). */
-const Query = pg.Query as unknown as new (config: QueryConfig, values?: unknown[]) => {
+const Query = pg.Query as unknown as new (
+  config: QueryConfig,
+  values?: unknown[],
+) => {
   callback?: (err: unknown, res: unknown) => void;
   requiresPreparation(): boolean;
   prepare(connection: unknown): void;

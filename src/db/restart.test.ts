@@ -19,7 +19,11 @@ const ADMIN_TOKEN = 'dKrePuoa4ydQdhQlNA9E5rCOdkYRX54f8CRTJJ37dR8hUJDI4actsCkR05i
 const WORKERS = 12;
 const bin = postgresBin();
 const skip =
-  dbKind !== 'postgres' ? 'runs in the PostgreSQL pass' : bin === undefined && !process.env.CI ? 'needs PostgreSQL server binaries (.ci/run installs them)' : false;
+  dbKind !== 'postgres'
+    ? 'runs in the PostgreSQL pass'
+    : bin === undefined && !process.env.CI
+      ? 'needs PostgreSQL server binaries (.ci/run installs them)'
+      : false;
 
 interface Seen {
   op: 'deposit' | 'balance' | 'event';
@@ -35,20 +39,39 @@ describe('PostgreSQL restarted under load', { skip }, () => {
     const cluster = await startCluster(bin);
     const dir = await mkdtemp(path.join(tmpdir(), 'coffer-pgrestart-'));
     const rx = await startReceiver();
-    const server = await startServer(serverEnv(dir, cluster.url, ADMIN_TOKEN, { ...LOCAL_RECEIVERS, WEBHOOK_POLL_MS: '50', WEBHOOK_RETRY_DELAYS: Array(12).fill('0.2').join(','), DATABASE_POOL_SIZE: '8' }));
+    const server = await startServer(
+      serverEnv(dir, cluster.url, ADMIN_TOKEN, {
+        ...LOCAL_RECEIVERS,
+        WEBHOOK_POLL_MS: '50',
+        WEBHOOK_RETRY_DELAYS: Array(12).fill('0.2').join(','),
+        DATABASE_POOL_SIZE: '8',
+      }),
+    );
     try {
       await server.waitFor(/Stop with Ctrl-C/);
       const api = server.ports.api;
       const { call } = await remoteMerchant(server, ADMIN_TOKEN, { maxOneTimeDeposit: 10_000_000 });
       const { walletId, accountId } = await remoteApprovedWallet(call, api);
-      const hook = (await call(api, 'POST', '/webhooks', webhookBody({ url: rx.url, topics: ['PaymentCreated'] }))).body.data;
+      const hook = (await call(api, 'POST', '/webhooks', webhookBody({ url: rx.url, topics: ['PaymentCreated'] }))).body
+        .data;
 
       const seen: Seen[] = [];
       const depositKeys: string[] = [];
       const deposit = (key: string) =>
-        call(api, 'POST', `/wallets/${walletId}/transactions`, { data: { type: 'OneTimeDeposit', attributes: { amount: 100, linkedAccountId: accountId, idempotencyKey: key } } });
+        call(api, 'POST', `/wallets/${walletId}/transactions`, {
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 100, linkedAccountId: accountId, idempotencyKey: key },
+          },
+        });
       const record = (op: Seen['op'], r: { status: number; body: any; headers: Headers }) =>
-        seen.push({ op, status: r.status, code: r.body?.errors?.[0]?.code, retryAfter: r.headers.get('retry-after'), at: Date.now() });
+        seen.push({
+          op,
+          status: r.status,
+          code: r.body?.errors?.[0]?.code,
+          retryAfter: r.headers.get('retry-after'),
+          at: Date.now(),
+        });
 
       let running = true;
       const worker = async (w: number) => {
@@ -92,7 +115,10 @@ describe('PostgreSQL restarted under load', { skip }, () => {
       assert.ok(recovered(), 'the server answers successfully again without being restarted');
       assert.equal(server.proc.exitCode, null, 'the server process kept running');
       const statuses = [...new Set(seen.map((s) => s.status))].sort();
-      assert.ok(statuses.every((s) => [200, 201, 503].includes(s)), `only successes and 503s: ${statuses.join(', ')}`);
+      assert.ok(
+        statuses.every((s) => [200, 201, 503].includes(s)),
+        `only successes and 503s: ${statuses.join(', ')}`,
+      );
       const unavailable = seen.filter((s) => s.status === 503);
       assert.ok(unavailable.length > 0, 'some requests met the database down');
       for (const s of unavailable) {
@@ -124,7 +150,8 @@ describe('PostgreSQL restarted under load', { skip }, () => {
       assert.doesNotMatch(server.stdout() + server.stderr(), /unhandled error|InternalError/);
     } finally {
       await new Promise((r) => setTimeout(r, 200));
-      if (server.proc.exitCode !== null || server.proc.signalCode !== null) ctx.diagnostic(`server exited ${server.proc.exitCode}:\n${server.stderr().slice(-4000)}`);
+      if (server.proc.exitCode !== null || server.proc.signalCode !== null)
+        ctx.diagnostic(`server exited ${server.proc.exitCode}:\n${server.stderr().slice(-4000)}`);
       server.kill('SIGTERM');
       await server.exited;
       await rx.close();

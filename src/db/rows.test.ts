@@ -14,13 +14,33 @@ const fastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: 
 const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
 
 const now = new Date('2026-01-01T00:00:00Z');
-const user = (n: number) => ({ id: `01a23684-90bb-7bee-893b-8e76ef8e56${String(n).padStart(2, '0')}`, clientId: '01a23684-90bb-7bee-893b-8e76ef8e5600', publicId: `u_${n}`, phoneNumber: `+1555000${n}`, createdAt: now, updatedAt: now });
-const client = (n: number) => ({ id: `01a23684-90bb-7bee-893b-8e76ef8e57${String(n).padStart(2, '0')}`, name: `c${n}`, createdAt: now, updatedAt: now });
+const user = (n: number) => ({
+  id: `01a23684-90bb-7bee-893b-8e76ef8e56${String(n).padStart(2, '0')}`,
+  clientId: '01a23684-90bb-7bee-893b-8e76ef8e5600',
+  publicId: `u_${n}`,
+  phoneNumber: `+1555000${n}`,
+  createdAt: now,
+  updatedAt: now,
+});
+const client = (n: number) => ({
+  id: `01a23684-90bb-7bee-893b-8e76ef8e57${String(n).padStart(2, '0')}`,
+  name: `c${n}`,
+  createdAt: now,
+  updatedAt: now,
+});
 
 test('insert and update parts keep fast properties and share a map per shape, their merges too', () => {
   // Rows of two tables through the same lines, as a server's writes go.
-  const parts = [insertPart(users, user(1)), insertPart(clients, client(1)), insertPart(users, user(2)), insertPart(clients, client(2))];
-  const updates = [updatePart(users, user(1).id, { phoneNumber: '+15551111', updatedAt: now }), updatePart(users, user(2).id, { phoneNumber: '+15552222', updatedAt: now })];
+  const parts = [
+    insertPart(users, user(1)),
+    insertPart(clients, client(1)),
+    insertPart(users, user(2)),
+    insertPart(clients, client(2)),
+  ];
+  const updates = [
+    updatePart(users, user(1).id, { phoneNumber: '+15551111', updatedAt: now }),
+    updatePart(users, user(2).id, { phoneNumber: '+15552222', updatedAt: now }),
+  ];
   for (const p of [...parts, ...updates]) {
     assert.ok(fastProperties(p), `${p.name}: fast properties`);
     assert.ok(p.merge && fastProperties(p.merge), `${p.name}: its merge has fast properties`);
@@ -40,7 +60,10 @@ test('insert and update parts keep fast properties and share a map per shape, th
   const mergedUpdate = updates[0]!.merge!.combine([updates[0]!.merge!.item, updates[1]!.merge!.item]);
   assert.deepEqual(mergedUpdate.params[1], [user(1).id, user(2).id]);
   assert.deepEqual(
-    JSON.parse(mergedUpdate.params[0] as string).map((r: { id: string; phone_number: string }) => [r.id, r.phone_number]),
+    JSON.parse(mergedUpdate.params[0] as string).map((r: { id: string; phone_number: string }) => [
+      r.id,
+      r.phone_number,
+    ]),
     [
       [user(1).id, '+15551111'],
       [user(2).id, '+15552222'],

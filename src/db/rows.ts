@@ -31,7 +31,13 @@ function meta(table: PgTable): TableMeta {
   if (!m) {
     const columns = Object.entries(getTableColumns(table)).map(([key, column]) => {
       const sqlType = column.getSQLType();
-      return { key, name: column.name, sqlType, json: sqlType === 'json' || sqlType === 'jsonb', column: column as PgColumn };
+      return {
+        key,
+        name: column.name,
+        sqlType,
+        json: sqlType === 'json' || sqlType === 'jsonb',
+        column: column as PgColumn,
+      };
     });
     m = { table: getTableName(table), columns, byKey: new Map(columns.map((c) => [c.key, c])) };
     metas.set(table, m);
@@ -57,10 +63,16 @@ function toDriver(c: Column, value: unknown): unknown {
  * TooManyFastProperties) for every row, and writing each field out as a string was no faster.
  * The keys are the schema's own column names, quoted by JSON.stringify.
  */
-function rowObjectMaker(cols: Column[], extra?: string): (values: unknown[], extraValue?: unknown) => Record<string, unknown> {
+function rowObjectMaker(
+  cols: Column[],
+  extra?: string,
+): (values: unknown[], extraValue?: unknown) => Record<string, unknown> {
   const members = cols.map((c, i) => `${JSON.stringify(c.name)}: v[${i}]`);
   if (extra !== undefined) members.push(`${JSON.stringify(extra)}: x`);
-  const make = new Function('v', 'x', `return { ${members.join(', ')} };`) as (v: unknown[], x: unknown) => Record<string, unknown>;
+  const make = new Function('v', 'x', `return { ${members.join(', ')} };`) as (
+    v: unknown[],
+    x: unknown,
+  ) => Record<string, unknown>;
   return (values, extraValue) => make(jsonValues(cols, values), extraValue);
 }
 
@@ -98,7 +110,13 @@ interface Shape {
 
 const shapes = new Map<string, Shape>();
 
-function shapeOf(kind: 'ins' | 'upd', table: PgTable, row: Record<string, unknown>, build: Builder, combineOf: CombineOf): Shape {
+function shapeOf(
+  kind: 'ins' | 'upd',
+  table: PgTable,
+  row: Record<string, unknown>,
+  build: Builder,
+  combineOf: CombineOf,
+): Shape {
   const m = meta(table);
   let key = `${kind} ${m.table}`;
   for (const c of m.columns) if (row[c.key] !== undefined) key += ` ${c.name}`;
@@ -108,7 +126,8 @@ function shapeOf(kind: 'ins' | 'upd', table: PgTable, row: Record<string, unknow
     const built = build(m, cols);
     const name = shapeName(`${kind}_${m.table}`, built.text);
     shape = { table: m.table, cols, name, text: built.text };
-    if (!cols.some((c) => c.sqlType === 'bytea')) shape.combine = combineOf(m, shape, { name: `${name}_many`, text: built.many });
+    if (!cols.some((c) => c.sqlType === 'bytea'))
+      shape.combine = combineOf(m, shape, { name: `${name}_many`, text: built.many });
     shapes.set(key, shape);
   }
   return shape;
@@ -215,7 +234,8 @@ export function insertPart<T extends PgTable>(table: T, row: InferInsertModel<T>
 export function insertManyPart<T extends PgTable>(table: T, rows: InferInsertModel<T>[]): WritePart {
   const merges = rows.map((r) => insertPart(table, r).merge);
   const first = merges[0];
-  if (!first || merges.some((m) => m?.key !== first.key)) throw new Error(`insertManyPart needs rows of one shape that can travel as JSON (${getTableName(table)})`);
+  if (!first || merges.some((m) => m?.key !== first.key))
+    throw new Error(`insertManyPart needs rows of one shape that can travel as JSON (${getTableName(table)})`);
   return first.combine(merges.map((m) => m!.item));
 }
 

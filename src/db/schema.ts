@@ -30,7 +30,9 @@ const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' 
 // customType would change how drizzle-kit sees them.
 const decodeTimestamp = PgTimestamp.prototype.mapFromDriverValue;
 PgTimestamp.prototype.mapFromDriverValue = function (this: { withTimezone: boolean }, value: unknown) {
-  return typeof value === 'string' && this.withTimezone ? parseTimestamptz(value) : decodeTimestamp.call(this as PgTimestamp<never>, value as string);
+  return typeof value === 'string' && this.withTimezone
+    ? parseTimestamptz(value)
+    : decodeTimestamp.call(this as PgTimestamp<never>, value as string);
 };
 const createdAt = () => ts('created_at').notNull().defaultNow();
 const updatedAt = () => ts('updated_at').notNull().defaultNow();
@@ -50,7 +52,10 @@ export const deployment = pgTable(
     environment: text('environment').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [check('deployment_one_row', sql`${t.id}`), check('deployment_environment', sql`${t.environment} in ('sandbox', 'live')`)],
+  (t) => [
+    check('deployment_one_row', sql`${t.id}`),
+    check('deployment_environment', sql`${t.environment} in ('sandbox', 'live')`),
+  ],
 );
 
 export const clients = pgTable('clients', {
@@ -66,7 +71,9 @@ export const clientSecrets = pgTable(
   'client_secrets',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     // SHA-256 of the secret. Secrets are 32 random bytes, so a fast hash is enough: there is
     // nothing to brute-force that a slow hash would protect.
     hash: bytea('hash').notNull(),
@@ -81,7 +88,9 @@ export const users = pgTable(
   'users',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     publicId: text('public_id').notNull(),
     disabled: boolean('disabled').notNull().default(false),
     firstName: text('first_name'),
@@ -126,10 +135,16 @@ export const identityChallenges = pgTable(
   'identity_challenges',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
     status: text('status').notNull(),
-    questions: jsonb('questions').$type<{ id: string; prompt: string; options: { id: string; label: string }[] }[]>().notNull(),
+    questions: jsonb('questions')
+      .$type<{ id: string; prompt: string; options: { id: string; label: string }[] }[]>()
+      .notNull(),
     /** questionId → the right optionId. */
     answerKey: jsonb('answer_key').$type<Record<string, string>>().notNull(),
     failedAttempts: integer('failed_attempts').notNull().default(0),
@@ -154,8 +169,12 @@ export const identitySubmissions = pgTable(
   'identity_submissions',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    challengeId: uuid('challenge_id').notNull().references(() => identityChallenges.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    challengeId: uuid('challenge_id')
+      .notNull()
+      .references(() => identityChallenges.id),
     passed: boolean('passed').notNull(),
     failureReason: text('failure_reason'),
     createdAt: createdAt(),
@@ -168,9 +187,15 @@ export const profileUpdates = pgTable(
   'profile_updates',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
-    challengeId: uuid('challenge_id').notNull().references(() => identityChallenges.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
+    challengeId: uuid('challenge_id')
+      .notNull()
+      .references(() => identityChallenges.id),
     phoneNumber: text('phone_number'),
     email: text('email'),
     previousPhoneNumber: text('previous_phone_number'),
@@ -178,15 +203,22 @@ export const profileUpdates = pgTable(
     appliedAt: ts('applied_at').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [index('profile_updates_user_idx').on(t.clientId, t.userId), uniqueIndex('profile_updates_challenge_uq').on(t.challengeId)],
+  (t) => [
+    index('profile_updates_user_idx').on(t.clientId, t.userId),
+    uniqueIndex('profile_updates_challenge_uq').on(t.challengeId),
+  ],
 );
 
 export const kycApplications = pgTable(
   'kyc_applications',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
     /** Pending, ManualReview (both asked about), AwaitingDocuments, Approved or Denied. */
     status: text('status').notNull(),
     firstName: text('first_name').notNull(),
@@ -221,9 +253,15 @@ export const kycDocumentLinks = pgTable(
   'kyc_document_links',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
-    applicationId: uuid('application_id').notNull().references(() => kycApplications.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
+    applicationId: uuid('application_id')
+      .notNull()
+      .references(() => kycApplications.id),
     redirectUrl: text('redirect_url').notNull(),
     /** The provider's page; null until the provider answered. */
     url: text('url'),
@@ -237,8 +275,12 @@ export const linkedAccounts = pgTable(
   'linked_accounts',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
     provider: text('provider').notNull(),
     /** The provider's own id for the account. */
     externalId: text('external_id').notNull(),
@@ -275,7 +317,9 @@ export const webhooks = pgTable(
   'webhooks',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     name: text('name').notNull(),
     url: text('url').notNull(),
     /** Subscribed topics, or ["*"] for all. */
@@ -328,7 +372,9 @@ export const eventDeliveries = pgTable(
     clientId: uuid('client_id').notNull(),
     /** The partition key: an event's deliveries (replays too) live in its partition's range. */
     eventId: uuid('event_id').notNull(),
-    webhookId: uuid('webhook_id').notNull().references(() => webhooks.id),
+    webhookId: uuid('webhook_id')
+      .notNull()
+      .references(() => webhooks.id),
     /** Why this delivery exists: event, replay or test. */
     trigger: text('trigger').notNull(),
     /** pending → succeeded | failed | canceled; pending exactly while it is in eventDeliveryQueue. */
@@ -412,22 +458,33 @@ export const wallets = pgTable(
   'wallets',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    userId: uuid('user_id').notNull().references(() => users.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
     status: text('status').notNull(),
     closedAt: ts('closed_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [uniqueIndex('wallets_client_user_uq').on(t.clientId, t.userId), index('wallets_client_created_idx').on(t.clientId, t.createdAt, t.id)],
+  (t) => [
+    uniqueIndex('wallets_client_user_uq').on(t.clientId, t.userId),
+    index('wallets_client_created_idx').on(t.clientId, t.createdAt, t.id),
+  ],
 );
 
 export const walletBarcodes = pgTable(
   'wallet_barcodes',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     /** 16 digits, what the scanner reads. Gift ids are 19 digits, so the two never collide. */
     lookUpId: text('look_up_id').notNull(),
     expiresAt: ts('expires_at').notNull(),
@@ -452,7 +509,9 @@ export const ledgerAccounts = pgTable(
   'ledger_accounts',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     /** wallet | counterparty | gift | client */
     ownerType: text('owner_type').notNull(),
     /** The wallet, counterparty or gift; the client itself for client-level accounts. */
@@ -522,7 +581,9 @@ export const counterparties = pgTable(
   'counterparties',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     label: text('label').notNull(),
     accountType: text('account_type').notNull(),
     /** The full account number, sealed; only the last four digits are ever shown. */
@@ -548,8 +609,12 @@ export const counterpartyPayouts = pgTable(
   'counterparty_payouts',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    counterpartyId: uuid('counterparty_id').notNull().references(() => counterparties.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    counterpartyId: uuid('counterparty_id')
+      .notNull()
+      .references(() => counterparties.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     /** Pending (not yet with the bank) | Sent | Completed | Returned */
     status: text('status').notNull(),
@@ -576,9 +641,15 @@ export const counterpartyTransfers = pgTable(
   'counterparty_transfers',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    fromCounterpartyId: uuid('from_counterparty_id').notNull().references(() => counterparties.id),
-    toCounterpartyId: uuid('to_counterparty_id').notNull().references(() => counterparties.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    fromCounterpartyId: uuid('from_counterparty_id')
+      .notNull()
+      .references(() => counterparties.id),
+    toCounterpartyId: uuid('to_counterparty_id')
+      .notNull()
+      .references(() => counterparties.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     /** Pending | Completed | Failed */
     status: text('status').notNull(),
@@ -598,8 +669,12 @@ export const counterpartyIncomingPayments = pgTable(
   'counterparty_incoming_payments',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    counterpartyId: uuid('counterparty_id').notNull().references(() => counterparties.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    counterpartyId: uuid('counterparty_id')
+      .notNull()
+      .references(() => counterparties.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     /** The bank rail: ach, wire, rtp, ... */
     method: text('method').notNull(),
@@ -616,7 +691,9 @@ export const externalTransactions = pgTable(
   'external_transactions',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     /** Purchase | Void | Refund */
     type: text('type').notNull(),
     /** The Purchase a Void or Refund is about. */
@@ -644,8 +721,12 @@ export const transactions = pgTable(
   'transactions',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     userId: uuid('user_id').notNull(),
     linkedAccountId: uuid('linked_account_id').notNull(),
     type: text('type').notNull(),
@@ -659,7 +740,9 @@ export const transactions = pgTable(
     /** The part of the fee taken from the deposit (when no fee counterparty pays it). */
     feeDeducted: bigint('fee_deducted', { mode: 'number' }).notNull(),
     feeCounterpartyId: uuid('fee_counterparty_id'),
-    disbursement: jsonb('disbursement').$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>().notNull(),
+    disbursement: jsonb('disbursement')
+      .$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>()
+      .notNull(),
     rewardAmount: bigint('reward_amount', { mode: 'number' }).notNull().default(0),
     risk: jsonb('risk').$type<{ deviceSessionId?: string } | null>(),
     /** The bank-transfer provider's reference for the pull; null until the provider has it. */
@@ -685,9 +768,13 @@ export const transactions = pgTable(
 export const depositTotals = pgTable(
   'deposit_totals',
   {
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     linkedAccountId: uuid('linked_account_id').notNull(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     cleared: bigint('cleared', { mode: 'number' }).notNull(),
   },
   (t) => [primaryKey({ columns: [t.walletId, t.linkedAccountId] })],
@@ -704,7 +791,9 @@ export const bankTransfers = pgTable(
   {
     /** Coffer's reference: the provider's idempotency key. */
     reference: text('reference').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     /** deposit | withdrawal | payment: what the outcome settles. */
     purpose: text('purpose').notNull(),
     /** The transaction, withdrawal or payment. */
@@ -722,17 +811,26 @@ export const bankTransfers = pgTable(
     updatedAt: updatedAt(),
     finishedAt: ts('finished_at'),
   },
-  (t) => [index('bank_transfers_due_idx').on(t.checkAfter).where(sql`status = 'Pending'`), index('bank_transfers_subject_idx').on(t.subjectId)],
+  (t) => [
+    index('bank_transfers_due_idx').on(t.checkAfter).where(sql`status = 'Pending'`),
+    index('bank_transfers_subject_idx').on(t.subjectId),
+  ],
 );
 
 export const withdrawals = pgTable(
   'withdrawals',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    walletId: uuid('wallet_id').notNull().references(() => wallets.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    walletId: uuid('wallet_id')
+      .notNull()
+      .references(() => wallets.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
-    split: jsonb('split').$type<{ linkedAccountId: string; institutionName: string; accountMask: string; amount: number }[]>().notNull(),
+    split: jsonb('split')
+      .$type<{ linkedAccountId: string; institutionName: string; accountMask: string; amount: number }[]>()
+      .notNull(),
     /** The bank-transfer provider's references for the pushes; null until it has them all. */
     providerRef: text('provider_ref'),
     createdAt: createdAt(),
@@ -754,7 +852,9 @@ export const rewards = pgTable(
   'rewards',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     /** Null while a pre-issued reward waits for its wallet. */
     walletId: uuid('wallet_id').references(() => wallets.id),
     /** immediate | preIssued */
@@ -790,7 +890,9 @@ export const gifts = pgTable(
   'gifts',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     /** The public reference (19 digits): what is scanned and what the API calls the gift's id. */
     lookUpId: text('look_up_id').notNull(),
     originalAmount: bigint('original_amount', { mode: 'number' }).notNull(),
@@ -817,7 +919,10 @@ export const idempotencyKeys = pgTable(
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.clientId, t.operation, t.key] }), index('idempotency_keys_expiry_idx').on(t.expiresAt)],
+  (t) => [
+    primaryKey({ columns: [t.clientId, t.operation, t.key] }),
+    index('idempotency_keys_expiry_idx').on(t.expiresAt),
+  ],
 );
 
 // ----- checkout: payment intents, payments, cards -----------------------------------------
@@ -906,7 +1011,9 @@ export const payments = pgTable(
     /** Taken at capture (what refunds return). */
     captured: jsonb('captured').$type<Sourcing | null>(),
     externalPayments: jsonb('external_payments').$type<{ method: string; amount: number }[]>().notNull(),
-    disbursement: jsonb('disbursement').$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>().notNull(),
+    disbursement: jsonb('disbursement')
+      .$type<{ counterpartyId: string; amount: number; fee: number; remit: boolean }[]>()
+      .notNull(),
     /** Opaque processor data (meta.processor in, the processor's answer out). */
     processor: jsonb('processor').$type<Record<string, unknown> | null>(),
     /** Card network: how much of the card was authorized at the point of sale. */
@@ -947,8 +1054,12 @@ export const authorizationAttempts = pgTable(
   'authorization_attempts',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    intentId: uuid('intent_id').notNull().references(() => paymentIntents.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    intentId: uuid('intent_id')
+      .notNull()
+      .references(() => paymentIntents.id),
     idempotencyKey: text('idempotency_key'),
     fingerprint: text('fingerprint').notNull(),
     /** processing | succeeded | declined */
@@ -971,8 +1082,12 @@ export const refunds = pgTable(
   'refunds',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    paymentId: uuid('payment_id')
+      .notNull()
+      .references(() => payments.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     /** Where the money went back to. */
     returned: jsonb('returned').$type<Sourcing>().notNull(),
@@ -986,7 +1101,9 @@ export const virtualCards = pgTable(
   'virtual_cards',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     paymentId: uuid('payment_id').references(() => payments.id),
     giftId: uuid('gift_id').references(() => gifts.id),
     /** The card number and CVC, sealed (AES-256-GCM); never logged, never stored in clear. */
@@ -1009,8 +1126,12 @@ export const cardAuthorizations = pgTable(
   'card_authorizations',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    paymentId: uuid('payment_id')
+      .notNull()
+      .references(() => payments.id),
     /** Approved | Declined | Canceled */
     status: text('status').notNull(),
     amount: bigint('amount', { mode: 'number' }).notNull(),
@@ -1025,8 +1146,12 @@ export const cardCaptures = pgTable(
   'card_captures',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
-    paymentId: uuid('payment_id').notNull().references(() => payments.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
+    paymentId: uuid('payment_id')
+      .notNull()
+      .references(() => payments.id),
     authorizationId: uuid('authorization_id').references(() => cardAuthorizations.id),
     amount: bigint('amount', { mode: 'number' }).notNull(),
     success: boolean('success').notNull(),
@@ -1042,7 +1167,9 @@ export const cardReads = pgTable(
   {
     id: uuid('id').primaryKey(),
     clientId: uuid('client_id').notNull(),
-    cardId: uuid('card_id').notNull().references(() => virtualCards.id),
+    cardId: uuid('card_id')
+      .notNull()
+      .references(() => virtualCards.id),
     paymentId: uuid('payment_id').notNull(),
     requestId: text('request_id').notNull(),
     ip: text('ip').notNull(),
@@ -1076,9 +1203,13 @@ export const sweepstakesResults = pgTable(
   'sweepstakes_results',
   {
     id: uuid('id').primaryKey(),
-    clientId: uuid('client_id').notNull().references(() => clients.id),
+    clientId: uuid('client_id')
+      .notNull()
+      .references(() => clients.id),
     sweepstakesId: text('sweepstakes_id').notNull(),
-    userId: uuid('user_id').notNull().references(() => users.id),
+    userId: uuid('user_id')
+      .notNull()
+      .references(() => users.id),
     /** How the merchant named the customer: ID or PhoneNumber, and the value it sent. */
     customerIdType: text('customer_id_type').notNull(),
     customerId: text('customer_id').notNull(),
@@ -1104,7 +1235,10 @@ export const consoleSessions = pgTable(
     createdAt: createdAt(),
     expiresAt: ts('expires_at').notNull(),
   },
-  (t) => [index('console_sessions_expiry_idx').on(t.expiresAt), check('console_sessions_role', sql`${t.role} in ('operator', 'merchant')`)],
+  (t) => [
+    index('console_sessions_expiry_idx').on(t.expiresAt),
+    check('console_sessions_role', sql`${t.role} in ('operator', 'merchant')`),
+  ],
 );
 
 /**
@@ -1157,7 +1291,9 @@ const rollupColumns = () => ({
   refunded: bigint('refunded', { mode: 'number' }).notNull(),
 });
 
-export const consolePaymentRollup = pgTable('console_payment_rollup', rollupColumns(), (t) => [primaryKey({ columns: [t.clientId, t.hour] })]);
+export const consolePaymentRollup = pgTable('console_payment_rollup', rollupColumns(), (t) => [
+  primaryKey({ columns: [t.clientId, t.hour] }),
+]);
 
 /**
  * What statements on payments changed, per merchant and hour, not yet folded: appended by the

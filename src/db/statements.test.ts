@@ -25,7 +25,9 @@ async function preparedUserReads(database: Database): Promise<{ name: string; st
       if (++arrived === 2) bothIn();
       await both;
       return rowsOf<{ name: string; statement: string }>(
-        await tx.execute(sql`select name, statement from pg_prepared_statements where statement like '%from "users"%' and statement not like '%pg_prepared_statements%'`),
+        await tx.execute(
+          sql`select name, statement from pg_prepared_statements where statement like '%from "users"%' and statement not like '%pg_prepared_statements%'`,
+        ),
       );
     });
   return (await Promise.all([read(), read()])).flat();
@@ -38,7 +40,12 @@ for (const preparedStatements of [true, false]) {
     let m: Merchant;
     before(async () => {
       // Two connections, so the test can read what every connection prepared.
-      database = await openDatabase({ databaseUrl: (await freshDatabaseUrl())!, dataDir: '', poolSize: 2, preparedStatements });
+      database = await openDatabase({
+        databaseUrl: (await freshDatabaseUrl())!,
+        dataDir: '',
+        poolSize: 2,
+        preparedStatements,
+      });
       t = await createTestApp({ database });
       m = await t.createMerchant();
       await createUser(t, m);
@@ -49,21 +56,26 @@ for (const preparedStatements of [true, false]) {
       await database.close();
     });
 
-    test(preparedStatements ? 'a list page is prepared once by a name from its text, and answers as before' : 'no statement is prepared by name', async () => {
-      const first = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
-      const again = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
-      assert.equal(first.status, 200, first.raw);
-      assert.deepEqual(again.body, first.body);
-      assert.equal(first.body.meta.total, 2);
-      const prepared = await preparedUserReads(database);
-      if (!preparedStatements) {
-        assert.deepEqual(prepared, []);
-        return;
-      }
-      const lists = new Set(prepared.filter((p) => /order by/i.test(p.statement)).map((p) => p.name));
-      assert.equal(lists.size, 1, JSON.stringify(prepared));
-      assert.match([...lists][0]!, /^q_[\w-]{32}$/);
-    });
+    test(
+      preparedStatements
+        ? 'a list page is prepared once by a name from its text, and answers as before'
+        : 'no statement is prepared by name',
+      async () => {
+        const first = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
+        const again = await t.request('GET', '/api/v1/users?page[limit]=1', { as: m });
+        assert.equal(first.status, 200, first.raw);
+        assert.deepEqual(again.body, first.body);
+        assert.equal(first.body.meta.total, 2);
+        const prepared = await preparedUserReads(database);
+        if (!preparedStatements) {
+          assert.deepEqual(prepared, []);
+          return;
+        }
+        const lists = new Set(prepared.filter((p) => /order by/i.test(p.statement)).map((p) => p.name));
+        assert.equal(lists.size, 1, JSON.stringify(prepared));
+        assert.match([...lists][0]!, /^q_[\w-]{32}$/);
+      },
+    );
   });
 }
 
@@ -85,7 +97,9 @@ describe('a prepared statement with array parameters', { skip }, () => {
       // cheaper than the generic plan's default of ten elements.
       for (let i = 0; i < 8; i++) await run(tx, lookup, [[randomUUID()]]);
       return rowsOf<{ generic_plans: number; custom_plans: number }>(
-        await tx.execute(sql`select generic_plans::int, custom_plans::int from pg_prepared_statements where name = 'test_array_plans'`),
+        await tx.execute(
+          sql`select generic_plans::int, custom_plans::int from pg_prepared_statements where name = 'test_array_plans'`,
+        ),
       );
     });
     // Planned for its values five times, then the generic plan for every execution after.
@@ -103,14 +117,18 @@ describe('statements planned for their values at each execution', { skip }, () =
 
   const preparedLike = async (pattern: string) =>
     rowsOf<{ name: string }>(
-      await database.db.execute(sql`select name from pg_prepared_statements where statement like ${pattern} and statement not like '%pg_prepared_statements%'`),
+      await database.db.execute(
+        sql`select name from pg_prepared_statements where statement like ${pattern} and statement not like '%pg_prepared_statements%'`,
+      ),
     ).map((r) => r.name);
 
   test('a text that opens with a comment is not prepared by name; the same text without it is', async () => {
     for (let i = 0; i < 2; i++) {
       await database.db.execute(sql`-- planned each time
         select count(*) from generate_series(1, ${3}) s where s > ${i} and 'comment-test' <> ''`);
-      await database.db.execute(sql`select count(*) from generate_series(1, ${3}) s where s > ${i} and 'named-test' <> ''`);
+      await database.db.execute(
+        sql`select count(*) from generate_series(1, ${3}) s where s > ${i} and 'named-test' <> ''`,
+      );
     }
     assert.deepEqual(await preparedLike('%comment-test%'), []);
     assert.equal((await preparedLike('%named-test%')).length, 1);
@@ -118,7 +136,16 @@ describe('statements planned for their values at each execution', { skip }, () =
 
   test("the webhook worker's claim is not prepared by name (a plan cached on empty tables read them whole as they grew)", async () => {
     const now = new Date();
-    const claim = () => claimDueDeliveries(database.db, { now, leaseUntil: new Date(now.getTime() + 30_000), limit: 10, room: {}, share: 16, busy: {}, merchantCap: 16 });
+    const claim = () =>
+      claimDueDeliveries(database.db, {
+        now,
+        leaseUntil: new Date(now.getTime() + 30_000),
+        limit: 10,
+        room: {},
+        share: 16,
+        busy: {},
+        merchantCap: 16,
+      });
     assert.deepEqual(await claim(), []);
     assert.deepEqual(await claim(), []);
     assert.deepEqual(await preparedLike('%due_event_deliveries_per_client(%'), []);

@@ -15,7 +15,8 @@ export interface Statement {
 /** Declares a statement. Names must be unique per text (the driver caches by name). */
 export function statement(name: string, text: string): Statement {
   const existing = declared.get(name);
-  if (existing !== undefined && existing !== text) throw new Error(`statement ${name} declared twice with different text`);
+  if (existing !== undefined && existing !== text)
+    throw new Error(`statement ${name} declared twice with different text`);
   declared.set(name, text);
   return { name, text: withOpaqueArrays(text) };
 }
@@ -33,7 +34,10 @@ export function statement(name: string, text: string): Statement {
  * the generic plan is kept; the hot statements' arrays hold keys, which both plans look up by index.
  */
 function withOpaqueArrays(text: string): string {
-  return text.replace(/\$(\d+)::([a-z_]+)\[\]/g, (_, n: string, type: string) => `(select $${n}::${type}[])::${type}[]`);
+  return text.replace(
+    /\$(\d+)::([a-z_]+)\[\]/g,
+    (_, n: string, type: string) => `(select $${n}::${type}[])::${type}[]`,
+  );
 }
 
 const declared = new Map<string, string>();
@@ -93,7 +97,12 @@ function clientOf(ex: Executor): Queryable {
 function isPgClient(c: unknown): boolean {
   const proto = Object.getPrototypeOf(c) as { constructor?: { name?: string } } | null;
   const name = proto?.constructor?.name ?? '';
-  return name === 'Client' || name === 'BoundPool' || name === 'Pool' || typeof (c as { connect?: unknown }).connect === 'function';
+  return (
+    name === 'Client' ||
+    name === 'BoundPool' ||
+    name === 'Pool' ||
+    typeof (c as { connect?: unknown }).connect === 'function'
+  );
 }
 
 /** Renumbers `$n` placeholders by `offset`, to embed one statement's SQL in another. */

@@ -40,7 +40,8 @@ describe('statistics targets', () => {
            or c.oid in (select inhrelid from pg_inherits where inhparent in (select oid from pg_class where relname = any(string_to_array(${tables.join(',')}, ','))))`),
     );
     const out = new Map<string, number[]>();
-    for (const r of rows) out.set(r.rel, [...(out.get(r.rel) ?? []), r.target === null || r.target < 0 ? 100 : Number(r.target)]);
+    for (const r of rows)
+      out.set(r.rel, [...(out.get(r.rel) ?? []), r.target === null || r.target < 0 ? 100 : Number(r.target)]);
     return out;
   }
 
@@ -56,12 +57,25 @@ describe('statistics targets', () => {
   test('every column of the five logs and of each of their partitions has a target of 10; the listed tables keep the default', async () => {
     const lean = await targets(LEAN);
     for (const table of LEAN) assert.ok(lean.has(table), table);
-    assert.ok([...lean.keys()].some((r) => /^events_p\d{8}$/.test(r)) && lean.has('request_log_default'), 'partitions are read too');
+    assert.ok(
+      [...lean.keys()].some((r) => /^events_p\d{8}$/.test(r)) && lean.has('request_log_default'),
+      'partitions are read too',
+    );
     for (const [rel, ts] of lean) assert.deepEqual(new Set(ts), new Set([10]), rel);
     const classes = await classTargets();
-    assert.ok(classes.has('request_log_client_class_idx') && classes.size > 1, `the index and its partitions' (${[...classes.keys()]})`);
+    assert.ok(
+      classes.has('request_log_client_class_idx') && classes.size > 1,
+      `the index and its partitions' (${[...classes.keys()]})`,
+    );
     for (const [idx, target] of classes) assert.equal(target, 10, idx);
-    for (const [rel, ts] of await targets(['users', 'wallets', 'payments', 'payment_intents', 'transactions', 'ledger_postings'])) {
+    for (const [rel, ts] of await targets([
+      'users',
+      'wallets',
+      'payments',
+      'payment_intents',
+      'transactions',
+      'ledger_postings',
+    ])) {
       assert.deepEqual(new Set(ts), new Set([100]), rel);
     }
   });
@@ -73,11 +87,16 @@ describe('statistics targets', () => {
     await maintainRequestLog(t.ctx.db, { now: later, retentionDays: 400 });
     const made = [...(await targets(LEAN))].filter(([rel]) => !weeksBefore.has(rel));
     for (const prefix of ['events_p', 'event_deliveries_p', 'delivery_attempts_p', 'request_log_p']) {
-      assert.ok(made.some(([rel]) => rel.startsWith(prefix)), `a new ${prefix}… week`);
+      assert.ok(
+        made.some(([rel]) => rel.startsWith(prefix)),
+        `a new ${prefix}… week`,
+      );
     }
     for (const [rel, ts] of made) assert.deepEqual(new Set(ts), new Set([10]), rel);
     const classes = await classTargets();
-    const newIndexes = [...classes.keys()].filter((idx) => made.some(([rel]) => rel.startsWith('request_log_p') && idx.startsWith(`${rel}_`)));
+    const newIndexes = [...classes.keys()].filter((idx) =>
+      made.some(([rel]) => rel.startsWith('request_log_p') && idx.startsWith(`${rel}_`)),
+    );
     assert.ok(newIndexes.length > 0, 'the new weeks of the request log have the index');
     for (const idx of newIndexes) assert.equal(classes.get(idx), 10, idx);
 
@@ -87,11 +106,17 @@ describe('statistics targets', () => {
     await t.ctx.db.execute(sql`insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms, body)
       select id, ${client}::uuid, 'r' || n, 'GET', '/api/v1/users', '/api/v1/users', 200, n, null
       from unnest(string_to_array(${ids.join(',')}, ',')::uuid[]) with ordinality as x(id, n)`);
-    const [{ part }] = rowsOf<{ part: string }>(await t.ctx.db.execute(sql`select tableoid::regclass::text as part from request_log where client_id = ${client}::uuid limit 1`)) as [{ part: string }];
+    const [{ part }] = rowsOf<{ part: string }>(
+      await t.ctx.db.execute(
+        sql`select tableoid::regclass::text as part from request_log where client_id = ${client}::uuid limit 1`,
+      ),
+    ) as [{ part: string }];
     assert.match(part, /^request_log_p\d{8}$/);
     await t.ctx.db.execute(sql.raw(`analyze ${part}`));
     const [stats] = rowsOf<{ bounds: number }>(
-      await t.ctx.db.execute(sql`select array_length(histogram_bounds::text::text[], 1) as bounds from pg_stats where tablename = ${part} and attname = 'duration_ms'`),
+      await t.ctx.db.execute(
+        sql`select array_length(histogram_bounds::text::text[], 1) as bounds from pg_stats where tablename = ${part} and attname = 'duration_ms'`,
+      ),
     );
     assert.ok(stats && Number(stats.bounds) >= 2 && Number(stats.bounds) <= 11, `histogram bounds: ${stats?.bounds}`);
   });

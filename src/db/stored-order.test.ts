@@ -20,7 +20,9 @@ describe('stored column order of the listed tables', () => {
     test(`${name}: declared as stored`, async () => {
       const { database } = await testDatabase();
       const stored = rowsOf<{ attname: string; attisdropped: boolean }>(
-        await database.db.execute(sql`select attname, attisdropped from pg_attribute where attrelid = ${name}::regclass and attnum > 0 order by attnum`),
+        await database.db.execute(
+          sql`select attname, attisdropped from pg_attribute where attrelid = ${name}::regclass and attnum > 0 order by attnum`,
+        ),
       ).map((a) => (a.attisdropped ? '(dropped)' : a.attname));
       assert.deepEqual(
         columns.map((c) => c.name),

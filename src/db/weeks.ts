@@ -66,7 +66,14 @@ export interface WeeksRun {
  */
 export async function keepWeeks(
   db: Db,
-  o: { table: 'events' | 'request_log'; lock: string; now: Date; cutoff: Date; create: (monday: string) => SQL; drop: (monday: string) => SQL },
+  o: {
+    table: 'events' | 'request_log';
+    lock: string;
+    now: Date;
+    cutoff: Date;
+    create: (monday: string) => SQL;
+    drop: (monday: string) => SQL;
+  },
 ): Promise<WeeksRun> {
   const run: WeeksRun = { created: 0, dropped: 0, kept: 0 };
   const current = weekOf(o.now);
@@ -77,12 +84,17 @@ export async function keepWeeks(
   const from = stray ? weekOf(timeOf(stray)) : current;
   for (let w = from; w.getTime() <= current.getTime() + WEEKS_AHEAD * WEEK; w = new Date(w.getTime() + WEEK)) {
     const monday = isoDate(w);
-    if (await locked(db, o.lock, async (tx) => rowsOf<{ made: boolean }>(await tx.execute(o.create(monday)))[0]?.made)) run.created++;
+    if (await locked(db, o.lock, async (tx) => rowsOf<{ made: boolean }>(await tx.execute(o.create(monday)))[0]?.made))
+      run.created++;
   }
   for (const w of await partitionWeeks(db, o.table)) {
     if (w.getTime() + WEEK > o.cutoff.getTime()) break;
     const monday = isoDate(w);
-    const kept = await locked(db, o.lock, async (tx) => rowsOf<{ kept?: number }>(await tx.execute(o.drop(monday)))[0]?.kept ?? 0);
+    const kept = await locked(
+      db,
+      o.lock,
+      async (tx) => rowsOf<{ kept?: number }>(await tx.execute(o.drop(monday)))[0]?.kept ?? 0,
+    );
     if (kept === undefined) continue;
     run.dropped++;
     run.kept += kept;
@@ -100,13 +112,16 @@ export async function keepWeeks(
 async function locked<T>(db: Db, key: string, fn: (tx: Db) => Promise<T>): Promise<T | undefined> {
   try {
     return await db.transaction(async (tx) => {
-      const [turn] = rowsOf<{ ok: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext(${key})) as ok`));
+      const [turn] = rowsOf<{ ok: boolean }>(
+        await tx.execute(sql`select pg_try_advisory_xact_lock(hashtext(${key})) as ok`),
+      );
       if (!turn?.ok) return undefined;
       await tx.execute(sql.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`));
       return fn(tx as unknown as Db);
     });
   } catch (err) {
-    if ((err as { code?: string }).code === '55P03' || (err as { cause?: { code?: string } }).cause?.code === '55P03') return undefined;
+    if ((err as { code?: string }).code === '55P03' || (err as { cause?: { code?: string } }).cause?.code === '55P03')
+      return undefined;
     throw err;
   }
 }

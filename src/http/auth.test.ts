@@ -22,7 +22,10 @@ describe('client authentication', () => {
 
   test('valid Client-ID and secret pass', async () => {
     assert.equal((await get(m.headers)).status, 200);
-    assert.equal((await get({ 'client-id': m.clientId.toUpperCase(), authorization: `bearer ${m.secret}` })).status, 200);
+    assert.equal(
+      (await get({ 'client-id': m.clientId.toUpperCase(), authorization: `bearer ${m.secret}` })).status,
+      200,
+    );
   });
 
   test('missing, malformed, unknown or mismatched credentials are 401 Unauthorized', async () => {
@@ -47,32 +50,45 @@ describe('client authentication', () => {
   });
 
   test('authentication is checked before the body is looked at', async () => {
-    const res = await t.request('POST', '/api/v1/users', { headers: { 'content-type': 'application/json' }, rawBody: '{broken' });
+    const res = await t.request('POST', '/api/v1/users', {
+      headers: { 'content-type': 'application/json' },
+      rawBody: '{broken',
+    });
     assert.equal(res.status, 401);
   });
 
   test('secrets are 32+ random bytes and only their SHA-256 is stored', async () => {
     assert.match(m.secret, /^sk_sandbox_[A-Za-z0-9_-]{43}$/);
     assert.ok(Buffer.from(m.secret.slice('sk_sandbox_'.length), 'base64url').length >= 32);
-    const rows = rowsOf<{ hash: Buffer; hint: string }>(await t.ctx.db.execute(sql`select hash, hint from client_secrets where client_id = ${m.clientId}`));
+    const rows = rowsOf<{ hash: Buffer; hint: string }>(
+      await t.ctx.db.execute(sql`select hash, hint from client_secrets where client_id = ${m.clientId}`),
+    );
     assert.equal(rows.length, 1);
     assert.deepEqual(Buffer.from(rows[0]!.hash), createHash('sha256').update(m.secret).digest());
     assert.equal(rows[0]!.hint, m.secret.slice(-4));
     // The plain secret appears in no table.
-    const dump = rowsOf<{ t: string }>(await t.ctx.db.execute(sql`select row_to_json(c)::text as t from clients c union all select row_to_json(s)::text from client_secrets s`));
+    const dump = rowsOf<{ t: string }>(
+      await t.ctx.db.execute(
+        sql`select row_to_json(c)::text as t from clients c union all select row_to_json(s)::text from client_secrets s`,
+      ),
+    );
     assert.ok(dump.every((r) => !r.t.includes(m.secret)));
   });
 
   test('a disabled client is 403 ClientDisabled; enabling it again restores access', async () => {
     const d = await t.createMerchant();
-    const off = await t.adminRequest('PATCH', `/admin/v1/clients/${d.clientId}`, { body: { data: { type: 'Client', attributes: { disabled: true } } } });
+    const off = await t.adminRequest('PATCH', `/admin/v1/clients/${d.clientId}`, {
+      body: { data: { type: 'Client', attributes: { disabled: true } } },
+    });
     assert.equal(off.status, 200);
     const res = await get(d.headers);
     assert.equal(res.status, 403);
     assert.equal(errorsOf(res)[0]!.code, 'ClientDisabled');
     // A wrong secret is still 401: being disabled is not revealed to strangers.
     assert.equal((await get({ ...d.headers, authorization: 'Bearer nope' })).status, 401);
-    await t.adminRequest('PATCH', `/admin/v1/clients/${d.clientId}`, { body: { data: { type: 'Client', attributes: { disabled: false } } } });
+    await t.adminRequest('PATCH', `/admin/v1/clients/${d.clientId}`, {
+      body: { data: { type: 'Client', attributes: { disabled: false } } },
+    });
     assert.equal((await get(d.headers)).status, 200);
   });
 
@@ -96,9 +112,13 @@ describe('client authentication', () => {
       const c = await cached.createMerchant();
       const get2 = (h: Record<string, string>) => cached.request('GET', '/api/v1/users', { headers: h });
       assert.equal((await get2(c.headers)).status, 200);
-      await cached.adminRequest('PATCH', `/admin/v1/clients/${c.clientId}`, { body: { data: { type: 'Client', attributes: { disabled: true } } } });
+      await cached.adminRequest('PATCH', `/admin/v1/clients/${c.clientId}`, {
+        body: { data: { type: 'Client', attributes: { disabled: true } } },
+      });
       assert.equal((await get2(c.headers)).status, 403);
-      await cached.adminRequest('PATCH', `/admin/v1/clients/${c.clientId}`, { body: { data: { type: 'Client', attributes: { disabled: false } } } });
+      await cached.adminRequest('PATCH', `/admin/v1/clients/${c.clientId}`, {
+        body: { data: { type: 'Client', attributes: { disabled: false } } },
+      });
       await cached.adminRequest('DELETE', `/admin/v1/clients/${c.clientId}/secrets/${c.secretId}`);
       assert.equal((await get2(c.headers)).status, 401);
     } finally {
@@ -108,7 +128,11 @@ describe('client authentication', () => {
 
   test('the admin token does not open the merchant API, nor a merchant secret the admin API', async () => {
     assert.equal((await get({ 'client-id': m.clientId, authorization: `Bearer ${ADMIN_TOKEN}` })).status, 401);
-    const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${m.secret}` } });
+    const res = await t.admin.inject({
+      method: 'GET',
+      url: '/admin/v1/clients',
+      headers: { authorization: `Bearer ${m.secret}` },
+    });
     assert.equal(res.statusCode, 401);
   });
 });
@@ -143,9 +167,12 @@ describe('credentials are compared in constant time', () => {
 
   test('a merchant secret is checked against every stored hash, equal lengths, whichever is right or wrong', async () => {
     const r = await t.createMerchant();
-    const second = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes.secret as string;
-    const third = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes.secret as string;
-    const as = (secret: string) => () => t.request('GET', '/api/v1/users', { headers: { 'client-id': r.clientId, authorization: `Bearer ${secret}` } });
+    const second = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes
+      .secret as string;
+    const third = (await t.adminRequest('POST', `/admin/v1/clients/${r.clientId}/secrets`)).body.data.attributes
+      .secret as string;
+    const as = (secret: string) => () =>
+      t.request('GET', '/api/v1/users', { headers: { 'client-id': r.clientId, authorization: `Bearer ${secret}` } });
     const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
     const cases = {
       'the oldest secret': r.secret,
@@ -160,12 +187,17 @@ describe('credentials are compared in constant time', () => {
       assert.deepEqual(await comparisons(as(secret)), ['32=32', '32=32', '32=32'], name);
     }
     // An unknown client still costs a comparison, against a dummy hash.
-    const unknown = await comparisons(() => t.request('GET', '/api/v1/users', { headers: { 'client-id': crypto.randomUUID(), authorization: `Bearer ${r.secret}` } }));
+    const unknown = await comparisons(() =>
+      t.request('GET', '/api/v1/users', {
+        headers: { 'client-id': crypto.randomUUID(), authorization: `Bearer ${r.secret}` },
+      }),
+    );
     assert.deepEqual(unknown, ['32=32']);
   });
 
   test('the admin token: one comparison of equal-length digests, right or wrong', async () => {
-    const admin = (token: string) => () => t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${token}` } });
+    const admin = (token: string) => () =>
+      t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: { authorization: `Bearer ${token}` } });
     for (const token of [ADMIN_TOKEN, `${ADMIN_TOKEN.slice(0, -1)}X`, 'x', 'z'.repeat(1000)]) {
       assert.deepEqual(await comparisons(admin(token)), ['32=32'], token);
     }
@@ -189,7 +221,11 @@ describe('secrets and environments', () => {
       assert.match(errorsOf(refused)[0]!.detail, /live environment: use a sk_live_… secret/);
       assert.equal((await get(sandbox, l)).status, 401);
       // On the card listener too.
-      const card = await live.card.inject({ method: 'GET', url: `/api/v1/payments/${crypto.randomUUID()}/card`, headers: s.headers });
+      const card = await live.card.inject({
+        method: 'GET',
+        url: `/api/v1/payments/${crypto.randomUUID()}/card`,
+        headers: s.headers,
+      });
       assert.equal(card.statusCode, 401);
     } finally {
       await sandbox.close();

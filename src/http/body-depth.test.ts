@@ -23,7 +23,10 @@ describe('JSON depth and size limits', () => {
   after(() => t.close());
 
   const intent = async () => {
-    const res = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId } } } });
+    const res = await t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId } } },
+    });
     assert.equal(res.status, 201, res.raw);
     return res.body.data.id as string;
   };
@@ -50,18 +53,35 @@ describe('JSON depth and size limits', () => {
     const over = await authorize(`{"x":${nested(MAX_JSON_DEPTH - 4)}}`);
     assert.equal(over.status, 400, over.raw);
 
-    const deepUser = await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': JSONAPI }, rawBody: `{"data":${nested(200)}}` });
+    const deepUser = await t.request('POST', '/api/v1/users', {
+      as: m,
+      headers: { 'content-type': JSONAPI },
+      rawBody: `{"data":${nested(200)}}`,
+    });
     assert.equal(deepUser.status, 400);
     assert.equal(errorsOf(deepUser)[0]!.code, 'ValidationError');
-    const deepAdmin = await t.adminRequest('POST', '/admin/v1/clients', { headers: { 'content-type': JSONAPI }, rawBody: `{"data":${nested(200)}}` });
+    const deepAdmin = await t.adminRequest('POST', '/admin/v1/clients', {
+      headers: { 'content-type': JSONAPI },
+      rawBody: `{"data":${nested(200)}}`,
+    });
     assert.equal(deepAdmin.status, 400, deepAdmin.raw);
-    const deepWidget = await t.pay.inject({ method: 'POST', url: '/_/api/user-check', headers: { 'content-type': 'application/json' }, payload: `{"phoneNumber":${nested(5_000)}}` });
+    const deepWidget = await t.pay.inject({
+      method: 'POST',
+      url: '/_/api/user-check',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"phoneNumber":${nested(5_000)}}`,
+    });
     assert.equal(deepWidget.statusCode, 400, deepWidget.body);
     assert.match(deepWidget.json().errors[0].detail, /levels deep/);
     // Brackets inside strings are text, not nesting.
     const brackets = await t.request('POST', '/api/v1/users', {
       as: m,
-      body: { data: { type: 'User', attributes: { phoneNumber: '+14155550999', firstName: '{['.repeat(20), lastName: '"\\{' } } },
+      body: {
+        data: {
+          type: 'User',
+          attributes: { phoneNumber: '+14155550999', firstName: '{['.repeat(20), lastName: '"\\{' },
+        },
+      },
     });
     assert.equal(brackets.status, 201, brackets.raw);
   });

@@ -22,7 +22,10 @@ export function parseMediaType(header: string): MediaType | undefined {
       return undefined;
     }
     const name = p.slice(0, eq).trim().toLowerCase();
-    const value = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    const value = p
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
     if (name === '') return undefined;
     params.set(name, value);
   }
@@ -40,23 +43,32 @@ export function checkRequestMediaType(req: FastifyRequest): void {
   if (!hasBody(req)) return;
   const header = req.headers['content-type'];
   if (header === undefined) {
-    throw apiError('UnsupportedMediaType', 'A request body needs Content-Type: application/vnd.api+json.', { header: 'Content-Type' });
+    throw apiError('UnsupportedMediaType', 'A request body needs Content-Type: application/vnd.api+json.', {
+      header: 'Content-Type',
+    });
   }
   const mt = parseMediaType(header);
-  if (mt === undefined) throw apiError('UnsupportedMediaType', `Content-Type "${header}" is malformed.`, { header: 'Content-Type' });
+  if (mt === undefined)
+    throw apiError('UnsupportedMediaType', `Content-Type "${header}" is malformed.`, { header: 'Content-Type' });
   if (mt.essence === 'application/vnd.api+json') {
     const bad = [...mt.params.keys()].filter((k) => k !== 'ext' && k !== 'profile');
     if (bad.length > 0) {
-      throw apiError('UnsupportedMediaType', `The JSON:API media type allows only the ext and profile parameters, not ${bad.join(', ')}.`, {
-        header: 'Content-Type',
-      });
+      throw apiError(
+        'UnsupportedMediaType',
+        `The JSON:API media type allows only the ext and profile parameters, not ${bad.join(', ')}.`,
+        {
+          header: 'Content-Type',
+        },
+      );
     }
     return;
   }
   if (mt.essence === 'application/json') {
     for (const [k, v] of mt.params) {
       if (k !== 'charset' || v.toLowerCase() !== 'utf-8') {
-        throw apiError('UnsupportedMediaType', 'application/json accepts only charset=utf-8.', { header: 'Content-Type' });
+        throw apiError('UnsupportedMediaType', 'application/json accepts only charset=utf-8.', {
+          header: 'Content-Type',
+        });
       }
     }
     return;
@@ -82,7 +94,8 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
@@ -102,7 +115,9 @@ export function registerJsonParsers(app: FastifyInstance): void {
   const parser = (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
     if (body === '' || (Buffer.isBuffer(body) && body.length === 0)) return done(null, undefined);
     if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
-      return done(apiError('ValidationError', `The body is nested more than ${MAX_JSON_DEPTH} levels deep.`, { pointer: '' }));
+      return done(
+        apiError('ValidationError', `The body is nested more than ${MAX_JSON_DEPTH} levels deep.`, { pointer: '' }),
+      );
     }
     parseJson(req, body as string, (err, parsed) => {
       if (err) return done(err);

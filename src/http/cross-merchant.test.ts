@@ -33,7 +33,8 @@ function sample(schema: any, doc: any): unknown {
       const keys: string[] = [...(schema.required ?? [])];
       // An update needs at least one member; so does a profile update (phone or e-mail).
       const optional = Object.keys(schema.properties ?? {}).filter((k) => !keys.includes(k));
-      if ((schema.minProperties ?? 0) > keys.length || (keys.length === 1 && keys[0] === 'verificationToken')) keys.push(...optional.slice(0, 1));
+      if ((schema.minProperties ?? 0) > keys.length || (keys.length === 1 && keys[0] === 'verificationToken'))
+        keys.push(...optional.slice(0, 1));
       return Object.fromEntries(keys.map((k) => [k, sample(schema.properties[k], doc)]));
     }
     case 'array':
@@ -76,7 +77,9 @@ describe('cross-merchant access', () => {
     ids.userId = ids.userReference = ids.userIdentifier = user.id;
     ids.linkedAccountId = account.id;
     ids.walletId = wallet.id;
-    ids.transactionId = (await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions`, { as: a })).body.data[0].id;
+    ids.transactionId = (
+      await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions`, { as: a })
+    ).body.data[0].id;
     // Disabled: its events are recorded, but no delivery is queued for the shared database's workers.
     const webhook = await t.request('POST', '/api/v1/webhooks', { as: a, body: webhookBody({ enabled: false }) });
     ids.webhookId = webhook.body.data.id;
@@ -88,55 +91,109 @@ describe('cross-merchant access', () => {
     ids.counterpartyId = cp.body.data.id;
     // A's counterparty money and external transactions.
     const deposit = { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 1_000 } } };
-    assert.equal((await t.request('POST', `/api/v1/simulation/counterparties/${cp.body.data.id}/deposits`, { as: a, body: deposit })).status, 204);
-    const payout = await t.request('POST', `/api/v1/counterparties/${cp.body.data.id}/payouts`, { as: a, body: { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: randomUUID() } } } });
+    assert.equal(
+      (
+        await t.request('POST', `/api/v1/simulation/counterparties/${cp.body.data.id}/deposits`, {
+          as: a,
+          body: deposit,
+        })
+      ).status,
+      204,
+    );
+    const payout = await t.request('POST', `/api/v1/counterparties/${cp.body.data.id}/payouts`, {
+      as: a,
+      body: { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: randomUUID() } } },
+    });
     ids.payoutId = payout.body.data.id;
     const cp2 = await t.request('POST', '/api/v1/counterparties', { as: a, body: cpBody });
     const transfer = await t.request('POST', '/api/v1/counterparty-transfers', {
       as: a,
-      body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: cp.body.data.id, toCounterpartyId: cp2.body.data.id, amount: 100, idempotencyKey: randomUUID() } } },
+      body: {
+        data: {
+          type: 'CounterpartyTransfer',
+          attributes: {
+            fromCounterpartyId: cp.body.data.id,
+            toCounterpartyId: cp2.body.data.id,
+            amount: 100,
+            idempotencyKey: randomUUID(),
+          },
+        },
+      },
     });
     ids.counterpartyTransferId = transfer.body.data.id;
     const external = await t.request('POST', '/api/v1/external-transactions', {
       as: a,
-      body: { data: [{ type: 'ExternalTransaction', attributes: { source: { id: 'till-1', createdAt: '2026-05-30T10:00:00.000Z', customerId: user.id }, payments: [{ amount: 500 }] } }] },
+      body: {
+        data: [
+          {
+            type: 'ExternalTransaction',
+            attributes: {
+              source: { id: 'till-1', createdAt: '2026-05-30T10:00:00.000Z', customerId: user.id },
+              payments: [{ amount: 500 }],
+            },
+          },
+        ],
+      },
     });
     ids.externalTransactionId = external.body.data[0].id;
-    const intent = await t.request('POST', '/api/v1/payment-intents', { as: a, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 1_000, walletId: wallet.id } } } });
+    const intent = await t.request('POST', '/api/v1/payment-intents', {
+      as: a,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 1_000, walletId: wallet.id } } },
+    });
     ids.paymentIntentId = intent.body.data.id;
-    const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: a, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_000 } } } });
+    const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
+      as: a,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_000 } } },
+    });
     ids.paymentId = auth.body.included[0].id;
     const challenge = await t.request('POST', `/api/v1/users/${user.id}/identity-verification/challenges`, { as: a });
     ids.challengeId = challenge.body.data.id;
     // Rewards are named `{id}` in their paths (Accrue's name).
-    const reward = await t.request('POST', '/api/v1/rewards', { as: a, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: randomUUID() } } } });
+    const reward = await t.request('POST', '/api/v1/rewards', {
+      as: a,
+      body: {
+        data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: randomUUID() } },
+      },
+    });
     assert.equal(reward.status, 200, reward.raw);
     ids.id = reward.body.data.id;
     ids.type = 'card';
   });
   after(() => t.close());
 
-  test('every operation on another merchant\'s resource is 404 (A itself reads them)', async () => {
-    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: a, body: { data: { type: 'Gift', attributes: { amount: 500 } } } });
-    const barcode = await t.request('POST', `/api/v1/simulation/wallets/${ids.walletId}/barcodes`, { as: a, body: { data: { type: 'WalletBarcode', attributes: { usageLimit: 5 } } } });
+  test("every operation on another merchant's resource is 404 (A itself reads them)", async () => {
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: a,
+      body: { data: { type: 'Gift', attributes: { amount: 500 } } },
+    });
+    const barcode = await t.request('POST', `/api/v1/simulation/wallets/${ids.walletId}/barcodes`, {
+      as: a,
+      body: { data: { type: 'WalletBarcode', attributes: { usageLimit: 5 } } },
+    });
     const failures: string[] = [];
     let checked = 0;
     for (const [path, ops] of Object.entries<Record<string, any>>(doc.paths)) {
       if (!path.includes('{')) continue;
       for (const [method, op] of Object.entries<any>(ops)) {
         const lookUpId = path.startsWith('/api/v1/gifts') ? gift.body.data.id : barcode.body.data.attributes.lookUpId;
-        const url = path.replace(/\{([A-Za-z]+)\}/g, (_, name: string) => (name === 'lookUpId' ? lookUpId : ids[name]) ?? randomUUID());
+        const url = path.replace(
+          /\{([A-Za-z]+)\}/g,
+          (_, name: string) => (name === 'lookUpId' ? lookUpId : ids[name]) ?? randomUUID(),
+        );
         const schema = op.requestBody?.content?.[JSONAPI]?.schema;
         const body = schema ? sample(schema, doc) : undefined;
         const res = await t.request(method.toUpperCase(), url, { as: b, ...(body ? { body } : {}) });
         checked++;
         const expected = NOT_FOUND_AS[path] ?? [404, undefined];
         const code = res.body?.errors?.[0]?.code;
-        if (res.status !== expected[0] || (expected[1] && code !== expected[1])) failures.push(`${method.toUpperCase()} ${path}: ${res.status} ${res.raw.slice(0, 200)}`);
-        if (res.status === 200 && res.body?.data !== null) failures.push(`${method.toUpperCase()} ${path}: 200 with data ${res.raw.slice(0, 200)}`);
+        if (res.status !== expected[0] || (expected[1] && code !== expected[1]))
+          failures.push(`${method.toUpperCase()} ${path}: ${res.status} ${res.raw.slice(0, 200)}`);
+        if (res.status === 200 && res.body?.data !== null)
+          failures.push(`${method.toUpperCase()} ${path}: 200 with data ${res.raw.slice(0, 200)}`);
         if (method === 'get') {
           const mine = await t.request('GET', url, { as: a });
-          if (mine.status !== 200) failures.push(`A cannot read its own ${path}: ${mine.status} ${mine.raw.slice(0, 200)}`);
+          if (mine.status !== 200)
+            failures.push(`A cannot read its own ${path}: ${mine.status} ${mine.raw.slice(0, 200)}`);
         }
       }
     }
@@ -150,7 +207,10 @@ describe('cross-merchant access', () => {
     assert.deepEqual(counterparty.body.data.attributes.balance, { pending: 0, available: 800 });
     const payouts = await t.request('GET', `/api/v1/counterparties/${ids.counterpartyId}/payouts`, { as: a });
     assert.equal(payouts.body.data[0].attributes.status, 'Pending');
-    assert.equal((await t.request('GET', `/api/v1/rewards/${ids.id}`, { as: a })).body.data.attributes.status, 'Credited');
+    assert.equal(
+      (await t.request('GET', `/api/v1/rewards/${ids.id}`, { as: a })).body.data.attributes.status,
+      'Credited',
+    );
     assert.equal(errorsOf(await t.request('GET', `/api/v1/users/${ids.userId}`, { as: b }))[0]!.code, 'UserNotFound');
   });
 });

@@ -16,7 +16,12 @@ export interface ErrorRenderContext {
   now: () => Date;
 }
 
-export function renderErrorDocument(items: ErrorItem[], path: string, ctx: ErrorRenderContext, traceId?: string): string {
+export function renderErrorDocument(
+  items: ErrorItem[],
+  path: string,
+  ctx: ErrorRenderContext,
+  traceId?: string,
+): string {
   const timestamp = ctx.now().toISOString();
   return JSON.stringify({
     errors: items.map((i) => ({
@@ -60,7 +65,9 @@ export function toApiError(err: unknown): ApiError | undefined {
   }
   if (fe?.statusCode === 408 || fe?.code === 'ERR_HTTP_REQUEST_TIMEOUT') return apiError('RequestTimeout');
   if (isRetryableDatabaseError(err)) {
-    return apiError('ServiceUnavailable', 'The database is unavailable; retry shortly.', { headers: { 'retry-after': '1' } });
+    return apiError('ServiceUnavailable', 'The database is unavailable; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    });
   }
   return undefined;
 }
@@ -82,6 +89,13 @@ export function makeErrorHandler(ctx: ErrorRenderContext, listener: string) {
     return reply
       .code(apiErr.status)
       .type(JSONAPI)
-      .send(renderErrorDocument(apiErr.items, req.url.split('?')[0] ?? req.url, ctx, tracing.enabled ? traceIdOf(req) : undefined));
+      .send(
+        renderErrorDocument(
+          apiErr.items,
+          req.url.split('?')[0] ?? req.url,
+          ctx,
+          tracing.enabled ? traceIdOf(req) : undefined,
+        ),
+      );
   };
 }

@@ -9,6 +9,10 @@ test('docs/errors.md matches the error catalogue (regenerate with npm run docs:e
   const documented = new Map([...doc.matchAll(/^\| (\d{3}) \| `(\w+)` \|/gm)].map((m) => [m[2]!, Number(m[1])]));
   assert.deepEqual(
     Object.fromEntries([...documented].sort()),
-    Object.fromEntries(Object.entries(ERRORS).map(([code, d]) => [code, d.status]).sort()),
+    Object.fromEntries(
+      Object.entries(ERRORS)
+        .map(([code, d]) => [code, d.status])
+        .sort(),
+    ),
   );
 });

@@ -22,28 +22,60 @@ export const ERRORS = {
   DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
   // KYC in Accrue's codes (title BankingException, as Accrue's).
   KycApplicationFailed: def(400, 'BankingException', 'A KYC application is already being checked or decided.'),
-  DocumentVerificationFailed: def(400, 'BankingException', 'The user\'s KYC is not waiting for documents.'),
-  IllegalOperation: def(400, 'Illegal operation', 'The operation is not allowed in the resource\'s current state.'),
-  LinkedAccountDisconnected: def(400, 'Linked account disconnected', 'The linked account is disconnected and cannot fund anything.'),
+  DocumentVerificationFailed: def(400, 'BankingException', "The user's KYC is not waiting for documents."),
+  IllegalOperation: def(400, 'Illegal operation', "The operation is not allowed in the resource's current state."),
+  LinkedAccountDisconnected: def(
+    400,
+    'Linked account disconnected',
+    'The linked account is disconnected and cannot fund anything.',
+  ),
   LinkedAccountMissing: def(400, 'Linked account missing', 'The user has no connected linked account.'),
-  ExceedsMaxOneTimeDepositAmount: def(400, 'Exceeds max one-time deposit amount', 'The amount is above the maximum for a one-time deposit.'),
-  InsufficientWithdrawableBalance: def(400, 'Insufficient withdrawable balance', 'The amount is more than the wallet can withdraw.'),
+  ExceedsMaxOneTimeDepositAmount: def(
+    400,
+    'Exceeds max one-time deposit amount',
+    'The amount is above the maximum for a one-time deposit.',
+  ),
+  InsufficientWithdrawableBalance: def(
+    400,
+    'Insufficient withdrawable balance',
+    'The amount is more than the wallet can withdraw.',
+  ),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
-  PaymentIntentExpired: def(400, 'Payment intent expired', 'The payment intent is past its expiresAt; create a new one.'),
-  LookUpIdNotFound: def(400, 'Lookup id not found', 'The lookUpId is neither a wallet barcode nor a gift of this merchant.'),
+  PaymentIntentExpired: def(
+    400,
+    'Payment intent expired',
+    'The payment intent is past its expiresAt; create a new one.',
+  ),
+  LookUpIdNotFound: def(
+    400,
+    'Lookup id not found',
+    'The lookUpId is neither a wallet barcode nor a gift of this merchant.',
+  ),
   CooldownActive: def(400, 'Cooldown active', 'A challenge failed recently; try again later.'),
   ChallengeNotFound: def(400, 'Challenge not found', 'The challenge or verification token is unknown.'),
   ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
   ChallengeFailed: def(400, 'Challenge failed', 'The challenge is no longer active.'),
   // The spec lists it; decisions §9 report the third failure as a 200 result's failureReason and later submissions as ChallengeFailed.
   // Accrue's webhook errors are 400 with the title WebhookException.
-  WebhookLimitReached: def(400, 'WebhookException', 'The merchant has as many webhooks as it may have; delete one first.'),
-  MaxAttemptsExceeded: def(400, 'Max attempts exceeded', 'Three failed submissions. Reported as the failureReason of the third failed submission (200); not returned as an error.'),
+  WebhookLimitReached: def(
+    400,
+    'WebhookException',
+    'The merchant has as many webhooks as it may have; delete one first.',
+  ),
+  MaxAttemptsExceeded: def(
+    400,
+    'Max attempts exceeded',
+    'Three failed submissions. Reported as the failureReason of the third failed submission (200); not returned as an error.',
+  ),
   // 401 / 403
   Unauthorized: def(401, 'Unauthorized', 'Authentication failed.'),
   ClientDisabled: def(403, 'Forbidden', 'This client is disabled.'),
-  InsufficientVerificationData: def(403, 'Insufficient verification data', 'The user lacks a name, date of birth or active wallet.'),
+  InsufficientVerificationData: def(
+    403,
+    'Insufficient verification data',
+    'The user lacks a name, date of birth or active wallet.',
+  ),
   // 402
   Failed: def(402, 'PaymentAuthorizationFailedException', 'Authorization failed for the amount.'),
   // 404 / 405
@@ -66,8 +98,16 @@ export const ERRORS = {
   UserAlreadyExists: def(409, 'User already exists', 'A user with this phone number or e-mail already exists.'),
   WalletAlreadyExists: def(409, 'Wallet already exists', 'The user already has a wallet with this merchant.'),
   ReferenceIdTaken: def(409, 'Reference id taken', 'Another user of this merchant already has this reference id.'),
-  IdempotencyKeyInUse: def(409, 'Idempotency key in use', 'A request with this key is still running; retry the same request.'),
-  IdempotencyKeyReused: def(409, 'Idempotency key reused', 'This key was used with different attributes; do not retry with it.'),
+  IdempotencyKeyInUse: def(
+    409,
+    'Idempotency key in use',
+    'A request with this key is still running; retry the same request.',
+  ),
+  IdempotencyKeyReused: def(
+    409,
+    'Idempotency key reused',
+    'This key was used with different attributes; do not retry with it.',
+  ),
   AlreadyExists: def(409, 'Already exists', 'An authorization is already running or settled; retry the same request.'),
   // JSON:API: a PATCH body's data.id names another resource than the URL.
   Conflict: def(409, 'Conflict', "The body's id is not the resource the URL names; nothing was changed."),
@@ -76,17 +116,37 @@ export const ERRORS = {
   UnsupportedMediaType: def(415, 'Unsupported media type', 'Send application/vnd.api+json or application/json.'),
   RateLimitExceeded: def(429, 'Rate limit exceeded', 'Too many requests; retry after the time in Retry-After.'),
   // Counterparties, their payouts and transfers; external transactions (Accrue's codes and titles)
-  InsufficientBalance: def(400, 'CounterpartyInsufficientBalanceException', 'The amount is more than the counterparty\'s available balance.'),
-  ValidationFailed: def(400, 'CounterpartyTransferValidationException', 'The transfer is not possible: the same counterparty on both sides, or not enough available balance.'),
+  InsufficientBalance: def(
+    400,
+    'CounterpartyInsufficientBalanceException',
+    "The amount is more than the counterparty's available balance.",
+  ),
+  ValidationFailed: def(
+    400,
+    'CounterpartyTransferValidationException',
+    'The transfer is not possible: the same counterparty on both sides, or not enough available balance.',
+  ),
   TransferNotFound: def(404, 'Not found', 'The counterparty transfer does not exist.'),
   PayoutNotFound: def(404, 'Not found', 'The counterparty has no such payout.'),
   ExternalTransactionNotFound: def(404, 'Not found', 'The external transaction does not exist.'),
-  CounterpartyHasBalance: def(409, 'CounterpartyHasBalanceException', 'The counterparty still holds a balance and cannot be deleted; pay it out first.'),
-  CounterpartyInUse: def(409, 'Counterparty in use', 'Money may still reach the counterparty (a payout in flight, an unsettled payment\'s disbursement) or it pays the merchant\'s fees.'),
+  CounterpartyHasBalance: def(
+    409,
+    'CounterpartyHasBalanceException',
+    'The counterparty still holds a balance and cannot be deleted; pay it out first.',
+  ),
+  CounterpartyInUse: def(
+    409,
+    'Counterparty in use',
+    "Money may still reach the counterparty (a payout in flight, an unsettled payment's disbursement) or it pays the merchant's fees.",
+  ),
   // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
   RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
   InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
-  WalletNotIssuable: def(409, 'RewardConflictException', "The recipient's wallet cannot receive rewards in its current state."),
+  WalletNotIssuable: def(
+    409,
+    'RewardConflictException',
+    "The recipient's wallet cannot receive rewards in its current state.",
+  ),
   PreIssuedConflict: def(409, 'RewardConflictException', 'A pre-issued reward already waits for this phone number.'),
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),

@@ -20,7 +20,28 @@ interface Operation {
   bodyTypes: string[];
 }
 
-const odd = fc.constantFrom('', ' ', '0', '-1', '1e309', 'null', 'true', '[]', '{}', '%00', '\u0000', 'key\u0000', '..', '../..', '🦄', 'ñ', '\u202e', 'a'.repeat(300), '9'.repeat(40), "' or 1=1 --");
+const odd = fc.constantFrom(
+  '',
+  ' ',
+  '0',
+  '-1',
+  '1e309',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  '%00',
+  '\u0000',
+  'key\u0000',
+  '..',
+  '../..',
+  '🦄',
+  'ñ',
+  '\u202e',
+  'a'.repeat(300),
+  '9'.repeat(40),
+  "' or 1=1 --",
+);
 const pathValue = fc.oneof(fc.uuid(), odd, fc.string({ maxLength: 80 }), fc.integer().map(String));
 const scalar = fc.oneof(
   odd,
@@ -30,7 +51,13 @@ const scalar = fc.oneof(
   fc.boolean(),
   fc.constant(null),
 );
-const value = fc.oneof({ depthSize: 'small' }, scalar, fc.jsonValue({ maxDepth: 3 }), fc.array(scalar, { maxLength: 5 }), fc.dictionary(fc.string({ maxLength: 8 }), scalar, { maxKeys: 4 }));
+const value = fc.oneof(
+  { depthSize: 'small' },
+  scalar,
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.array(scalar, { maxLength: 5 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), scalar, { maxKeys: 4 }),
+);
 
 function operations(doc: any): Operation[] {
   const resolve = (s: any): any => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
@@ -46,7 +73,8 @@ function operations(doc: any): Operation[] {
         const data = resolve(v?.properties?.data);
         for (const k of Object.keys(resolve(data?.properties?.attributes)?.properties ?? {})) attributes.add(k);
         const type = data?.properties?.type;
-        for (const t of [type?.const, ...(type?.anyOf ?? []).map((x: any) => x.const), ...(type?.enum ?? [])]) if (typeof t === 'string') bodyTypes.add(t);
+        for (const t of [type?.const, ...(type?.anyOf ?? []).map((x: any) => x.const), ...(type?.enum ?? [])])
+          if (typeof t === 'string') bodyTypes.add(t);
       }
       out.push({
         method: method.toUpperCase(),
@@ -70,21 +98,52 @@ function requestFor(op: Operation) {
     return p;
   });
   const queryArb = fc
-    .dictionary(fc.oneof(fc.constantFrom(...op.query, 'page[limit]', 'include', 'sort', 'filter[nope]'), fc.string({ maxLength: 12 })), fc.oneof(odd, fc.string({ maxLength: 20 }), fc.integer().map(String)), { maxKeys: 4 })
+    .dictionary(
+      fc.oneof(
+        fc.constantFrom(...op.query, 'page[limit]', 'include', 'sort', 'filter[nope]'),
+        fc.string({ maxLength: 12 }),
+      ),
+      fc.oneof(odd, fc.string({ maxLength: 20 }), fc.integer().map(String)),
+      { maxKeys: 4 },
+    )
     .map((q) => {
       const s = new URLSearchParams(q).toString();
       return s ? `?${s}` : '';
     });
-  const attributes = fc.dictionary(fc.oneof(fc.constantFrom(...op.attributes, 'unknownMember'), fc.string({ maxLength: 10 })), value, { maxKeys: 6 });
-  const type = op.bodyTypes.length > 0 ? fc.oneof(fc.constantFrom(...op.bodyTypes), fc.string({ maxLength: 10 })) : fc.string({ maxLength: 10 });
+  const attributes = fc.dictionary(
+    fc.oneof(fc.constantFrom(...op.attributes, 'unknownMember'), fc.string({ maxLength: 10 })),
+    value,
+    { maxKeys: 6 },
+  );
+  const type =
+    op.bodyTypes.length > 0
+      ? fc.oneof(fc.constantFrom(...op.bodyTypes), fc.string({ maxLength: 10 }))
+      : fc.string({ maxLength: 10 });
   const bodyArb: fc.Arbitrary<string | undefined> = fc.oneof(
     fc.constant(undefined),
     fc.record({ data: fc.record({ type, attributes }) }).map((b) => JSON.stringify(b)),
     fc.record({ type, attributes }).map((b) => JSON.stringify(b)),
     fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)),
-    fc.constantFrom('{', '[]', 'null', '""', '{"data":', '\u0000', '{"data":{"type":"User","attributes":{"__proto__":{"admin":true}}}}', '['.repeat(5_000), 'x'.repeat(300_000)),
+    fc.constantFrom(
+      '{',
+      '[]',
+      'null',
+      '""',
+      '{"data":',
+      '\u0000',
+      '{"data":{"type":"User","attributes":{"__proto__":{"admin":true}}}}',
+      '['.repeat(5_000),
+      'x'.repeat(300_000),
+    ),
   );
-  const contentType = fc.constantFrom(JSONAPI, 'application/json', 'text/plain', `${JSONAPI}; ext="x"`, 'application/x-www-form-urlencoded', undefined);
+  const contentType = fc.constantFrom(
+    JSONAPI,
+    'application/json',
+    'text/plain',
+    `${JSONAPI}; ext="x"`,
+    'application/x-www-form-urlencoded',
+    undefined,
+  );
   return fc.record({ path: pathArb, query: queryArb, body: bodyArb, contentType });
 }
 
@@ -117,7 +176,12 @@ describe('hostile input', () => {
           const headers: Record<string, string> = { ...m.headers };
           if (r.contentType && r.body !== undefined) headers['content-type'] = r.contentType;
           const started = Date.now();
-          const res = await t.api.inject({ method: op.method as 'GET', url: r.path + r.query, headers, ...(r.body !== undefined ? { payload: r.body } : {}) });
+          const res = await t.api.inject({
+            method: op.method as 'GET',
+            url: r.path + r.query,
+            headers,
+            ...(r.body !== undefined ? { payload: r.body } : {}),
+          });
           const what = `${op.method} ${r.path}${r.query} ${r.contentType} ${r.body?.slice(0, 120)} → ${res.statusCode} ${res.body.slice(0, 300)}`;
           assert.ok(Date.now() - started < 5_000, `slow: ${what}`);
           assert.ok(res.statusCode < 500, what);

@@ -10,7 +10,9 @@ import { rowsOf } from '../db/open.ts';
 import { purgeExpiredKeys, RETENTION_MS } from './idempotency.ts';
 import { createTestApp, dbKind, testDatabase } from '../test/harness.ts';
 
-describe('idempotency check against a commit racing it', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, () => {
+describe('idempotency check against a commit racing it', {
+  skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)',
+}, () => {
   test('the stored outcome is read after the lock, with a fresh snapshot', async () => {
     const app = await createTestApp();
     const { url } = await testDatabase();
@@ -24,7 +26,17 @@ describe('idempotency check against a commit racing it', { skip: dbKind !== 'pos
       const lockKey = `${m.clientId}:deposit:${key}`;
       // The first request holds the key and is about to commit its outcome.
       await first.query('begin');
-      assert.equal((await first.query('select locked from idempotency_check($1, $2, $3, $4)', [lockKey, m.clientId, 'deposit', key])).rows[0].locked, true);
+      assert.equal(
+        (
+          await first.query('select locked from idempotency_check($1, $2, $3, $4)', [
+            lockKey,
+            m.clientId,
+            'deposit',
+            key,
+          ])
+        ).rows[0].locked,
+        true,
+      );
       await first.query(
         `insert into idempotency_keys (client_id, operation, key, fingerprint, status_code, response_body, expires_at)
          values ($1, 'deposit', $2, 'fp', 201, '{"data":{}}', now() + interval '1 day')`,
@@ -68,8 +80,13 @@ describe('purging expired keys', () => {
       assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 2);
       assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 1);
       assert.equal(await purgeExpiredKeys(app.ctx.db, now, 2), 0);
-      const left = rowsOf<{ key: string }>(await app.ctx.db.execute(sql`select key from idempotency_keys where client_id = ${m.clientId}`));
-      assert.deepEqual(left.map((r) => r.key), ['live']);
+      const left = rowsOf<{ key: string }>(
+        await app.ctx.db.execute(sql`select key from idempotency_keys where client_id = ${m.clientId}`),
+      );
+      assert.deepEqual(
+        left.map((r) => r.key),
+        ['live'],
+      );
     } finally {
       await app.close();
     }

@@ -97,14 +97,24 @@ function checkStatement(preflight?: Preflight) {
   if (!preflight) return statement('idempotency_check', CHECK_KEY_SQL);
   // A gated preflight gets the time as $5 (a key past its retention counts as absent).
   const text = preflight.text.includes(GATE)
-    ? shiftParams(preflight.text, 5).replaceAll(GATE, '(c.locked and (c.fingerprint is null or c.expires_at <= $5::timestamptz))')
+    ? shiftParams(preflight.text, 5).replaceAll(
+        GATE,
+        '(c.locked and (c.fingerprint is null or c.expires_at <= $5::timestamptz))',
+      )
     : shiftParams(preflight.text, 4);
-  return statement(`idempotency_check_${preflight.name}`, CHECK_KEY_SQL.replace('select c.locked', 'select p.*, c.locked') + ` left join lateral (${text}) p on true`);
+  return statement(
+    `idempotency_check_${preflight.name}`,
+    CHECK_KEY_SQL.replace('select c.locked', 'select p.*, c.locked') + ` left join lateral (${text}) p on true`,
+  );
 }
 
 /** Runs a preflight on its own (the operation was called without a key). */
 export async function runPreflight(tx: Tx, preflight: Preflight): Promise<Record<string, unknown> | undefined> {
-  const [row] = await runStatement<Record<string, unknown>>(tx, statement(`preflight_${preflight.name}`, preflight.text.replaceAll(GATE, 'true')), preflight.params);
+  const [row] = await runStatement<Record<string, unknown>>(
+    tx,
+    statement(`preflight_${preflight.name}`, preflight.text.replaceAll(GATE, 'true')),
+    preflight.params,
+  );
   return row;
 }
 
@@ -131,7 +141,12 @@ export type KeyState = { kind: 'new' } | { kind: 'replay'; outcome: StoredOutcom
  * another request holds it) and reads its stored outcome (409 IdempotencyKeyReused when the
  * fingerprint differs). With a preflight, also returns its row.
  */
-export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, preflight?: Preflight): Promise<{ state: KeyState; preflight?: Record<string, unknown> }> {
+export async function checkKey(
+  tx: Tx,
+  scope: IdempotencyScope,
+  now: Date,
+  preflight?: Preflight,
+): Promise<{ state: KeyState; preflight?: Record<string, unknown> }> {
   const [check] = await runStatement<KeyCheck & Record<string, unknown>>(tx, checkStatement(preflight), [
     lockKeyOf(scope),
     scope.clientId,
@@ -148,23 +163,37 @@ export async function checkKey(tx: Tx, scope: IdempotencyScope, now: Date, prefl
  * holds the key, 409 IdempotencyKeyReused for other attributes, a replay of the stored outcome,
  * or new (nothing stored, or stored past its retention).
  */
-export function interpretKeyCheck(check: KeyCheck | undefined, scope: IdempotencyScope, now: Date): { state: KeyState } {
+export function interpretKeyCheck(
+  check: KeyCheck | undefined,
+  scope: IdempotencyScope,
+  now: Date,
+): { state: KeyState } {
   if (!check?.locked) throw keyInUse();
   const live = check.fingerprint !== null && new Date(check.expires_at!) > now;
   if (live) {
     if (check.fingerprint !== scope.fingerprint) {
-      throw apiError('IdempotencyKeyReused', `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`, {
-        pointer: '/data/attributes/idempotencyKey',
-      });
+      throw apiError(
+        'IdempotencyKeyReused',
+        `This idempotencyKey was used with different attributes for ${scope.operation}; use a new key.`,
+        {
+          pointer: '/data/attributes/idempotencyKey',
+        },
+      );
     }
-    return { state: { kind: 'replay', outcome: { status: check.status_code!, body: check.response_body!, replayed: true } } };
+    return {
+      state: { kind: 'replay', outcome: { status: check.status_code!, body: check.response_body!, replayed: true } },
+    };
   }
   return { state: { kind: 'new' } };
 }
 
 /** 409: another request with this key is in flight. */
 export const keyInUse = () =>
-  apiError('IdempotencyKeyInUse', 'A request with this idempotencyKey is still running; retry the same request shortly.', { headers: { 'retry-after': '1' } });
+  apiError(
+    'IdempotencyKeyInUse',
+    'A request with this idempotencyKey is still running; retry the same request shortly.',
+    { headers: { 'retry-after': '1' } },
+  );
 
 /** The advisory lock key of an idempotency key (the same string on every path). */
 export const lockKeyOf = (scope: IdempotencyScope) => `${scope.clientId}:${scope.operation}:${scope.key}`;
@@ -174,7 +203,10 @@ export const lockKeyOf = (scope: IdempotencyScope) => `${scope.clientId}:${scope
  * 409 IdempotencyKeyInUse: the later is concurrent with the first, which is in flight (and one
  * statement could not store both outcomes). `scopeOf` is undefined for a member without a key.
  */
-export function withoutRepeatedKeys<M extends { reject(err: unknown): void }>(members: M[], scopeOf: (m: M) => IdempotencyScope | undefined): M[] {
+export function withoutRepeatedKeys<M extends { reject(err: unknown): void }>(
+  members: M[],
+  scopeOf: (m: M) => IdempotencyScope | undefined,
+): M[] {
   const keys = new Set<string>();
   return members.filter((m) => {
     const scope = scopeOf(m);
@@ -191,7 +223,9 @@ export type OptionalKeyScope = Omit<IdempotencyScope, 'key'> & { key: string | u
 
 /** The scope of an optional key, or undefined without one. */
 export const keyedScope = (scope: OptionalKeyScope): IdempotencyScope | undefined =>
-  scope.key === undefined ? undefined : { clientId: scope.clientId, operation: scope.operation, key: scope.key, fingerprint: scope.fingerprint };
+  scope.key === undefined
+    ? undefined
+    : { clientId: scope.clientId, operation: scope.operation, key: scope.key, fingerprint: scope.fingerprint };
 
 /**
  * A group check's lock key and key (idempotency_check). Without a key both are null:
@@ -199,22 +233,39 @@ export const keyedScope = (scope: OptionalKeyScope): IdempotencyScope | undefine
  * object, which callers extend with Object.assign rather than copy with a spread (such a spread
  * made V8 build a map for every member: `node --log-maps`).
  */
-export const checkedKeyOf = (scope: IdempotencyScope | undefined) => ({ lockKey: scope ? lockKeyOf(scope) : null, key: scope?.key ?? null });
+export const checkedKeyOf = (scope: IdempotencyScope | undefined) => ({
+  lockKey: scope ? lockKeyOf(scope) : null,
+  key: scope?.key ?? null,
+});
 
 /** The stored outcome a group member replays, if any (interpretKeyCheck); nothing without a key. */
-export function replayOf(check: KeyCheck | undefined, scope: IdempotencyScope | undefined, now: Date): StoredOutcome | undefined {
+export function replayOf(
+  check: KeyCheck | undefined,
+  scope: IdempotencyScope | undefined,
+  now: Date,
+): StoredOutcome | undefined {
   if (!scope) return undefined;
   const { state } = interpretKeyCheck(check, scope, now);
   return state.kind === 'replay' ? state.outcome : undefined;
 }
 
 /** The write that stores an outcome under its key (a part of the caller's batch). */
-export function storeOutcomePart(scope: IdempotencyScope, status: number, body: string, now: Date, expiresAt: Date): WritePart {
+export function storeOutcomePart(
+  scope: IdempotencyScope,
+  status: number,
+  body: string,
+  now: Date,
+  expiresAt: Date,
+): WritePart {
   return {
     name: 'idempotency_store',
     text: STORE_KEY_SQL,
     params: [scope.clientId, scope.operation, scope.key, scope.fingerprint, status, body, now, expiresAt],
-    merge: { key: 'idempotency_store', item: keyRow({ scope, status, body, now, expiresAt }), combine: (rows) => storeRowsPart(rows as KeyRow[]) },
+    merge: {
+      key: 'idempotency_store',
+      item: keyRow({ scope, status, body, now, expiresAt }),
+      combine: (rows) => storeRowsPart(rows as KeyRow[]),
+    },
   };
 }
 
@@ -247,7 +298,11 @@ const keyRow = (o: StoredKey) => ({
   expires_at: o.expiresAt ?? new Date(o.now.getTime() + RETENTION_MS),
 });
 
-const storeRowsPart = (rows: KeyRow[]): WritePart => ({ name: 'idempotency_store_many', text: STORE_KEYS_SQL, params: [JSON.stringify(rows)] });
+const storeRowsPart = (rows: KeyRow[]): WritePart => ({
+  name: 'idempotency_store_many',
+  text: STORE_KEYS_SQL,
+  params: [JSON.stringify(rows)],
+});
 
 /** Stores many outcomes in one write (keys must differ: one statement cannot upsert a row twice). */
 export const storeOutcomesPart = (outcomes: StoredKey[]): WritePart => storeRowsPart(outcomes.map(keyRow));

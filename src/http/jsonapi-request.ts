@@ -42,11 +42,17 @@ const IGNORED_MEMBERS = ['jsonapi', 'meta', 'links'] as const;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const IgnoredMembers = {
-  jsonapi: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'The JSON:API object (accepted and ignored)' })),
+  jsonapi: Type.Optional(
+    Type.Object({}, { additionalProperties: true, description: 'The JSON:API object (accepted and ignored)' }),
+  ),
   meta: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Accepted and ignored' })),
   links: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Accepted and ignored' })),
 };
-const ResourceId = Type.String({ minLength: 1, maxLength: 255, description: "The resource's id: when present it must be the resource the URL names (409 Conflict otherwise)" });
+const ResourceId = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description: "The resource's id: when present it must be the resource the URL names (409 Conflict otherwise)",
+});
 
 type Schema = TSchema & { properties?: Record<string, Schema>; anyOf?: Schema[]; required?: string[] };
 
@@ -56,7 +62,10 @@ function documentedBody(body: Schema, patch: boolean, bareResource: boolean): Sc
   const props = body.properties;
   if (!props) return body;
   if (props.data) {
-    const data = patch && props.data.properties && !props.data.properties.id ? { ...props.data, properties: { id: ResourceId, ...props.data.properties } } : props.data;
+    const data =
+      patch && props.data.properties && !props.data.properties.id
+        ? { ...props.data, properties: { id: ResourceId, ...props.data.properties } }
+        : props.data;
     return { ...body, properties: { ...props, data, ...IgnoredMembers } };
   }
   // A bare resource object: its `id` sits beside `type`.
@@ -83,12 +92,14 @@ export function normalizeJsonApiRequest(req: FastifyRequest): void {
   req.jsonApi = { bare };
   for (const member of IGNORED_MEMBERS) {
     if (!(member in body)) continue;
-    if (!isObject(body[member])) throw apiError('ValidationError', `\`${member}\` must be an object.`, { pointer: `/${member}` });
+    if (!isObject(body[member]))
+      throw apiError('ValidationError', `\`${member}\` must be an object.`, { pointer: `/${member}` });
     delete body[member];
   }
   if (req.method !== 'PATCH' || !isObject(body.data) || !('id' in body.data)) return;
   const id = body.data.id;
-  if (typeof id !== 'string' || id.length === 0) throw apiError('ValidationError', '`id` must be a non-empty string.', { pointer: '/data/id' });
+  if (typeof id !== 'string' || id.length === 0)
+    throw apiError('ValidationError', '`id` must be a non-empty string.', { pointer: '/data/id' });
   delete body.data.id;
   req.jsonApi.id = id;
   if (options.idCheckedByRoute) return;
@@ -99,16 +110,22 @@ export function normalizeJsonApiRequest(req: FastifyRequest): void {
 
 /** 409: the body's `data.id` names another resource than the URL. */
 export function resourceIdConflict(id: string, named: string) {
-  return apiError('Conflict', `The body's id ${JSON.stringify(id)} is not the resource this URL names (${JSON.stringify(named)}); nothing was changed.`, {
-    pointer: '/data/id',
-  });
+  return apiError(
+    'Conflict',
+    `The body's id ${JSON.stringify(id)} is not the resource this URL names (${JSON.stringify(named)}); nothing was changed.`,
+    {
+      pointer: '/data/id',
+    },
+  );
 }
 
 /** Error pointers into a wrapped bare body lose their `/data` prefix (validation errors too). */
 export function unwrapBarePointers(err: unknown, req: FastifyRequest): void {
   if (!req.jsonApi?.bare) return;
   const items = (err as { items?: { source?: { pointer?: string } }[] }).items;
-  if (Array.isArray(items)) for (const i of items) if (i.source?.pointer?.startsWith('/data')) i.source.pointer = i.source.pointer.slice(5);
+  if (Array.isArray(items))
+    for (const i of items) if (i.source?.pointer?.startsWith('/data')) i.source.pointer = i.source.pointer.slice(5);
   const v = (err as { validation?: { instancePath: string }[] }).validation;
-  if (Array.isArray(v)) for (const e of v) if (e.instancePath.startsWith('/data')) e.instancePath = e.instancePath.slice(5);
+  if (Array.isArray(v))
+    for (const e of v) if (e.instancePath.startsWith('/data')) e.instancePath = e.instancePath.slice(5);
 }

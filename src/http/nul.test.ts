@@ -21,7 +21,12 @@ describe('the NUL character', () => {
     const deposit = (attributes: Record<string, unknown>) =>
       t.request('POST', `/api/v1/wallets/${wallet.id}/transactions`, {
         as: m,
-        body: { data: { type: 'OneTimeDeposit', attributes: { amount: 1000, linkedAccountId: account.id, idempotencyKey: 'nul-ok', ...attributes } } },
+        body: {
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 1000, linkedAccountId: account.id, idempotencyKey: 'nul-ok', ...attributes },
+          },
+        },
       });
     for (const [attributes, pointer] of [
       [{ idempotencyKey: 'a\u0000b' }, '/data/attributes/idempotencyKey'],
@@ -39,7 +44,10 @@ describe('the NUL character', () => {
     const ok = await deposit({ idempotencyKey: 'literal \\u0000' });
     assert.equal(ok.status, 201, ok.raw);
 
-    const named = await t.request('POST', '/api/v1/users', { as: m, body: { data: { type: 'User', attributes: { phoneNumber: '+15550001234', firstName: 'A\u0000' } } } });
+    const named = await t.request('POST', '/api/v1/users', {
+      as: m,
+      body: { data: { type: 'User', attributes: { phoneNumber: '+15550001234', firstName: 'A\u0000' } } },
+    });
     assert.equal(named.status, 400, named.raw);
     assert.equal(errorsOf(named)[0]!.source?.pointer, '/data/attributes/firstName');
   });

@@ -40,7 +40,8 @@ export function refuseNulInUrl(url: string): void {
   if (!/%00/.test(url)) return;
   const q = url.indexOf('?');
   for (const [name, value] of q >= 0 ? new URLSearchParams(url.slice(q + 1)) : []) {
-    if (name.includes('\u0000') || value.includes('\u0000')) throw apiError('BadRequest', message, { parameter: name.replaceAll('\u0000', '') });
+    if (name.includes('\u0000') || value.includes('\u0000'))
+      throw apiError('BadRequest', message, { parameter: name.replaceAll('\u0000', '') });
   }
   throw apiError('BadRequest', message);
 }

@@ -8,7 +8,9 @@ export const DEFAULT_PAGE_LIMIT = 10;
 export const MAX_PAGE_OFFSET = 1_000_000;
 
 export const pageParams = {
-  'page[limit]': Type.Optional(Type.Integer({ minimum: 1, description: `1 or more; values above ${MAX_PAGE_LIMIT} are capped` })),
+  'page[limit]': Type.Optional(
+    Type.Integer({ minimum: 1, description: `1 or more; values above ${MAX_PAGE_LIMIT} are capped` }),
+  ),
   'page[offset]': Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_PAGE_OFFSET })),
 };
 
@@ -55,7 +57,9 @@ export function parseInclude<T extends string>(value: string | undefined, allowe
   for (const raw of value.split(',')) {
     const name = raw.trim();
     if (!(allowed as readonly string[]).includes(name)) {
-      throw apiError('BadRequest', `include "${name}" is not supported; use ${allowed.join(', ') || 'nothing'}.`, { parameter: 'include' });
+      throw apiError('BadRequest', `include "${name}" is not supported; use ${allowed.join(', ') || 'nothing'}.`, {
+        parameter: 'include',
+      });
     }
     out.add(name as T);
   }
@@ -68,7 +72,11 @@ export interface SortKey<T extends string> {
 }
 
 /** Parses `sort`: comma-separated fields, `-` for descending, each one of `allowed`. */
-export function parseSort<T extends string>(value: string | undefined, allowed: readonly T[], fallback: string): SortKey<T>[] {
+export function parseSort<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  fallback: string,
+): SortKey<T>[] {
   const keys: SortKey<T>[] = [];
   const seen = new Set<string>();
   for (const raw of (value === undefined || value === '' ? fallback : value).split(',')) {
@@ -76,7 +84,9 @@ export function parseSort<T extends string>(value: string | undefined, allowed: 
     const descending = term.startsWith('-');
     const field = descending ? term.slice(1) : term;
     if (!(allowed as readonly string[]).includes(field)) {
-      throw apiError('BadRequest', `sort field "${field}" is not supported; use ${allowed.join(', ')}.`, { parameter: 'sort' });
+      throw apiError('BadRequest', `sort field "${field}" is not supported; use ${allowed.join(', ')}.`, {
+        parameter: 'sort',
+      });
     }
     if (seen.has(field)) throw apiError('BadRequest', `sort field "${field}" appears twice.`, { parameter: 'sort' });
     seen.add(field);

@@ -11,9 +11,16 @@ import { validatorCompiler } from './validation.ts';
 export function updateBodies<A extends TObject>(type: string | string[], attributes: A) {
   const types = Array.isArray(type) ? type : [type];
   const typeSchema = types.length === 1 ? Type.Literal(types[0]!) : Type.Union(types.map((t) => Type.Literal(t)));
-  const inner = { id: Type.Optional(Uuid({ description: "When present, must be the path's id (else 409 Conflict)" })), type: typeSchema, attributes };
+  const inner = {
+    id: Type.Optional(Uuid({ description: "When present, must be the path's id (else 409 Conflict)" })),
+    type: typeSchema,
+    attributes,
+  };
   return {
-    wrapped: Type.Object({ data: Type.Object(inner, { additionalProperties: false }) }, { additionalProperties: false }),
+    wrapped: Type.Object(
+      { data: Type.Object(inner, { additionalProperties: false }) },
+      { additionalProperties: false },
+    ),
     bare: Type.Object(inner, { additionalProperties: false }),
   };
 }
@@ -21,7 +28,9 @@ export function updateBodies<A extends TObject>(type: string | string[], attribu
 /** 409 Conflict when the body names another resource than the path (checked after the 404). */
 export function checkBodyId(bodyId: string | undefined, pathId: string): void {
   if (bodyId !== undefined && bodyId.toLowerCase() !== pathId.toLowerCase()) {
-    throw apiError('Conflict', `The body's id ${bodyId} is not the id in the path (${pathId}); nothing was changed.`, { pointer: '/data/id' });
+    throw apiError('Conflict', `The body's id ${bodyId} is not the id in the path (${pathId}); nothing was changed.`, {
+      pointer: '/data/id',
+    });
   }
 }
 
@@ -33,11 +42,17 @@ type Flagged = FastifyRequest & { bareBody?: boolean };
  * prefix again, so they point into the body as sent.
  */
 export function wrappedOrBare(bodies: { wrapped: TObject; bare: TObject }) {
-  const wrappedValidator = (validatorCompiler as FastifySchemaCompiler<unknown>)({ schema: bodies.wrapped, method: 'PATCH', url: '', httpPart: 'body' });
+  const wrappedValidator = (validatorCompiler as FastifySchemaCompiler<unknown>)({
+    schema: bodies.wrapped,
+    method: 'PATCH',
+    url: '',
+    httpPart: 'body',
+  });
   return {
     body: Type.Union([bodies.wrapped, bodies.bare]),
     options: {
-      validatorCompiler: ((route) => (route.httpPart === 'body' ? wrappedValidator : validatorCompiler(route))) as FastifySchemaCompiler<unknown>,
+      validatorCompiler: ((route) =>
+        route.httpPart === 'body' ? wrappedValidator : validatorCompiler(route)) as FastifySchemaCompiler<unknown>,
       preValidation: async (req: FastifyRequest) => {
         const body = req.body as Record<string, unknown> | undefined;
         if (body && typeof body === 'object' && !Array.isArray(body) && !('data' in body)) {
@@ -58,5 +73,6 @@ function unwrapPointers(err: unknown): void {
     for (const i of err.items) if (i.source?.pointer?.startsWith('/data')) i.source.pointer = i.source.pointer.slice(5);
   }
   const v = (err as { validation?: { instancePath: string }[] }).validation;
-  if (Array.isArray(v)) for (const e of v) if (e.instancePath.startsWith('/data')) e.instancePath = e.instancePath.slice(5);
+  if (Array.isArray(v))
+    for (const e of v) if (e.instancePath.startsWith('/data')) e.instancePath = e.instancePath.slice(5);
 }

@@ -14,7 +14,8 @@ describe('rate limit', () => {
   });
   after(() => t.close());
 
-  const hit = (app: TestApp, from: string, url = '/api/v1/users') => app.api.inject({ method: 'GET', url, headers: m.headers, remoteAddress: from });
+  const hit = (app: TestApp, from: string, url = '/api/v1/users') =>
+    app.api.inject({ method: 'GET', url, headers: m.headers, remoteAddress: from });
 
   test('the request after the limit is 429 RateLimitExceeded with Retry-After and RateLimit-* headers', async () => {
     const from = ip();
@@ -90,12 +91,21 @@ describe('rate limit behind a proxy', () => {
     try {
       const m = await proxied.createMerchant();
       const viaProxy = (app: TestApp, client: string, peer: string) =>
-        app.api.inject({ method: 'GET', url: '/api/v1/users', headers: { ...m.headers, 'x-forwarded-for': client }, remoteAddress: peer });
+        app.api.inject({
+          method: 'GET',
+          url: '/api/v1/users',
+          headers: { ...m.headers, 'x-forwarded-for': client },
+          remoteAddress: peer,
+        });
       const lb = '127.0.0.1';
       const peerA = ip();
       for (let i = 0; i < 2; i++) assert.equal((await viaProxy(proxied, peerA, lb)).statusCode, 200);
       assert.equal((await viaProxy(proxied, peerA, lb)).statusCode, 429);
-      assert.equal((await viaProxy(proxied, ip(), lb)).statusCode, 200, 'another client behind the same proxy has its own count');
+      assert.equal(
+        (await viaProxy(proxied, ip(), lb)).statusCode,
+        200,
+        'another client behind the same proxy has its own count',
+      );
       // Without TRUST_PROXY the header is ignored: a client cannot pick a fresh address per request.
       const peer = ip();
       for (let i = 0; i < 2; i++) await viaProxy(direct, ip(), peer);
@@ -114,7 +124,13 @@ describe('rate limits of the other listeners, and per merchant', () => {
   let m: Merchant;
   before(async () => {
     t = await createTestApp({
-      env: { CARD_RATE_LIMIT_PER_MINUTE: '2', PAY_RATE_LIMIT_PER_MINUTE: '2', ADMIN_RATE_LIMIT_PER_MINUTE: '2', CLIENT_RATE_LIMIT_PER_MINUTE: '3', RATE_LIMIT_PER_MINUTE: '100' },
+      env: {
+        CARD_RATE_LIMIT_PER_MINUTE: '2',
+        PAY_RATE_LIMIT_PER_MINUTE: '2',
+        ADMIN_RATE_LIMIT_PER_MINUTE: '2',
+        CLIENT_RATE_LIMIT_PER_MINUTE: '3',
+        RATE_LIMIT_PER_MINUTE: '100',
+      },
     });
     setup = await createTestApp();
     m = await setup.createMerchant();
@@ -125,27 +141,52 @@ describe('rate limits of the other listeners, and per merchant', () => {
   });
 
   test('the secure card, widget host and admin listeners each count per address', async () => {
-    for (const [name, app] of [['card', t.card], ['pay', t.pay], ['admin', t.admin]] as const) {
+    for (const [name, app] of [
+      ['card', t.card],
+      ['pay', t.pay],
+      ['admin', t.admin],
+    ] as const) {
       const from = ip();
       // Anything counts: a health check, an unauthenticated call.
       assert.equal((await app.inject({ method: 'GET', url: '/health', remoteAddress: from })).statusCode, 200, name);
-      assert.notEqual((await app.inject({ method: 'GET', url: name === 'admin' ? '/admin/v1/clients' : '/main.js', remoteAddress: from })).statusCode, 429, name);
+      assert.notEqual(
+        (
+          await app.inject({
+            method: 'GET',
+            url: name === 'admin' ? '/admin/v1/clients' : '/main.js',
+            remoteAddress: from,
+          })
+        ).statusCode,
+        429,
+        name,
+      );
       const res = await app.inject({ method: 'GET', url: '/health', remoteAddress: from });
       assert.equal(res.statusCode, 429, name);
       assert.equal(res.json().errors[0].code, 'RateLimitExceeded', name);
       assert.ok(Number(res.headers['retry-after']) > 0, name);
-      assert.equal((await app.inject({ method: 'GET', url: '/health', remoteAddress: ip() })).statusCode, 200, `${name}: another address`);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/health', remoteAddress: ip() })).statusCode,
+        200,
+        `${name}: another address`,
+      );
     }
     // The admin token does not lift the admin limit.
     const from = ip();
-    const admin = () => t.admin.inject({ method: 'GET', url: '/admin/v1/clients', remoteAddress: from, headers: { authorization: `Bearer ${t.ctx.config.adminToken}` } });
+    const admin = () =>
+      t.admin.inject({
+        method: 'GET',
+        url: '/admin/v1/clients',
+        remoteAddress: from,
+        headers: { authorization: `Bearer ${t.ctx.config.adminToken}` },
+      });
     assert.equal((await admin()).statusCode, 200);
     assert.equal((await admin()).statusCode, 200);
     assert.equal((await admin()).statusCode, 429);
   });
 
   test('the API counts per merchant too, from any address; the address headers stay', async () => {
-    const get = (as: Merchant) => t.api.inject({ method: 'GET', url: '/api/v1/users', headers: as.headers, remoteAddress: ip() });
+    const get = (as: Merchant) =>
+      t.api.inject({ method: 'GET', url: '/api/v1/users', headers: as.headers, remoteAddress: ip() });
     for (let i = 0; i < 3; i++) {
       const ok = await get(m);
       assert.equal(ok.statusCode, 200);

@@ -42,7 +42,14 @@ export class SharedRateLimitStore {
   #queued: Promise<void> | undefined;
   #lastCleanup = 0;
 
-  constructor(opts: { db: Executor; clock: Clock; log: FastifyBaseLogger; windowMs: number; syncIntervalMs: number; prefix: string }) {
+  constructor(opts: {
+    db: Executor;
+    clock: Clock;
+    log: FastifyBaseLogger;
+    windowMs: number;
+    syncIntervalMs: number;
+    prefix: string;
+  }) {
     this.#db = opts.db;
     this.#clock = opts.clock;
     this.#log = opts.log;
@@ -73,7 +80,9 @@ export class SharedRateLimitStore {
     c.unsynced += 1;
     if (c.loading) {
       const counter = c;
-      void c.loading.then(() => cb(null, { current: counter.shared + counter.unsynced, ttl: windowStart + this.#windowMs - now }));
+      void c.loading.then(() =>
+        cb(null, { current: counter.shared + counter.unsynced, ttl: windowStart + this.#windowMs - now }),
+      );
     } else {
       // Answered at once, with no closure: each request passes here once or twice, and a closure
       // made per call costs more than the count (under tsx, a property definition for its name).
@@ -84,7 +93,9 @@ export class SharedRateLimitStore {
   async #readShared(key: string, windowStart: number): Promise<number> {
     try {
       const rows = rowsOf<{ count: number }>(
-        await this.#db.execute(sql`select count from rate_limit_counters where key = ${this.#prefix + key} and window_start = ${windowStart}::bigint`),
+        await this.#db.execute(
+          sql`select count from rate_limit_counters where key = ${this.#prefix + key} and window_start = ${windowStart}::bigint`,
+        ),
       );
       return Number(rows[0]?.count ?? 0);
     } catch (err) {
@@ -151,7 +162,8 @@ export class SharedRateLimitStore {
           if (total !== undefined) b.counter.shared = total;
         }
       }
-      for (const [key, c] of this.#counters) if (c.windowStart < current && c.unsynced === 0) this.#counters.delete(key);
+      for (const [key, c] of this.#counters)
+        if (c.windowStart < current && c.unsynced === 0) this.#counters.delete(key);
       if (now - this.#lastCleanup > this.#windowMs) {
         this.#lastCleanup = now;
         // Only this store's keys: other stores may count over longer windows.
@@ -190,7 +202,11 @@ declare module 'fastify' {
  * Per source address over every route of a listener (the plugin's hook, headers and 429), in
  * a store of its own (`name` keeps its keys apart from the other listeners'). Returns the store.
  */
-export async function registerRateLimit(app: App, ctx: AppContext, opts: { name: string; perMinute: number }): Promise<SharedRateLimitStore> {
+export async function registerRateLimit(
+  app: App,
+  ctx: AppContext,
+  opts: { name: string; perMinute: number },
+): Promise<SharedRateLimitStore> {
   const store = new SharedRateLimitStore({
     db: ctx.db,
     clock: ctx.clock,
@@ -209,7 +225,8 @@ export async function registerRateLimit(app: App, ctx: AppContext, opts: { name:
         return store;
       }
     } as never,
-    errorResponseBuilder: (_req, c) => limitExceeded(`More than ${c.max} requests in a minute from this address`, c.ttl),
+    errorResponseBuilder: (_req, c) =>
+      limitExceeded(`More than ${c.max} requests in a minute from this address`, c.ttl),
   });
   app.addHook('onRequest', app.rateLimit());
   app.addHook('onClose', () => store.close());
@@ -223,17 +240,26 @@ export async function registerRateLimit(app: App, ctx: AppContext, opts: { name:
  * `key` reads (the client auth hook for a merchant). The plugin runs one of its own limits per
  * request, so this one is counted here; the address's RateLimit-* headers stay as they are.
  */
-export function keyedRateLimit(app: App, opts: { perMinute: number; key: (req: FastifyRequest) => string; what: string }) {
+export function keyedRateLimit(
+  app: App,
+  opts: { perMinute: number; key: (req: FastifyRequest) => string; what: string },
+) {
   const store = app.rateLimitStore;
   return (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
     store.incr(opts.key(req), (err, res) => {
       if (err) return done(err);
-      done(res.current > opts.perMinute ? limitExceeded(`More than ${opts.perMinute} requests in a minute ${opts.what}`, res.ttl) : undefined);
+      done(
+        res.current > opts.perMinute
+          ? limitExceeded(`More than ${opts.perMinute} requests in a minute ${opts.what}`, res.ttl)
+          : undefined,
+      );
     });
   };
 }
 
 export function limitExceeded(what: string, ttlMs: number) {
   const seconds = Math.max(1, Math.ceil(ttlMs / 1000));
-  return apiError('RateLimitExceeded', `${what}; retry in ${seconds} s.`, { headers: { 'retry-after': String(seconds) } });
+  return apiError('RateLimitExceeded', `${what}; retry in ${seconds} s.`, {
+    headers: { 'retry-after': String(seconds) },
+  });
 }

@@ -11,7 +11,12 @@ import { createServer } from './server.ts';
 describe('request logger', () => {
   const { stream, lines } = logCapture();
   const config = testConfig();
-  const app = createServer({ listener: 'test', config, clock: new TestClock(new Date('2026-06-01T12:00:00Z')), logger: createLogger({ ...config, logLevel: 'info' }, stream as never) });
+  const app = createServer({
+    listener: 'test',
+    config,
+    clock: new TestClock(new Date('2026-06-01T12:00:00Z')),
+    logger: createLogger({ ...config, logLevel: 'info' }, stream as never),
+  });
   let children = 0;
   before(async () => {
     app.get('/quiet', { schema: { hide: true } }, async (_req, reply) => {
@@ -36,16 +41,26 @@ describe('request logger', () => {
 
   test('a request that logs nothing through req.log makes no child logger', async () => {
     children = 0;
-    for (let i = 0; i < 3; i++) assert.equal((await app.inject({ method: 'GET', url: '/quiet', headers: { accept: 'application/json' } })).statusCode, 200);
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/quiet', headers: { accept: 'application/json' } })).statusCode,
+        200,
+      );
     assert.equal(children, 0);
   });
 
   test("what a handler logs carries the request's id and is redacted; the child is made once", async () => {
     children = 0;
-    const res = await app.inject({ method: 'GET', url: '/loud', headers: { 'x-request-id': 'lazy-log-1', accept: 'application/json' } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/loud',
+      headers: { 'x-request-id': 'lazy-log-1', accept: 'application/json' },
+    });
     assert.equal(res.statusCode, 200);
     assert.equal(children, 1, 'one child for the two lines');
-    const mine = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.reqId === 'lazy-log-1' && l.msg !== 'request');
+    const mine = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.reqId === 'lazy-log-1' && l.msg !== 'request');
     assert.deepEqual(
       mine.map((l) => l.msg),
       ['from the handler', 'a second line'],

@@ -62,6 +62,10 @@ export class RequestLogger implements FastifyBaseLogger {
 }
 
 /** Fastify's `childLoggerFactory`: the request's logger, made when first used. */
-export function lazyRequestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildOptions): FastifyBaseLogger {
+export function lazyRequestLogger(
+  logger: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildOptions,
+): FastifyBaseLogger {
   return new RequestLogger(logger, bindings, options);
 }

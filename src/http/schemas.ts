@@ -16,14 +16,24 @@ export const Cents = (opts: Record<string, unknown> = {}) =>
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 export const E164 = (opts: Record<string, unknown> = {}) =>
-  Type.String({ pattern: '^\\+[1-9][0-9]{1,14}$', [PATTERN_HINT]: 'an E.164 phone number such as +14155550123', examples: ['+14155550123'], ...opts });
+  Type.String({
+    pattern: '^\\+[1-9][0-9]{1,14}$',
+    [PATTERN_HINT]: 'an E.164 phone number such as +14155550123',
+    examples: ['+14155550123'],
+    ...opts,
+  });
 export const Email = (opts: Record<string, unknown> = {}) =>
   Type.String({ format: 'email', maxLength: 254, examples: ['ada@example.com'], ...opts });
 /** A free text field with sane bounds. */
-export const Text = (max = 255, opts: Record<string, unknown> = {}) => Type.String({ minLength: 1, maxLength: max, ...opts });
+export const Text = (max = 255, opts: Record<string, unknown> = {}) =>
+  Type.String({ minLength: 1, maxLength: max, ...opts });
 
 /** `{ data: { type, attributes } }`: the body of a JSON:API create or update request. */
-export function requestBody<A extends TObject>(type: string | string[], attributes: A, opts: { description?: string } = {}) {
+export function requestBody<A extends TObject>(
+  type: string | string[],
+  attributes: A,
+  opts: { description?: string } = {},
+) {
   const types = Array.isArray(type) ? type : [type];
   const typeSchema = types.length === 1 ? Type.Literal(types[0]!) : Type.Union(types.map((t) => Type.Literal(t)));
   return Type.Object(
@@ -34,7 +44,10 @@ export function requestBody<A extends TObject>(type: string | string[], attribut
 
 export const ResourceIdentifier = (type: string) => Type.Object({ type: Type.Literal(type), id: Type.String() });
 export const ToOne = (type: string) =>
-  Type.Object({ data: Nullable(ResourceIdentifier(type)), links: Type.Optional(Type.Object({ related: Type.Optional(Type.String()), self: Type.Optional(Type.String()) })) });
+  Type.Object({
+    data: Nullable(ResourceIdentifier(type)),
+    links: Type.Optional(Type.Object({ related: Type.Optional(Type.String()), self: Type.Optional(Type.String()) })),
+  });
 export const ToMany = (type: string) => Type.Object({ data: Type.Array(ResourceIdentifier(type)) });
 
 /** A JSON:API resource object, registered as an OpenAPI component under `name`. */
@@ -112,7 +125,12 @@ export const ErrorObject = Type.Object(
       path: Type.String(),
       retryAfter: Type.Optional(Timestamp()),
       paymentId: Type.Optional(Type.String({ description: 'A declined authorization: the Failed payment' })),
-      traceId: Type.Optional(Type.String({ description: "With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend" })),
+      traceId: Type.Optional(
+        Type.String({
+          description:
+            "With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend",
+        }),
+      ),
     }),
   },
   { $id: 'Error' },
@@ -164,7 +182,10 @@ export function responses(success: ResponseMap, errors: readonly number[] = []) 
         : { description: STATUS_TEXT[status] ?? 'OK', content: { [JSONAPI]: { schema } } };
   }
   for (const status of new Set(errors)) {
-    out[status] = { description: STATUS_TEXT[status] ?? 'Error', content: { [JSONAPI]: { schema: ref(ErrorDocument) } } };
+    out[status] = {
+      description: STATUS_TEXT[status] ?? 'Error',
+      content: { [JSONAPI]: { schema: ref(ErrorDocument) } },
+    };
   }
   return out;
 }

@@ -156,12 +156,25 @@ export function nullableAsTypes(value: unknown): unknown {
   if (Array.isArray(anyOf) && anyOf.length === 2) {
     const nullAt = anyOf.findIndex((b) => isNullSchema(b));
     const other = anyOf[1 - nullAt] as Schema | undefined;
-    if (nullAt >= 0 && other && typeof other.type === 'string' && ONE_TYPE.has(other.type) && !('$ref' in other) && !('anyOf' in other)) {
+    if (
+      nullAt >= 0 &&
+      other &&
+      typeof other.type === 'string' &&
+      ONE_TYPE.has(other.type) &&
+      !('$ref' in other) &&
+      !('anyOf' in other)
+    ) {
       const { anyOf: _, ...rest } = out;
       return { ...other, ...rest, type: [other.type, 'null'] };
     }
   }
-  if (out.type === undefined && Array.isArray(out.enum) && out.enum.length > 0 && out.enum.every((e) => typeof e === 'string')) out.type = 'string';
+  if (
+    out.type === undefined &&
+    Array.isArray(out.enum) &&
+    out.enum.length > 0 &&
+    out.enum.every((e) => typeof e === 'string')
+  )
+    out.type = 'string';
   return out;
 }
 

@@ -20,7 +20,13 @@ import { buildSerializer } from './serializer.ts';
 import { validatorCompiler } from './validation.ts';
 import { lazyRequestLogger } from './request-logger.ts';
 
-export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  RawServerDefault,
+  IncomingMessage,
+  ServerResponse,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -74,7 +80,9 @@ export function createServer(opts: ServerOptions): App {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  app.setSchemaErrorFormatter((errors, context) => Object.assign(new Error('validation'), { validation: errors, validationContext: context }));
+  app.setSchemaErrorFormatter((errors, context) =>
+    Object.assign(new Error('validation'), { validation: errors, validationContext: context }),
+  );
   for (const s of sharedSchemas) app.addSchema(s);
 
   // First of all hooks: the request's span, active for the hooks and the handler after it.
@@ -134,7 +142,8 @@ export function createServer(opts: ServerOptions): App {
     const schema = route.schema as { body?: unknown; response?: Record<number, unknown> } | undefined;
     if (schema?.body && schema.response && !schema.response[413]) Object.assign(schema.response, responses({}, [413]));
     // A path segment over maxParamLength is refused before routing.
-    if (route.url.includes(':') && schema?.response && !schema.response[414]) Object.assign(schema.response, responses({}, [414]));
+    if (route.url.includes(':') && schema?.response && !schema.response[414])
+      Object.assign(schema.response, responses({}, [414]));
     for (const m of [route.method].flat()) {
       if (m === 'HEAD' || m === 'OPTIONS') continue;
       app.routeTable.push({ method: m, url: route.url });
@@ -167,7 +176,16 @@ export function createServer(opts: ServerOptions): App {
   app.addHook('onResponse', (req, reply, done) => {
     // The route's template, never its path (ids); 'unmatched' for what no route matched.
     countRequest(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
-    requestLog.info({ reqId: req.id, method: req.method, url: redactQuery(req.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    requestLog.info(
+      {
+        reqId: req.id,
+        method: req.method,
+        url: redactQuery(req.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
     done();
   });
 

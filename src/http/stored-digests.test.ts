@@ -8,9 +8,15 @@ import { hashSecret } from '../modules/clients/domain.ts';
 import { fingerprintOf } from './idempotency.ts';
 
 test('a secret is stored as the SHA-256 of its UTF-8 bytes', () => {
-  assert.equal(hashSecret('sk_sandbox_pinned-secret').toString('hex'), '59d05d7484fffdaf29c76dcdc186aa428e518267f313f7dc130ae60c644b5466');
+  assert.equal(
+    hashSecret('sk_sandbox_pinned-secret').toString('hex'),
+    '59d05d7484fffdaf29c76dcdc186aa428e518267f313f7dc130ae60c644b5466',
+  );
 });
 
 test('a fingerprint is the SHA-256 of the canonical JSON, keys sorted and undefined members left out', () => {
-  assert.equal(fingerprintOf(['w', { linkedAccountId: 'la', amount: 1000, note: undefined }]), 'c4a3490d15ce62c2b75d20383b382581634fecddd2d2f734f355ec6610ff1c05');
+  assert.equal(
+    fingerprintOf(['w', { linkedAccountId: 'la', amount: 1000, note: undefined }]),
+    'c4a3490d15ce62c2b75d20383b382581634fecddd2d2f734f355ec6610ff1c05',
+  );
 });

@@ -46,10 +46,16 @@ export function validationErrorItems(errors: ErrorObject[], context: ValidationC
     if (seen.has(key)) continue;
     seen.add(key);
     if (context === 'body') {
-      items.push(errorItem('ValidationError', `${path === '' ? 'The body' : `\`${memberName(path)}\``} ${detail}`, { pointer: path }));
+      items.push(
+        errorItem('ValidationError', `${path === '' ? 'The body' : `\`${memberName(path)}\``} ${detail}`, {
+          pointer: path,
+        }),
+      );
     } else {
       const parameter = path.replace(/^\//, '').split('/')[0] ?? '';
-      items.push(errorItem('BadRequest', `${parameter === '' ? `The ${context}` : `\`${parameter}\``} ${detail}`, { parameter }));
+      items.push(
+        errorItem('BadRequest', `${parameter === '' ? `The ${context}` : `\`${parameter}\``} ${detail}`, { parameter }),
+      );
     }
   }
   return items;
@@ -76,7 +82,8 @@ function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }
       const branch = e.schemaPath.slice(u.schemaPath.length + 1).split('/')[0]!;
       byBranch.set(branch, [...(byBranch.get(branch) ?? []), e]);
     }
-    const wrongType = (errs: ErrorObject[]) => errs.find((e) => (e.keyword === 'const' || e.keyword === 'enum') && e.instancePath.endsWith('/type'));
+    const wrongType = (errs: ErrorObject[]) =>
+      errs.find((e) => (e.keyword === 'const' || e.keyword === 'enum') && e.instancePath.endsWith('/type'));
     const untyped = [...byBranch.values()].filter((errs) => wrongType(errs));
     if (byBranch.size > 1 && untyped.length > 0) {
       for (const errs of untyped) for (const e of errs) consumed.add(e);
@@ -85,7 +92,10 @@ function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }
           const p = wrongType(errs)!.params as { allowedValue?: unknown; allowedValues?: unknown[] };
           return (p.allowedValues ?? [p.allowedValue]).map(quote);
         });
-        out.push({ path: wrongType(untyped[0]!)!.instancePath, detail: `must be one of ${[...new Set(allowed)].join(', ')}` });
+        out.push({
+          path: wrongType(untyped[0]!)!.instancePath,
+          detail: `must be one of ${[...new Set(allowed)].join(', ')}`,
+        });
       }
       continue;
     }
@@ -102,12 +112,19 @@ function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }
       continue;
     }
     const allowed = branches.flatMap((b) =>
-      b.keyword === 'const' ? [quote((b.params as { allowedValue: unknown }).allowedValue)]
-      : b.keyword === 'enum' ? ((b.params as { allowedValues: unknown[] }).allowedValues).map(quote)
-      : b.keyword === 'type' ? [String((b.params as { type: string }).type)]
-      : [],
+      b.keyword === 'const'
+        ? [quote((b.params as { allowedValue: unknown }).allowedValue)]
+        : b.keyword === 'enum'
+          ? (b.params as { allowedValues: unknown[] }).allowedValues.map(quote)
+          : b.keyword === 'type'
+            ? [String((b.params as { type: string }).type)]
+            : [],
     );
-    out.push({ path: u.instancePath, detail: allowed.length > 0 ? `must be one of ${[...new Set(allowed)].join(', ')}` : 'does not match any allowed shape' });
+    out.push({
+      path: u.instancePath,
+      detail:
+        allowed.length > 0 ? `must be one of ${[...new Set(allowed)].join(', ')}` : 'does not match any allowed shape',
+    });
   }
   for (const e of errors) if (!consumed.has(e)) out.push(describe(e));
   return out;
@@ -115,7 +132,10 @@ function collapseUnions(errors: ErrorObject[]): { path: string; detail: string }
 
 /** `/data/attributes/address/city` reads as `address.city` in a message. */
 function memberName(pointer: string): string {
-  return pointer.replace(/^\/data\/attributes\//, '').replace(/^\//, '').replace(/\//g, '.');
+  return pointer
+    .replace(/^\/data\/attributes\//, '')
+    .replace(/^\//, '')
+    .replace(/\//g, '.');
 }
 
 function quote(v: unknown): string {
@@ -140,7 +160,10 @@ function describe(e: ErrorObject): { path: string; detail: string } {
         detail: `must be ${typeof parent[PATTERN_HINT] === 'string' ? parent[PATTERN_HINT] : `a string matching ${String(p.pattern)}`}`,
       };
     case 'minLength':
-      return { path: e.instancePath, detail: Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters` };
+      return {
+        path: e.instancePath,
+        detail: Number(p.limit) === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`,
+      };
     case 'maxLength':
       return { path: e.instancePath, detail: `must be at most ${String(p.limit)} characters` };
     case 'minimum':
@@ -179,5 +202,15 @@ function article(type: string): string {
 }
 
 function formatName(format: string): string {
-  return ({ uuid: 'UUID', email: 'e-mail address', date: 'date (YYYY-MM-DD)', 'date-time': 'ISO 8601 timestamp', uri: 'URL' } as Record<string, string>)[format] ?? format;
+  return (
+    (
+      {
+        uuid: 'UUID',
+        email: 'e-mail address',
+        date: 'date (YYYY-MM-DD)',
+        'date-time': 'ISO 8601 timestamp',
+        uri: 'URL',
+      } as Record<string, string>
+    )[format] ?? format
+  );
 }

@@ -5,7 +5,9 @@ import { after, before, describe, test } from 'node:test';
 import { createTestApp, createUser, errorsOf, phone, type Merchant, type TestApp } from '../test/harness.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const userBody = (attributes: Record<string, unknown> = {}) => ({ data: { type: 'User', attributes: { phoneNumber: phone(), ...attributes } } });
+const userBody = (attributes: Record<string, unknown> = {}) => ({
+  data: { type: 'User', attributes: { phoneNumber: phone(), ...attributes } },
+});
 
 describe('JSON:API wire', () => {
   let t: TestApp;
@@ -26,15 +28,30 @@ describe('JSON:API wire', () => {
     });
 
     test('application/vnd.api+json and application/json (charset=utf-8) bodies are accepted', async () => {
-      for (const ct of ['application/vnd.api+json', 'application/json', 'application/json; charset=utf-8', 'application/JSON;charset=UTF-8', 'application/vnd.api+json; ext="https://example.com/ext"', 'application/vnd.api+json;profile="https://example.com/p"']) {
-        const res = await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': ct }, body: userBody() });
+      for (const ct of [
+        'application/vnd.api+json',
+        'application/json',
+        'application/json; charset=utf-8',
+        'application/JSON;charset=UTF-8',
+        'application/vnd.api+json; ext="https://example.com/ext"',
+        'application/vnd.api+json;profile="https://example.com/p"',
+      ]) {
+        const res = await t.request('POST', '/api/v1/users', {
+          as: m,
+          headers: { 'content-type': ct },
+          body: userBody(),
+        });
         assert.equal(res.status, 201, `${ct}: ${res.raw}`);
       }
     });
 
     test('a JSON:API body with a parameter other than ext/profile is 415', async () => {
       for (const ct of ['application/vnd.api+json; charset=utf-8', 'application/vnd.api+json; version=1']) {
-        const res = await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': ct }, body: userBody() });
+        const res = await t.request('POST', '/api/v1/users', {
+          as: m,
+          headers: { 'content-type': ct },
+          body: userBody(),
+        });
         assert.equal(res.status, 415, ct);
         const [e] = errorsOf(res);
         assert.equal(e!.code, 'UnsupportedMediaType');
@@ -43,18 +60,37 @@ describe('JSON:API wire', () => {
     });
 
     test('other body types, other charsets and a body without a type are 415', async () => {
-      for (const ct of ['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'garbage']) {
-        const res = await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': ct }, rawBody: JSON.stringify(userBody()) });
+      for (const ct of [
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/json; charset=latin1',
+        'multipart/form-data; boundary=x',
+        'garbage',
+      ]) {
+        const res = await t.request('POST', '/api/v1/users', {
+          as: m,
+          headers: { 'content-type': ct },
+          rawBody: JSON.stringify(userBody()),
+        });
         assert.equal(res.status, 415, ct);
         assert.equal(errorsOf(res)[0]!.code, 'UnsupportedMediaType');
       }
-      const res = await t.api.inject({ method: 'POST', url: '/api/v1/users', headers: m.headers, payload: Buffer.from(JSON.stringify(userBody())) });
+      const res = await t.api.inject({
+        method: 'POST',
+        url: '/api/v1/users',
+        headers: m.headers,
+        payload: Buffer.from(JSON.stringify(userBody())),
+      });
       assert.equal(res.statusCode, 415);
     });
 
     test('no user is created by a refused request', async () => {
       const p = phone();
-      await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': 'text/plain' }, rawBody: JSON.stringify(userBody({ phoneNumber: p })) });
+      await t.request('POST', '/api/v1/users', {
+        as: m,
+        headers: { 'content-type': 'text/plain' },
+        rawBody: JSON.stringify(userBody({ phoneNumber: p })),
+      });
       const list = await t.request('GET', `/api/v1/users?filter[phoneNumber]=${encodeURIComponent(p)}`, { as: m });
       assert.equal(list.body.meta.total, 0);
     });
@@ -62,7 +98,10 @@ describe('JSON:API wire', () => {
 
   describe('error objects', () => {
     test('carry status, id, code, title, detail, source and meta {environment, timestamp, path}', async () => {
-      const res = await t.request('POST', '/api/v1/users/?x=1', { as: m, body: { data: { type: 'User', attributes: { phoneNumber: 'nope' } } } });
+      const res = await t.request('POST', '/api/v1/users/?x=1', {
+        as: m,
+        body: { data: { type: 'User', attributes: { phoneNumber: 'nope' } } },
+      });
       assert.equal(res.status, 400);
       assert.deepEqual(Object.keys(res.body), ['errors']);
       const [e] = errorsOf(res);
@@ -80,16 +119,31 @@ describe('JSON:API wire', () => {
     test('every identified problem is listed, each with its pointer', async () => {
       const res = await t.request('POST', '/api/v1/users', {
         as: m,
-        body: { data: { type: 'User', attributes: { email: 'not-an-email', phoneNumber: '555', firstName: 42, shoeSize: 11 } } },
+        body: {
+          data: {
+            type: 'User',
+            attributes: { email: 'not-an-email', phoneNumber: '555', firstName: 42, shoeSize: 11 },
+          },
+        },
       });
       assert.equal(res.status, 400);
-      const pointers = errorsOf(res).map((e) => e.source?.pointer).sort();
-      assert.deepEqual(pointers, ['/data/attributes/email', '/data/attributes/firstName', '/data/attributes/phoneNumber', '/data/attributes/shoeSize']);
+      const pointers = errorsOf(res)
+        .map((e) => e.source?.pointer)
+        .sort();
+      assert.deepEqual(pointers, [
+        '/data/attributes/email',
+        '/data/attributes/firstName',
+        '/data/attributes/phoneNumber',
+        '/data/attributes/shoeSize',
+      ]);
       assert.ok(errorsOf(res).every((e) => e.code === 'ValidationError'));
     });
 
     test('unknown members anywhere in the document are rejected', async () => {
-      const extraData = await t.request('POST', '/api/v1/users', { as: m, body: { data: { ...userBody().data, relationships: {} } } });
+      const extraData = await t.request('POST', '/api/v1/users', {
+        as: m,
+        body: { data: { ...userBody().data, relationships: {} } },
+      });
       assert.equal(errorsOf(extraData)[0]!.source?.pointer, '/data/relationships');
       // (Top-level jsonapi, meta and links are JSON:API's and ignored: src/http/jsonapi-request.test.ts.)
       const extraTop = await t.request('POST', '/api/v1/users', { as: m, body: { ...userBody(), included: [] } });
@@ -97,7 +151,10 @@ describe('JSON:API wire', () => {
     });
 
     test('a wrong resource type is a validation error at /data/type', async () => {
-      const res = await t.request('POST', '/api/v1/users', { as: m, body: { data: { type: 'Wallet', attributes: { phoneNumber: phone() } } } });
+      const res = await t.request('POST', '/api/v1/users', {
+        as: m,
+        body: { data: { type: 'Wallet', attributes: { phoneNumber: phone() } } },
+      });
       assert.equal(res.status, 400);
       assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/type');
     });
@@ -116,7 +173,11 @@ describe('JSON:API wire', () => {
         ['{"constructor":{"prototype":{"x":1}}}', 'constructor poisoning'],
       ];
       for (const [raw, label] of cases) {
-        const res = await t.request('POST', '/api/v1/users', { as: m, headers: { 'content-type': 'application/vnd.api+json' }, rawBody: raw });
+        const res = await t.request('POST', '/api/v1/users', {
+          as: m,
+          headers: { 'content-type': 'application/vnd.api+json' },
+          rawBody: raw,
+        });
         assert.equal(res.status, 400, `${label}: ${res.raw}`);
         assert.equal(errorsOf(res)[0]!.code, 'ValidationError', label);
       }
@@ -124,13 +185,20 @@ describe('JSON:API wire', () => {
 
     test('a body over the size limit is 413', async () => {
       const big = JSON.stringify(userBody({ firstName: 'x'.repeat(300 * 1024) }));
-      const res = await t.request('POST', '/api/v1/users', { as: m, rawBody: big, headers: { 'content-type': 'application/vnd.api+json' } });
+      const res = await t.request('POST', '/api/v1/users', {
+        as: m,
+        rawBody: big,
+        headers: { 'content-type': 'application/vnd.api+json' },
+      });
       assert.equal(res.status, 413);
       assert.equal(errorsOf(res)[0]!.code, 'PayloadTooLarge');
     });
 
     test('strings are not coerced into other types in bodies', async () => {
-      const res = await t.request('POST', '/api/v1/users', { as: m, body: { data: { type: 'User', attributes: { phoneNumber: 14155550123 } } } });
+      const res = await t.request('POST', '/api/v1/users', {
+        as: m,
+        body: { data: { type: 'User', attributes: { phoneNumber: 14155550123 } } },
+      });
       assert.equal(res.status, 400);
       assert.match(errorsOf(res)[0]!.detail, /must be a string/);
     });
@@ -154,7 +222,10 @@ describe('JSON:API wire', () => {
     test("a caller's safe request id is echoed; an unsafe one is replaced", async () => {
       const kept = await t.request('GET', '/api/v1/users', { as: m, headers: { 'x-request-id': 'req_abc-123.x:y' } });
       assert.equal(kept.headers['x-request-id'], 'req_abc-123.x:y');
-      const replaced = await t.request('GET', '/api/v1/users', { as: m, headers: { 'x-request-id': 'bad id\twith "quotes"' } });
+      const replaced = await t.request('GET', '/api/v1/users', {
+        as: m,
+        headers: { 'x-request-id': 'bad id\twith "quotes"' },
+      });
       assert.match(String(replaced.headers['x-request-id']), UUID);
     });
   });
@@ -230,7 +301,9 @@ describe('JSON:API wire', () => {
       const seen: string[] = [];
       let url: string | null = '/api/v1/users?page[limit]=4';
       while (url) {
-        const res: { status: number; body: any } = await t.request('GET', url.replace('http://api.test', ''), { as: pm });
+        const res: { status: number; body: any } = await t.request('GET', url.replace('http://api.test', ''), {
+          as: pm,
+        });
         assert.equal(res.status, 200);
         seen.push(...res.body.data.map((u: { id: string }) => u.id));
         url = res.body.links.next;

@@ -75,5 +75,8 @@ test('each run is timed and its items counted by job; a run that throws counts a
   assert.equal(series('coffer_job_failures_total'), 1);
   assert.equal(series('coffer_job_run_duration_seconds_count'), 3);
   // Two runs waited 20 ms each.
-  assert.ok(series('coffer_job_run_duration_seconds_sum') >= 0.038, String(series('coffer_job_run_duration_seconds_sum')));
+  assert.ok(
+    series('coffer_job_run_duration_seconds_sum') >= 0.038,
+    String(series('coffer_job_run_duration_seconds_sum')),
+  );
 });

@@ -28,10 +28,16 @@ describe('ledger account caches', () => {
     const paymentId = auth.body.included[0].id as string;
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 1200);
     forgetCachedAccounts();
-    const cap = await t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 1000 } } } });
+    const cap = await t.request('POST', `/api/v1/payments/${paymentId}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 1000 } } },
+    });
     assert.equal(cap.status, 200, cap.raw);
     forgetCachedAccounts();
-    const out = await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount: 500 } } } });
+    const out = await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, {
+      as: m,
+      body: { data: { type: 'Withdraw', attributes: { amount: 500 } } },
+    });
     assert.equal(out.status, 201, out.raw);
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.reserved.total, 0, 'the uncaptured rest was released');

@@ -58,7 +58,12 @@ const SPEC: Record<OwnerType, AccountSpec> = {
   client: { tracked: false, allowNegative: true },
 };
 
-const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, counterparty: COUNTERPARTY_CODES, gift: GIFT_CODES, client: CLIENT_CODES };
+const CODES: Record<OwnerType, readonly string[]> = {
+  wallet: WALLET_CODES,
+  counterparty: COUNTERPARTY_CODES,
+  gift: GIFT_CODES,
+  client: CLIENT_CODES,
+};
 
 /**
  * Account ids never change once created: each owner's ids by code are cached per process, filled
@@ -69,7 +74,9 @@ const CODES: Record<OwnerType, readonly string[]> = { wallet: WALLET_CODES, coun
 const CACHED_OWNERS = 100_000;
 const idCache = new LRUCache<string, Readonly<Record<string, string>>>({ max: CACHED_OWNERS });
 /** Whether each account id seen keeps a cached balance (room for every account of as many owners). */
-const trackedById = new LRUCache<string, boolean>({ max: CACHED_OWNERS * Math.max(...Object.values(CODES).map((c) => c.length)) });
+const trackedById = new LRUCache<string, boolean>({
+  max: CACHED_OWNERS * Math.max(...Object.values(CODES).map((c) => c.length)),
+});
 
 /** Tests: forgets every cached owner and account, as if a busy server had evicted them all. */
 export function forgetCachedAccounts(): void {
@@ -90,7 +97,10 @@ export async function trackingOf(db: Executor, accountIds: Iterable<string>): Pr
     else out.set(id, t);
   }
   if (missing.length > 0) {
-    const rows = await db.select({ id: ledgerAccounts.id, tracked: ledgerAccounts.tracked }).from(ledgerAccounts).where(inArray(ledgerAccounts.id, [...new Set(missing)]));
+    const rows = await db
+      .select({ id: ledgerAccounts.id, tracked: ledgerAccounts.tracked })
+      .from(ledgerAccounts)
+      .where(inArray(ledgerAccounts.id, [...new Set(missing)]));
     for (const r of rows) {
       trackedById.set(r.id, r.tracked);
       out.set(r.id, r.tracked);
@@ -102,7 +112,10 @@ export async function trackingOf(db: Executor, accountIds: Iterable<string>): Pr
 }
 
 /** Creates every account of a new owner (in the owner's creating transaction). */
-export async function openAccounts(tx: Executor, opts: { clientId: string; ownerType: OwnerType; ownerId: string; now: Date }): Promise<void> {
+export async function openAccounts(
+  tx: Executor,
+  opts: { clientId: string; ownerType: OwnerType; ownerId: string; now: Date },
+): Promise<void> {
   const spec = SPEC[opts.ownerType];
   await tx
     .insert(ledgerAccounts)
@@ -125,7 +138,10 @@ export async function openAccounts(tx: Executor, opts: { clientId: string; owner
  * The ids of an owner's accounts by code. Outside a transaction (or for owners created in an
  * earlier one) the answer is cached.
  */
-export async function accountIds<C extends string>(db: Executor, opts: { ownerType: OwnerType; ownerId: string }): Promise<Record<C, string>> {
+export async function accountIds<C extends string>(
+  db: Executor,
+  opts: { ownerType: OwnerType; ownerId: string },
+): Promise<Record<C, string>> {
   const key = `${opts.ownerType}:${opts.ownerId}`;
   // Cached ids were read from committed rows, so their tracking is known too.
   const cached = idCache.get(key);
@@ -135,7 +151,8 @@ export async function accountIds<C extends string>(db: Executor, opts: { ownerTy
     .select({ id: ledgerAccounts.id, code: ledgerAccounts.code })
     .from(ledgerAccounts)
     .where(and(eq(ledgerAccounts.ownerType, opts.ownerType), eq(ledgerAccounts.ownerId, opts.ownerId)));
-  if (rows.length !== codes.length) throw new Error(`${opts.ownerType} ${opts.ownerId} has ${rows.length} of ${codes.length} ledger accounts`);
+  if (rows.length !== codes.length)
+    throw new Error(`${opts.ownerType} ${opts.ownerId} has ${rows.length} of ${codes.length} ledger accounts`);
   for (const r of rows) trackedById.set(r.id, SPEC[opts.ownerType].tracked);
   const ids = Object.freeze(Object.fromEntries(rows.map((r) => [r.code, r.id])));
   idCache.set(key, ids);
@@ -157,7 +174,11 @@ export async function clientAccountIds(db: Executor, clientId: string): Promise<
 }
 
 /** Balances of tracked accounts, by owner and code. */
-export async function balancesOf(db: Executor, ownerType: OwnerType, ownerIds: string[]): Promise<Map<string, Record<string, number>>> {
+export async function balancesOf(
+  db: Executor,
+  ownerType: OwnerType,
+  ownerIds: string[],
+): Promise<Map<string, Record<string, number>>> {
   const out = new Map<string, Record<string, number>>();
   if (ownerIds.length === 0) return out;
   const rows = await db

@@ -37,32 +37,60 @@ describe('kill -9 during money movement', () => {
       // Deposits: all in flight at once, then the process dies.
       const keys = Array.from({ length: N }, () => randomUUID());
       const deposit = (port: number, key: string) =>
-        call(port, 'POST', `/wallets/${walletId}/transactions`, { data: { type: 'OneTimeDeposit', attributes: { amount: 1_000, linkedAccountId: accountId, idempotencyKey: key } } });
+        call(port, 'POST', `/wallets/${walletId}/transactions`, {
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 1_000, linkedAccountId: accountId, idempotencyKey: key },
+          },
+        });
       const inFlight = keys.map((k) => deposit(server.ports.api, k).catch(() => ({ status: 0, body: undefined })));
       await new Promise((r) => setTimeout(r, 40));
       server = await restart(server, dir, databaseUrl);
       const before = await Promise.all(inFlight);
-      assert.ok(before.some((r) => r.status === 0) || before.every((r) => r.status === 201), 'the kill landed during the burst or after it');
+      assert.ok(
+        before.some((r) => r.status === 0) || before.every((r) => r.status === 201),
+        'the kill landed during the burst or after it',
+      );
       ctx.diagnostic(`deposits answered before the kill: ${before.filter((r) => r.status === 201).length} of ${N}`);
       // Retries with the same keys: each answers 201, a replay where the first had committed.
       const retried = await Promise.all(keys.map((k) => deposit(server.ports.api, k)));
-      assert.deepEqual([...new Set(retried.map((r) => r.status))], [201], JSON.stringify(retried.find((r) => r.status !== 201)?.body));
-      for (const [i, r] of before.entries()) if (r.status === 201) assert.equal(retried[i]!.body.data.id, r.body.data.id, 'a committed deposit is replayed, not repeated');
+      assert.deepEqual(
+        [...new Set(retried.map((r) => r.status))],
+        [201],
+        JSON.stringify(retried.find((r) => r.status !== 201)?.body),
+      );
+      for (const [i, r] of before.entries())
+        if (r.status === 201)
+          assert.equal(retried[i]!.body.data.id, r.body.data.id, 'a committed deposit is replayed, not repeated');
       const list = await call(server.ports.api, 'GET', `/wallets/${walletId}/transactions?page[limit]=50`);
       assert.equal(list.body.meta.total, N, 'one transaction per key');
-      assert.equal((await call(server.ports.api, 'POST', `/simulation/wallets/${walletId}/clear-pending/bank`)).status, 204);
+      assert.equal(
+        (await call(server.ports.api, 'POST', `/simulation/wallets/${walletId}/clear-pending/bank`)).status,
+        204,
+      );
       assert.deepEqual(await remoteLedger(server, ADMIN_TOKEN), { sound: true, violations: [] });
 
       // Captures: N authorized payments, all captured at once, then the process dies.
       const payments: string[] = [];
       for (let i = 0; i < N; i++) {
-        const intent = (await call(server.ports.api, 'POST', '/payment-intents', { data: { type: 'CreatePaymentIntent', attributes: { amount: 300, walletId } } })).body.data;
-        const auth = await call(server.ports.api, 'POST', `/payment-intents/${intent.id}/authorize`, { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 300, idempotencyKey: randomUUID() } } });
+        const intent = (
+          await call(server.ports.api, 'POST', '/payment-intents', {
+            data: { type: 'CreatePaymentIntent', attributes: { amount: 300, walletId } },
+          })
+        ).body.data;
+        const auth = await call(server.ports.api, 'POST', `/payment-intents/${intent.id}/authorize`, {
+          data: { type: 'AuthorizePaymentIntent', attributes: { amount: 300, idempotencyKey: randomUUID() } },
+        });
         assert.equal(auth.status, 201, JSON.stringify(auth.body));
         payments.push(auth.body.included[0].id);
       }
-      const capture = (port: number, id: string) => call(port, 'POST', `/payments/${id}/capture`, { data: { type: 'CapturePayment', attributes: { amount: 300 } } });
-      const capturing = payments.map((id) => capture(server.ports.api, id).catch(() => ({ status: 0, body: undefined })));
+      const capture = (port: number, id: string) =>
+        call(port, 'POST', `/payments/${id}/capture`, {
+          data: { type: 'CapturePayment', attributes: { amount: 300 } },
+        });
+      const capturing = payments.map((id) =>
+        capture(server.ports.api, id).catch(() => ({ status: 0, body: undefined })),
+      );
       await new Promise((r) => setTimeout(r, 40));
       server = await restart(server, dir, databaseUrl);
       const captured = await Promise.all(capturing);
@@ -79,7 +107,8 @@ describe('kill -9 during money movement', () => {
           assert.equal((await capture(server.ports.api, id)).body.errors[0].code, 'IllegalOperation', 'captured once');
         }
       }
-      const balance = (await call(server.ports.api, 'GET', `/wallets/${walletId}/balance`)).body.data.attributes.balance;
+      const balance = (await call(server.ports.api, 'GET', `/wallets/${walletId}/balance`)).body.data.attributes
+        .balance;
       assert.equal(balance.available.deposit, N * 1_000 - N * 300);
       assert.equal(balance.reserved.total, 0);
       assert.deepEqual(await remoteLedger(server, ADMIN_TOKEN), { sound: true, violations: [] });

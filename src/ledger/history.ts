@@ -27,8 +27,15 @@ const POSTING_COLUMNS = {
 };
 
 /** A page of the postings on an owner's accounts (scoped by client), with a total counted up to `totalCap`. */
-export async function postingsOfOwner(db: Executor, o: { clientId: string; ownerType: OwnerType; ownerId: string; page: Page; totalCap: number }) {
-  const where = and(eq(ledgerAccounts.clientId, o.clientId), eq(ledgerAccounts.ownerType, o.ownerType), eq(ledgerAccounts.ownerId, o.ownerId));
+export async function postingsOfOwner(
+  db: Executor,
+  o: { clientId: string; ownerType: OwnerType; ownerId: string; page: Page; totalCap: number },
+) {
+  const where = and(
+    eq(ledgerAccounts.clientId, o.clientId),
+    eq(ledgerAccounts.ownerType, o.ownerType),
+    eq(ledgerAccounts.ownerId, o.ownerId),
+  );
   const rows: PostingView[] = await db
     .select({ ...POSTING_COLUMNS, amount: ledgerPostings.amount, createdAt: ledgerPostings.createdAt })
     .from(ledgerPostings)
@@ -51,7 +58,10 @@ export async function postingsOfOwner(db: Executor, o: { clientId: string; owner
 }
 
 /** The postings of the entries made for some references (what a payment, deposit or withdrawal moved), scoped by client. */
-export async function postingsOfRefs(db: Executor, o: { clientId: string; refs: { refType: string; refId: string }[] }) {
+export async function postingsOfRefs(
+  db: Executor,
+  o: { clientId: string; refs: { refType: string; refId: string }[] },
+) {
   if (o.refs.length === 0) return [];
   return db
     .select({
@@ -64,6 +74,11 @@ export async function postingsOfRefs(db: Executor, o: { clientId: string; refs: 
     .from(ledgerEntries)
     .innerJoin(ledgerPostings, eq(ledgerPostings.entryId, ledgerEntries.id))
     .innerJoin(ledgerAccounts, eq(ledgerAccounts.id, ledgerPostings.accountId))
-    .where(and(eq(ledgerEntries.clientId, o.clientId), or(...o.refs.map((r) => and(eq(ledgerEntries.refType, r.refType), eq(ledgerEntries.refId, r.refId))))))
+    .where(
+      and(
+        eq(ledgerEntries.clientId, o.clientId),
+        or(...o.refs.map((r) => and(eq(ledgerEntries.refType, r.refType), eq(ledgerEntries.refId, r.refId)))),
+      ),
+    )
     .orderBy(ledgerEntries.createdAt, ledgerEntries.id, ledgerPostings.id);
 }

@@ -24,7 +24,9 @@ describe('the ledger invariant check', () => {
   const violations = async () => {
     const res = await t.adminRequest('GET', '/admin/v1/ledger/verify');
     assert.equal(res.status, 200, res.raw);
-    return (res.body.data.attributes.violations as { rule: string; detail: string }[]).map((v) => `${v.rule}: ${v.detail}`).sort();
+    return (res.body.data.attributes.violations as { rule: string; detail: string }[])
+      .map((v) => `${v.rule}: ${v.detail}`)
+      .sort();
   };
   const exec = (query: ReturnType<typeof sql>) => t.ctx.db.execute(query);
   /** Runs fn in a transaction that is rolled back: for changes the tables' CHECKs refuse, made with the CHECK dropped. */
@@ -67,7 +69,10 @@ describe('the ledger invariant check', () => {
   test('postings that do not sum to zero: the whole ledger, and their entry', async () => {
     await exec(sql`update ledger_postings set amount = -499 where id = ${postings.outside}`);
     try {
-      assert.deepEqual(await violations(), ['each entry balances: entry ' + entry + ': 2 postings summing to 1', 'postings sum to zero: all postings sum to 1']);
+      assert.deepEqual(await violations(), [
+        'each entry balances: entry ' + entry + ': 2 postings summing to 1',
+        'postings sum to zero: all postings sum to 1',
+      ]);
     } finally {
       await exec(sql`update ledger_postings set amount = -500 where id = ${postings.outside}`);
     }
@@ -96,14 +101,18 @@ describe('the ledger invariant check', () => {
   test('a tracked balance that is not the sum of its postings', async () => {
     await exec(sql`update ledger_accounts set balance = 499 where id = ${tracked}`);
     try {
-      assert.deepEqual(await violations(), [`balance equals postings: account ${tracked} (test.tracked): balance 499, postings 500`]);
+      assert.deepEqual(await violations(), [
+        `balance equals postings: account ${tracked} (test.tracked): balance 499, postings 500`,
+      ]);
       // Recorded, and listed first by the admin API.
       const checks = await t.adminRequest('GET', '/admin/v1/ledger/checks');
       assert.equal(checks.status, 200, checks.raw);
       const [latest] = checks.body.data;
       assert.equal(latest.type, 'LedgerCheck');
       assert.equal(latest.attributes.violationCount, 1);
-      assert.deepEqual(latest.attributes.violations, [{ rule: 'balance equals postings', detail: `account ${tracked} (test.tracked): balance 499, postings 500` }]);
+      assert.deepEqual(latest.attributes.violations, [
+        { rule: 'balance equals postings', detail: `account ${tracked} (test.tracked): balance 499, postings 500` },
+      ]);
       assert.ok(Date.parse(latest.attributes.finishedAt) >= Date.parse(latest.attributes.startedAt));
     } finally {
       await exec(sql`update ledger_accounts set balance = 500 where id = ${tracked}`);
@@ -113,7 +122,9 @@ describe('the ledger invariant check', () => {
   test('an untracked account that may not go negative and sums below zero', async () => {
     await exec(sql`update ledger_accounts set allow_negative = false where id = ${outside}`);
     try {
-      assert.deepEqual(await violations(), [`no forbidden negative: untracked account ${outside} (test.outside) sums to -570`]);
+      assert.deepEqual(await violations(), [
+        `no forbidden negative: untracked account ${outside} (test.outside) sums to -570`,
+      ]);
     } finally {
       await exec(sql`update ledger_accounts set allow_negative = true where id = ${outside}`);
     }
@@ -126,7 +137,10 @@ describe('the ledger invariant check', () => {
       await tx.execute(sql`alter table ledger_accounts drop constraint ledger_accounts_non_negative`);
       await tx.execute(sql`update ledger_accounts set balance = -5 where id = ${tracked}`);
       const found = (await verifyLedger(tx)).map((v) => `${v.rule}: ${v.detail}`).sort();
-      assert.deepEqual(found, [`balance equals postings: account ${tracked} (test.tracked): balance -5, postings 500`, `no forbidden negative: account ${tracked} (test.tracked) is -5`]);
+      assert.deepEqual(found, [
+        `balance equals postings: account ${tracked} (test.tracked): balance -5, postings 500`,
+        `no forbidden negative: account ${tracked} (test.tracked) is -5`,
+      ]);
     });
     assert.deepEqual(await violations(), []);
   });
@@ -136,11 +150,15 @@ describe('the ledger invariant check', () => {
     const account = await linkAccount(t, m, user.id);
     const wallet = await createWallet(t, m, user.id);
     assert.equal((await deposit(t, m, wallet.id, 1000, account.id)).status, 201);
-    const [txn] = rowsOf<{ id: string }>(await exec(sql`select id from transactions where wallet_id = ${wallet.id} and status = 'Pending'`));
+    const [txn] = rowsOf<{ id: string }>(
+      await exec(sql`select id from transactions where wallet_id = ${wallet.id} and status = 'Pending'`),
+    );
     assert.ok(txn);
     await exec(sql`update transactions set wallet_amount = wallet_amount + 1 where id = ${txn.id}`);
     try {
-      assert.deepEqual(await violations(), [`pending deposits match: wallet ${wallet.id}: deposit.pending 1000, pending transactions 1001`]);
+      assert.deepEqual(await violations(), [
+        `pending deposits match: wallet ${wallet.id}: deposit.pending 1000, pending transactions 1001`,
+      ]);
     } finally {
       await exec(sql`update transactions set wallet_amount = wallet_amount - 1 where id = ${txn.id}`);
     }

@@ -73,10 +73,16 @@ async function verifyIn(tx: Tx): Promise<Violation[]> {
       danglingAccounts.push(r.posted_to!);
     } else {
       // 3. Each tracked balance equals the sum of its postings.
-      if (r.tracked && r.balance !== r.s) out.push({ rule: 'balance equals postings', detail: `account ${r.id} (${r.code}): balance ${r.balance}, postings ${r.s}` });
+      if (r.tracked && r.balance !== r.s)
+        out.push({
+          rule: 'balance equals postings',
+          detail: `account ${r.id} (${r.code}): balance ${r.balance}, postings ${r.s}`,
+        });
       // 4. Nothing that must not be negative is (an untracked account's balance is its postings).
-      if (!r.allowNegative && r.tracked && BigInt(r.balance!) < 0n) out.push({ rule: 'no forbidden negative', detail: `account ${r.id} (${r.code}) is ${r.balance}` });
-      if (!r.allowNegative && !r.tracked && BigInt(r.s) < 0n) out.push({ rule: 'no forbidden negative', detail: `untracked account ${r.id} (${r.code}) sums to ${r.s}` });
+      if (!r.allowNegative && r.tracked && BigInt(r.balance!) < 0n)
+        out.push({ rule: 'no forbidden negative', detail: `account ${r.id} (${r.code}) is ${r.balance}` });
+      if (!r.allowNegative && !r.tracked && BigInt(r.s) < 0n)
+        out.push({ rule: 'no forbidden negative', detail: `untracked account ${r.id} (${r.code}) sums to ${r.s}` });
     }
   }
 
@@ -89,7 +95,10 @@ async function verifyIn(tx: Tx): Promise<Violation[]> {
 
   // 5. Each wallet's pending deposits equal its pending transactions.
   for (const r of await q<{ wallet_id: string; balance: string; s: string }>(PENDING_DEPOSITS)) {
-    out.push({ rule: 'pending deposits match', detail: `wallet ${r.wallet_id}: deposit.pending ${r.balance}, pending transactions ${r.s}` });
+    out.push({
+      rule: 'pending deposits match',
+      detail: `wallet ${r.wallet_id}: deposit.pending ${r.balance}, pending transactions ${r.s}`,
+    });
   }
 
   // 6. Each posting belongs to an entry and an account that exist. The ledger's tables carry no
@@ -101,7 +110,9 @@ async function verifyIn(tx: Tx): Promise<Violation[]> {
     for (const r of await q<{ id: string; entry_id: string; account_id: string }>(sql`
         select id, entry_id, account_id from ledger_postings
         where account_id = any(${uuidArray(accounts)}::uuid[]) or entry_id = any(${uuidArray(entries)}::uuid[]) order by id`)) {
-      const missing = [entries.has(r.entry_id) && 'no entry', accounts.has(r.account_id) && 'no account'].filter(Boolean).join(', ');
+      const missing = [entries.has(r.entry_id) && 'no entry', accounts.has(r.account_id) && 'no account']
+        .filter(Boolean)
+        .join(', ');
       out.push({ rule: 'postings reference entries and accounts', detail: `posting ${r.id}: ${missing}` });
     }
   }

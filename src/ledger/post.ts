@@ -46,8 +46,22 @@ export class UnbalancedEntryError extends Error {
 
 /** The three writes of a movement, as parts of a write batch (each can merge with other movements'). */
 function entryParts(entryId: string, input: EntryInput, postings: Posting[], ordered: [string, number][]): WritePart[] {
-  const entry: EntryRow = { id: entryId, client_id: input.clientId, kind: input.kind, ref_type: input.refType, ref_id: input.refId, created_at: input.now };
-  const postingRows: PostingRow[] = postings.map((p) => ({ id: uuidv7(), client_id: input.clientId, entry_id: entryId, account_id: p.accountId, amount: p.amount, created_at: input.now }));
+  const entry: EntryRow = {
+    id: entryId,
+    client_id: input.clientId,
+    kind: input.kind,
+    ref_type: input.refType,
+    ref_id: input.refId,
+    created_at: input.now,
+  };
+  const postingRows: PostingRow[] = postings.map((p) => ({
+    id: uuidv7(),
+    client_id: input.clientId,
+    entry_id: entryId,
+    account_id: p.accountId,
+    amount: p.amount,
+    created_at: input.now,
+  }));
   const parts: WritePart[] = [
     {
       name: 'ledger_entry',
@@ -88,8 +102,14 @@ function postingsStatement(count: number): { name: string; text: string } {
   let st = postingsStatements.get(count);
   if (!st) {
     let n = 3;
-    const values = Array.from({ length: count }, () => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`);
-    st = { name: `ledger_postings_${count}`, text: `insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ${values.join(', ')}` };
+    const values = Array.from(
+      { length: count },
+      () => `($${++n}::uuid, $1::uuid, $2::uuid, $${++n}::uuid, $${++n}::bigint, $3::timestamptz)`,
+    );
+    st = {
+      name: `ledger_postings_${count}`,
+      text: `insert into ledger_postings (id, client_id, entry_id, account_id, amount, created_at) values ${values.join(', ')}`,
+    };
     postingsStatements.set(count, st);
   }
   return st;
@@ -100,7 +120,10 @@ function balancesStatement(count: number): { name: string; text: string } {
   if (!st) {
     let m = 0;
     const values = Array.from({ length: count }, () => `($${++m}::uuid, $${++m}::bigint)`);
-    st = { name: `ledger_balances_${count}`, text: `update ledger_accounts a set balance = a.balance + d.delta from (values ${values.join(', ')}) as d(id, delta) where a.id = d.id` };
+    st = {
+      name: `ledger_balances_${count}`,
+      text: `update ledger_accounts a set balance = a.balance + d.delta from (values ${values.join(', ')}) as d(id, delta) where a.id = d.id`,
+    };
     balancesStatements.set(count, st);
   }
   return st;
@@ -111,7 +134,8 @@ function normalise(postings: Posting[]): Posting[] {
   const kept = postings.filter((p) => p.amount !== 0);
   let sum = 0;
   for (const p of kept) {
-    if (!Number.isSafeInteger(p.amount)) throw new UnbalancedEntryError(`${p.amount} is not an integer number of cents`);
+    if (!Number.isSafeInteger(p.amount))
+      throw new UnbalancedEntryError(`${p.amount} is not an integer number of cents`);
     sum += p.amount;
   }
   if (sum !== 0) throw new UnbalancedEntryError(`postings sum to ${sum}`);
@@ -127,18 +151,30 @@ export const refusedByLedger = (err: unknown): boolean => checkViolation(err) ==
  * from accountIds()/clientAccountIds(); whether each keeps a cached balance is known from there
  * (trackingOf reads it again for one a bounded cache forgot, and refuses an id that is none).
  */
-export async function postEntry(tx: Executor, input: EntryInput, batch?: WriteBatch, opts: { locked?: ReadonlySet<string> } = {}): Promise<string | undefined> {
+export async function postEntry(
+  tx: Executor,
+  input: EntryInput,
+  batch?: WriteBatch,
+  opts: { locked?: ReadonlySet<string> } = {},
+): Promise<string | undefined> {
   const postings = normalise(input.postings);
   if (postings.length === 0) return undefined;
-  const tracking = await trackingOf(tx, postings.map((p) => p.accountId));
-  const ordered = summed(postings.filter((p) => tracking.get(p.accountId)).map((p): [string, number] => [p.accountId, p.amount]));
+  const tracking = await trackingOf(
+    tx,
+    postings.map((p) => p.accountId),
+  );
+  const ordered = summed(
+    postings.filter((p) => tracking.get(p.accountId)).map((p): [string, number] => [p.accountId, p.amount]),
+  );
   // Tracked rows are locked first, in id order, so two movements touching the same accounts
   // wait for each other instead of deadlocking. NO KEY UPDATE does not conflict with the KEY
   // SHARE locks that inserting postings takes through their foreign key (FOR UPDATE would,
   // and did deadlock under load). One row needs no ordering: its UPDATE locks it.
   // A caller that already holds the locks (read with its balances, in id order) says so.
   if (ordered.length > 1 && !ordered.every(([id]) => opts.locked?.has(id))) {
-    await tx.execute(sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for no key update`);
+    await tx.execute(
+      sql`select id from ledger_accounts where id in ${ordered.map(([id]) => id)} order by id for no key update`,
+    );
   }
   // The entry, its postings and the balances go out as one statement: with the caller's batch
   // (flushed with the caller's other writes), or on their own now. A batched movement must not
@@ -199,7 +235,10 @@ const POSTINGS_MANY = `insert into ledger_postings (id, client_id, entry_id, acc
 // until the table's statistics change.
 const BALANCES_MANY = `update ledger_accounts a set balance = a.balance + ($2::bigint[])[array_position($1::uuid[], a.id)]
   where a.id = any($1::uuid[])`;
-const LOCK_MANY = statement('ledger_lock_many', 'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update');
+const LOCK_MANY = statement(
+  'ledger_lock_many',
+  'select id from ledger_accounts where id = any($1::uuid[]) order by id for no key update',
+);
 
 /**
  * Locks tracked accounts in id order (the order every movement locks them in). The lock goes to
@@ -210,8 +249,16 @@ export async function lockAccounts(tx: Executor, ids: string[]): Promise<void> {
   await runWithNext(tx, LOCK_MANY, [ids]);
 }
 
-const entriesPart = (rows: EntryRow[]): WritePart => ({ name: 'ledger_entries_many', text: ENTRIES_MANY, params: [JSON.stringify(rows)] });
-const postingsPart = (rows: PostingRow[]): WritePart => ({ name: 'ledger_postings_many', text: POSTINGS_MANY, params: [JSON.stringify(rows)] });
+const entriesPart = (rows: EntryRow[]): WritePart => ({
+  name: 'ledger_entries_many',
+  text: ENTRIES_MANY,
+  params: [JSON.stringify(rows)],
+});
+const postingsPart = (rows: PostingRow[]): WritePart => ({
+  name: 'ledger_postings_many',
+  text: POSTINGS_MANY,
+  params: [JSON.stringify(rows)],
+});
 const balancesPart = (ordered: [string, number][]): WritePart => ({
   name: 'ledger_balances_many',
   text: BALANCES_MANY,
@@ -238,15 +285,32 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
   const entries: EntryRow[] = [];
   const postingRows: PostingRow[] = [];
   const changes: [string, number][] = [];
-  const tracking = await trackingOf(tx, inputs.flatMap((i) => i.postings.map((p) => p.accountId)));
+  const tracking = await trackingOf(
+    tx,
+    inputs.flatMap((i) => i.postings.map((p) => p.accountId)),
+  );
   for (const input of inputs) {
     const postings = normalise(input.postings);
     if (postings.length === 0) continue;
     const id = uuidv7();
-    entries.push({ id, client_id: input.clientId, kind: input.kind, ref_type: input.refType, ref_id: input.refId, created_at: input.now });
+    entries.push({
+      id,
+      client_id: input.clientId,
+      kind: input.kind,
+      ref_type: input.refType,
+      ref_id: input.refId,
+      created_at: input.now,
+    });
     for (const p of postings) {
       if (tracking.get(p.accountId)) changes.push([p.accountId, p.amount]);
-      postingRows.push({ id: uuidv7(), client_id: input.clientId, entry_id: id, account_id: p.accountId, amount: p.amount, created_at: input.now });
+      postingRows.push({
+        id: uuidv7(),
+        client_id: input.clientId,
+        entry_id: id,
+        account_id: p.accountId,
+        amount: p.amount,
+        created_at: input.now,
+      });
     }
   }
   if (entries.length === 0) return;
@@ -254,7 +318,11 @@ export async function postEntries(tx: Executor, inputs: EntryInput[], batch: Wri
     for (const e of entries) countMovement(e.kind, 'committed');
   });
   const ordered = summed(changes);
-  if (ordered.length > 1) await lockAccounts(tx, ordered.map(([id]) => id));
+  if (ordered.length > 1)
+    await lockAccounts(
+      tx,
+      ordered.map(([id]) => id),
+    );
   batch.add(entriesPart(entries));
   batch.add(postingsPart(postingRows));
   if (ordered.length > 0) batch.add(balancesPart(ordered));

@@ -23,8 +23,10 @@ const PGLITE_SKIP = dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one proces
 describe('two server processes on one PostgreSQL', { skip: PGLITE_SKIP }, () => twoProcesses({ bouncer: false }));
 
 // CI sets REQUIRE_PGBOUNCER so that a missing PgBouncer fails instead of skipping.
-describe('two server processes through PgBouncer (transaction pooling, statements unnamed)', { skip: PGLITE_SKIP || pgbouncerSkip(Boolean(process.env.REQUIRE_PGBOUNCER)) }, () =>
-  twoProcesses({ bouncer: true }),
+describe(
+  'two server processes through PgBouncer (transaction pooling, statements unnamed)',
+  { skip: PGLITE_SKIP || pgbouncerSkip(Boolean(process.env.REQUIRE_PGBOUNCER)) },
+  () => twoProcesses({ bouncer: true }),
 );
 
 function twoProcesses(o: { bouncer: boolean }): void {
@@ -58,7 +60,9 @@ function twoProcesses(o: { bouncer: boolean }): void {
     for (let i = 0; i < 2; i++) {
       const dir = await mkdtemp(path.join(tmpdir(), 'coffer-procs-'));
       dirs.push(dir);
-      const s = await startServer(serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', ...LOCAL_RECEIVERS, ...extra }));
+      const s = await startServer(
+        serverEnv(dir, databaseUrl, ADMIN_TOKEN, { WEBHOOK_POLL_MS: '50', ...LOCAL_RECEIVERS, ...extra }),
+      );
       await s.waitFor(/Stop with Ctrl-C/);
       servers.push(s);
     }
@@ -82,7 +86,16 @@ function twoProcesses(o: { bouncer: boolean }): void {
   };
 
   test('deposits, authorizes and captures across both: each charged once, every event delivered once, the ledger sound', async () => {
-    const hook = await call(0, 'POST', '/webhooks', { data: { type: 'Webhook', attributes: { name: 'All', url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, topics: ['*'] } } });
+    const hook = await call(0, 'POST', '/webhooks', {
+      data: {
+        type: 'Webhook',
+        attributes: {
+          name: 'All',
+          url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`,
+          topics: ['*'],
+        },
+      },
+    });
     assert.equal(hook.status, 201);
     secret = hook.body.data.attributes.secret;
     const wallets = await Promise.all([approvedWallet(0), approvedWallet(1)]);
@@ -91,11 +104,25 @@ function twoProcesses(o: { bouncer: boolean }): void {
     const deposits = await Promise.all(
       wallets.flatMap(({ wallet, account }) =>
         Array.from({ length: 20 }, async () => {
-          const body = { data: { type: 'OneTimeDeposit', attributes: { amount: 1_000, linkedAccountId: account.id, idempotencyKey: randomUUID() } } };
-          const [x, y] = await Promise.all([call(0, 'POST', `/wallets/${wallet.id}/transactions`, body), call(1, 'POST', `/wallets/${wallet.id}/transactions`, body)]);
+          const body = {
+            data: {
+              type: 'OneTimeDeposit',
+              attributes: { amount: 1_000, linkedAccountId: account.id, idempotencyKey: randomUUID() },
+            },
+          };
+          const [x, y] = await Promise.all([
+            call(0, 'POST', `/wallets/${wallet.id}/transactions`, body),
+            call(1, 'POST', `/wallets/${wallet.id}/transactions`, body),
+          ]);
           // One wins; the other replays it or is told it is in flight.
           const ok = [x, y].filter((r) => r.status === 201);
-          assert.ok(ok.length >= 1 && [x, y].every((r) => r.status === 201 || (r.status === 409 && r.body.errors[0].code === 'IdempotencyKeyInUse')), JSON.stringify([x.status, y.status]));
+          assert.ok(
+            ok.length >= 1 &&
+              [x, y].every(
+                (r) => r.status === 201 || (r.status === 409 && r.body.errors[0].code === 'IdempotencyKeyInUse'),
+              ),
+            JSON.stringify([x.status, y.status]),
+          );
           if (ok.length === 2) assert.equal(ok[0]!.body.data.id, ok[1]!.body.data.id);
           return ok[0]!.body.data.id as string;
         }),
@@ -112,9 +139,18 @@ function twoProcesses(o: { bouncer: boolean }): void {
     for (const [w, { wallet }] of wallets.entries()) {
       await Promise.all(
         Array.from({ length: 10 }, async (_, n) => {
-          const intent = (await call(n % 2, 'POST', '/payment-intents', { data: { type: 'CreatePaymentIntent', attributes: { amount: 700, walletId: wallet.id } } })).body.data;
-          const body = { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 700, idempotencyKey: `k-${intent.id}` } } };
-          const both = await Promise.all([call(0, 'POST', `/payment-intents/${intent.id}/authorize`, body), call(1, 'POST', `/payment-intents/${intent.id}/authorize`, body)]);
+          const intent = (
+            await call(n % 2, 'POST', '/payment-intents', {
+              data: { type: 'CreatePaymentIntent', attributes: { amount: 700, walletId: wallet.id } },
+            })
+          ).body.data;
+          const body = {
+            data: { type: 'AuthorizePaymentIntent', attributes: { amount: 700, idempotencyKey: `k-${intent.id}` } },
+          };
+          const both = await Promise.all([
+            call(0, 'POST', `/payment-intents/${intent.id}/authorize`, body),
+            call(1, 'POST', `/payment-intents/${intent.id}/authorize`, body),
+          ]);
           let winner = both.find((r) => r.status === 201);
           for (let retry = 0; !winner && retry < 20; retry++) {
             await new Promise((r) => setTimeout(r, 50));
@@ -123,7 +159,9 @@ function twoProcesses(o: { bouncer: boolean }): void {
           }
           assert.ok(winner, `intent ${intent.id} was authorized (${both.map((r) => r.status)})`);
           const paymentId = winner.body.included[0].id;
-          const captured = await call((w + n + 1) % 2, 'POST', `/payments/${paymentId}/capture`, { data: { type: 'CapturePayment', attributes: { amount: 700 } } });
+          const captured = await call((w + n + 1) % 2, 'POST', `/payments/${paymentId}/capture`, {
+            data: { type: 'CapturePayment', attributes: { amount: 700 } },
+          });
           assert.equal(captured.status, 200, JSON.stringify(captured.body));
           const payments = await call(0, 'GET', `/payments?filter[paymentIntentId]=${intent.id}`);
           assert.equal(payments.body.meta.total, 1, 'one payment per intent');
@@ -138,7 +176,8 @@ function twoProcesses(o: { bouncer: boolean }): void {
     // Every event reaches the receiver once, signed, whichever process's worker sent it.
     const total = (await call(0, 'GET', '/webhook-events?page[limit]=1')).body.meta.total as number;
     assert.ok(total >= 40 + 2 * 20 + 4, `${total} events`);
-    for (let n = 0; n < 200 && new Set(deliveries.map((d) => d.id)).size < total; n++) await new Promise((r) => setTimeout(r, 100));
+    for (let n = 0; n < 200 && new Set(deliveries.map((d) => d.id)).size < total; n++)
+      await new Promise((r) => setTimeout(r, 100));
     const ids = deliveries.map((d) => d.id);
     assert.equal(new Set(ids).size, total, 'every event delivered');
     assert.equal(ids.length, total, 'none delivered twice');

@@ -90,7 +90,14 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
   app.addHook('onResponse', ctx.requestLog.hook);
   await app.register(async (api) => {
     api.addHook('onRequest', clientAuthHook(ctx.auth));
-    api.addHook('onRequest', keyedRateLimit(app, { perMinute: config.rateLimit.perClientPerMinute, key: (req) => `client:${req.client.id}`, what: 'for this client' }));
+    api.addHook(
+      'onRequest',
+      keyedRateLimit(app, {
+        perMinute: config.rateLimit.perClientPerMinute,
+        key: (req) => `client:${req.client.id}`,
+        what: 'for this client',
+      }),
+    );
     await userRoutes(api, ctx);
     await kycRoutes(api, ctx);
     await identityRoutes(api, ctx);

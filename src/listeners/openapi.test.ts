@@ -29,7 +29,9 @@ describe('OpenAPI document', () => {
   test('covers every /api/v1 and /api/v2 route the server has, and nothing else', async () => {
     const toOpenApi = (url: string) => url.replace(/:([A-Za-z]+)/g, '{$1}').replace(/\/$/, '');
     const registered = new Set(
-      t.api.routeTable.filter((r) => /^\/api\/v[12]\//.test(r.url) && r.url !== '/api/v1/openapi.json').map((r) => `${r.method} ${toOpenApi(r.url)}`),
+      t.api.routeTable
+        .filter((r) => /^\/api\/v[12]\//.test(r.url) && r.url !== '/api/v1/openapi.json')
+        .map((r) => `${r.method} ${toOpenApi(r.url)}`),
     );
     const documented = new Set<string>();
     for (const [path, ops] of Object.entries<Record<string, unknown>>(doc.paths)) {
@@ -65,14 +67,17 @@ describe('OpenAPI document', () => {
   });
 
   test('the client SDK was generated from this document (else: npm run sdk:generate)', async () => {
-    const committed = JSON.parse(await readFile(new URL('../../packages/client/openapi.json', import.meta.url), 'utf8'));
+    const committed = JSON.parse(
+      await readFile(new URL('../../packages/client/openapi.json', import.meta.url), 'utf8'),
+    );
     const { servers: _servers, ...served } = doc;
     assert.deepEqual(committed, served);
   });
 
   test('/docs renders the reference for people', async () => {
     const res = await t.api.inject({ method: 'GET', url: '/docs' });
-    const page = res.statusCode === 302 ? await t.api.inject({ method: 'GET', url: res.headers.location as string }) : res;
+    const page =
+      res.statusCode === 302 ? await t.api.inject({ method: 'GET', url: res.headers.location as string }) : res;
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
     assert.match(page.body, /swagger/i);

@@ -25,7 +25,9 @@ function withErrorCodes(response: Record<string, Record<string, unknown>>, codes
   const out: Record<string, Record<string, unknown>> = {};
   for (const [status, r] of Object.entries(response)) {
     const list = Number(status) >= 400 ? codes[status] : undefined;
-    out[status] = list?.length ? { ...r, description: `${String(r.description)}: ${list.map((c) => `\`${c}\``).join(', ')}` } : r;
+    out[status] = list?.length
+      ? { ...r, description: `${String(r.description)}: ${list.map((c) => `\`${c}\``).join(', ')}` }
+      : r;
   }
   return out;
 }
@@ -34,7 +36,12 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
   const securitySchemes: Record<string, OpenAPIV3.SecuritySchemeObject> =
     opts.security === 'client'
       ? {
-          clientId: { type: 'apiKey' as const, in: 'header' as const, name: 'Client-ID', description: "The client's UUID" },
+          clientId: {
+            type: 'apiKey' as const,
+            in: 'header' as const,
+            name: 'Client-ID',
+            description: "The client's UUID",
+          },
           clientSecret: { type: 'http' as const, scheme: 'bearer', description: 'The client secret' },
         }
       : { adminToken: { type: 'http' as const, scheme: 'bearer', description: 'ADMIN_TOKEN' } };
@@ -50,7 +57,14 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
       let s = schema as Record<string, unknown> | undefined;
       // Every body accepts both JSON types (decisions §3); the document says so.
       if (s?.body && !s.consumes) s = { ...s, consumes: ['application/vnd.api+json', 'application/json'] };
-      if (s?.response && opts.errorCodes) s = { ...s, response: withErrorCodes(s.response as Record<string, Record<string, unknown>>, opts.errorCodes(route.method as string, url)) };
+      if (s?.response && opts.errorCodes)
+        s = {
+          ...s,
+          response: withErrorCodes(
+            s.response as Record<string, Record<string, unknown>>,
+            opts.errorCodes(route.method as string, url),
+          ),
+        };
       return { schema: s as never, url };
     },
     refResolver: {
@@ -58,11 +72,19 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
-  app.get(opts.jsonPath, { schema: { hide: true }, ...(opts.protect ? { onRequest: opts.protect } : {}) }, async (_req, reply) => {
-    reply.type('application/json');
-    return app.swagger();
-  });
+  app.get(
+    opts.jsonPath,
+    { schema: { hide: true }, ...(opts.protect ? { onRequest: opts.protect } : {}) },
+    async (_req, reply) => {
+      reply.type('application/json');
+      return app.swagger();
+    },
+  );
   if (opts.uiPath) {
-    await app.register(swaggerUi, { routePrefix: opts.uiPath, staticCSP: true, uiConfig: { url: opts.jsonPath, deepLinking: true } as never });
+    await app.register(swaggerUi, {
+      routePrefix: opts.uiPath,
+      staticCSP: true,
+      uiConfig: { url: opts.jsonPath, deepLinking: true } as never,
+    });
   }
 }

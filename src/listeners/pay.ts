@@ -8,7 +8,13 @@ import { kycDocumentPageRoutes } from '../modules/kyc/portal.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
-  const app = createServer({ listener: 'pay', config: ctx.config, clock: ctx.clock, logger: ctx.log, plainContent: true });
+  const app = createServer({
+    listener: 'pay',
+    config: ctx.config,
+    clock: ctx.clock,
+    logger: ctx.log,
+    plainContent: true,
+  });
   await registerRateLimit(app, ctx, { name: 'pay', perMinute: ctx.config.rateLimit.payPerMinute });
   // The usual browser-facing headers, except what embedding needs: frame pages set their own
   // CSP (with frame-ancestors *, so no X-Frame-Options), and main.js is loaded cross-origin.
@@ -18,7 +24,8 @@ export async function buildPayListener(ctx: AppContext): Promise<App> {
     crossOriginResourcePolicy: { policy: 'cross-origin' },
     crossOriginEmbedderPolicy: false,
     crossOriginOpenerPolicy: false,
-    strictTransportSecurity: ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+    strictTransportSecurity:
+      ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
   });
   await widgetHostRoutes(app, ctx);
   // The sandbox's stand-in for a KYC provider's document upload page.

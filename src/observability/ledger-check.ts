@@ -78,16 +78,28 @@ async function checkAndRecord(tx: Tx, opts: LedgerCheckOptions): Promise<Violati
   const violations = await verifyLedger(tx);
   const durationMs = Math.round(performance.now() - started);
   const finishedAt = new Date(startedAt.getTime() + durationMs);
-  await tx.insert(ledgerChecks).values({ startedAt, finishedAt, durationMs, violations: violations.length, sample: violations.slice(0, SAMPLE) });
-  await tx.delete(ledgerChecks).where(lt(ledgerChecks.finishedAt, new Date(finishedAt.getTime() - KEPT_DAYS * 86_400_000)));
+  await tx
+    .insert(ledgerChecks)
+    .values({ startedAt, finishedAt, durationMs, violations: violations.length, sample: violations.slice(0, SAMPLE) });
+  await tx
+    .delete(ledgerChecks)
+    .where(lt(ledgerChecks.finishedAt, new Date(finishedAt.getTime() - KEPT_DAYS * 86_400_000)));
   showInMetrics({ finishedAt, durationMs, violations: violations.length });
-  if (violations.length > 0) opts.log.error({ violations: violations.slice(0, SAMPLE), count: violations.length }, 'the ledger invariant check found violations');
+  if (violations.length > 0)
+    opts.log.error(
+      { violations: violations.slice(0, SAMPLE), count: violations.length },
+      'the ledger invariant check found violations',
+    );
   return violations;
 }
 
 async function latestCheck(db: Db): Promise<CheckRow | undefined> {
   const [row] = await db
-    .select({ finishedAt: ledgerChecks.finishedAt, durationMs: ledgerChecks.durationMs, violations: ledgerChecks.violations })
+    .select({
+      finishedAt: ledgerChecks.finishedAt,
+      durationMs: ledgerChecks.durationMs,
+      violations: ledgerChecks.violations,
+    })
     .from(ledgerChecks)
     .orderBy(desc(ledgerChecks.finishedAt))
     .limit(1);

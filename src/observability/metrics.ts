@@ -38,7 +38,9 @@ interface RouteMetrics {
 }
 
 /** A listener's request metrics; `route` is the matched route's template ('unmatched' for 404s without a route). */
-export function httpMetrics(listener: string): (route: string, method: string, status: number, seconds: number) => void {
+export function httpMetrics(
+  listener: string,
+): (route: string, method: string, status: number, seconds: number) => void {
   const routes = new Map<string, Map<string, RouteMetrics>>();
   return (route, method, status, seconds) => {
     let byMethod = routes.get(route);
@@ -113,8 +115,16 @@ export const dbQueryDuration = new Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
   registers: [registry],
 });
-export const dbPoolInUse = new Gauge({ name: 'coffer_db_pool_in_use', help: 'Database connections running a statement or transaction (PGlite: 1 while busy).', registers: [registry] });
-export const dbPoolWaiting = new Gauge({ name: 'coffer_db_pool_waiting', help: 'Requests for a database connection waiting for one to be free.', registers: [registry] });
+export const dbPoolInUse = new Gauge({
+  name: 'coffer_db_pool_in_use',
+  help: 'Database connections running a statement or transaction (PGlite: 1 while busy).',
+  registers: [registry],
+});
+export const dbPoolWaiting = new Gauge({
+  name: 'coffer_db_pool_waiting',
+  help: 'Requests for a database connection waiting for one to be free.',
+  registers: [registry],
+});
 
 // ----- webhooks ---------------------------------------------------------------------------
 

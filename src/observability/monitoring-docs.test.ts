@@ -25,7 +25,12 @@ function assertKnown(where: string, expr: string): void {
 
 describe('monitoring docs', () => {
   test('the alert rules parse and use only metrics that exist', () => {
-    const rules = parse(doc('monitoring/alerts.yml')) as { groups: { name: string; rules: { alert: string; expr: string; labels: Record<string, string>; annotations: { summary: string } }[] }[] };
+    const rules = parse(doc('monitoring/alerts.yml')) as {
+      groups: {
+        name: string;
+        rules: { alert: string; expr: string; labels: Record<string, string>; annotations: { summary: string } }[];
+      }[];
+    };
     const all = rules.groups.flatMap((g) => g.rules);
     assert.ok(all.length >= 10);
     for (const r of all) {
@@ -38,13 +43,17 @@ describe('monitoring docs', () => {
   });
 
   test('the Grafana dashboard parses and its panels use only metrics that exist', () => {
-    const dash = JSON.parse(doc('monitoring/grafana-dashboard.json')) as { title: string; panels: { title: string; targets: { expr: string }[] }[] };
+    const dash = JSON.parse(doc('monitoring/grafana-dashboard.json')) as {
+      title: string;
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
     assert.ok(dash.panels.length > 0);
     for (const p of dash.panels) for (const target of p.targets) assertKnown(p.title, target.expr);
   });
 
   test('docs/operations.md lists every Coffer metric', () => {
     const ops = doc('operations.md');
-    for (const name of metricNames().filter((n) => n.startsWith('coffer_'))) assert.ok(ops.includes(`\`${name}\``), `${name} is not in docs/operations.md`);
+    for (const name of metricNames().filter((n) => n.startsWith('coffer_')))
+      assert.ok(ops.includes(`\`${name}\``), `${name} is not in docs/operations.md`);
   });
 });

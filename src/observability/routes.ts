@@ -11,10 +11,14 @@ import { dbPoolInUse, dbPoolWaiting, registry, webhookDueDeliveries, webhookOlde
 
 export function metricsRoute(app: App, ctx: AppContext): void {
   const { adminToken, observability } = ctx.config;
-  const accepted = [adminToken, observability.metricsToken].filter((t): t is string => t !== undefined).map((t) => createHash('sha256').update(t).digest());
+  const accepted = [adminToken, observability.metricsToken]
+    .filter((t): t is string => t !== undefined)
+    .map((t) => createHash('sha256').update(t).digest());
   const auth = async (req: FastifyRequest) => {
     const m = /^Bearer +(\S{1,1024})$/i.exec(req.headers.authorization ?? '');
-    const presented = createHash('sha256').update(m?.[1] ?? '').digest();
+    const presented = createHash('sha256')
+      .update(m?.[1] ?? '')
+      .digest();
     // Every token is compared, so the time taken does not tell which one nearly matched.
     let ok = false;
     for (const t of accepted) ok = timingSafeEqual(presented, t) || ok;

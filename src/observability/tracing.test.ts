@@ -28,7 +28,12 @@ interface ReceivedSpan {
 }
 
 /** An OTLP/HTTP receiver taking JSON on POST /v1/traces, keeping every span. */
-async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; contentTypes: Set<string>; close(): Promise<void> }> {
+async function otlpReceiver(): Promise<{
+  url: string;
+  spans: ReceivedSpan[];
+  contentTypes: Set<string>;
+  close(): Promise<void>;
+}> {
   const spans: ReceivedSpan[] = [];
   const contentTypes = new Set<string>();
   const server: Server = createServer((req, res) => {
@@ -41,12 +46,22 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; con
         return;
       }
       contentTypes.add(String(req.headers['content-type']));
-      const doc = JSON.parse(body) as { resourceSpans: { resource: { attributes: Attr[] }; scopeSpans: { spans: RawSpan[] }[] }[] };
+      const doc = JSON.parse(body) as {
+        resourceSpans: { resource: { attributes: Attr[] }; scopeSpans: { spans: RawSpan[] }[] }[];
+      };
       for (const rs of doc.resourceSpans) {
         const service = String(attrs(rs.resource.attributes)['service.name']);
         for (const ss of rs.scopeSpans) {
           for (const s of ss.spans) {
-            spans.push({ traceId: s.traceId, spanId: s.spanId, ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}), name: s.name, kind: s.kind, attributes: attrs(s.attributes), service });
+            spans.push({
+              traceId: s.traceId,
+              spanId: s.spanId,
+              ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),
+              name: s.name,
+              kind: s.kind,
+              attributes: attrs(s.attributes),
+              service,
+            });
           }
         }
       }
@@ -63,8 +78,21 @@ async function otlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]; con
 }
 
 type Attr = { key: string; value: { stringValue?: string; intValue?: number | string; boolValue?: boolean } };
-type RawSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes: Attr[] };
-const attrs = (list: Attr[] = []) => Object.fromEntries(list.map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : a.value.boolValue)]));
+type RawSpan = {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Attr[];
+};
+const attrs = (list: Attr[] = []) =>
+  Object.fromEntries(
+    list.map((a) => [
+      a.key,
+      a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : a.value.boolValue),
+    ]),
+  );
 
 /** Polls until `check` returns a value (spans are sent in batches, about every second). */
 async function eventually<T>(what: string, check: () => T | undefined, timeoutMs = 30_000): Promise<T> {
@@ -84,7 +112,13 @@ describe('traces', () => {
   before(async () => {
     receiver = await otlpReceiver();
     dir = await mkdtemp(path.join(tmpdir(), 'coffer-tracing-'));
-    server = await startServer(serverEnv(dir, await freshDatabaseUrl(), ADMIN_TOKEN, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'coffer-test', LOG_LEVEL: 'info' }));
+    server = await startServer(
+      serverEnv(dir, await freshDatabaseUrl(), ADMIN_TOKEN, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_SERVICE_NAME: 'coffer-test',
+        LOG_LEVEL: 'info',
+      }),
+    );
     await server.waitFor(/Coffer is running/);
   });
   after(async () => {
@@ -98,7 +132,9 @@ describe('traces', () => {
     const { clientId, call } = await remoteMerchant(server, ADMIN_TOKEN);
     const api = server.ports.api;
     const { walletId } = await remoteApprovedWallet(call, api);
-    const intent = await call(api, 'POST', '/payment-intents', { data: { type: 'CreatePaymentIntent', attributes: { amount: 1500, walletId } } });
+    const intent = await call(api, 'POST', '/payment-intents', {
+      data: { type: 'CreatePaymentIntent', attributes: { amount: 1500, walletId } },
+    });
     assert.equal(intent.status, 201, JSON.stringify(intent.body));
     const res = await call(api, 'POST', `/payment-intents/${intent.body.data.id}/authorize`, {
       data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1500, idempotencyKey: randomUUID() } },
@@ -106,7 +142,9 @@ describe('traces', () => {
     assert.equal(res.status, 201, JSON.stringify(res.body));
 
     const route = '/api/v1/payment-intents/:paymentIntentId/authorize';
-    const root = await eventually('the authorize span', () => receiver.spans.find((s) => s.attributes['http.route'] === route));
+    const root = await eventually('the authorize span', () =>
+      receiver.spans.find((s) => s.attributes['http.route'] === route),
+    );
     assert.equal(root.name, `POST ${route}`);
     assert.equal(root.kind, 2, 'SERVER');
     assert.equal(root.parentSpanId, undefined);
@@ -126,12 +164,21 @@ describe('traces', () => {
       assert.equal(s.attributes['db.system.name'], 'postgresql');
       assert.equal(typeof s.attributes['db.query.text'], 'string');
     }
-    assert.ok(statements.some((s) => /ledger/.test(String(s.attributes['db.query.text']))), 'the ledger writes are among them');
+    assert.ok(
+      statements.some((s) => /ledger/.test(String(s.attributes['db.query.text']))),
+      'the ledger writes are among them',
+    );
     // Statement text only: the amount (a parameter) is in no attribute.
     for (const s of statements) assert.doesNotMatch(JSON.stringify(s.attributes), /1500/);
     // Every request is its own trace.
-    assert.equal(new Set(receiver.spans.filter((s) => s.parentSpanId === undefined && s.kind === 2).map((s) => s.traceId)).size, receiver.spans.filter((s) => s.parentSpanId === undefined && s.kind === 2).length);
-    assert.ok([...receiver.contentTypes].every((c) => c.startsWith('application/json')), [...receiver.contentTypes].join());
+    assert.equal(
+      new Set(receiver.spans.filter((s) => s.parentSpanId === undefined && s.kind === 2).map((s) => s.traceId)).size,
+      receiver.spans.filter((s) => s.parentSpanId === undefined && s.kind === 2).length,
+    );
+    assert.ok(
+      [...receiver.contentTypes].every((c) => c.startsWith('application/json')),
+      [...receiver.contentTypes].join(),
+    );
 
     // The request's log line carries the trace id.
     const line = await eventually('the request log line', () =>
@@ -151,7 +198,9 @@ describe('traces', () => {
     assert.equal(res.status, 404);
     const traceId = res.body.errors[0].meta.traceId as string;
     assert.match(traceId, /^[0-9a-f]{32}$/);
-    const span = await eventually('the span of the 404', () => receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === undefined));
+    const span = await eventually('the span of the 404', () =>
+      receiver.spans.find((s) => s.traceId === traceId && s.parentSpanId === undefined),
+    );
     assert.equal(span.attributes['http.route'], '/api/v1/users/:userId');
     assert.equal(span.attributes['http.response.status_code'], 404);
   });

@@ -5,7 +5,16 @@
 // (modules/events/dispatcher.ts) and per call to a provider adapter (providers/http/client.ts).
 // Everything here starts with a check of `tracing.enabled`; with tracing off, that check is all
 // a request pays, and the SDK is never even loaded.
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 
 export const tracing = { enabled: false };
 
@@ -22,7 +31,12 @@ export interface TracingOptions {
 /** Starts exporting spans (once per process). */
 export async function startTracing(o: TracingOptions): Promise<void> {
   if (tracing.enabled) return;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { AsyncLocalStorageContextManager }, { resourceFromAttributes }] = await Promise.all([
+  const [
+    { BasicTracerProvider, BatchSpanProcessor },
+    { OTLPTraceExporter },
+    { AsyncLocalStorageContextManager },
+    { resourceFromAttributes },
+  ] = await Promise.all([
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/exporter-trace-otlp-http'),
     import('@opentelemetry/context-async-hooks'),
@@ -30,7 +44,11 @@ export async function startTracing(o: TracingOptions): Promise<void> {
   ]);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': o.serviceName, 'deployment.environment.name': o.environment }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.endpoint}/v1/traces` }), { scheduledDelayMillis: 1_000 })],
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: `${o.endpoint}/v1/traces` }), {
+        scheduledDelayMillis: 1_000,
+      }),
+    ],
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
@@ -47,7 +65,12 @@ export async function stopTracing(): Promise<void> {
 }
 
 /** A span that is a child of the active one, or a root span when there is none. */
-export function startSpan(name: string, kind: SpanKind, attributes: Attributes, parent: Context = context.active()): Span {
+export function startSpan(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+  parent: Context = context.active(),
+): Span {
   return tracer!.startSpan(name, { kind, attributes }, parent);
 }
 
@@ -67,7 +90,12 @@ export function endSpan(span: Span, err?: unknown): void {
 }
 
 /** Runs `fn` in a span (a child of the active one), ended when its promise settles. */
-export async function inSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  kind: SpanKind,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   const span = startSpan(name, kind, attributes);
   try {
     const out = await context.with(trace.setSpan(context.active(), span), () => fn(span));

@@ -43,7 +43,10 @@ export class SandboxBankLinking implements BankLinkingProvider {
       accountName: `${institutionName} ${accountType === 'checking' ? 'Checking' : 'Savings'}`,
       accountMask: opts.accountMask ?? String(randomInt(0, 10_000)).padStart(4, '0'),
       institutionName,
-      institutionId: `ins_${institutionName.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 40)}`,
+      institutionId: `ins_${institutionName
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '_')
+        .slice(0, 40)}`,
     };
   }
 

@@ -23,7 +23,10 @@ export type TransferRequest = {
   /** Coffer's id for the transfer: the provider's idempotency key. */
   reference: string;
   amount: number;
-} & ({ linkedAccountExternalId: string; bankAccount?: undefined } | { bankAccount: BankAccountNumbers; linkedAccountExternalId?: undefined });
+} & (
+  | { linkedAccountExternalId: string; bankAccount?: undefined }
+  | { bankAccount: BankAccountNumbers; linkedAccountExternalId?: undefined }
+);
 
 export interface TransferOutcome {
   status: 'pending' | 'settled' | 'failed';

@@ -43,14 +43,26 @@ export class SandboxCardProcessor implements CardProcessor {
     const [row] = await this.#db
       .insert(sandboxProcessorCharges)
       .values({ reference: r.reference, clientId: r.clientId, amount: r.amount, outcome })
-      .onConflictDoUpdate({ target: sandboxProcessorCharges.reference, set: { calls: sql`${sandboxProcessorCharges.calls} + 1` } })
+      .onConflictDoUpdate({
+        target: sandboxProcessorCharges.reference,
+        set: { calls: sql`${sandboxProcessorCharges.calls} + 1` },
+      })
       .returning();
     // A repeated reference gets the first answer, whatever this call's amount.
-    const first = row ?? (await this.#db.select().from(sandboxProcessorCharges).where(eq(sandboxProcessorCharges.reference, r.reference)))[0]!;
+    const first =
+      row ??
+      (
+        await this.#db.select().from(sandboxProcessorCharges).where(eq(sandboxProcessorCharges.reference, r.reference))
+      )[0]!;
     return {
       approved: first.outcome === 'approved',
       code: first.outcome,
-      data: { processor: 'sandbox', authorization: `auth_${r.reference.replace(/-/g, '').slice(0, 20)}`, outcome: first.outcome, ...(r.meta ? { echo: r.meta } : {}) },
+      data: {
+        processor: 'sandbox',
+        authorization: `auth_${r.reference.replace(/-/g, '').slice(0, 20)}`,
+        outcome: first.outcome,
+        ...(r.meta ? { echo: r.meta } : {}),
+      },
     };
   }
 }

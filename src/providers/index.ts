@@ -42,14 +42,21 @@ const unavailableProcessor: CardProcessor = {
   authorize: () => Promise.reject(new Error('no card processor configured')),
 };
 
-const HTTP_PORTS = { kyc: HttpKyc, bankLinking: HttpBankLinking, bankTransfers: HttpBankTransfers, cardIssuer: HttpCardIssuer, cardProcessor: HttpCardProcessor };
+const HTTP_PORTS = {
+  kyc: HttpKyc,
+  bankLinking: HttpBankLinking,
+  bankTransfers: HttpBankTransfers,
+  cardIssuer: HttpCardIssuer,
+  cardProcessor: HttpCardProcessor,
+};
 
 /** The operator's adapters, for the ports that have a URL. */
 export function httpProviders(c: ProviderConfig): Partial<Providers> {
   const out: Partial<Record<keyof Providers, HttpPort>> = {};
   for (const port of PROVIDER_PORTS) {
     const baseUrl = c.urls[port];
-    if (baseUrl) out[port] = new HTTP_PORTS[port]({ port, baseUrl, signingSecret: c.signingSecret!, timeoutMs: c.timeoutMs });
+    if (baseUrl)
+      out[port] = new HTTP_PORTS[port]({ port, baseUrl, signingSecret: c.signingSecret!, timeoutMs: c.timeoutMs });
   }
   return out as Partial<Providers>;
 }
@@ -68,7 +75,8 @@ export function createProviders(config: Config, db: Db | undefined, overrides: P
   } as Providers;
   if (live) {
     for (const port of PROVIDER_PORTS) {
-      if (!(providers[port] instanceof HttpPort)) throw new Error(`live never runs a sandbox provider: ${port} has no adapter (${PROVIDER_URL_VARIABLES[port]})`);
+      if (!(providers[port] instanceof HttpPort))
+        throw new Error(`live never runs a sandbox provider: ${port} has no adapter (${PROVIDER_URL_VARIABLES[port]})`);
     }
   }
   return providers;

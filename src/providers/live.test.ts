@@ -13,7 +13,16 @@ import { clientAccountIds } from '../ledger/accounts.ts';
 import { recordIncomingPayment } from '../modules/counterparties/payouts.ts';
 import { counterpartyBalance, createCounterparty, createPayout } from '../test/counterparties.ts';
 import { accrueKycApplication, kycApplication } from '../test/fixtures.ts';
-import { createTestApp, createUser, drainJob, errorsOf, PROVIDER_SIGNING_SECRET, providerEnv, type Merchant, type TestApp } from '../test/harness.ts';
+import {
+  createTestApp,
+  createUser,
+  drainJob,
+  errorsOf,
+  PROVIDER_SIGNING_SECRET,
+  providerEnv,
+  type Merchant,
+  type TestApp,
+} from '../test/harness.ts';
 import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, intentFor } from '../test/money.ts';
 import { isLuhnValid } from './card-issuing.ts';
 import { AdapterClient, HttpPort, ProviderError } from './http/client.ts';
@@ -30,7 +39,9 @@ describe("live on the operator's provider adapters", () => {
   before(async () => {
     adapter = new ReferenceAdapter({ signingSecret: PROVIDER_SIGNING_SECRET, settleMs: 0, kycDecisionMs: 0 });
     url = await adapter.listen();
-    t = await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x', ...providerEnv(url), PROVIDER_TIMEOUT_MS: '400' } });
+    t = await createTestApp({
+      env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x', ...providerEnv(url), PROVIDER_TIMEOUT_MS: '400' },
+    });
     m = await t.createMerchant();
   });
   after(async () => {
@@ -66,7 +77,11 @@ describe("live on the operator's provider adapters", () => {
     return res.body.data.attributes as { status: string; failureReason?: string | null };
   };
   const transfer = async (reference: string) =>
-    rowsOf<{ status: string; failure_reason: string | null; purpose: string }>(await t.ctx.db.execute(sql`select status, failure_reason, purpose from bank_transfers where reference = ${reference}`))[0];
+    rowsOf<{ status: string; failure_reason: string | null; purpose: string }>(
+      await t.ctx.db.execute(
+        sql`select status, failure_reason, purpose from bank_transfers where reference = ${reference}`,
+      ),
+    )[0];
   const payment = async (merchant: Merchant, id: string) => {
     const res = await t.request('GET', `/api/v1/payments/${id}`, { as: merchant });
     assert.equal(res.status, 200, res.raw);
@@ -92,7 +107,10 @@ describe("live on the operator's provider adapters", () => {
 
   test('every port is served by the adapter: live never wires a sandbox provider', () => {
     for (const port of PROVIDER_PORTS) assert.ok(t.ctx.providers[port] instanceof HttpPort, port);
-    assert.throws(() => createProviders(t.ctx.config, t.ctx.db, { kyc: new SandboxKyc('http://pay.test') }), /live never runs a sandbox provider: kyc has no adapter \(KYC_PROVIDER_URL\)/);
+    assert.throws(
+      () => createProviders(t.ctx.config, t.ctx.db, { kyc: new SandboxKyc('http://pay.test') }),
+      /live never runs a sandbox provider: kyc has no adapter \(KYC_PROVIDER_URL\)/,
+    );
   });
 
   test('a sandbox uses an adapter for each port that has a URL and its own providers for the rest', async () => {
@@ -100,7 +118,11 @@ describe("live on the operator's provider adapters", () => {
     try {
       assert.ok(sandbox.ctx.providers.cardProcessor instanceof HttpPort);
       assert.ok(sandbox.ctx.providers.kyc instanceof SandboxKyc);
-      assert.equal(sandbox.ctx.providers.bankTransfers.reportsStatus, false, "the sandbox's bank: settlement simulated, as without adapters");
+      assert.equal(
+        sandbox.ctx.providers.bankTransfers.reportsStatus,
+        false,
+        "the sandbox's bank: settlement simulated, as without adapters",
+      );
     } finally {
       await sandbox.close();
     }
@@ -112,23 +134,35 @@ describe("live on the operator's provider adapters", () => {
     await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m });
     const applied = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
       as: m,
-      body: kycApplication('fake.person@declined.test', { firstName: 'Fake', lastName: 'Person', dateOfBirth: '1900-01-01' }),
+      body: kycApplication('fake.person@declined.test', {
+        firstName: 'Fake',
+        lastName: 'Person',
+        dateOfBirth: '1900-01-01',
+      }),
     });
     assert.equal(applied.status, 200, applied.raw);
     // Far past the sandbox's half second: nobody but the adapter decides.
     for (let i = 0; i < 5; i++) await run('kyc-decisions', 2_000);
-    const kyc = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc`, { as: m })).body.data.attributes.status;
+    const kyc = async () =>
+      (await t.request('GET', `/api/v1/users/${u.id}/kyc`, { as: m })).body.data.attributes.status;
     assert.equal(await kyc(), 'Pending');
 
     const sent = adapter.calls.filter((c) => c.operation === 'submitKycApplication' && c.body?.userId === u.id);
     assert.equal(sent.length, 1, 'the application is sent once');
     assert.ok(sent[0]!.signed);
     assert.deepEqual(
-      { firstName: sent[0]!.body!.firstName, lastName: sent[0]!.body!.lastName, dateOfBirth: sent[0]!.body!.dateOfBirth },
+      {
+        firstName: sent[0]!.body!.firstName,
+        lastName: sent[0]!.body!.lastName,
+        dateOfBirth: sent[0]!.body!.dateOfBirth,
+      },
       { firstName: 'Fake', lastName: 'Person', dateOfBirth: '1900-01-01' },
     );
     const reference = sent[0]!.idempotencyKey!;
-    assert.ok(adapter.callsFor(reference).filter((c) => c.operation === 'getKycApplication').length >= 1, 'then its answer is asked for');
+    assert.ok(
+      adapter.callsFor(reference).filter((c) => c.operation === 'getKycApplication').length >= 1,
+      'then its answer is asked for',
+    );
 
     adapter.kycDecisionMs = 0;
     await run('kyc-decisions', 600_000);
@@ -138,28 +172,47 @@ describe("live on the operator's provider adapters", () => {
   test('document verification through the adapter: review asked about, a link keyed by its id, the finished upload reported once, then the review decides', async () => {
     const u = await createUser(t, m);
     await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m });
-    const applied = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: accrueKycApplication('review@highrisk.com') });
+    const applied = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+      as: m,
+      body: accrueKycApplication('review@highrisk.com'),
+    });
     assert.equal(applied.status, 200, applied.raw);
     await run('kyc-decisions', 0);
-    const kyc = async () => (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: m })).body.data.attributes.status;
+    const kyc = async () =>
+      (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: m })).body.data.attributes.status;
     assert.equal(await kyc(), 'ManualReview', "the adapter's first answer");
     const [sent] = adapter.calls.filter((c) => c.operation === 'submitKycApplication' && c.body?.userId === u.id);
     const reference = sent!.idempotencyKey!;
-    assert.deepEqual([sent!.body!.phone, sent!.body!.ipAddress, (sent!.body!.address as { country: string }).country], ['5551234567', '203.0.113.7', 'US'], "Accrue's fields reach the provider");
+    assert.deepEqual(
+      [sent!.body!.phone, sent!.body!.ipAddress, (sent!.body!.address as { country: string }).country],
+      ['5551234567', '203.0.113.7', 'US'],
+      "Accrue's fields reach the provider",
+    );
     const asked = () => adapter.callsFor(reference).filter((c) => c.operation === 'getKycApplication').length;
     const before = asked();
     await run('kyc-decisions', 2_000);
     assert.equal(asked(), before + 1, 'an application in review is asked about');
 
-    const linkBody = { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://shop.example.com/kyc/done' } } };
+    const linkBody = {
+      data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://shop.example.com/kyc/done' } },
+    };
     adapter.faults.push({ path: '/v1/kyc/document-links', kind: 'status', status: 500 });
-    const failed = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { as: m, body: linkBody });
+    const failed = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, {
+      as: m,
+      body: linkBody,
+    });
     assert.equal(failed.status, 503, failed.raw);
     assert.equal(errorsOf(failed)[0]!.code, 'ServiceUnavailable');
-    const link = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { as: m, body: linkBody });
+    const link = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, {
+      as: m,
+      body: linkBody,
+    });
     assert.equal(link.status, 200, link.raw);
     const [linkCall] = adapter.callsFor(link.body.data.id);
-    assert.deepEqual([linkCall?.operation, linkCall?.signed, linkCall?.body?.application, linkCall?.body?.redirectUrl], ['createKycDocumentLink', true, reference, 'https://shop.example.com/kyc/done']);
+    assert.deepEqual(
+      [linkCall?.operation, linkCall?.signed, linkCall?.body?.application, linkCall?.body?.redirectUrl],
+      ['createKycDocumentLink', true, reference, 'https://shop.example.com/kyc/done'],
+    );
     assert.match(link.body.data.attributes.url, /^https:\/\/verify\.example\.com\/session\//, "the adapter's page");
 
     // The user uploaded; the report's answer is lost once: sent again with the same key, done once.
@@ -169,7 +222,9 @@ describe("live on the operator's provider adapters", () => {
     adapter.faults.push({ path: '/v1/kyc/documents', method: 'POST', kind: 'delay', ms: 1_000 });
     await run('kyc-decisions', 0);
     await run('kyc-decisions', 61_000);
-    const reports = adapter.calls.filter((c) => c.operation === 'submitKycDocuments' && c.body?.application === reference);
+    const reports = adapter.calls.filter(
+      (c) => c.operation === 'submitKycDocuments' && c.body?.application === reference,
+    );
     assert.equal(reports.length, 2);
     assert.deepEqual(
       reports.map((c) => [c.idempotencyKey, c.replayed]),
@@ -180,7 +235,11 @@ describe("live on the operator's provider adapters", () => {
     );
     assert.equal(await kyc(), 'Pending', 'the review has not decided');
     await run('kyc-decisions', 600_000);
-    assert.equal(adapter.calls.filter((c) => c.operation === 'submitKycDocuments' && c.body?.application === reference).length, 2, 'reported, then asked about');
+    assert.equal(
+      adapter.calls.filter((c) => c.operation === 'submitKycDocuments' && c.body?.application === reference).length,
+      2,
+      'reported, then asked about',
+    );
     adapter.kycDecisionMs = 0;
     await run('kyc-decisions', 600_000);
     assert.equal(await kyc(), 'Approved', "the review's decision");
@@ -189,7 +248,11 @@ describe("live on the operator's provider adapters", () => {
   test('deposits: pulled with the transaction id as Idempotency-Key, then cleared or failed by what the bank reports', async () => {
     const { user, account, wallet } = await linkedWallet(m);
     const linked = adapter.calls.find((c) => c.operation === 'linkAccount' && c.idempotencyKey === account.id);
-    assert.equal(linked?.body?.token, `public-token-${user.id}`, "the linking flow's token reaches the adapter, keyed by the new account's id");
+    assert.equal(
+      linked?.body?.token,
+      `public-token-${user.id}`,
+      "the linking flow's token reaches the adapter, keyed by the new account's id",
+    );
     assert.equal(account.attributes.provider, 'Reference');
     const ok = (await deposit(t, m, wallet.id, 5000, account.id)).body.data;
     const bad = (await deposit(t, m, wallet.id, 5004, account.id)).body.data;
@@ -224,7 +287,9 @@ describe("live on the operator's provider adapters", () => {
     const d = (await deposit(t, m, wallet.id, 2500, account.id)).body.data;
     adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 1_000 });
     assert.equal(await run('bank-pulls', 0), 0, 'no answer within PROVIDER_TIMEOUT_MS');
-    const unsent = rowsOf<{ provider_ref: string | null }>(await t.ctx.db.execute(sql`select provider_ref from transactions where id = ${d.id}`));
+    const unsent = rowsOf<{ provider_ref: string | null }>(
+      await t.ctx.db.execute(sql`select provider_ref from transactions where id = ${d.id}`),
+    );
     assert.equal(unsent[0]!.provider_ref, null, 'nothing recorded');
     assert.equal(await transfer(d.id), undefined);
     assert.equal(await run('bank-pulls', 0), 1);
@@ -263,7 +328,11 @@ describe("live on the operator's provider adapters", () => {
 
   test('withdrawals: each push keyed withdrawalId:linkedAccountId; a push the bank fails returns its money to the wallet', async () => {
     const { account, wallet } = await fundedWallet(m, 5000);
-    const withdraw = (amount: number) => t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount } } } });
+    const withdraw = (amount: number) =>
+      t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, {
+        as: m,
+        body: { data: { type: 'Withdraw', attributes: { amount } } },
+      });
     const sent = (await withdraw(1000)).body.data;
     const returned = (await withdraw(1004)).body.data;
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 2996);
@@ -275,7 +344,11 @@ describe("live on the operator's provider adapters", () => {
     }
     await run('bank-transfer-status');
     assert.equal((await transfer(`${sent.id}:${account.id}`))!.status, 'Settled');
-    assert.deepEqual(await transfer(`${returned.id}:${account.id}`), { status: 'Failed', failure_reason: 'R01: insufficient funds', purpose: 'withdrawal' });
+    assert.deepEqual(await transfer(`${returned.id}:${account.id}`), {
+      status: 'Failed',
+      failure_reason: 'R01: insufficient funds',
+      purpose: 'withdrawal',
+    });
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 4000, 'the failed push came back');
     await assertLedgerSound(t);
   });
@@ -287,7 +360,8 @@ describe("live on the operator's provider adapters", () => {
    * drains the job before it queues its `n`.
    */
   const pushesAtOnce = async (job: string, n: number) => {
-    for (let i = 0; i < n; i++) adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
+    for (let i = 0; i < n; i++)
+      adapter.faults.push({ path: '/v1/bank-transfers', method: 'POST', kind: 'delay', ms: 250 });
     adapter.mostAtOnce = 0;
     assert.equal(await run(job, 0), n);
     return adapter.mostAtOnce;
@@ -295,17 +369,38 @@ describe("live on the operator's provider adapters", () => {
   /** A merchant with a counterparty holding 10,000 cents received by ACH. */
   const fundedCounterparty = async () => {
     const lm = await t.createMerchant();
-    const cp = await createCounterparty(t, lm, { label: 'Acme Payroll', accountNumber: '000987654321', accountType: 'Savings' });
+    const cp = await createCounterparty(t, lm, {
+      label: 'Acme Payroll',
+      accountNumber: '000987654321',
+      accountType: 'Savings',
+    });
     assert.equal(cp.status, 201, cp.raw);
     const cpId = cp.body.data.id as string;
-    await recordIncomingPayment(t.ctx.db, { clientId: lm.clientId, counterpartyId: cpId, amount: 10_000, method: 'ACH', externalId: randomUUID(), clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId), now: t.clock.now() });
+    await recordIncomingPayment(t.ctx.db, {
+      clientId: lm.clientId,
+      counterpartyId: cpId,
+      amount: 10_000,
+      method: 'ACH',
+      externalId: randomUUID(),
+      clientAccounts: await clientAccountIds(t.ctx.db, lm.clientId),
+      now: t.clock.now(),
+    });
     return { lm, cpId };
   };
 
   test('withdrawals: the pushes of one round are sent together, not one after another', async () => {
     await drain('bank-pushes', 0);
     const { wallet } = await fundedWallet(m, 5000);
-    for (let i = 0; i < 3; i++) assert.equal((await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount: 100 } } } })).status, 201);
+    for (let i = 0; i < 3; i++)
+      assert.equal(
+        (
+          await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, {
+            as: m,
+            body: { data: { type: 'Withdraw', attributes: { amount: 100 } } },
+          })
+        ).status,
+        201,
+      );
     assert.equal(await pushesAtOnce('bank-pushes', 3), 3);
   });
 
@@ -329,11 +424,24 @@ describe("live on the operator's provider adapters", () => {
       const made = adapter.transfers.get(p.id);
       assert.deepEqual(
         [made?.direction, made?.amount, made?.accountId, made?.bankAccount],
-        ['push', p.attributes.amount, undefined, { routingNumber: '021000021', accountNumber: '000987654321', accountType: 'savings', holderName: 'Acme Payroll' }],
+        [
+          'push',
+          p.attributes.amount,
+          undefined,
+          {
+            routingNumber: '021000021',
+            accountNumber: '000987654321',
+            accountType: 'savings',
+            holderName: 'Acme Payroll',
+          },
+        ],
       );
       assert.ok(adapter.callsFor(p.id)[0]!.signed, 'a signed call keyed by the payout id');
     }
-    const status = async (id: string) => (await t.request('GET', `/api/v1/counterparties/${cpId}/payouts`, { as: lm })).body.data.find((p: { id: string }) => p.id === id).attributes;
+    const status = async (id: string) =>
+      (await t.request('GET', `/api/v1/counterparties/${cpId}/payouts`, { as: lm })).body.data.find(
+        (p: { id: string }) => p.id === id,
+      ).attributes;
     await run('bank-transfer-status');
     assert.equal((await status(ok.body.data.id)).status, 'Sent', 'Sent while the bank says pending');
 
@@ -341,13 +449,34 @@ describe("live on the operator's provider adapters", () => {
     await run('bank-transfer-status', 2_000);
     assert.equal((await status(ok.body.data.id)).status, 'Completed');
     const returned = await status(bad.body.data.id);
-    assert.deepEqual([returned.status, returned.returnCode, returned.returnReason], ['Returned', 'R01', 'insufficient funds']);
-    assert.deepEqual(await transfer(bad.body.data.id), { status: 'Failed', failure_reason: 'R01: insufficient funds', purpose: 'payout' });
-    assert.deepEqual(await counterpartyBalance(t, lm, cpId), { pending: 0, available: 7000 }, 'the returned payout is back on the available balance');
-    const topics = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as: lm })).body.data.map((e: { attributes: { topic: string } }) => e.attributes.topic).sort();
-    assert.deepEqual(topics.filter((x: string) => x.startsWith('CounterpartyPayout')), [
-      'CounterpartyPayoutCompleted', 'CounterpartyPayoutCreated', 'CounterpartyPayoutCreated', 'CounterpartyPayoutReturned', 'CounterpartyPayoutSent', 'CounterpartyPayoutSent',
-    ]);
+    assert.deepEqual(
+      [returned.status, returned.returnCode, returned.returnReason],
+      ['Returned', 'R01', 'insufficient funds'],
+    );
+    assert.deepEqual(await transfer(bad.body.data.id), {
+      status: 'Failed',
+      failure_reason: 'R01: insufficient funds',
+      purpose: 'payout',
+    });
+    assert.deepEqual(
+      await counterpartyBalance(t, lm, cpId),
+      { pending: 0, available: 7000 },
+      'the returned payout is back on the available balance',
+    );
+    const topics = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as: lm })).body.data
+      .map((e: { attributes: { topic: string } }) => e.attributes.topic)
+      .sort();
+    assert.deepEqual(
+      topics.filter((x: string) => x.startsWith('CounterpartyPayout')),
+      [
+        'CounterpartyPayoutCompleted',
+        'CounterpartyPayoutCreated',
+        'CounterpartyPayoutCreated',
+        'CounterpartyPayoutReturned',
+        'CounterpartyPayoutSent',
+        'CounterpartyPayoutSent',
+      ],
+    );
     // Reported again (another process, a retry): nothing moves twice.
     assert.equal(await run('bank-transfer-status', 600_000), 0);
     assert.deepEqual(await counterpartyBalance(t, lm, cpId), { pending: 0, available: 7000 });
@@ -360,11 +489,19 @@ describe("live on the operator's provider adapters", () => {
       const intentId = await intentFor(t, m, wallet.id, amount);
       const auth = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
         as: m,
-        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, applyWalletBalance, idempotencyKey: randomUUID() } } },
+        body: {
+          data: {
+            type: 'AuthorizePaymentIntent',
+            attributes: { amount, applyWalletBalance, idempotencyKey: randomUUID() },
+          },
+        },
       });
       assert.equal(auth.status, 201, auth.raw);
       const id = auth.body.included[0].id as string;
-      const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+      const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, {
+        as: m,
+        body: { data: { type: 'CapturePayment', attributes: { amount } } },
+      });
       assert.equal(cap.status, 200, cap.raw);
       assert.equal((await payment(m, id)).status, 'Processing');
       return id;
@@ -399,7 +536,10 @@ describe("live on the operator's provider adapters", () => {
     const pm = await t.createMerchant({ cardProcessor: { enabled: true, latencyMs: 0 } });
     const { wallet } = await fundedWallet(pm, 10_000);
     const authorize = (intentId: string, amount: number, key = randomUUID()) =>
-      t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: pm, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: key } } } });
+      t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+        as: pm,
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: key } } },
+      });
     const approved = await authorize(await intentFor(t, pm, wallet.id, 1000), 1000);
     assert.equal(approved.status, 201, approved.raw);
     const asked = adapter.calls.filter((c) => c.operation === 'authorizeCard').at(-1)!;
@@ -447,7 +587,11 @@ describe("live on the operator's provider adapters", () => {
     assert.ok(issued.signed);
     assert.equal(issued.body?.amount, 1200, 'for exactly the authorized amount');
     assert.ok(adapter.cards.has(issued.idempotencyKey!));
-    const card = await t.card.inject({ method: 'GET', url: `/api/v1/payments/${res.body.included[0].id}/card`, headers: cm.headers });
+    const card = await t.card.inject({
+      method: 'GET',
+      url: `/api/v1/payments/${res.body.included[0].id}/card`,
+      headers: cm.headers,
+    });
     assert.equal(card.statusCode, 200, card.body);
     assert.ok(isLuhnValid(JSON.parse(card.body).data.attributes.number));
   });
@@ -474,8 +618,16 @@ describe("live on the operator's provider adapters", () => {
   });
 
   test('the adapter refuses a request not signed with the shared secret', async () => {
-    const stranger = new AdapterClient({ port: 'kyc', baseUrl: url, signingSecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`, timeoutMs: 1_000 });
-    await assert.rejects(stranger.call('getKycApplication', { reference: 'x' }), (err: ProviderError) => err instanceof ProviderError && /answered 401/.test(err.message));
+    const stranger = new AdapterClient({
+      port: 'kyc',
+      baseUrl: url,
+      signingSecret: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
+      timeoutMs: 1_000,
+    });
+    await assert.rejects(
+      stranger.call('getKycApplication', { reference: 'x' }),
+      (err: ProviderError) => err instanceof ProviderError && /answered 401/.test(err.message),
+    );
     assert.deepEqual([adapter.calls.at(-1)!.signed, adapter.calls.at(-1)!.status], [false, 401]);
     await stranger.close();
   });

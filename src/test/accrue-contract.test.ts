@@ -9,7 +9,16 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { DIFFERENCES, OPERATIONS, renderCompatibilityDoc, withCompatibilitySummary, tolerated, violationsOf, type Difference, type Violation } from './accrue/contract.ts';
+import {
+  DIFFERENCES,
+  OPERATIONS,
+  renderCompatibilityDoc,
+  withCompatibilitySummary,
+  tolerated,
+  violationsOf,
+  type Difference,
+  type Violation,
+} from './accrue/contract.ts';
 import { dateLabel } from '../modules/identity/questions.ts';
 import { accrueKycApplication } from './fixtures.ts';
 import { createTestApp, JSONAPI, phone, uniqueEmail, type Merchant, type Response, type TestApp } from './harness.ts';
@@ -25,7 +34,10 @@ interface Call {
 }
 
 /** Path parameters that do not name a merchant's resource (no cross-merchant 404 to check). */
-const NOT_A_RESOURCE: Record<string, string[]> = { addSweepstakesResults: ['sweepstakesId'], clearPendingTransactions: ['type'] };
+const NOT_A_RESOURCE: Record<string, string[]> = {
+  addSweepstakesResults: ['sweepstakesId'],
+  clearPendingTransactions: ['type'],
+};
 
 describe("Accrue's contract: every operation", () => {
   let t: TestApp;
@@ -45,7 +57,11 @@ describe("Accrue's contract: every operation", () => {
   });
   after(() => t.close());
 
-  function urlOf(operationId: string, params: Params = {}, query = ''): { op: (typeof OPERATIONS)[number]; url: string } {
+  function urlOf(
+    operationId: string,
+    params: Params = {},
+    query = '',
+  ): { op: (typeof OPERATIONS)[number]; url: string } {
     const op = OPERATIONS.find((o) => o.operationId === operationId);
     assert.ok(op, `unknown operation ${operationId}`);
     const url = op.path.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -55,12 +71,23 @@ describe("Accrue's contract: every operation", () => {
     return { op, url: url + query };
   }
 
-  async function send(operationId: string, as: Merchant, params: Params | undefined, query: string | undefined, body: unknown): Promise<Response> {
+  async function send(
+    operationId: string,
+    as: Merchant,
+    params: Params | undefined,
+    query: string | undefined,
+    body: unknown,
+  ): Promise<Response> {
     const { op, url } = urlOf(operationId, params, query);
     if (operationId === 'getVirtualDebitCard') {
       // Served on the secure card listener (SECURE_URL), where a Payment's links.virtualDebitCard points.
       const res = await t.card.inject({ method: 'GET', url, headers: as.headers });
-      return { status: res.statusCode, headers: res.headers, body: res.body ? JSON.parse(res.body) : undefined, raw: res.body };
+      return {
+        status: res.statusCode,
+        headers: res.headers,
+        body: res.body ? JSON.parse(res.body) : undefined,
+        raw: res.body,
+      };
     }
     return t.request(op.method, url, { as, ...(body !== undefined ? { body } : {}) });
   }
@@ -76,12 +103,21 @@ describe("Accrue's contract: every operation", () => {
   /** Calls an operation as Accrue's clients do; returns the response after judging it. */
   async function call(operationId: string, c: Call): Promise<Response> {
     const { op } = urlOf(operationId, c.params, c.query);
-    const ids = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!).filter((n) => !NOT_A_RESOURCE[operationId]?.includes(n));
+    const ids = [...op.path.matchAll(/\{(\w+)\}/g)]
+      .map((m) => m[1]!)
+      .filter((n) => !NOT_A_RESOURCE[operationId]?.includes(n));
     if (ids.length > 0) {
       const res = await send(operationId, other, c.params, c.query, c.body);
       if (res.status === 404) judge(operationId, res);
       else {
-        const v: Violation = { operationId, status: res.status, kind: 'cross-merchant', pointer: '', keyword: 'status', message: res.raw.slice(0, 200) };
+        const v: Violation = {
+          operationId,
+          status: res.status,
+          kind: 'cross-merchant',
+          pointer: '',
+          keyword: 'status',
+          message: res.raw.slice(0, 200),
+        };
         const d = tolerated(v);
         if (d) (used.get(d.id) ?? used.set(d.id, new Set()).get(d.id)!).add(operationId);
         else crossMerchant.push(`${operationId}: another merchant got ${res.status} ${res.raw.slice(0, 200)}`);
@@ -109,10 +145,28 @@ describe("Accrue's contract: every operation", () => {
   };
 
   const createUserOp = (m: Merchant, attributes: Record<string, unknown> = {}) =>
-    call('createUser', { as: m, body: { data: { type: 'User', attributes: { email: uniqueEmail('accrue'), phoneNumber: phone(), firstName: 'Ada', lastName: 'Lovelace', ...attributes } } }, expect: 201 });
+    call('createUser', {
+      as: m,
+      body: {
+        data: {
+          type: 'User',
+          attributes: {
+            email: uniqueEmail('accrue'),
+            phoneNumber: phone(),
+            firstName: 'Ada',
+            lastName: 'Lovelace',
+            ...attributes,
+          },
+        },
+      },
+      expect: 201,
+    });
 
   const linkAccount = async (m: Merchant, userId: string) => {
-    const res = await t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, { as: m, body: { data: { type: 'LinkedAccount', attributes: { accountMask: '4321', institutionName: 'Chase' } } } });
+    const res = await t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, {
+      as: m,
+      body: { data: { type: 'LinkedAccount', attributes: { accountMask: '4321', institutionName: 'Chase' } } },
+    });
     assert.equal(res.status, 201, res.raw);
     return res.body.data.id as string;
   };
@@ -123,11 +177,22 @@ describe("Accrue's contract: every operation", () => {
     const user = (await createUserOp(m, { email })).body.data;
     assert.equal(await kycApproved(m, user.id, email), 'Approved');
     const accountId = await linkAccount(m, user.id);
-    const wallet = (await call('createWallet', { as: m, body: { data: { type: 'Wallet', attributes: { userId: user.id } } }, expect: 201 })).body.data;
+    const wallet = (
+      await call('createWallet', {
+        as: m,
+        body: { data: { type: 'Wallet', attributes: { userId: user.id } } },
+        expect: 201,
+      })
+    ).body.data;
     const dep = await call('createOneTimeDeposit', {
       as: m,
       params: { walletId: wallet.id },
-      body: { data: { type: 'OneTimeDeposit', attributes: { amount, idempotencyKey: randomUUID(), linkedAccountId: accountId } } },
+      body: {
+        data: {
+          type: 'OneTimeDeposit',
+          attributes: { amount, idempotencyKey: randomUUID(), linkedAccountId: accountId },
+        },
+      },
       expect: 201,
     });
     await call('clearPendingTransactions', { as: m, params: { walletId: wallet.id, type: 'bank' }, expect: 204 });
@@ -135,13 +200,29 @@ describe("Accrue's contract: every operation", () => {
   }
 
   const intent = async (m: Merchant, walletId: string, amount: number) =>
-    (await call('createPaymentIntent', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } }, expect: 201 })).body.data.id as string;
+    (
+      await call('createPaymentIntent', {
+        as: m,
+        body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } },
+        expect: 201,
+      })
+    ).body.data.id as string;
 
   const authorize = async (m: Merchant, intentId: string, amount: number) => {
     const res = await call('authorizePayment', {
       as: m,
       params: { paymentIntentId: intentId },
-      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, reference: `order-${randomUUID().slice(0, 8)}`, channel: { type: 'Store', id: 'nyc-store-1' }, risk: { deviceSessionId: 'dev-1' } } } },
+      body: {
+        data: {
+          type: 'AuthorizePaymentIntent',
+          attributes: {
+            amount,
+            reference: `order-${randomUUID().slice(0, 8)}`,
+            channel: { type: 'Store', id: 'nyc-store-1' },
+            risk: { deviceSessionId: 'dev-1' },
+          },
+        },
+      },
       expect: 201,
     });
     return res.body.included[0].id as string;
@@ -153,25 +234,50 @@ describe("Accrue's contract: every operation", () => {
     const user = (await createUserOp(bank, { email })).body.data;
     await call('listUsers', { as: bank });
     await call('getUser', { as: bank, params: { userId: user.id } });
-    await call('updateUser', { as: bank, params: { userReference: user.id }, body: { id: user.id, type: 'AttachedProfile', attributes: { referenceId: `ref-${user.id}`, stableReferenceId: `stable-${user.id}` } } });
+    await call('updateUser', {
+      as: bank,
+      params: { userReference: user.id },
+      body: {
+        id: user.id,
+        type: 'AttachedProfile',
+        attributes: { referenceId: `ref-${user.id}`, stableReferenceId: `stable-${user.id}` },
+      },
+    });
     assert.equal(await kycApproved(bank, user.id, email), 'Approved');
 
     // Document verification: a user the sandbox asks for documents
     const docsEmail = `${randomUUID().slice(0, 8)}@highrisk.test`;
     const docsUser = (await createUserOp(bank, { email: docsEmail })).body.data;
     assert.equal(await kycApproved(bank, docsUser.id, docsEmail), 'AwaitingDocuments');
-    await call('getDocumentVerificationLink', { as: bank, params: { userId: docsUser.id }, body: { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://merchant.example/done' } } } });
+    await call('getDocumentVerificationLink', {
+      as: bank,
+      params: { userId: docsUser.id },
+      body: {
+        data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://merchant.example/done' } },
+      },
+    });
     await call('completeDocumentVerification', { as: bank, params: { userId: docsUser.id } });
 
     // Wallets and money
     const accountId = await linkAccount(bank, user.id);
-    const wallet = (await call('createWallet', { as: bank, body: { data: { type: 'Wallet', attributes: { userId: user.id } } }, expect: 201 })).body.data;
+    const wallet = (
+      await call('createWallet', {
+        as: bank,
+        body: { data: { type: 'Wallet', attributes: { userId: user.id } } },
+        expect: 201,
+      })
+    ).body.data;
     await call('getWallet', { as: bank, params: { walletId: wallet.id } });
     await call('listWallets', { as: bank });
     const dep = await call('createOneTimeDeposit', {
       as: bank,
       params: { walletId: wallet.id },
-      body: { data: { type: 'OneTimeDeposit', attributes: { amount: 5000, idempotencyKey: randomUUID(), linkedAccountId: accountId } } },
+      body: {
+        data: {
+          type: 'OneTimeDeposit',
+          attributes: { amount: 5000, idempotencyKey: randomUUID(), linkedAccountId: accountId },
+        },
+      },
       expect: 201,
     });
     await call('clearPendingTransactions', { as: bank, params: { walletId: wallet.id, type: 'bank' }, expect: 204 });
@@ -181,32 +287,56 @@ describe("Accrue's contract: every operation", () => {
     const pending = await call('createOneTimeDeposit', {
       as: bank,
       params: { walletId: wallet.id },
-      body: { data: { type: 'OneTimeDeposit', attributes: { amount: 200, idempotencyKey: randomUUID(), linkedAccountId: accountId } } },
+      body: {
+        data: {
+          type: 'OneTimeDeposit',
+          attributes: { amount: 200, idempotencyKey: randomUUID(), linkedAccountId: accountId },
+        },
+      },
       expect: 201,
     });
     await call('failPendingTransaction', {
       as: bank,
       params: { walletId: wallet.id },
-      body: { data: { type: 'FailPendingTransaction', attributes: { transactionId: pending.body.data.id, reason: 'InsufficientFunds' } } },
+      body: {
+        data: {
+          type: 'FailPendingTransaction',
+          attributes: { transactionId: pending.body.data.id, reason: 'InsufficientFunds' },
+        },
+      },
       expect: 204,
     });
-    await call('closedLoopWithdraw', { as: bank, params: { walletId: wallet.id }, body: { data: { type: 'Withdraw', attributes: { amount: 100 } } }, expect: 201 });
+    await call('closedLoopWithdraw', {
+      as: bank,
+      params: { walletId: wallet.id },
+      body: { data: { type: 'Withdraw', attributes: { amount: 100 } } },
+      expect: 201,
+    });
 
     // Barcodes
     const barcode = (
-      await call('generateWalletBarcode', { as: bank, params: { walletId: wallet.id }, body: { data: { type: 'GenerateWalletBarcode', attributes: { usageLimit: 5 } } }, expect: 201 })
+      await call('generateWalletBarcode', {
+        as: bank,
+        params: { walletId: wallet.id },
+        body: { data: { type: 'GenerateWalletBarcode', attributes: { usageLimit: 5 } } },
+        expect: 201,
+      })
     ).body.data.attributes.lookUpId as string;
     await call('listWalletBarcodes', { as: bank, params: { walletId: wallet.id } });
     await call('getWalletBarcode', { as: bank, params: { lookUpId: barcode } });
     await call('getWalletByBarcode', { as: bank, params: { lookUpId: barcode } });
 
     // Identity verification
-    const challenge = (await call('createIdentityVerificationChallenge', { as: bank, params: { userIdentifier: user.id } })).body.data;
+    const challenge = (
+      await call('createIdentityVerificationChallenge', { as: bank, params: { userIdentifier: user.id } })
+    ).body.data;
     const right = ['Ada Lovelace', '4321', dateLabel('1990-12-10')];
-    const answers = challenge.attributes.questions.map((q: { id: string; prompt: string; options: { id: string; label: string }[] }) => {
-      const pick = q.options.find((o) => right.includes(o.label)) ?? q.options[0]!;
-      return { questionId: q.id, optionId: pick.id };
-    });
+    const answers = challenge.attributes.questions.map(
+      (q: { id: string; prompt: string; options: { id: string; label: string }[] }) => {
+        const pick = q.options.find((o) => right.includes(o.label)) ?? q.options[0]!;
+        return { questionId: q.id, optionId: pick.id };
+      },
+    );
     const result = (
       await call('submitIdentityVerificationChallenge', {
         as: bank,
@@ -218,7 +348,12 @@ describe("Accrue's contract: every operation", () => {
     await call('applyVerifiedProfileUpdate', {
       as: bank,
       params: { userIdentifier: user.id },
-      body: { data: { type: 'ProfileUpdate', attributes: { verificationToken: result.attributes.verificationToken, email: uniqueEmail('verified') } } },
+      body: {
+        data: {
+          type: 'ProfileUpdate',
+          attributes: { verificationToken: result.attributes.verificationToken, email: uniqueEmail('verified') },
+        },
+      },
     });
 
     // Linked accounts (the demo backup method after the challenge, whose third question asks for the newest account)
@@ -229,10 +364,19 @@ describe("Accrue's contract: every operation", () => {
 
     // Widgets
     await call('getWalletWidgetData', { as: bank, params: { walletId: wallet.id } });
-    await call('findWalletWidgetData', { as: bank, query: `?filter[userReference]=${encodeURIComponent(`stable-${user.id}`)}` });
+    await call('findWalletWidgetData', {
+      as: bank,
+      query: `?filter[userReference]=${encodeURIComponent(`stable-${user.id}`)}`,
+    });
     await call('getWalletWidgetDataV2', { as: bank, params: { walletId: wallet.id } });
-    await call('findWalletWidgetDataV2', { as: bank, query: `?filter[userReference]=${encodeURIComponent(`stable-${user.id}`)}` });
-    await call('createWidgetSession', { as: bank, body: { data: { type: 'CreateWidgetSession', attributes: { widgetType: 'PaymentMethods' } } } });
+    await call('findWalletWidgetDataV2', {
+      as: bank,
+      query: `?filter[userReference]=${encodeURIComponent(`stable-${user.id}`)}`,
+    });
+    await call('createWidgetSession', {
+      as: bank,
+      body: { data: { type: 'CreateWidgetSession', attributes: { widgetType: 'PaymentMethods' } } },
+    });
     const widgetIntent = await intent(bank, wallet.id, 300);
     await call('getLinkedAccountWidgetData', { as: bank, params: { paymentIntentId: widgetIntent } });
 
@@ -240,24 +384,56 @@ describe("Accrue's contract: every operation", () => {
     const reward = (
       await call('issueReward', {
         as: bank,
-        body: { data: { type: 'IssueReward', attributes: { phoneNumber: user.attributes.profile.phoneNumber, amount: 250, idempotencyKey: randomUUID(), message: 'Thanks', reasonCode: 'CX-1', costCenter: 'CX' } } },
+        body: {
+          data: {
+            type: 'IssueReward',
+            attributes: {
+              phoneNumber: user.attributes.profile.phoneNumber,
+              amount: 250,
+              idempotencyKey: randomUUID(),
+              message: 'Thanks',
+              reasonCode: 'CX-1',
+              costCenter: 'CX',
+            },
+          },
+        },
       })
     ).body.data;
     await call('listIssuedRewards', { as: bank });
     await call('getIssuedRewardById', { as: bank, params: { id: reward.id } });
     const stranger = phone();
     const preIssued = (
-      await call('issueReward', { as: bank, body: { data: { type: 'IssueReward', attributes: { phoneNumber: stranger, amount: 300, idempotencyKey: randomUUID() } } } })
+      await call('issueReward', {
+        as: bank,
+        body: {
+          data: {
+            type: 'IssueReward',
+            attributes: { phoneNumber: stranger, amount: 300, idempotencyKey: randomUUID() },
+          },
+        },
+      })
     ).body.data;
-    await call('updateReward', { as: bank, params: { id: preIssued.id }, body: { data: { type: 'UpdateReward', attributes: { amount: 350, message: 'Updated' } } } });
+    await call('updateReward', {
+      as: bank,
+      params: { id: preIssued.id },
+      body: { data: { type: 'UpdateReward', attributes: { amount: 350, message: 'Updated' } } },
+    });
     await call('cancelReward', { as: bank, params: { id: preIssued.id }, expect: 204 });
-    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: bank, body: { data: { type: 'Gift', attributes: { amount: 2500 } } } });
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: bank,
+      body: { data: { type: 'Gift', attributes: { amount: 2500 } } },
+    });
     assert.equal(gift.status, 201, gift.raw);
     await call('getGiftByLookUpId', { as: bank, params: { lookUpId: gift.body.data.id } });
     await call('addSweepstakesResults', {
       as: bank,
       params: { sweepstakesId: 'spring-2026' },
-      body: { data: { type: 'SweepstakesResults', attributes: { customer: { idType: 'PhoneNumber', id: user.attributes.profile.phoneNumber } } } },
+      body: {
+        data: {
+          type: 'SweepstakesResults',
+          attributes: { customer: { idType: 'PhoneNumber', id: user.attributes.profile.phoneNumber } },
+        },
+      },
       expect: 201,
     });
   });
@@ -270,10 +446,30 @@ describe("Accrue's contract: every operation", () => {
     const paymentId = await authorize(bank, intentId, 1500);
     await call('getPayment', { as: bank, params: { paymentId } });
     await call('listPayments', { as: bank, query: '?include=paymentIntent' });
-    await call('updatePayment', { as: bank, params: { paymentId }, body: { data: { id: paymentId, type: 'Payment', attributes: { reference: 'order-42' } } } });
-    await call('capturePayment', { as: bank, params: { paymentId }, body: { data: { type: 'CapturePayment', attributes: { amount: 1500 } } } });
-    await call('refund', { as: bank, params: { paymentId }, body: { data: { type: 'RefundPayment', attributes: { amount: 500, idempotencyKey: randomUUID() } } } });
-    const direct = await call('createPayment', { as: bank, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 700, linkedAccountId: accountId, reference: 'direct-1' } } } });
+    await call('updatePayment', {
+      as: bank,
+      params: { paymentId },
+      body: { data: { id: paymentId, type: 'Payment', attributes: { reference: 'order-42' } } },
+    });
+    await call('capturePayment', {
+      as: bank,
+      params: { paymentId },
+      body: { data: { type: 'CapturePayment', attributes: { amount: 1500 } } },
+    });
+    await call('refund', {
+      as: bank,
+      params: { paymentId },
+      body: { data: { type: 'RefundPayment', attributes: { amount: 500, idempotencyKey: randomUUID() } } },
+    });
+    const direct = await call('createPayment', {
+      as: bank,
+      body: {
+        data: {
+          type: 'CreatePayment',
+          attributes: { walletId: wallet.id, amount: 700, linkedAccountId: accountId, reference: 'direct-1' },
+        },
+      },
+    });
     assert.ok(direct.body.data.id);
     const toCancel = await authorize(bank, await intent(bank, wallet.id, 400), 400);
     await call('cancelPayment', { as: bank, params: { paymentId: toCancel } });
@@ -283,15 +479,33 @@ describe("Accrue's contract: every operation", () => {
     const { wallet } = await funded(card, 20_000);
     const paymentId = await authorize(card, await intent(card, wallet.id, 3000), 3000);
     await call('getVirtualDebitCard', { as: card, params: { paymentId } });
-    await call('increaseAuthorization', { as: card, params: { paymentId }, body: { data: { type: 'IncreaseAuthorization', attributes: { increase: 500, idempotencyKey: randomUUID() } } } });
-    const auth = await call('simulateCardAuthorization', { as: card, params: { paymentId }, body: { data: { type: 'SimulateCardAuthorization', attributes: { amount: 1000 } } } });
+    await call('increaseAuthorization', {
+      as: card,
+      params: { paymentId },
+      body: { data: { type: 'IncreaseAuthorization', attributes: { increase: 500, idempotencyKey: randomUUID() } } },
+    });
+    const auth = await call('simulateCardAuthorization', {
+      as: card,
+      params: { paymentId },
+      body: { data: { type: 'SimulateCardAuthorization', attributes: { amount: 1000 } } },
+    });
     await call('getAuthorizationRequestList', { as: card, params: { paymentId } });
-    const authorizationRequestId = auth.body?.included?.[0]?.id ?? (await send('getAuthorizationRequestList', card, { paymentId }, '', undefined)).body.data[0].id;
-    await call('simulateCardCapture', { as: card, params: { paymentId }, body: { data: { type: 'SimulateCardCapture', attributes: { authorizationRequestId, amount: 1000 } } } });
+    const authorizationRequestId =
+      auth.body?.included?.[0]?.id ??
+      (await send('getAuthorizationRequestList', card, { paymentId }, '', undefined)).body.data[0].id;
+    await call('simulateCardCapture', {
+      as: card,
+      params: { paymentId },
+      body: { data: { type: 'SimulateCardCapture', attributes: { authorizationRequestId, amount: 1000 } } },
+    });
     await call('getCapturesList', { as: card, params: { paymentId } });
     await call('completePayment', { as: card, params: { paymentId } });
     const second = await authorize(card, await intent(card, wallet.id, 800), 800);
-    await call('simulateCardAuthorizationCapture', { as: card, params: { paymentId: second }, body: { data: { type: 'SimulateCardAuthorizationCapture', attributes: { amount: 800 } } } });
+    await call('simulateCardAuthorizationCapture', {
+      as: card,
+      params: { paymentId: second },
+      body: { data: { type: 'SimulateCardAuthorizationCapture', attributes: { amount: 800 } } },
+    });
   });
 
   test('counterparties, their payouts and transfers, external transactions, webhooks and their events', async () => {
@@ -299,7 +513,17 @@ describe("Accrue's contract: every operation", () => {
       (
         await call('createCounterparty', {
           as: bank,
-          body: { data: { type: 'CreateCounterparty', attributes: { label, accountNumber: `000${Math.floor(Math.random() * 1e9)}`, routingNumber: '021000021', accountType: 'Checking' } } },
+          body: {
+            data: {
+              type: 'CreateCounterparty',
+              attributes: {
+                label,
+                accountNumber: `000${Math.floor(Math.random() * 1e9)}`,
+                routingNumber: '021000021',
+                accountType: 'Checking',
+              },
+            },
+          },
           expect: 201,
         })
       ).body.data.id as string;
@@ -307,13 +531,38 @@ describe("Accrue's contract: every operation", () => {
     const to = await created('Vendor');
     await call('listCounterparties', { as: bank });
     await call('getCounterparty', { as: bank, params: { counterpartyId: from } });
-    await call('updateCounterparty', { as: bank, params: { counterpartyId: from }, body: { data: { id: from, type: 'UpdateCounterparty', attributes: { label: 'Payroll (main)' } } } });
-    await call('simulateCounterpartyDeposit', { as: bank, params: { counterpartyId: from }, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 10_000 } } }, expect: 204 });
-    await call('createCounterpartyPayout', { as: bank, params: { counterpartyId: from }, body: { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 1000, idempotencyKey: randomUUID() } } }, expect: 201 });
+    await call('updateCounterparty', {
+      as: bank,
+      params: { counterpartyId: from },
+      body: { data: { id: from, type: 'UpdateCounterparty', attributes: { label: 'Payroll (main)' } } },
+    });
+    await call('simulateCounterpartyDeposit', {
+      as: bank,
+      params: { counterpartyId: from },
+      body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 10_000 } } },
+      expect: 204,
+    });
+    await call('createCounterpartyPayout', {
+      as: bank,
+      params: { counterpartyId: from },
+      body: { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 1000, idempotencyKey: randomUUID() } } },
+      expect: 201,
+    });
     await call('listCounterpartyPayouts', { as: bank, params: { counterpartyId: from } });
     const transfer = await call('createCounterpartyTransfer', {
       as: bank,
-      body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: from, toCounterpartyId: to, amount: 1500, idempotencyKey: `transfer-${randomUUID()}`, metadata: { orderId: 'order_123' } } } },
+      body: {
+        data: {
+          type: 'CounterpartyTransfer',
+          attributes: {
+            fromCounterpartyId: from,
+            toCounterpartyId: to,
+            amount: 1500,
+            idempotencyKey: `transfer-${randomUUID()}`,
+            metadata: { orderId: 'order_123' },
+          },
+        },
+      },
       expect: 201,
     });
     await call('listCounterpartyTransfers', { as: bank });
@@ -327,7 +576,15 @@ describe("Accrue's contract: every operation", () => {
         data: [
           {
             type: 'ExternalTransaction',
-            attributes: { type: 'Purchase', source: { id: randomUUID(), createdAt: '2026-05-30T10:00:00.000Z', customerId: '607329' }, channel: 'nyc-store-1', payments: [{ method: 'Cash', amount: 10_000 }, { method: 'DebitCard', amount: 5000 }] },
+            attributes: {
+              type: 'Purchase',
+              source: { id: randomUUID(), createdAt: '2026-05-30T10:00:00.000Z', customerId: '607329' },
+              channel: 'nyc-store-1',
+              payments: [
+                { method: 'Cash', amount: 10_000 },
+                { method: 'DebitCard', amount: 5000 },
+              ],
+            },
           },
         ],
       },
@@ -335,11 +592,29 @@ describe("Accrue's contract: every operation", () => {
     await call('listExternalTransactions', { as: bank });
     await call('getExternalTransaction', { as: bank, params: { externalTransactionId: added.body.data[0].id } });
 
-    const hook = await call('createWebhook', { as: bank, body: { data: { type: 'Webhook', attributes: { enabled: true, name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['KycPending'] } } }, expect: 201 });
+    const hook = await call('createWebhook', {
+      as: bank,
+      body: {
+        data: {
+          type: 'Webhook',
+          attributes: {
+            enabled: true,
+            name: 'Orders',
+            url: 'https://hooks.example.com/coffer',
+            topics: ['KycPending'],
+          },
+        },
+      },
+      expect: 201,
+    });
     const webhookId = hook.body.data.id as string;
     await call('getWebhooks', { as: bank });
     await call('getWebhook', { as: bank, params: { webhookId } });
-    await call('updateWebhook', { as: bank, params: { webhookId }, body: { data: { id: webhookId, type: 'Webhook', attributes: { enabled: false, name: 'Orders (paused)' } } } });
+    await call('updateWebhook', {
+      as: bank,
+      params: { webhookId },
+      body: { data: { id: webhookId, type: 'Webhook', attributes: { enabled: false, name: 'Orders (paused)' } } },
+    });
     const email = uniqueEmail('events');
     const u = (await createUserOp(bank, { email })).body.data;
     await kycApproved(bank, u.id, email);
@@ -349,14 +624,20 @@ describe("Accrue's contract: every operation", () => {
   });
 
   test("every operation served at Accrue's method and path carries Accrue's operationId in the OpenAPI document", async () => {
-    const doc = (await t.request('GET', '/api/v1/openapi.json')).body as { paths: Record<string, Record<string, { operationId?: string }>> };
+    const doc = (await t.request('GET', '/api/v1/openapi.json')).body as {
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
     const served = new Map<string, string>();
     for (const [path, ops] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(ops)) if (op.operationId) served.set(`${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}').replace(/\/$/, '')}`, op.operationId);
+      for (const [method, op] of Object.entries(ops))
+        if (op.operationId)
+          served.set(`${method.toUpperCase()} ${path.replace(/\{[^}]+\}/g, '{}').replace(/\/$/, '')}`, op.operationId);
     }
     const differing = OPERATIONS.flatMap((o) => {
       const ours = served.get(`${o.method} ${o.path.replace(/\{[^}]+\}/g, '{}')}`);
-      return ours === undefined || ours === o.operationId ? [] : [`${o.method} ${o.path}: ${ours}, Accrue's ${o.operationId}`];
+      return ours === undefined || ours === o.operationId
+        ? []
+        : [`${o.method} ${o.path}: ${ours}, Accrue's ${o.operationId}`];
     });
     assert.deepEqual(differing, [], 'a client generated from either document names the operations alike');
   });
@@ -364,7 +645,10 @@ describe("Accrue's contract: every operation", () => {
   test('every one of the 82 operations was called', () => {
     assert.equal(OPERATIONS.length, 82);
     assert.equal(new Set(OPERATIONS.map((o) => o.operationId)).size, 82);
-    assert.deepEqual(OPERATIONS.map((o) => o.operationId).filter((id) => !covered.has(id)), []);
+    assert.deepEqual(
+      OPERATIONS.map((o) => o.operationId).filter((id) => !covered.has(id)),
+      [],
+    );
   });
 
   test("another merchant's id on every by-id operation is 404", () => {
@@ -372,7 +656,10 @@ describe("Accrue's contract: every operation", () => {
   });
 
   test('no violation of the contract but the listed differences', () => {
-    assert.deepEqual(untolerated.map((v) => `${v.operationId} ${v.status} ${v.kind}: ${v.message}`), []);
+    assert.deepEqual(
+      untolerated.map((v) => `${v.operationId} ${v.status} ${v.kind}: ${v.message}`),
+      [],
+    );
   });
 
   test('every listed difference still tolerates something for each operation it names', () => {
@@ -384,8 +671,11 @@ describe("Accrue's contract: every operation", () => {
     assert.deepEqual(stale, []);
   });
 
-  test('docs/accrue-compatibility.md and the README\'s summary are what npm run docs:accrue writes', () => {
-    assert.equal(readFileSync(new URL('../../docs/accrue-compatibility.md', import.meta.url), 'utf8'), renderCompatibilityDoc());
+  test("docs/accrue-compatibility.md and the README's summary are what npm run docs:accrue writes", () => {
+    assert.equal(
+      readFileSync(new URL('../../docs/accrue-compatibility.md', import.meta.url), 'utf8'),
+      renderCompatibilityDoc(),
+    );
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     assert.equal(readme, withCompatibilitySummary(readme));
   });

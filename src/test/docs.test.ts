@@ -19,7 +19,12 @@ import { startServer, type ServerProcess } from './process.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RUN = ['README.md', 'docs/getting-started.md'];
-const LINKED = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const LINKED = [
+  'README.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 const SKIP = /^<!--\s*docs-test:\s*skip:\s*(\S.*?)\s*-->$/;
 
 interface Block {
@@ -129,14 +134,16 @@ describe('the docs', () => {
         const [file, anchor] = target!.split('#') as [string, string | undefined];
         const resolved = file ? path.resolve(path.dirname(path.join(ROOT, doc)), file) : path.join(ROOT, doc);
         if (!existsSync(resolved)) broken.push(`${doc}: ${target} (no such file)`);
-        else if (anchor && resolved.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor)) broken.push(`${doc}: ${target} (no such heading)`);
+        else if (anchor && resolved.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor))
+          broken.push(`${doc}: ${target} (no such heading)`);
       }
     }
     assert.deepEqual(broken, []);
   });
 
   test('no doc tells the project’s history', async () => {
-    const history = /\b(earlier|later|previous|this|first|second) session\b|in a slower hour|tried and not kept|\b(previous|earlier|old) code\b|\bthis stop\b/gi;
+    const history =
+      /\b(earlier|later|previous|this|first|second) session\b|in a slower hour|tried and not kept|\b(previous|earlier|old) code\b|\bthis stop\b/gi;
     const found: string[] = [];
     for (const doc of LINKED) {
       (await readFile(path.join(ROOT, doc), 'utf8')).split('\n').forEach((l, i) => {
@@ -179,8 +186,12 @@ describe('the docs', () => {
   test('the walk-throughs have steps to run, and every skipped block says why', async () => {
     for (const doc of RUN) {
       const markdown = await readFile(path.join(ROOT, doc), 'utf8');
-      assert.ok(shellBlocks(markdown).some((b) => !b.skip), `${doc} has no shell block to run`);
-      for (const l of markdown.split('\n').filter((l) => l.includes('docs-test'))) assert.match(l.trim(), SKIP, `${doc}: a skip marker is <!-- docs-test: skip: <why> -->`);
+      assert.ok(
+        shellBlocks(markdown).some((b) => !b.skip),
+        `${doc} has no shell block to run`,
+      );
+      for (const l of markdown.split('\n').filter((l) => l.includes('docs-test')))
+        assert.match(l.trim(), SKIP, `${doc}: a skip marker is <!-- docs-test: skip: <why> -->`);
     }
   });
 });
@@ -192,7 +203,10 @@ describe('the walk-throughs, against a sandbox', () => {
   before(async () => {
     for (const tool of ['jq', 'curl']) {
       const found = spawnSync(tool, ['--version']).status === 0;
-      assert.ok(found, `the docs' walk-throughs use ${tool}: install it (Debian: apt-get install ${tool}; macOS: brew install ${tool})`);
+      assert.ok(
+        found,
+        `the docs' walk-throughs use ${tool}: install it (Debian: apt-get install ${tool}; macOS: brew install ${tool})`,
+      );
     }
     dir = await mkdtemp(path.join(tmpdir(), 'coffer-docs-'));
     // A sandbox as `npm start` makes it: generated secrets and a demo merchant in its data folder.
@@ -260,17 +274,29 @@ async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<
   await writeFile(path.join(out, 'script.sh'), script);
   const { ports } = server;
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !['DATABASE_URL', 'ADMIN_TOKEN', 'COFFER_ADMIN_URL'].includes(k)) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && !['DATABASE_URL', 'ADMIN_TOKEN', 'COFFER_ADMIN_URL'].includes(k)) env[k] = v;
   // The reader's shell next to `npm start`: the sandbox's data folder and ports (the CLI reads both).
-  Object.assign(env, { DOCS_OUT: out, DATA_DIR: dataDir, PORT: String(ports.api), CARD_PORT: String(ports.card), PAY_PORT: String(ports.pay), ADMIN_PORT: String(ports.admin), CONSOLE_PORT: String(ports.console) });
+  Object.assign(env, {
+    DOCS_OUT: out,
+    DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    CARD_PORT: String(ports.card),
+    PAY_PORT: String(ports.pay),
+    ADMIN_PORT: String(ports.admin),
+    CONSOLE_PORT: String(ports.console),
+  });
   const bash = spawn('bash', [path.join(out, 'script.sh')], { cwd: ROOT, env, stdio: 'ignore', detached: true });
   const timer = setTimeout(() => process.kill(-bash.pid!, 'SIGKILL'), 240_000); // the session and whatever it started
   await new Promise((resolve) => bash.once('exit', resolve));
   clearTimeout(timer);
 
-  const statuses = existsSync(path.join(out, 'statuses')) ? readFileSync(path.join(out, 'statuses'), 'utf8').trim().split('\n') : [];
+  const statuses = existsSync(path.join(out, 'statuses'))
+    ? readFileSync(path.join(out, 'statuses'), 'utf8').trim().split('\n')
+    : [];
   all.forEach((s, i) => {
-    const file = (ext: string) => (existsSync(path.join(out, `${i}.${ext}`)) ? readFileSync(path.join(out, `${i}.${ext}`), 'utf8') : undefined);
+    const file = (ext: string) =>
+      existsSync(path.join(out, `${i}.${ext}`)) ? readFileSync(path.join(out, `${i}.${ext}`), 'utf8') : undefined;
     const rc = file('rc');
     const output = file('out') ?? '';
     const got = statuses.filter((l) => l.startsWith(`${i} `)).map((l) => Number(l.split(' ')[1]));
@@ -281,10 +307,15 @@ async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<
     if (s.status !== undefined) assert.equal(last, s.status, `the step's comment says ${s.status}:\n${where}`);
     for (const [k, status] of got.entries()) {
       if (s.status !== undefined && k === got.length - 1) continue;
-      assert.ok(status >= 200 && status < 300, `an HTTP call of the step answered ${status} (its comment shows no other status):\n${where}`);
+      assert.ok(
+        status >= 200 && status < 300,
+        `an HTTP call of the step answered ${status} (its comment shows no other status):\n${where}`,
+      );
     }
     for (const member of s.members) {
-      const found = member.endsWith('"') ? output.includes(member) : new RegExp(`${member.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w.])`).test(output);
+      const found = member.endsWith('"')
+        ? output.includes(member)
+        : new RegExp(`${member.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w.])`).test(output);
       assert.ok(found, `the step's output lacks ${member}, which its comment shows:\n${where}`);
     }
     if (s.word !== undefined) assert.equal(output.trim(), s.word, `the step's comment shows ${s.word}:\n${where}`);

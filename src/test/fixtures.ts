@@ -36,5 +36,8 @@ export const accrueKycApplication = (email: string, over: Record<string, unknown
 
 /** A webhook registration; the default URL is public, as the default address policy requires. */
 export const webhookBody = (attributes: Record<string, unknown>) => ({
-  data: { type: 'Webhook', attributes: { name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['*'], ...attributes } },
+  data: {
+    type: 'Webhook',
+    attributes: { name: 'Orders', url: 'https://hooks.example.com/coffer', topics: ['*'], ...attributes },
+  },
 });

@@ -95,7 +95,10 @@ export async function freshDatabaseUrl(): Promise<string | undefined> {
  */
 export async function ownDatabase(): Promise<{ database: Database; url: string | undefined }> {
   const url = await freshDatabaseUrl();
-  return { database: await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url }), url };
+  return {
+    database: await openDatabase({ databaseUrl: url, dataDir: '', poolSize: url ? 10 : 1, inMemory: !url }),
+    url,
+  };
 }
 
 export async function closeTestDatabase(): Promise<void> {
@@ -103,7 +106,8 @@ export async function closeTestDatabase(): Promise<void> {
     const { default: pg } = await import('pg');
     const c = new pg.Client({ connectionString: serverUrl });
     await c.connect();
-    for (const name of extraDatabases.splice(0)) await c.query(`drop database if exists ${name} with (force)`).catch(() => {});
+    for (const name of extraDatabases.splice(0))
+      await c.query(`drop database if exists ${name} with (force)`).catch(() => {});
     await c.end();
   }
   if (!shared) return;
@@ -146,7 +150,10 @@ export const PROVIDER_SIGNING_SECRET = `whsec_${Buffer.alloc(32, 11).toString('b
 
 /** Every provider URL set to `url` (one adapter serves every port), with the tests' signing secret. */
 export function providerEnv(url: string): Record<string, string> {
-  return Object.fromEntries([...Object.values(PROVIDER_URL_VARIABLES).map((name) => [name, url]), ['PROVIDER_SIGNING_SECRET', PROVIDER_SIGNING_SECRET]]);
+  return Object.fromEntries([
+    ...Object.values(PROVIDER_URL_VARIABLES).map((name) => [name, url]),
+    ['PROVIDER_SIGNING_SECRET', PROVIDER_SIGNING_SECRET],
+  ]);
 }
 
 const UNREACHABLE_PROVIDERS = providerEnv('http://127.0.0.1:9');
@@ -203,7 +210,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-async function inject(app: App, method: string, url: string, opts: RequestOptions, auth: Record<string, string>, record = false): Promise<Response> {
+async function inject(
+  app: App,
+  method: string,
+  url: string,
+  opts: RequestOptions,
+  auth: Record<string, string>,
+  record = false,
+): Promise<Response> {
   const headers: Record<string, string> = { ...auth, ...opts.headers };
   let payload: string | undefined;
   if (opts.rawBody !== undefined) payload = opts.rawBody;
@@ -211,8 +225,20 @@ async function inject(app: App, method: string, url: string, opts: RequestOption
     payload = JSON.stringify(opts.body);
     headers['content-type'] ??= JSONAPI;
   }
-  const res = await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
-  if (record) recorded.push({ method, url, status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.body });
+  const res = await app.inject({
+    method: method as 'GET',
+    url,
+    headers,
+    ...(payload !== undefined ? { payload } : {}),
+  });
+  if (record)
+    recorded.push({
+      method,
+      url,
+      status: res.statusCode,
+      contentType: res.headers['content-type'] as string | undefined,
+      body: res.body,
+    });
   let body: unknown = undefined;
   if (res.body.length > 0) {
     try {
@@ -265,7 +291,9 @@ export async function createTestApp(
   const config = testConfig(opts.env);
   // Tests that use the system clock never call clock.advance.
   const clock = (opts.clock ?? new TestClock(SUITE_CLOCK_START)) as TestClock;
-  const log = opts.logStream ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never) : pino({ level: 'silent' });
+  const log = opts.logStream
+    ? createLogger({ ...config, logLevel: 'info' }, opts.logStream as never)
+    : pino({ level: 'silent' });
   // The harness shares one database between apps: closing an app must not close it.
   const ctx = await createContext(config, {
     log,
@@ -290,15 +318,26 @@ export async function createTestApp(
     card,
     pay,
     request: (method, url, o = {}) => inject(api, method, url, o, o.as?.headers ?? {}, true) as never,
-    adminRequest: (method, url, o = {}) => inject(admin, method, url, o, { authorization: `Bearer ${ADMIN_TOKEN}` }) as never,
+    adminRequest: (method, url, o = {}) =>
+      inject(admin, method, url, o, { authorization: `Bearer ${ADMIN_TOKEN}` }) as never,
     async createMerchant(settings) {
       const res = await t.adminRequest('POST', '/admin/v1/clients', {
-        body: { data: { type: 'Client', attributes: { name: `Merchant ${randomBytes(3).toString('hex')}`, ...(settings ? { settings } : {}) } } },
+        body: {
+          data: {
+            type: 'Client',
+            attributes: { name: `Merchant ${randomBytes(3).toString('hex')}`, ...(settings ? { settings } : {}) },
+          },
+        },
       });
       if (res.status !== 201) throw new Error(`createMerchant failed: ${res.status} ${res.raw}`);
       const a = res.body.data.attributes;
       const clientId = res.body.data.id as string;
-      return { clientId, secret: a.secret, secretId: a.secretId, headers: { 'client-id': clientId, authorization: `Bearer ${a.secret}` } };
+      return {
+        clientId,
+        secret: a.secret,
+        secretId: a.secretId,
+        headers: { 'client-id': clientId, authorization: `Bearer ${a.secret}` },
+      };
     },
     async close() {
       await Promise.all([api.close(), admin.close(), card.close(), pay.close()]);
@@ -330,13 +369,25 @@ export function uniqueEmail(prefix = 'user'): string {
 
 /** Creates a user through the API and returns its resource. */
 export async function createUser(t: TestApp, as: Merchant, attributes: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/users', { as, body: { data: { type: 'User', attributes: { phoneNumber: phone(), ...attributes } } } });
+  const res = await t.request('POST', '/api/v1/users', {
+    as,
+    body: { data: { type: 'User', attributes: { phoneNumber: phone(), ...attributes } } },
+  });
   if (res.status !== 201) throw new Error(`createUser failed: ${res.status} ${res.raw}`);
   return res.body.data as { id: string; attributes: Record<string, any> };
 }
 
 /** Asserts a JSON:API error response and returns its error objects. */
-export function errorsOf(res: Response): { status: string; id: string; code: string; title: string; detail: string; source?: { pointer?: string; parameter?: string; header?: string }; meta: Record<string, unknown> }[] {
-  if (!res.body || !Array.isArray(res.body.errors)) throw new Error(`expected an error document, got ${res.status} ${res.raw}`);
+export function errorsOf(res: Response): {
+  status: string;
+  id: string;
+  code: string;
+  title: string;
+  detail: string;
+  source?: { pointer?: string; parameter?: string; header?: string };
+  meta: Record<string, unknown>;
+}[] {
+  if (!res.body || !Array.isArray(res.body.errors))
+    throw new Error(`expected an error document, got ${res.status} ${res.raw}`);
   return res.body.errors;
 }

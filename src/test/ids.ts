@@ -4,4 +4,5 @@ import { randomInt } from 'node:crypto';
 import { UUID } from 'uuidv7';
 
 /** A UUIDv7 made at `ms` (milliseconds since the epoch), with random bits. */
-export const uuidv7At = (ms: number): string => UUID.fromFieldsV7(ms, randomInt(0x1000), randomInt(0x40000000), randomInt(2 ** 32 - 1)).toString();
+export const uuidv7At = (ms: number): string =>
+  UUID.fromFieldsV7(ms, randomInt(0x1000), randomInt(0x40000000), randomInt(2 ** 32 - 1)).toString();

@@ -8,7 +8,10 @@ type Counts = Record<string, number>;
 const of = (clientIds?: string[]) => (clientIds ? sql`where client_id::text in ${clientIds}` : sql``);
 
 type Row = { client_id: string; list: string; key: string; n: number | string };
-const keyed = (rows: Row[]): Counts => Object.fromEntries(rows.filter((r) => Number(r.n) !== 0).map((r) => [`${r.client_id}|${r.list}|${r.key}`, Number(r.n)]));
+const keyed = (rows: Row[]): Counts =>
+  Object.fromEntries(
+    rows.filter((r) => Number(r.n) !== 0).map((r) => [`${r.client_id}|${r.list}|${r.key}`, Number(r.n)]),
+  );
 
 /** The merchants' rows (every merchant's by default) counted per list and key, the way the triggers and the migration count them. */
 export async function countsFromTables(db: Executor, clientIds?: string[]): Promise<Counts> {

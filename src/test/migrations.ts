@@ -28,12 +28,21 @@ export async function migrateUpTo(database: Database, tag: RegExp, scratch: stri
  * its scratch folder removed after them. `upTo(tag)` runs every migration before the one `tag`
  * matches (migrateUpTo) and returns the database.
  */
-export function migrationTestDatabase(name: string): { readonly database: Database; upTo(tag: RegExp): Promise<Database> } {
+export function migrationTestDatabase(name: string): {
+  readonly database: Database;
+  upTo(tag: RegExp): Promise<Database>;
+} {
   let dir: string;
   let database: Database | undefined;
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), `coffer-${name}-migration-`));
-    database = await openDatabase({ databaseUrl: await freshDatabaseUrl(), dataDir: dir, poolSize: 2, migrate: false, inMemory: true });
+    database = await openDatabase({
+      databaseUrl: await freshDatabaseUrl(),
+      dataDir: dir,
+      poolSize: 2,
+      migrate: false,
+      inMemory: true,
+    });
   });
   after(async () => {
     await database?.close();

@@ -25,23 +25,42 @@ export async function approvedUser(t: TestApp, m: Merchant, email = 'approved@ex
 }
 
 export async function linkAccount(t: TestApp, m: Merchant, userId: string, attributes: Record<string, unknown> = {}) {
-  const res = await t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, { as: m, body: { data: { type: 'LinkedAccount', attributes } } });
+  const res = await t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, {
+    as: m,
+    body: { data: { type: 'LinkedAccount', attributes } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data as { id: string; attributes: Record<string, any> };
 }
 
 export async function createWallet(t: TestApp, m: Merchant, userId: string) {
-  const res = await t.request('POST', '/api/v1/wallets', { as: m, body: { data: { type: 'Wallet', attributes: { userId } } } });
+  const res = await t.request('POST', '/api/v1/wallets', {
+    as: m,
+    body: { data: { type: 'Wallet', attributes: { userId } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data as { id: string; attributes: Record<string, any> };
 }
 
 export const depositBody = (amount: number, linkedAccountId: string, extra: Record<string, unknown> = {}) => ({
-  data: { type: 'OneTimeDeposit', attributes: { amount, linkedAccountId, idempotencyKey: randomUUID(), ...extra } as Record<string, unknown> },
+  data: {
+    type: 'OneTimeDeposit',
+    attributes: { amount, linkedAccountId, idempotencyKey: randomUUID(), ...extra } as Record<string, unknown>,
+  },
 });
 
-export function deposit(t: TestApp, m: Merchant, walletId: string, amount: number, linkedAccountId: string, extra: Record<string, unknown> = {}) {
-  return t.request('POST', `/api/v1/wallets/${walletId}/transactions`, { as: m, body: depositBody(amount, linkedAccountId, extra) });
+export function deposit(
+  t: TestApp,
+  m: Merchant,
+  walletId: string,
+  amount: number,
+  linkedAccountId: string,
+  extra: Record<string, unknown> = {},
+) {
+  return t.request('POST', `/api/v1/wallets/${walletId}/transactions`, {
+    as: m,
+    body: depositBody(amount, linkedAccountId, extra),
+  });
 }
 
 export async function clearPending(t: TestApp, m: Merchant, walletId: string) {
@@ -76,7 +95,10 @@ export async function assertLedgerSound(t: TestApp): Promise<void> {
 
 /** A Promotable payment intent of `amount` cents for the wallet; its id. */
 export async function intentFor(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
-  const res = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } } });
+  const res = await t.request('POST', '/api/v1/payment-intents', {
+    as: m,
+    body: { data: { type: 'CreatePaymentIntent', attributes: { amount, walletId } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data.id;
 }
@@ -84,7 +106,10 @@ export async function intentFor(t: TestApp, m: Merchant, walletId: string, amoun
 /** An authorized (Created) payment of `amount` cents from the wallet, through a new intent; its id. */
 export async function authorizedPayment(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
   const intentId = await intentFor(t, m, walletId, amount);
-  const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
+  const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+    as: m,
+    body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.included[0].id;
 }
@@ -92,12 +117,17 @@ export async function authorizedPayment(t: TestApp, m: Merchant, walletId: strin
 /** A captured (Processing) payment of `amount` cents from the wallet; its id. */
 export async function capturedPayment(t: TestApp, m: Merchant, walletId: string, amount: number): Promise<string> {
   const id = await authorizedPayment(t, m, walletId, amount);
-  const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+  const cap = await t.request('POST', `/api/v1/payments/${id}/capture`, {
+    as: m,
+    body: { data: { type: 'CapturePayment', attributes: { amount } } },
+  });
   assert.equal(cap.status, 200, cap.raw);
   return id;
 }
 
 /** The transaction that last wrote each payment (its xmin): rows written by one transaction share it. */
 export async function paymentXmins(t: TestApp, ids: string[]): Promise<{ id: string; xmin: string }[]> {
-  return rowsOf<{ id: string; xmin: string }>(await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`));
+  return rowsOf<{ id: string; xmin: string }>(
+    await t.ctx.db.execute(sql`select id, xmin::text as xmin from payments where id in ${ids}`),
+  );
 }

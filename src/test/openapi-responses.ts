@@ -27,14 +27,20 @@ describe('live responses against the OpenAPI document', () => {
     const ajv = new Ajv2020({ strict: false, allErrors: false });
     (addFormats as unknown as (a: Ajv2020) => void)(ajv);
     ajv.addSchema(doc, 'openapi');
-    const routes = Object.keys(doc.paths).map((p) => ({ path: p, re: new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}/?$`) }));
+    const routes = Object.keys(doc.paths).map((p) => ({
+      path: p,
+      re: new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}/?$`),
+    }));
     const problems = new Map<string, string>();
     const codesSeen: ErrorCodeMap = {};
     let checked = 0;
     for (const r of recorded) {
       const pathname = r.url.split('?')[0]!;
       // The most specific template wins (/wallets/barcode/{id} over /wallets/{id}/…).
-      const route = routes.filter((x) => x.re.test(pathname)).sort((a, b) => b.path.split('{').length - a.path.split('{').length || b.path.length - a.path.length).at(-1);
+      const route = routes
+        .filter((x) => x.re.test(pathname))
+        .sort((a, b) => b.path.split('{').length - a.path.split('{').length || b.path.length - a.path.length)
+        .at(-1);
       const op = route && doc.paths[route.path][r.method.toLowerCase()];
       if (!route || !op || pathname === '/api/v1/openapi.json') continue; // 404/405 for routes that do not exist
       checked++;
@@ -52,7 +58,10 @@ describe('live responses against the OpenAPI document', () => {
           if (!seen.includes(e.code) && !ANY_ROUTE[String(r.status)]?.includes(e.code)) seen.push(e.code);
           const documented = [...String(response.description).matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]);
           if (!documented.includes(e.code) && !process.env.UPDATE_ERROR_CODES) {
-            problems.set(`${key} ${e.code}`, 'code not listed in the response description (UPDATE_ERROR_CODES=1 npm test updates src/listeners/error-codes.json)');
+            problems.set(
+              `${key} ${e.code}`,
+              'code not listed in the response description (UPDATE_ERROR_CODES=1 npm test updates src/listeners/error-codes.json)',
+            );
           }
         }
       }
@@ -73,12 +82,20 @@ describe('live responses against the OpenAPI document', () => {
       const file = JSON.parse(readFileSync(ERROR_CODES_FILE, 'utf8')) as ErrorCodeMap;
       for (const [op, byStatus] of Object.entries(codesSeen)) {
         for (const [status, codes] of Object.entries(byStatus)) {
-          if (codes.length > 0) (file[op] ??= {})[status] = [...new Set([...(file[op]?.[status] ?? []), ...codes])].sort();
+          if (codes.length > 0)
+            (file[op] ??= {})[status] = [...new Set([...(file[op]?.[status] ?? []), ...codes])].sort();
         }
       }
-      const sorted = Object.fromEntries(Object.keys(file).sort().map((k) => [k, file[k]]));
+      const sorted = Object.fromEntries(
+        Object.keys(file)
+          .sort()
+          .map((k) => [k, file[k]]),
+      );
       writeFileSync(ERROR_CODES_FILE, `${JSON.stringify(sorted, null, 2)}\n`);
     }
-    assert.deepEqual([...problems].map(([k, v]) => `${k}: ${v}`), []);
+    assert.deepEqual(
+      [...problems].map(([k, v]) => `${k}: ${v}`),
+      [],
+    );
   });
 });

@@ -34,7 +34,10 @@ export interface Bouncer {
  * `settings` adds or overrides lines of its [pgbouncer] section (the chaos campaign retries
  * server logins every second instead of every 15, so a PostgreSQL restart costs seconds).
  */
-export async function startPgBouncer(upstream: string, settings: Record<string, string | number> = {}): Promise<Bouncer> {
+export async function startPgBouncer(
+  upstream: string,
+  settings: Record<string, string | number> = {},
+): Promise<Bouncer> {
   const server = new URL(upstream);
   const dir = await mkdtemp(path.join(tmpdir(), 'coffer-pgbouncer-'));
   const port = await freePort();
@@ -64,7 +67,10 @@ export async function startPgBouncer(upstream: string, settings: Record<string, 
   await writeFile(path.join(dir, 'users.txt'), `"${user}" ""\n`);
   let ids: { uid: number; gid: number } | undefined;
   if (userInfo().uid === 0) {
-    ids = { uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()), gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()) };
+    ids = {
+      uid: Number((await run('id', ['-u', 'postgres'])).stdout.trim()),
+      gid: Number((await run('id', ['-g', 'postgres'])).stdout.trim()),
+    };
     for (const f of ['', 'pgbouncer.ini', 'users.txt']) await chown(path.join(dir, f), ids.uid, ids.gid);
   }
   // Spawned as the user itself (not through runuser) so that the stop signal reaches it.

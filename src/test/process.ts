@@ -14,7 +14,8 @@ const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
  * Ports handed out once are not handed out again in this process.
  */
 export async function freePort(): Promise<number> {
-  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  const ephemeralStart =
+    Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
   const low = Math.max(1024, ephemeralStart - 12_000);
   for (;;) {
     const port = low + randomInt(ephemeralStart - low);
@@ -46,7 +47,12 @@ export interface ServerProcess {
 }
 
 /** The environment of a sandbox server process for tests: its data folder or database, fixed secrets. */
-export function serverEnv(dir: string, databaseUrl: string | undefined, adminToken: string, extra: Record<string, string> = {}): Record<string, string | undefined> {
+export function serverEnv(
+  dir: string,
+  databaseUrl: string | undefined,
+  adminToken: string,
+  extra: Record<string, string> = {},
+): Record<string, string | undefined> {
   return {
     DATA_DIR: dir,
     DATABASE_URL: databaseUrl,
@@ -61,7 +67,13 @@ export function serverEnv(dir: string, databaseUrl: string | undefined, adminTok
 
 /** Spawns `node --import tsx src/main.ts` with free ports and the given environment. */
 export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const ports = { api: await freePort(), card: await freePort(), pay: await freePort(), admin: await freePort(), console: await freePort() };
+  const ports = {
+    api: await freePort(),
+    card: await freePort(),
+    pay: await freePort(),
+    admin: await freePort(),
+    console: await freePort(),
+  };
   const childEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...env })) {
     if (v !== undefined) childEnv[k] = v;
@@ -104,7 +116,10 @@ export async function startServer(env: Record<string, string | undefined>): Prom
     // two-core machine that took over 30 s. A wait that succeeds returns as soon as it matches.
     waitFor(pattern, timeoutMs = 120_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}\nstdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`timed out waiting for ${pattern}\nstdout:\n${out}\nstderr:\n${err}`)),
+          timeoutMs,
+        );
         const check = () => {
           const m = out.match(pattern) ?? err.match(pattern);
           if (m) {
@@ -112,7 +127,11 @@ export async function startServer(env: Record<string, string | undefined>): Prom
             resolve(m);
           } else if (proc.exitCode !== null || proc.signalCode !== null) {
             clearTimeout(timer);
-            reject(new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before ${pattern}\nstdout:\n${out}\nstderr:\n${err}`));
+            reject(
+              new Error(
+                `process exited (${proc.exitCode ?? proc.signalCode}) before ${pattern}\nstdout:\n${out}\nstderr:\n${err}`,
+              ),
+            );
           }
         };
         waiters.push(check);

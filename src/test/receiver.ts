@@ -18,7 +18,10 @@ export interface Receiver {
 
 type Answer = { status: number; body?: string; headers?: Record<string, string> } | 'hang';
 
-export async function startReceiver(answer: (r: Received, index: number) => Answer | Promise<Answer> = () => ({ status: 200 }), port = 0): Promise<Receiver> {
+export async function startReceiver(
+  answer: (r: Received, index: number) => Answer | Promise<Answer> = () => ({ status: 200 }),
+  port = 0,
+): Promise<Receiver> {
   const received: Received[] = [];
   const waiters: (() => void)[] = [];
   const server: Server = createServer((req, res) => {
@@ -42,7 +45,10 @@ export async function startReceiver(answer: (r: Received, index: number) => Answ
     received,
     waitFor(n, timeoutMs = 20_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`receiver got ${received.length} of ${n} requests`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`receiver got ${received.length} of ${n} requests`)),
+          timeoutMs,
+        );
         const check = () => {
           if (received.length >= n) {
             clearTimeout(timer);

@@ -5,7 +5,15 @@
 // the merchant's backend starts (and authorizes) the intent, then the frame follows the intent
 // and reports each change to the page.
 import type { WidgetSettings as Settings } from '../modules/clients/settings.ts';
-import { MSG, isMessage, type Flow, type Message, type PageState, type PaymentIntentStart, type UserData } from './protocol.ts';
+import {
+  MSG,
+  isMessage,
+  type Flow,
+  type Message,
+  type PageState,
+  type PaymentIntentStart,
+  type UserData,
+} from './protocol.ts';
 
 interface WidgetData {
   walletId: string;
@@ -41,14 +49,19 @@ let flowBusy = false;
 let pendingUserData: ((u: UserData) => void) | null = null;
 let pendingStart: ((s: PaymentIntentStart | { error: string }) => void) | null = null;
 
-const money = (cents: number) => `$${Math.floor(cents / 100).toLocaleString('en-US')}.${String(cents % 100).padStart(2, '0')}`;
+const money = (cents: number) =>
+  `$${Math.floor(cents / 100).toLocaleString('en-US')}.${String(cents % 100).padStart(2, '0')}`;
 
 function post(msg: Message): void {
   // Only the page that embedded us, and only if it said who it is.
   if (parentOrigin && window.parent !== window) window.parent.postMessage(msg, parentOrigin);
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   e.append(...children);
@@ -62,10 +75,15 @@ function announce(text: string): void {
 async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
   const res = await fetch(path, {
     ...init,
-    headers: { authorization: `Widget ${payload}`, 'x-client-id': clientId, ...(init.body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Widget ${payload}`,
+      'x-client-id': clientId,
+      ...(init.body ? { 'content-type': 'application/json' } : {}),
+    },
   });
   const json = (await res.json().catch(() => ({}))) as { data?: T; errors?: { detail?: string }[] };
-  if (!res.ok || !json.data) throw new Error(json.errors?.[0]?.detail ?? `The wallet could not be reached (${res.status}).`);
+  if (!res.ok || !json.data)
+    throw new Error(json.errors?.[0]?.detail ?? `The wallet could not be reached (${res.status}).`);
   return json.data;
 }
 
@@ -95,7 +113,12 @@ function appliedAmount(): number {
 function renderBalance(): Node[] {
   const d = data!;
   const id = 'toggle-label';
-  const input = el('input', { type: 'checkbox', id: 'apply', class: settings.toggleStyle === 'switch' ? 'switch' : 'checkbox', 'aria-describedby': 'balance' });
+  const input = el('input', {
+    type: 'checkbox',
+    id: 'apply',
+    class: settings.toggleStyle === 'switch' ? 'switch' : 'checkbox',
+    'aria-describedby': 'balance',
+  });
   if (settings.toggleStyle === 'switch') input.setAttribute('role', 'switch');
   input.checked = state.balanceApplied;
   if (d.available === 0) input.disabled = true;
@@ -104,17 +127,34 @@ function renderBalance(): Node[] {
     label.textContent = input.checked ? 'Balance applied' : 'Apply balance';
     const applied = appliedAmount();
     announce(input.checked ? `${money(applied)} of your wallet balance applied.` : 'Wallet balance not applied.');
-    post({ type: MSG.ApplyBalanceToggle, data: { applied: input.checked, walletId: d.walletId, appliedAmount: applied, purchaseAmount } });
+    post({
+      type: MSG.ApplyBalanceToggle,
+      data: { applied: input.checked, walletId: d.walletId, appliedAmount: applied, purchaseAmount },
+    });
   });
-  const label = el('label', { for: 'apply', id, class: settings.showToggleLabel ? 'toggle-label' : 'visually-hidden' }, state.balanceApplied ? 'Balance applied' : 'Apply balance');
+  const label = el(
+    'label',
+    { for: 'apply', id, class: settings.showToggleLabel ? 'toggle-label' : 'visually-hidden' },
+    state.balanceApplied ? 'Balance applied' : 'Apply balance',
+  );
   const toggle = el('div', { class: `toggle toggle-${settings.togglePosition}` }, input, label);
-  const text = el('div', { class: 'text' }, el('span', { class: 'caption' }, 'Wallet balance'), el('strong', { id: 'balance', class: 'amount' }, money(d.available)));
+  const text = el(
+    'div',
+    { class: 'text' },
+    el('span', { class: 'caption' }, 'Wallet balance'),
+    el('strong', { id: 'balance', class: 'amount' }, money(d.available)),
+  );
   const row = el('div', { class: `row toggle-at-${settings.togglePosition}` }, ...icon(), text);
   if (!state.hideBalanceToggle) {
     if (settings.togglePosition === 'left') row.prepend(toggle);
     else row.append(toggle);
   }
-  return [row, actionButton('Go to wallet', () => post({ type: MSG.GoToWallet }), { class: `${settings.buttonType === 'link' ? 'action action-link' : 'action action-button'} secondary` })];
+  return [
+    row,
+    actionButton('Go to wallet', () => post({ type: MSG.GoToWallet }), {
+      class: `${settings.buttonType === 'link' ? 'action action-link' : 'action action-button'} secondary`,
+    }),
+  ];
 }
 
 function renderRewards(): Node[] {
@@ -125,14 +165,34 @@ function renderRewards(): Node[] {
       : d.eligibleReward > 0
         ? `${money(d.eligibleReward)} in rewards can go toward this purchase.`
         : 'No rewards to use on this purchase yet.';
-  return [el('div', { class: 'row' }, ...icon(), el('div', { class: 'text' }, el('span', { class: 'caption' }, 'Rewards'), el('strong', { class: 'amount' }, money(d.eligibleReward)), el('p', { class: 'note' }, line)))];
+  return [
+    el(
+      'div',
+      { class: 'row' },
+      ...icon(),
+      el(
+        'div',
+        { class: 'text' },
+        el('span', { class: 'caption' }, 'Rewards'),
+        el('strong', { class: 'amount' }, money(d.eligibleReward)),
+        el('p', { class: 'note' }, line),
+      ),
+    ),
+  ];
 }
 
 function successNodes(reward: number): Node[] {
   const [before, ...rest] = settings.successDescription.split('<reward>');
   const desc = el('p', { class: 'note' }, before ?? '');
   rest.forEach((part) => desc.append(el('strong', {}, money(reward)), part));
-  return [el('div', { class: 'row success' }, ...icon(), el('div', { class: 'text' }, el('h2', { class: 'title' }, settings.successTitle), desc))];
+  return [
+    el(
+      'div',
+      { class: 'row success' },
+      ...icon(),
+      el('div', { class: 'text' }, el('h2', { class: 'title' }, settings.successTitle), desc),
+    ),
+  ];
 }
 
 function renderSuccess(): Node[] {
@@ -144,14 +204,31 @@ function renderWalletFlow(): Node[] {
   const button = actionButton(settings.buttonText, () => void runFlow(button));
   const total = purchaseAmount === null ? '' : ` · Total ${money(purchaseAmount)}`;
   return [
-    el('div', { class: 'row' }, ...icon(), el('div', { class: 'text' }, el('span', { class: 'caption' }, `Wallet balance${total}`), el('strong', { class: 'amount' }, money(d.available)))),
+    el(
+      'div',
+      { class: 'row' },
+      ...icon(),
+      el(
+        'div',
+        { class: 'text' },
+        el('span', { class: 'caption' }, `Wallet balance${total}`),
+        el('strong', { class: 'amount' }, money(d.available)),
+      ),
+    ),
     button,
   ];
 }
 
 function render(): void {
   if (!data) return;
-  const nodes = flow === 'wallet-balance' ? renderBalance() : flow === 'wallet-rewards' ? renderRewards() : flow === 'wallet-payment-success' ? renderSuccess() : renderWalletFlow();
+  const nodes =
+    flow === 'wallet-balance'
+      ? renderBalance()
+      : flow === 'wallet-rewards'
+        ? renderRewards()
+        : flow === 'wallet-payment-success'
+          ? renderSuccess()
+          : renderWalletFlow();
   app.replaceChildren(...nodes);
   app.setAttribute('aria-busy', 'false');
 }
@@ -191,20 +268,31 @@ async function runFlow(button: HTMLElement): Promise<void> {
   announce('Checking your wallet…');
   try {
     const user = await ask<UserData>(MSG.GetUserData, (r) => (pendingUserData = r));
-    const check = await api<{ attributes: { matches: boolean; reason: string | null } }>('/_/api/user-check', { method: 'POST', body: JSON.stringify(user) });
+    const check = await api<{ attributes: { matches: boolean; reason: string | null } }>('/_/api/user-check', {
+      method: 'POST',
+      body: JSON.stringify(user),
+    });
     if (!check.attributes.matches) throw new Error(check.attributes.reason ?? 'This wallet belongs to someone else.');
     announce('Starting your payment…');
-    const started = await ask<PaymentIntentStart | { error: string }>(MSG.PaymentIntentStart, (r) => (pendingStart = r), {
-      walletId: data.walletId,
-      amount: purchaseAmount,
-      reference,
-      userData: user,
-    });
+    const started = await ask<PaymentIntentStart | { error: string }>(
+      MSG.PaymentIntentStart,
+      (r) => (pendingStart = r),
+      {
+        walletId: data.walletId,
+        amount: purchaseAmount,
+        reference,
+        userData: user,
+      },
+    );
     if ('error' in started) throw new Error(started.error);
     await follow(started.paymentIntentId);
   } catch (err) {
     announce('');
-    const msg = el('p', { class: 'error', role: 'alert' }, err instanceof Error ? err.message : 'The payment could not be made.');
+    const msg = el(
+      'p',
+      { class: 'error', role: 'alert' },
+      err instanceof Error ? err.message : 'The payment could not be made.',
+    );
     app.querySelector('.error')?.remove();
     app.append(msg);
   } finally {
@@ -216,7 +304,9 @@ async function runFlow(button: HTMLElement): Promise<void> {
 async function follow(intentId: string): Promise<void> {
   let last = '';
   for (let i = 0; i < 240; i++) {
-    const res = await api<{ intent: Intent; payment: { status: string } | null; reward: number }>(`/_/api/payment-intents/${encodeURIComponent(intentId)}`);
+    const res = await api<{ intent: Intent; payment: { status: string } | null; reward: number }>(
+      `/_/api/payment-intents/${encodeURIComponent(intentId)}`,
+    );
     const key = `${res.intent.attributes.status}/${res.payment?.status ?? ''}`;
     if (key !== last) {
       last = key;
@@ -227,7 +317,8 @@ async function follow(intentId: string): Promise<void> {
       announce(`Paid ${money(res.intent.attributes.amount)} with your wallet.`);
       return;
     }
-    if (FINAL.has(res.intent.attributes.status)) throw new Error(`The payment was not made (${res.intent.attributes.status}).`);
+    if (FINAL.has(res.intent.attributes.status))
+      throw new Error(`The payment was not made (${res.intent.attributes.status}).`);
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error('The payment is taking longer than expected; check your order status.');
@@ -247,7 +338,8 @@ window.addEventListener('message', (event: MessageEvent) => {
     }
     case MSG.StateUpdated: {
       const next = msg.data as PageState;
-      const changed = next.balanceApplied !== state.balanceApplied || next.hideBalanceToggle !== state.hideBalanceToggle;
+      const changed =
+        next.balanceApplied !== state.balanceApplied || next.hideBalanceToggle !== state.hideBalanceToggle;
       Object.assign(state, next);
       // Redraw only on a change, so the control the user just used keeps focus.
       if (changed && !flowBusy) render();
@@ -271,6 +363,8 @@ window.addEventListener('message', (event: MessageEvent) => {
   }
 });
 
-new ResizeObserver(() => post({ type: MSG.Resize, data: { height: document.documentElement.scrollHeight } })).observe(document.body);
+new ResizeObserver(() => post({ type: MSG.Resize, data: { height: document.documentElement.scrollHeight } })).observe(
+  document.body,
+);
 if (!parentOrigin) showError('This widget must be embedded with main.js.');
 else post({ type: MSG.FrameReady });

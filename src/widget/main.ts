@@ -24,7 +24,12 @@ interface ServicePay {
   onApplyBalanceToggle(cb: Callback<[BalanceTogglePayload]>): void;
   onGoToWallet(cb: Callback): void;
   onGetUserData(cb: Callback<[], UserData | Promise<UserData>>): void;
-  onPaymentIntentStart(cb: Callback<[{ walletId: string; amount: number; reference?: string; userData: UserData }], PaymentIntentStart | Promise<PaymentIntentStart>>): void;
+  onPaymentIntentStart(
+    cb: Callback<
+      [{ walletId: string; amount: number; reference?: string; userData: UserData }],
+      PaymentIntentStart | Promise<PaymentIntentStart>
+    >,
+  ): void;
   onPaymentIntentUpdate(cb: Callback<[unknown]>): void;
   readonly version: string;
 }
@@ -40,7 +45,8 @@ const VERSION = '1.0.0';
 (() => {
   if (window.servicePay) return; // loaded twice: keep the first
 
-  const script = (document.currentScript ?? document.querySelector('script[data-script="service-pay"]')) as HTMLScriptElement | null;
+  const script = (document.currentScript ??
+    document.querySelector('script[data-script="service-pay"]')) as HTMLScriptElement | null;
   if (!script?.src) {
     console.error('service-pay: load main.js with <script data-script="service-pay" src=...>');
     return;
@@ -115,7 +121,9 @@ const VERSION = '1.0.0';
     render(): void {
       const kind = this.kind;
       if (!kind) {
-        console.error(`service-pay: unknown widget "${this.getAttribute('widget') ?? this.getAttribute('flow')}"; use one of ${FLOWS.join(', ')}`);
+        console.error(
+          `service-pay: unknown widget "${this.getAttribute('widget') ?? this.getAttribute('flow')}"; use one of ${FLOWS.join(', ')}`,
+        );
         return;
       }
       const q = new URLSearchParams({ client: clientId, origin: location.origin });
@@ -131,7 +139,14 @@ const VERSION = '1.0.0';
       if (this.#frame?.contentWindow) frames.delete(this.#frame.contentWindow);
       const frame = document.createElement('iframe');
       frame.src = src;
-      frame.title = kind === 'wallet' ? 'Pay with your wallet' : kind === 'wallet-balance' ? 'Wallet balance' : kind === 'wallet-rewards' ? 'Wallet rewards' : 'Payment complete';
+      frame.title =
+        kind === 'wallet'
+          ? 'Pay with your wallet'
+          : kind === 'wallet-balance'
+            ? 'Wallet balance'
+            : kind === 'wallet-rewards'
+              ? 'Wallet rewards'
+              : 'Payment complete';
       frame.setAttribute('allow', '');
       frame.style.cssText = 'border:0;width:100%;height:0;display:block;color-scheme:normal;';
       this.replaceChildren(frame);
@@ -161,7 +176,10 @@ const VERSION = '1.0.0';
       if (!started?.paymentIntentId) throw new Error('onPaymentIntentStart returned no paymentIntentId');
       post(win, { type: MSG.PaymentIntentStarted, data: started });
     } catch (err) {
-      post(win, { type: MSG.PaymentIntentStartFailed, data: { message: err instanceof Error ? err.message : String(err) } });
+      post(win, {
+        type: MSG.PaymentIntentStartFailed,
+        data: { message: err instanceof Error ? err.message : String(err) },
+      });
     }
   }
 
@@ -172,7 +190,9 @@ const VERSION = '1.0.0';
     if (!win) return;
     if (!frames.has(win)) {
       // A frame's first message can beat the microtask that records it: match it by window.
-      const el = [...document.querySelectorAll('service-pay')].find((e) => e.querySelector('iframe')?.contentWindow === win) as ServicePayElement | undefined;
+      const el = [...document.querySelectorAll('service-pay')].find(
+        (e) => e.querySelector('iframe')?.contentWindow === win,
+      ) as ServicePayElement | undefined;
       if (!el) return;
       frames.set(win, el);
     }

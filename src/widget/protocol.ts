@@ -59,4 +59,7 @@ export interface PaymentIntentStart {
 }
 
 export const isMessage = (v: unknown): v is Message =>
-  typeof v === 'object' && v !== null && typeof (v as Message).type === 'string' && (v as Message).type.startsWith('ServicePay::');
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as Message).type === 'string' &&
+  (v as Message).type.startsWith('ServicePay::');

@@ -70,7 +70,10 @@ document.addEventListener('ServicePay::Ready', (event) => {
 });
 
 // Payloads live 15 minutes: fetch a fresh one from the backend before that.
-setInterval(async () => {
-  const { payload } = await (await fetch('/api/widget-payload')).json();
-  window.servicePay?.setWalletWidgetData(payload);
-}, 10 * 60 * 1000);
+setInterval(
+  async () => {
+    const { payload } = await (await fetch('/api/widget-payload')).json();
+    window.servicePay?.setWalletWidgetData(payload);
+  },
+  10 * 60 * 1000,
+);

@@ -31,9 +31,17 @@ export interface CofferOptions {
 
 /** Paths of list operations (those answering `{data: [...], meta: {total}}`). */
 type ListPath = {
-  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { [JSONAPI]: { meta: { total: number } } } } } } } ? P : never;
+  [P in keyof paths]: paths[P] extends {
+    get: { responses: { 200: { content: { [JSONAPI]: { meta: { total: number } } } } } };
+  }
+    ? P
+    : never;
 }[keyof paths];
-type ListItem<P extends ListPath> = paths[P] extends { get: { responses: { 200: { content: { [JSONAPI]: { data: (infer T)[] } } } } } } ? T : never;
+type ListItem<P extends ListPath> = paths[P] extends {
+  get: { responses: { 200: { content: { [JSONAPI]: { data: (infer T)[] } } } } };
+}
+  ? T
+  : never;
 type ListQuery<P extends ListPath> = paths[P] extends { get: { parameters: { query?: infer Q } } } ? Q : never;
 type ListPathParams<P extends ListPath> = paths[P] extends { get: { parameters: { path: infer A } } } ? A : never;
 
@@ -73,23 +81,41 @@ export function createCoffer(o: CofferOptions) {
 
     users: {
       /** A user needs `phoneNumber` or `email`, or both. */
-      create: (a: ({ phoneNumber: string; email?: string } | { phoneNumber?: string; email: string }) & { firstName?: string; lastName?: string }) =>
-        unwrap(api.POST('/api/v1/users', { body: body('User', a) })).then((r) => r.data),
-      get: (userId: string) => unwrap(api.GET('/api/v1/users/{userId}', { params: { path: { userId } } })).then((r) => r.data),
+      create: (
+        a: ({ phoneNumber: string; email?: string } | { phoneNumber?: string; email: string }) & {
+          firstName?: string;
+          lastName?: string;
+        },
+      ) => unwrap(api.POST('/api/v1/users', { body: body('User', a) })).then((r) => r.data),
+      get: (userId: string) =>
+        unwrap(api.GET('/api/v1/users/{userId}', { params: { path: { userId } } })).then((r) => r.data),
     },
 
     wallets: {
-      create: (userId: string) => unwrap(api.POST('/api/v1/wallets', { body: body('Wallet', { userId }) })).then((r) => r.data),
+      create: (userId: string) =>
+        unwrap(api.POST('/api/v1/wallets', { body: body('Wallet', { userId }) })).then((r) => r.data),
       balance: (walletId: string, query: { purchaseAmount?: number; includeWithdrawableAmount?: boolean } = {}) =>
-        unwrap(api.GET('/api/v1/wallets/{walletId}/balance', { params: { path: { walletId }, query } })).then((r) => r.data),
-      widgetPayload: (walletId: string, purchaseAmount?: number) =>
-        unwrap(api.GET('/api/v1/widgets/wallet/{walletId}', { params: { path: { walletId }, query: purchaseAmount === undefined ? {} : { purchaseAmount } } })).then(
-          (r) => r.data.attributes.payload,
+        unwrap(api.GET('/api/v1/wallets/{walletId}/balance', { params: { path: { walletId }, query } })).then(
+          (r) => r.data,
         ),
+      widgetPayload: (walletId: string, purchaseAmount?: number) =>
+        unwrap(
+          api.GET('/api/v1/widgets/wallet/{walletId}', {
+            params: { path: { walletId }, query: purchaseAmount === undefined ? {} : { purchaseAmount } },
+          }),
+        ).then((r) => r.data.attributes.payload),
     },
 
     /** A one-time deposit. Without `idempotencyKey` one is made and reused by every retry. */
-    deposit: (walletId: string, a: { amount: number; linkedAccountId: string; idempotencyKey?: string; disbursement?: { amount: number; counterpartyId: string }[] }) =>
+    deposit: (
+      walletId: string,
+      a: {
+        amount: number;
+        linkedAccountId: string;
+        idempotencyKey?: string;
+        disbursement?: { amount: number; counterpartyId: string }[];
+      },
+    ) =>
       unwrap(
         api.POST('/api/v1/wallets/{walletId}/transactions', {
           params: { path: { walletId } },
@@ -100,28 +126,62 @@ export function createCoffer(o: CofferOptions) {
     paymentIntents: {
       create: (a: { amount: number; walletId?: string; lookUpId?: string; reference?: string }) =>
         unwrap(api.POST('/api/v1/payment-intents', { body: body('CreatePaymentIntent', a) })).then((r) => r.data),
-      get: (intentId: string) => unwrap(api.GET('/api/v1/payment-intents/{paymentIntentId}', { params: { path: { paymentIntentId: intentId } } })).then((r) => r.data),
+      get: (intentId: string) =>
+        unwrap(
+          api.GET('/api/v1/payment-intents/{paymentIntentId}', { params: { path: { paymentIntentId: intentId } } }),
+        ).then((r) => r.data),
       /**
        * Authorize. Without `idempotencyKey` one is made once and sent on every retry, so a
        * timeout followed by a retry returns the first result instead of charging twice.
        */
-      authorize: (intentId: string, a: { amount: number; applyWalletBalance?: boolean; idempotencyKey?: string; reference?: string; channel?: string }) =>
-        unwrap(api.POST('/api/v1/payment-intents/{paymentIntentId}/authorize', { params: { path: { paymentIntentId: intentId } }, body: body('AuthorizePaymentIntent', a) })),
+      authorize: (
+        intentId: string,
+        a: {
+          amount: number;
+          applyWalletBalance?: boolean;
+          idempotencyKey?: string;
+          reference?: string;
+          channel?: string;
+        },
+      ) =>
+        unwrap(
+          api.POST('/api/v1/payment-intents/{paymentIntentId}/authorize', {
+            params: { path: { paymentIntentId: intentId } },
+            body: body('AuthorizePaymentIntent', a),
+          }),
+        ),
     },
 
     payments: {
-      get: (paymentId: string) => unwrap(api.GET('/api/v1/payments/{paymentId}', { params: { path: { paymentId } } })).then((r) => r.data),
+      get: (paymentId: string) =>
+        unwrap(api.GET('/api/v1/payments/{paymentId}', { params: { path: { paymentId } } })).then((r) => r.data),
       capture: (paymentId: string, amount: number) =>
-        unwrap(api.POST('/api/v1/payments/{paymentId}/capture', { params: { path: { paymentId } }, body: body('CapturePayment', { amount }) })).then((r) => r.data),
+        unwrap(
+          api.POST('/api/v1/payments/{paymentId}/capture', {
+            params: { path: { paymentId } },
+            body: body('CapturePayment', { amount }),
+          }),
+        ).then((r) => r.data),
       refund: (paymentId: string, a: { amount: number; idempotencyKey?: string; reason?: string }) =>
-        unwrap(api.POST('/api/v1/payments/{paymentId}/refund', { params: { path: { paymentId } }, body: body('Refund', a as never) })),
+        unwrap(
+          api.POST('/api/v1/payments/{paymentId}/refund', {
+            params: { path: { paymentId } },
+            body: body('Refund', a as never),
+          }),
+        ),
     },
 
     /** Every item of a list operation, fetching pages of 50 as it goes. */
-    async *paginate<P extends ListPath>(path: P, opts: { query?: ListQuery<P>; path?: ListPathParams<P> } = {}): AsyncGenerator<ListItem<P>> {
+    async *paginate<P extends ListPath>(
+      path: P,
+      opts: { query?: ListQuery<P>; path?: ListPathParams<P> } = {},
+    ): AsyncGenerator<ListItem<P>> {
       for (let offset = 0; ; ) {
         const query = { ...(opts.query as object), 'page[limit]': 50, 'page[offset]': offset };
-        const page = (await unwrap((api.GET as any)(path, { params: { query, path: opts.path } }))) as { data: ListItem<P>[]; meta: { total: number } };
+        const page = (await unwrap((api.GET as any)(path, { params: { query, path: opts.path } }))) as {
+          data: ListItem<P>[];
+          meta: { total: number };
+        };
         for (const item of page.data) yield item;
         offset += page.data.length;
         if (page.data.length === 0 || offset >= page.meta.total) return;

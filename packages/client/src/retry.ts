@@ -85,7 +85,10 @@ export function retryingFetch(opts: RetryOptions): (input: Request) => Promise<R
   return async (input: Request) => {
     const url = new URL(input.url);
     const original = input.method === 'GET' || input.method === 'HEAD' ? undefined : await input.text();
-    const { body, keyed } = input.method === 'POST' || input.method === 'PATCH' ? withKey(url.pathname, original) : { body: original, keyed: false };
+    const { body, keyed } =
+      input.method === 'POST' || input.method === 'PATCH'
+        ? withKey(url.pathname, original)
+        : { body: original, keyed: false };
     const safeToRepeat = ['GET', 'HEAD', 'DELETE', 'PUT'].includes(input.method) || keyed;
     const timeoutMs = AUTHORIZE.test(url.pathname) ? opts.authorizeTimeoutMs : opts.timeoutMs;
 
@@ -95,11 +98,18 @@ export function retryingFetch(opts: RetryOptions): (input: Request) => Promise<R
       let wait = 0;
       try {
         const res = await opts.fetch(
-          new Request(input.url, { method: input.method, headers: input.headers, body, signal: AbortSignal.timeout(timeoutMs) }),
+          new Request(input.url, {
+            method: input.method,
+            headers: input.headers,
+            body,
+            signal: AbortSignal.timeout(timeoutMs),
+          }),
         );
         const s = res.status;
         const retryable =
-          s === 429 || (s === 409 && IN_PROGRESS.has((await errorCode(res)) ?? '')) || ((s === 408 || s >= 500) && safeToRepeat);
+          s === 429 ||
+          (s === 409 && IN_PROGRESS.has((await errorCode(res)) ?? '')) ||
+          ((s === 408 || s >= 500) && safeToRepeat);
         if (!retryable || attempt >= opts.maxRetries) return res;
         reason = `HTTP ${s}`;
         wait = retryAfterMs(res);
@@ -107,7 +117,10 @@ export function retryingFetch(opts: RetryOptions): (input: Request) => Promise<R
       } catch (err) {
         // No answer: the request may or may not have been applied.
         if (!safeToRepeat || attempt >= opts.maxRetries) throw err;
-        reason = (err as Error).name === 'TimeoutError' ? `timeout after ${timeoutMs} ms` : `network error: ${(err as Error).message}`;
+        reason =
+          (err as Error).name === 'TimeoutError'
+            ? `timeout after ${timeoutMs} ms`
+            : `network error: ${(err as Error).message}`;
       }
       const delayMs = Math.max(wait, backoff());
       opts.onRetry?.({ attempt: attempt + 1, delayMs, reason, method: input.method, url: input.url });

@@ -15,7 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { kycApplication } from '../../../src/test/fixtures.ts';
 import { freshDatabaseUrl, LOCAL_RECEIVERS } from '../../../src/test/harness.ts';
 import { startServer, type ServerProcess } from '../../../src/test/process.ts';
-import { CofferError, createCoffer, unwrap, verifyWebhook, WebhookVerificationError, type Coffer } from '../src/index.ts';
+import {
+  CofferError,
+  createCoffer,
+  unwrap,
+  verifyWebhook,
+  WebhookVerificationError,
+  type Coffer,
+} from '../src/index.ts';
 
 const ADMIN_TOKEN = 'YQ61Hr9wuziW8+oBzGUNCZu/bNq/Ndq2zDncBgGnK+jo23dq5hNrS/nsPPD694iM';
 
@@ -54,7 +61,12 @@ describe('@coffer/client against a running server', () => {
     const res = await fetch(`http://127.0.0.1:${server.ports.admin}/admin/v1/clients`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/vnd.api+json' },
-      body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'SDK shop', settings: { cardProcessor: { enabled: true, latencyMs: PROCESSOR_MS } } } } }),
+      body: JSON.stringify({
+        data: {
+          type: 'Client',
+          attributes: { name: 'SDK shop', settings: { cardProcessor: { enabled: true, latencyMs: PROCESSOR_MS } } },
+        },
+      }),
     });
     const created = (await res.json()) as { data: { id: string; attributes: { secret: string } } };
     merchant = { clientId: created.data.id, secret: created.data.attributes.secret };
@@ -68,7 +80,11 @@ describe('@coffer/client against a running server', () => {
 
   /** An approved user with a connected account and a wallet holding `amount` cleared cents. */
   async function fundedWallet(c: Coffer, amount: number) {
-    const user = await c.users.create({ phoneNumber: `+1415${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`, firstName: 'Ada', lastName: 'Lovelace' });
+    const user = await c.users.create({
+      phoneNumber: `+1415${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`,
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+    });
     await unwrap(c.api.POST('/api/v1/users/{userId}/disclosures/kyc', { params: { path: { userId: user.id } } }));
     await unwrap(
       c.api.POST('/api/v1/users/{userId}/kyc/application', {
@@ -82,11 +98,18 @@ describe('@coffer/client against a running server', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     const account = await unwrap(
-      c.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', { params: { path: { userId: user.id } }, body: { data: { type: 'LinkedAccount', attributes: {} } } }),
+      c.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', {
+        params: { path: { userId: user.id } },
+        body: { data: { type: 'LinkedAccount', attributes: {} } },
+      }),
     );
     const wallet = await c.wallets.create(user.id);
     const deposit = await c.deposit(wallet.id, { amount, linkedAccountId: account.data.id });
-    await unwrap(c.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', { params: { path: { walletId: wallet.id, type: 'bank' } } }));
+    await unwrap(
+      c.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', {
+        params: { path: { walletId: wallet.id, type: 'bank' } },
+      }),
+    );
     return { user, wallet, account: account.data, deposit };
   }
 
@@ -119,15 +142,26 @@ describe('@coffer/client against a running server', () => {
     const impatient = createCoffer({
       baseUrl,
       ...merchant,
-      retry: { authorizeTimeoutMs: 400, baseDelayMs: 100, maxDelayMs: 300, maxRetries: 40, onRetry: (e) => seen.push(e) },
+      retry: {
+        authorizeTimeoutMs: 400,
+        baseDelayMs: 100,
+        maxDelayMs: 300,
+        maxRetries: 40,
+        onRetry: (e) => seen.push(e),
+      },
     });
     const started = Date.now();
     const result = await impatient.paymentIntents.authorize(intent.id, { amount: 2_500, applyWalletBalance: true });
     assert.ok(Date.now() - started >= PROCESSOR_MS - 100, 'the answer came after the processor');
-    assert.ok(seen.some((s) => /timeout/.test(s.reason)), JSON.stringify(seen));
+    assert.ok(
+      seen.some((s) => /timeout/.test(s.reason)),
+      JSON.stringify(seen),
+    );
     const payment = result.included!.find((r) => r.type === 'Payment')!;
     assert.equal(result.data.attributes.status, 'PromotedToPayment');
-    const payments = await unwrap(coffer.api.GET('/api/v1/payments', { params: { query: { 'filter[paymentIntentId]': intent.id } } }));
+    const payments = await unwrap(
+      coffer.api.GET('/api/v1/payments', { params: { query: { 'filter[paymentIntentId]': intent.id } } }),
+    );
     assert.equal(payments.meta.total, 1, 'exactly one payment');
     assert.equal(payments.data[0]!.id, payment.id);
     const balance = await coffer.wallets.balance(wallet.id);
@@ -138,10 +172,16 @@ describe('@coffer/client against a running server', () => {
     const { wallet } = await fundedWallet(coffer, 10_000);
     const intent = await coffer.paymentIntents.create({ amount: 1_000, walletId: wallet.id });
     const key = randomUUID();
-    const all = await Promise.all(Array.from({ length: 8 }, () => coffer.paymentIntents.authorize(intent.id, { amount: 1_000, idempotencyKey: key })));
+    const all = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        coffer.paymentIntents.authorize(intent.id, { amount: 1_000, idempotencyKey: key }),
+      ),
+    );
     const ids = new Set(all.map((r) => r.included!.find((x) => x.type === 'Payment')!.id));
     assert.equal(ids.size, 1);
-    const payments = await unwrap(coffer.api.GET('/api/v1/payments', { params: { query: { 'filter[paymentIntentId]': intent.id } } }));
+    const payments = await unwrap(
+      coffer.api.GET('/api/v1/payments', { params: { query: { 'filter[paymentIntentId]': intent.id } } }),
+    );
     assert.equal(payments.meta.total, 1);
     const captured = await coffer.payments.capture([...ids][0]!, 1_000);
     assert.equal(captured.attributes.status, 'Processing');
@@ -155,7 +195,8 @@ describe('@coffer/client against a running server', () => {
     }).then((r) => r.json() as Promise<{ data: { id: string; attributes: { secret: string } } }>);
     const c = createCoffer({ baseUrl, clientId: shop.data.id, secret: shop.data.attributes.secret });
     const made = new Set<string>();
-    for (let i = 0; i < 57; i++) made.add((await c.users.create({ phoneNumber: `+1212555${String(i).padStart(4, '0')}` })).id);
+    for (let i = 0; i < 57; i++)
+      made.add((await c.users.create({ phoneNumber: `+1212555${String(i).padStart(4, '0')}` })).id);
     const seen: string[] = [];
     for await (const u of c.paginate('/api/v1/users')) seen.push(u.id);
     assert.equal(seen.length, 57);
@@ -189,7 +230,11 @@ describe('@coffer/client against a running server', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     try {
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-      const hook = await unwrap(coffer.api.POST('/api/v1/webhooks', { body: { data: { type: 'Webhook', attributes: { name: 'SDK', url, topics: ['ApplicationApproved'] } } } }));
+      const hook = await unwrap(
+        coffer.api.POST('/api/v1/webhooks', {
+          body: { data: { type: 'Webhook', attributes: { name: 'SDK', url, topics: ['ApplicationApproved'] } } },
+        }),
+      );
       await fundedWallet(coffer, 0 + 100);
       for (let i = 0; i < 100 && deliveries.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
       const d = deliveries[0]!;
@@ -197,8 +242,14 @@ describe('@coffer/client against a running server', () => {
       const event = verifyWebhook(hook.data.attributes.secret!, d.headers, d.body);
       assert.equal(event.data.attributes.topic, 'ApplicationApproved');
       assert.equal(event.included[0]!.type, 'User');
-      assert.throws(() => verifyWebhook(hook.data.attributes.secret!, d.headers, d.body.replace('Approved', 'Declined')), WebhookVerificationError);
-      assert.throws(() => verifyWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, d.headers, d.body), WebhookVerificationError);
+      assert.throws(
+        () => verifyWebhook(hook.data.attributes.secret!, d.headers, d.body.replace('Approved', 'Declined')),
+        WebhookVerificationError,
+      );
+      assert.throws(
+        () => verifyWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`, d.headers, d.body),
+        WebhookVerificationError,
+      );
     } finally {
       receiver.close();
     }

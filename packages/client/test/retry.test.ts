@@ -29,7 +29,11 @@ const opts = (fetch: typeof globalThis.fetch, delays: number[] = []) => ({
 });
 
 const post = (url: string, attributes: Record<string, unknown>) =>
-  new Request(url, { method: 'POST', body: JSON.stringify({ data: { type: 'X', attributes } }), headers: { 'content-type': 'application/vnd.api+json' } });
+  new Request(url, {
+    method: 'POST',
+    body: JSON.stringify({ data: { type: 'X', attributes } }),
+    headers: { 'content-type': 'application/vnd.api+json' },
+  });
 
 describe('retry rules', () => {
   test('5xx, 408 and 429 are retried for reads; 4xx are not', async () => {
@@ -43,11 +47,21 @@ describe('retry rules', () => {
   });
 
   test('409 is retried only while the first request is still running', async () => {
-    const s = scripted([{ status: 409, code: 'IdempotencyKeyInUse' }, { status: 409, code: 'AlreadyExists' }, { status: 201 }]);
-    assert.equal((await retryingFetch(opts(s.fetch))(post('http://x/api/v1/payment-intents/i/authorize', { amount: 1 }))).status, 201);
+    const s = scripted([
+      { status: 409, code: 'IdempotencyKeyInUse' },
+      { status: 409, code: 'AlreadyExists' },
+      { status: 201 },
+    ]);
+    assert.equal(
+      (await retryingFetch(opts(s.fetch))(post('http://x/api/v1/payment-intents/i/authorize', { amount: 1 }))).status,
+      201,
+    );
     assert.equal(s.calls.length, 3);
     const t = scripted([{ status: 409, code: 'IdempotencyKeyReused' }]);
-    assert.equal((await retryingFetch(opts(t.fetch))(post('http://x/api/v1/payment-intents/i/authorize', { amount: 1 }))).status, 409);
+    assert.equal(
+      (await retryingFetch(opts(t.fetch))(post('http://x/api/v1/payment-intents/i/authorize', { amount: 1 }))).status,
+      409,
+    );
     assert.equal(t.calls.length, 1);
   });
 
@@ -59,10 +73,17 @@ describe('retry rules', () => {
     assert.match(keys[0], /^[0-9a-f-]{36}$/);
     assert.equal(new Set(keys).size, 1);
     const given = scripted([{ status: 201 }]);
-    await retryingFetch(opts(given.fetch))(post('http://x/api/v1/payments/p/refund', { amount: 1, idempotencyKey: 'mine' }));
+    await retryingFetch(opts(given.fetch))(
+      post('http://x/api/v1/payments/p/refund', { amount: 1, idempotencyKey: 'mine' }),
+    );
     assert.equal(JSON.parse(given.calls[0]!.body!).data.attributes.idempotencyKey, 'mine');
     // Withdrawals, direct payments, counterparty payouts and transfers carry keys too.
-    for (const url of ['http://x/api/v1/wallets/w/withdraw', 'http://x/api/v1/payments', 'http://x/api/v1/counterparties/c/payouts', 'http://x/api/v1/counterparty-transfers']) {
+    for (const url of [
+      'http://x/api/v1/wallets/w/withdraw',
+      'http://x/api/v1/payments',
+      'http://x/api/v1/counterparties/c/payouts',
+      'http://x/api/v1/counterparty-transfers',
+    ]) {
       const k = scripted([{ status: 503 }, { status: 201 }]);
       await retryingFetch(opts(k.fetch))(post(url, { amount: 100 }));
       const sent = k.calls.map((c) => JSON.parse(c.body!).data.attributes.idempotencyKey);
@@ -71,7 +92,10 @@ describe('retry rules', () => {
     }
     // A PATCH that moves money (increase-authorization) is keyed too.
     const increase = scripted([{ status: 503 }, { status: 200 }]);
-    const patch = new Request('http://x/api/v1/payments/p/increase-authorization', { method: 'PATCH', body: JSON.stringify({ data: { type: 'IncreaseAuthorization', attributes: { increase: 5 } } }) });
+    const patch = new Request('http://x/api/v1/payments/p/increase-authorization', {
+      method: 'PATCH',
+      body: JSON.stringify({ data: { type: 'IncreaseAuthorization', attributes: { increase: 5 } } }),
+    });
     assert.equal((await retryingFetch(opts(increase.fetch))(patch)).status, 200);
     const sent = increase.calls.map((c) => JSON.parse(c.body!).data.attributes.idempotencyKey);
     assert.equal(sent.length, 2);
@@ -81,7 +105,10 @@ describe('retry rules', () => {
 
   test('a write without a key is not repeated after a 5xx or a lost answer, but is after a 429', async () => {
     const s = scripted([{ status: 500 }]);
-    assert.equal((await retryingFetch(opts(s.fetch))(post('http://x/api/v1/users', { phoneNumber: '+1' }))).status, 500);
+    assert.equal(
+      (await retryingFetch(opts(s.fetch))(post('http://x/api/v1/users', { phoneNumber: '+1' }))).status,
+      500,
+    );
     assert.equal(s.calls.length, 1);
     const n = scripted(['network-error']);
     await assert.rejects(retryingFetch(opts(n.fetch))(post('http://x/api/v1/users', {})), /fetch failed/);

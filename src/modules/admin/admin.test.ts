@@ -19,7 +19,11 @@ describe('admin API', () => {
 
   test('needs the admin token', async () => {
     for (const authorization of [undefined, 'Bearer wrong', `Basic ${ADMIN_TOKEN}`, ADMIN_TOKEN]) {
-      const res = await t.admin.inject({ method: 'GET', url: '/admin/v1/clients', headers: authorization ? { authorization } : {} });
+      const res = await t.admin.inject({
+        method: 'GET',
+        url: '/admin/v1/clients',
+        headers: authorization ? { authorization } : {},
+      });
       assert.equal(res.statusCode, 401, String(authorization));
       assert.equal(res.json().errors[0].code, 'Unauthorized');
     }
@@ -43,7 +47,9 @@ describe('admin API', () => {
   });
 
   test('settings default as decisions §2 says and merge on PATCH', async () => {
-    const res = await t.adminRequest('POST', '/admin/v1/clients', { body: clientBody({ name: 'S', settings: { captureMode: 'automatic', cardProcessor: { enabled: true } } }) });
+    const res = await t.adminRequest('POST', '/admin/v1/clients', {
+      body: clientBody({ name: 'S', settings: { captureMode: 'automatic', cardProcessor: { enabled: true } } }),
+    });
     const s = res.body.data.attributes.settings;
     assert.equal(s.captureMode, 'automatic');
     assert.deepEqual(s.cardProcessor, { enabled: true, latencyMs: 2000 });
@@ -58,7 +64,10 @@ describe('admin API', () => {
     assert.equal(s.widget.toggleStyle, 'switch');
     const id = res.body.data.id;
     const patched = await t.adminRequest('PATCH', `/admin/v1/clients/${id}`, {
-      body: clientBody({ name: 'S2', settings: { cardProcessor: { latencyMs: 10 }, widget: { buttonText: 'Pay now' } } }),
+      body: clientBody({
+        name: 'S2',
+        settings: { cardProcessor: { latencyMs: 10 }, widget: { buttonText: 'Pay now' } },
+      }),
     });
     assert.equal(patched.status, 200);
     const p = patched.body.data.attributes;
@@ -71,10 +80,15 @@ describe('admin API', () => {
 
   test('invalid settings and bodies are 400 with pointers', async () => {
     const res = await t.adminRequest('POST', '/admin/v1/clients', {
-      body: clientBody({ name: '', settings: { captureMode: 'sometimes', achFee: -1, bogus: 1, cardProcessor: { latencyMs: 'slow' } } }),
+      body: clientBody({
+        name: '',
+        settings: { captureMode: 'sometimes', achFee: -1, bogus: 1, cardProcessor: { latencyMs: 'slow' } },
+      }),
     });
     assert.equal(res.status, 400);
-    const pointers = errorsOf(res).map((e) => e.source?.pointer).sort();
+    const pointers = errorsOf(res)
+      .map((e) => e.source?.pointer)
+      .sort();
     assert.deepEqual(pointers, [
       '/data/attributes/name',
       '/data/attributes/settings/achFee',
@@ -126,7 +140,11 @@ describe('admin API', () => {
     assert.equal(res.status, 200);
     assert.ok(res.body.paths['/admin/v1/clients/{clientId}/secrets/{secretId}'].delete);
     for (const authorization of [undefined, 'Bearer wrong']) {
-      const anon = await t.admin.inject({ method: 'GET', url: '/admin/v1/openapi.json', headers: authorization ? { authorization } : {} });
+      const anon = await t.admin.inject({
+        method: 'GET',
+        url: '/admin/v1/openapi.json',
+        headers: authorization ? { authorization } : {},
+      });
       assert.equal(anon.statusCode, 401, String(authorization));
       assert.equal(anon.json().errors[0].code, 'Unauthorized');
     }
@@ -143,7 +161,9 @@ describe('coffer CLI', () => {
   after(() => t.close());
 
   const cli = async (...args: string[]) => {
-    const { stdout } = await run(process.execPath, [CLI, ...args, '--url', url], { env: { ...process.env, ADMIN_TOKEN } });
+    const { stdout } = await run(process.execPath, [CLI, ...args, '--url', url], {
+      env: { ...process.env, ADMIN_TOKEN },
+    });
     return JSON.parse(stdout);
   };
 
@@ -152,7 +172,9 @@ describe('coffer CLI', () => {
     assert.match(out.clientId, /^[0-9a-f-]{36}$/);
     assert.match(out.secret, /^sk_sandbox_/);
     assert.equal(out.name, 'From CLI');
-    const res = await t.request('GET', '/api/v1/users', { headers: { 'client-id': out.clientId, authorization: `Bearer ${out.secret}` } });
+    const res = await t.request('GET', '/api/v1/users', {
+      headers: { 'client-id': out.clientId, authorization: `Bearer ${out.secret}` },
+    });
     assert.equal(res.status, 200);
   });
 
@@ -175,11 +197,15 @@ describe('coffer CLI', () => {
 
   test('errors are reported on stderr with a non-zero exit', async () => {
     await assert.rejects(
-      run(process.execPath, [CLI, 'clients', 'show', '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', '--url', url], { env: { ...process.env, ADMIN_TOKEN } }),
+      run(process.execPath, [CLI, 'clients', 'show', '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', '--url', url], {
+        env: { ...process.env, ADMIN_TOKEN },
+      }),
       (err: { code: number; stderr: string }) => err.code === 1 && /404 ClientNotFound/.test(err.stderr),
     );
     await assert.rejects(
-      run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token', 'wrong'], { env: { ...process.env, ADMIN_TOKEN: '' } }),
+      run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token', 'wrong'], {
+        env: { ...process.env, ADMIN_TOKEN: '' },
+      }),
       (err: { code: number; stderr: string }) => err.code === 1 && /401 Unauthorized/.test(err.stderr),
     );
   });

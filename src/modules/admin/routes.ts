@@ -3,7 +3,17 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { pageLinks, pageOf, listQuery } from '../../http/paging.ts';
-import { document, idParams, listDocument, ref, requestBody, resource, responses, Timestamp, Uuid } from '../../http/schemas.ts';
+import {
+  document,
+  idParams,
+  listDocument,
+  ref,
+  requestBody,
+  resource,
+  responses,
+  Timestamp,
+  Uuid,
+} from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { createClient, getClient, removeClientSecret, rotateClientSecret, updateClient } from '../clients/domain.ts';
 import { ClientSettingsSchema, EffectiveSettingsSchema, resolveSettings } from '../clients/settings.ts';
@@ -14,7 +24,11 @@ const TAGS = ['Admin'];
 const ADMIN_ERRORS = [400, 401, 415] as const;
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-const SecretSummary = Type.Object({ id: Uuid(), hint: Type.String({ description: 'Last four characters' }), createdAt: Timestamp() });
+const SecretSummary = Type.Object({
+  id: Uuid(),
+  hint: Type.String({ description: 'Last four characters' }),
+  createdAt: Timestamp(),
+});
 
 export const Client = resource('Client', 'Client', {
   name: Type.String(),
@@ -35,7 +49,10 @@ export const ClientSecret = resource('ClientSecret', 'ClientSecret', {
 
 const CreateClientBody = requestBody(
   'Client',
-  Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), settings: Type.Optional(ClientSettingsSchema) }, { additionalProperties: false }),
+  Type.Object(
+    { name: Type.String({ minLength: 1, maxLength: 200 }), settings: Type.Optional(ClientSettingsSchema) },
+    { additionalProperties: false },
+  ),
 );
 const UpdateClientBody = requestBody(
   'Client',
@@ -83,7 +100,10 @@ export const LedgerCheck = resource(
     violationCount: Type.Integer({ description: 'How many violations the check found' }),
     violations: Type.Array(Violation, { description: 'The first 20 of them' }),
   },
-  { description: 'A ledger invariant check that ran: the scheduled job, in whichever process ran it, or GET /admin/v1/ledger/verify.' },
+  {
+    description:
+      'A ledger invariant check that ran: the scheduled job, in whichever process ran it, or GET /admin/v1/ledger/verify.',
+  },
 );
 
 /** How many recorded checks the list shows: a day of hourly checks. */
@@ -109,21 +129,37 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req, reply) => {
       const { name, settings } = req.body.data.attributes;
       const { client, secret } = await createClient(ctx.db, { name, settings, environment: env, now: ctx.clock.now() });
-      return reply.code(201).send({ data: clientResource(client, [secret.row], { secret: secret.secret, secretId: secret.row.id }) });
+      return reply
+        .code(201)
+        .send({ data: clientResource(client, [secret.row], { secret: secret.secret, secretId: secret.row.id }) });
     },
   );
 
   app.get(
     '/admin/v1/clients',
     {
-      schema: { tags: TAGS, operationId: 'adminListClients', summary: 'List clients', querystring: listQuery({}), response: responses({ 200: listDocument(ref(Client)) }, ADMIN_ERRORS) },
+      schema: {
+        tags: TAGS,
+        operationId: 'adminListClients',
+        summary: 'List clients',
+        querystring: listQuery({}),
+        response: responses({ 200: listDocument(ref(Client)) }, ADMIN_ERRORS),
+      },
     },
     async (req) => {
       const page = pageOf(req.query);
       const { rows, total } = await listClientRows(ctx.db, page);
-      const secrets = await listSecretRows(ctx.db, rows.map((r) => r.id));
+      const secrets = await listSecretRows(
+        ctx.db,
+        rows.map((r) => r.id),
+      );
       return {
-        data: rows.map((c) => clientResource(c, secrets.filter((s) => s.clientId === c.id))),
+        data: rows.map((c) =>
+          clientResource(
+            c,
+            secrets.filter((s) => s.clientId === c.id),
+          ),
+        ),
         meta: { total, ...page },
         links: pageLinks(base, req.url, page, total),
       };
@@ -155,14 +191,19 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'adminUpdateClient',
         summary: 'Update a client',
-        description: '`settings` merge into the stored settings (nested objects member by member). `disabled: true` makes every API call of the client 403.',
+        description:
+          '`settings` merge into the stored settings (nested objects member by member). `disabled: true` makes every API call of the client 403.',
         params: idParams('clientId'),
         body: UpdateClientBody,
         response: responses({ 200: document(ref(Client)) }, [...ADMIN_ERRORS, 404]),
       },
     },
     async (req) => {
-      const client = await updateClient(ctx.db, { id: req.params.clientId, ...req.body.data.attributes, now: ctx.clock.now() });
+      const client = await updateClient(ctx.db, {
+        id: req.params.clientId,
+        ...req.body.data.attributes,
+        now: ctx.clock.now(),
+      });
       ctx.auth.invalidate(client.id);
       return { data: clientResource(client, await listSecretRows(ctx.db, [client.id])) };
     },
@@ -182,10 +223,18 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req, reply) => {
-      const s = await rotateClientSecret(ctx.db, { clientId: req.params.clientId, environment: env, now: ctx.clock.now() });
+      const s = await rotateClientSecret(ctx.db, {
+        clientId: req.params.clientId,
+        environment: env,
+        now: ctx.clock.now(),
+      });
       ctx.auth.invalidate(req.params.clientId);
       return reply.code(201).send({
-        data: { id: s.row.id, type: 'ClientSecret' as const, attributes: { secret: s.secret, hint: s.row.hint, createdAt: s.row.createdAt.toISOString() } },
+        data: {
+          id: s.row.id,
+          type: 'ClientSecret' as const,
+          attributes: { secret: s.secret, hint: s.row.hint, createdAt: s.row.createdAt.toISOString() },
+        },
       });
     },
   );
@@ -226,7 +275,13 @@ export async function adminRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async () => {
       const violations = await checkLedger(ctx.db, { log: ctx.log, now: () => ctx.clock.now() });
-      return { data: { id: 'ledger', type: 'LedgerReport' as const, attributes: { sound: violations.length === 0, violations, checkedAt: ctx.clock.now().toISOString() } } };
+      return {
+        data: {
+          id: 'ledger',
+          type: 'LedgerReport' as const,
+          attributes: { sound: violations.length === 0, violations, checkedAt: ctx.clock.now().toISOString() },
+        },
+      };
     },
   );
 

@@ -21,13 +21,33 @@ export const STATUS_BATCH = 50;
 /** How long a claimed transfer belongs to the process asking about it. */
 const STATUS_LEASE_MS = 60_000;
 
-type Finish = (tx: Executor, t: q.BankTransferRow, o: { settled: boolean; reason?: string; rc: RenderContext; now: Date }) => Promise<void>;
+type Finish = (
+  tx: Executor,
+  t: q.BankTransferRow,
+  o: { settled: boolean; reason?: string; rc: RenderContext; now: Date },
+) => Promise<void>;
 
 const FINISH: Record<TransferPurpose, Finish> = {
-  deposit: (tx, t, o) => finishDepositPull(tx, { transactionId: t.subjectId, settled: o.settled, reason: o.reason, baseUrl: o.rc.baseUrl, now: o.now }),
-  payment: (tx, t, o) => finishPaymentPull(tx, { paymentId: t.subjectId, settled: o.settled, reason: o.reason, rc: o.rc, now: o.now }),
-  withdrawal: (tx, t, o) => finishWithdrawalPush(tx, { reference: t.reference, withdrawalId: t.subjectId, amount: t.amount, settled: o.settled, now: o.now }),
-  payout: (tx, t, o) => finishPayoutPush(tx, { payoutId: t.subjectId, settled: o.settled, reason: o.reason, now: o.now }),
+  deposit: (tx, t, o) =>
+    finishDepositPull(tx, {
+      transactionId: t.subjectId,
+      settled: o.settled,
+      reason: o.reason,
+      baseUrl: o.rc.baseUrl,
+      now: o.now,
+    }),
+  payment: (tx, t, o) =>
+    finishPaymentPull(tx, { paymentId: t.subjectId, settled: o.settled, reason: o.reason, rc: o.rc, now: o.now }),
+  withdrawal: (tx, t, o) =>
+    finishWithdrawalPush(tx, {
+      reference: t.reference,
+      withdrawalId: t.subjectId,
+      amount: t.amount,
+      settled: o.settled,
+      now: o.now,
+    }),
+  payout: (tx, t, o) =>
+    finishPayoutPush(tx, { payoutId: t.subjectId, settled: o.settled, reason: o.reason, now: o.now }),
 };
 
 /**
@@ -36,7 +56,10 @@ const FINISH: Record<TransferPurpose, Finish> = {
  * it takes), a final one applied; one the provider did not answer for is asked again when its
  * lease runs out. Returns how many ended.
  */
-export async function checkDueTransfers(db: Db, opts: { provider: BankTransferProvider; rc: RenderContext; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+export async function checkDueTransfers(
+  db: Db,
+  opts: { provider: BankTransferProvider; rc: RenderContext; now: () => Date; log?: FastifyBaseLogger },
+): Promise<number> {
   const now = opts.now();
   const claimed = await q.claimDueTransfers(db, now, new Date(now.getTime() + STATUS_LEASE_MS), STATUS_BATCH);
   let ended = 0;
@@ -46,7 +69,10 @@ export async function checkDueTransfers(db: Db, opts: { provider: BankTransferPr
       try {
         outcome = await opts.provider.status(t.reference);
       } catch (err) {
-        opts.log?.warn({ err, reference: t.reference }, 'the bank did not report on a transfer; it is asked again later');
+        opts.log?.warn(
+          { err, reference: t.reference },
+          'the bank did not report on a transfer; it is asked again later',
+        );
         return;
       }
       const at = opts.now();
@@ -55,8 +81,17 @@ export async function checkDueTransfers(db: Db, opts: { provider: BankTransferPr
         const row = await q.lockPendingTransfer(tx, t.reference);
         if (!row) return;
         const settled = outcome.status === 'settled';
-        await FINISH[row.purpose as TransferPurpose](tx, row, { settled, reason: outcome.failureReason, rc: opts.rc, now: at });
-        await q.finishTransfer(tx, row.reference, { status: settled ? 'Settled' : 'Failed', failureReason: settled ? null : (outcome.failureReason ?? null), now: at });
+        await FINISH[row.purpose as TransferPurpose](tx, row, {
+          settled,
+          reason: outcome.failureReason,
+          rc: opts.rc,
+          now: at,
+        });
+        await q.finishTransfer(tx, row.reference, {
+          status: settled ? 'Settled' : 'Failed',
+          failureReason: settled ? null : (outcome.failureReason ?? null),
+          now: at,
+        });
         ended++;
       });
     }),

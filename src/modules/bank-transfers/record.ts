@@ -26,7 +26,10 @@ export interface TrackedTransfer {
  * `record` writes the subject's own record of the transfers (its provider reference, say);
  * `track` (the provider reports status) keeps them to ask about too, in one transaction.
  */
-export async function recordSentTransfers(db: Db, o: { track: boolean; transfers: TrackedTransfer[]; now: Date; record: (ex: Executor) => Promise<void> }): Promise<void> {
+export async function recordSentTransfers(
+  db: Db,
+  o: { track: boolean; transfers: TrackedTransfer[]; now: Date; record: (ex: Executor) => Promise<void> },
+): Promise<void> {
   if (o.transfers.length === 0) return;
   if (!o.track) return o.record(db);
   await db.transaction(async (tx) => {
@@ -45,7 +48,11 @@ export function trackTransfers(tx: Executor, transfers: TrackedTransfer[], now: 
  * answer, not the sum of them); returns the answers for the items the bank took, in order. The
  * others are logged once and sent again by a later round, with the same references.
  */
-export async function sendEach<T, R>(items: T[], send: (item: T) => Promise<R>, o: { log?: FastifyBaseLogger; what: string }): Promise<R[]> {
+export async function sendEach<T, R>(
+  items: T[],
+  send: (item: T) => Promise<R>,
+  o: { log?: FastifyBaseLogger; what: string },
+): Promise<R[]> {
   const failed: unknown[] = [];
   const answers = await Promise.all(
     items.map(async (item) => {
@@ -57,7 +64,11 @@ export async function sendEach<T, R>(items: T[], send: (item: T) => Promise<R>, 
       }
     }),
   );
-  if (failed.length > 0) o.log?.warn({ err: failed[0], failed: failed.length }, `the bank did not take ${failed.length} ${o.what}; they are sent again next round`);
+  if (failed.length > 0)
+    o.log?.warn(
+      { err: failed[0], failed: failed.length },
+      `the bank did not take ${failed.length} ${o.what}; they are sent again next round`,
+    );
   return answers.filter((a) => a !== undefined).map((a) => a.sent);
 }
 
@@ -71,8 +82,20 @@ export function startPulls(
     items,
     // Each field by name, not a rest and a spread: V8 made a map for every transfer so copied.
     async (t): Promise<TrackedTransfer> => {
-      const { providerRef } = await provider.initiatePull({ reference: t.reference, amount: t.amount, linkedAccountExternalId: t.externalId });
-      return { reference: t.reference, clientId: t.clientId, purpose: t.purpose, subjectId: t.subjectId, direction: 'pull', amount: t.amount, providerRef };
+      const { providerRef } = await provider.initiatePull({
+        reference: t.reference,
+        amount: t.amount,
+        linkedAccountExternalId: t.externalId,
+      });
+      return {
+        reference: t.reference,
+        clientId: t.clientId,
+        purpose: t.purpose,
+        subjectId: t.subjectId,
+        direction: 'pull',
+        amount: t.amount,
+        providerRef,
+      };
     },
     o,
   );

@@ -8,7 +8,15 @@ export type BankTransferRow = typeof bankTransfers.$inferSelect;
 /** Transfers to wait for; one already kept (a send repeated after a crash) stays as it is. */
 export async function insertTransfers(
   db: Executor,
-  rows: { reference: string; clientId: string; purpose: string; subjectId: string; direction: string; amount: number; providerRef: string }[],
+  rows: {
+    reference: string;
+    clientId: string;
+    purpose: string;
+    subjectId: string;
+    direction: string;
+    amount: number;
+    providerRef: string;
+  }[],
   now: Date,
   checkAfter: Date,
 ): Promise<void> {
@@ -22,7 +30,12 @@ export async function insertTransfers(
  * Claims pending transfers due to be asked about: their next check moves to `leaseUntil`, so
  * another process skips them while this one asks (SKIP LOCKED); a crashed asker's come due again.
  */
-export async function claimDueTransfers(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<BankTransferRow[]> {
+export async function claimDueTransfers(
+  db: Executor,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<BankTransferRow[]> {
   return db.transaction(async (tx) => {
     const due = await tx
       .select({ reference: bankTransfers.reference })
@@ -35,22 +48,40 @@ export async function claimDueTransfers(db: Executor, now: Date, leaseUntil: Dat
     return tx
       .update(bankTransfers)
       .set({ checkAfter: leaseUntil })
-      .where(inArray(bankTransfers.reference, due.map((d) => d.reference)))
+      .where(
+        inArray(
+          bankTransfers.reference,
+          due.map((d) => d.reference),
+        ),
+      )
       .returning();
   });
 }
 
 export async function scheduleCheck(db: Executor, reference: string, checkAfter: Date): Promise<void> {
-  await db.update(bankTransfers).set({ checkAfter }).where(and(eq(bankTransfers.reference, reference), eq(bankTransfers.status, 'Pending')));
+  await db
+    .update(bankTransfers)
+    .set({ checkAfter })
+    .where(and(eq(bankTransfers.reference, reference), eq(bankTransfers.status, 'Pending')));
 }
 
 /** The transfer, locked, if it is still pending. */
 export async function lockPendingTransfer(db: Executor, reference: string): Promise<BankTransferRow | undefined> {
-  const [row] = await db.select().from(bankTransfers).where(and(eq(bankTransfers.reference, reference), eq(bankTransfers.status, 'Pending'))).for('update');
+  const [row] = await db
+    .select()
+    .from(bankTransfers)
+    .where(and(eq(bankTransfers.reference, reference), eq(bankTransfers.status, 'Pending')))
+    .for('update');
   return row;
 }
 
-export async function finishTransfer(db: Executor, reference: string, o: { status: 'Settled' | 'Failed'; failureReason: string | null; now: Date }): Promise<void> {
-  await db.update(bankTransfers).set({ status: o.status, failureReason: o.failureReason, finishedAt: o.now, updatedAt: o.now }).where(eq(bankTransfers.reference, reference));
+export async function finishTransfer(
+  db: Executor,
+  reference: string,
+  o: { status: 'Settled' | 'Failed'; failureReason: string | null; now: Date },
+): Promise<void> {
+  await db
+    .update(bankTransfers)
+    .set({ status: o.status, failureReason: o.failureReason, finishedAt: o.now, updatedAt: o.now })
+    .where(eq(bankTransfers.reference, reference));
 }
-

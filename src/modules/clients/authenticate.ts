@@ -53,7 +53,10 @@ export class ClientAuthenticator {
    * The authenticated client, or a promise of it when the client record must be read first
    * (a cache hit answers synchronously: most requests, and no promise to allocate).
    */
-  authenticate(clientIdHeader: unknown, authorizationHeader: unknown): AuthenticatedClient | Promise<AuthenticatedClient> {
+  authenticate(
+    clientIdHeader: unknown,
+    authorizationHeader: unknown,
+  ): AuthenticatedClient | Promise<AuthenticatedClient> {
     if (typeof clientIdHeader !== 'string' || typeof authorizationHeader !== 'string') {
       throw apiError('Unauthorized', 'Send the Client-ID header and Authorization: Bearer <secret>.');
     }
@@ -103,7 +106,12 @@ export class ClientAuthenticator {
     const found = await findClientWithSecretHashes(this.#db, clientId);
     const entry: CacheEntry = found
       ? {
-          client: { id: found.client.id, name: found.client.name, disabled: found.client.disabled, settings: resolveSettings(found.client.settings) },
+          client: {
+            id: found.client.id,
+            name: found.client.name,
+            disabled: found.client.disabled,
+            settings: resolveSettings(found.client.settings),
+          },
           hashes: found.hashes,
         }
       : { client: null, hashes: [] };

@@ -34,16 +34,29 @@ function generateSecret(environment: Environment): string {
 
 async function addSecret(db: Executor, clientId: string, environment: Environment, now: Date): Promise<NewSecret> {
   const secret = generateSecret(environment);
-  const row = await q.insertClientSecret(db, { id: uuidv7(), clientId, hash: hashSecret(secret), hint: secret.slice(-4), createdAt: now });
+  const row = await q.insertClientSecret(db, {
+    id: uuidv7(),
+    clientId,
+    hash: hashSecret(secret),
+    hint: secret.slice(-4),
+    createdAt: now,
+  });
   return { row, secret };
 }
 
 /** The fee counterparty must be one of the client's own. */
-async function checkFeeCounterparty(db: Executor, clientId: string | undefined, settings: ClientSettingsInput | undefined): Promise<void> {
+async function checkFeeCounterparty(
+  db: Executor,
+  clientId: string | undefined,
+  settings: ClientSettingsInput | undefined,
+): Promise<void> {
   const id = settings?.feeCounterpartyId;
   if (!id) return;
   if (!clientId || !(await findCounterparty(db, clientId, id))) {
-    throw apiError('CounterpartyNotFound', `The client has no counterparty ${id}.`, { status: 400, pointer: '/data/attributes/settings/feeCounterpartyId' });
+    throw apiError('CounterpartyNotFound', `The client has no counterparty ${id}.`, {
+      status: 400,
+      pointer: '/data/attributes/settings/feeCounterpartyId',
+    });
   }
 }
 
@@ -82,12 +95,16 @@ export async function updateClient(
     const patch: Parameters<typeof q.updateClientRow>[2] = { updatedAt: opts.now };
     if (opts.name !== undefined) patch.name = opts.name;
     if (opts.disabled !== undefined) patch.disabled = opts.disabled;
-    if (opts.settings !== undefined) patch.settings = mergeSettings(current.settings as ClientSettingsInput, opts.settings);
+    if (opts.settings !== undefined)
+      patch.settings = mergeSettings(current.settings as ClientSettingsInput, opts.settings);
     return (await q.updateClientRow(tx, opts.id, patch))!;
   });
 }
 
-export async function rotateClientSecret(db: Db, opts: { clientId: string; environment: Environment; now: Date }): Promise<NewSecret> {
+export async function rotateClientSecret(
+  db: Db,
+  opts: { clientId: string; environment: Environment; now: Date },
+): Promise<NewSecret> {
   return db.transaction(async (tx) => {
     if (!(await q.findClient(tx, opts.clientId))) throw apiError('ClientNotFound', `No client ${opts.clientId}.`);
     return addSecret(tx, opts.clientId, opts.environment, opts.now);

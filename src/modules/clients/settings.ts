@@ -10,7 +10,9 @@ export const WidgetSettingsSchema = Type.Object(
     iconUrl: Type.Optional(Nullable(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 }))),
     textStyle: Type.Optional(Lit('default', 'small', 'semibold', 'small-semibold')),
     successTitle: Type.Optional(Type.String({ minLength: 1, maxLength: 120 })),
-    successDescription: Type.Optional(Type.String({ minLength: 1, maxLength: 300, description: '`<reward>` is replaced by the reward amount' })),
+    successDescription: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 300, description: '`<reward>` is replaced by the reward amount' }),
+    ),
     buttonText: Type.Optional(Type.String({ minLength: 1, maxLength: 60 })),
     togglePosition: Type.Optional(Lit('left', 'right')),
     toggleStyle: Type.Optional(Lit('checkbox', 'switch')),
@@ -26,7 +28,10 @@ export const ClientSettingsSchema = Type.Object(
     rails: Type.Optional(Lit('bank', 'card')),
     cardProcessor: Type.Optional(
       Type.Object(
-        { enabled: Type.Optional(Type.Boolean()), latencyMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })) },
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          latencyMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })),
+        },
         { additionalProperties: false },
       ),
     ),
@@ -45,29 +50,32 @@ export const ClientSettingsSchema = Type.Object(
 export type ClientSettingsInput = Static<typeof ClientSettingsSchema>;
 
 /** What reads return: every setting, defaults filled in. */
-export const EffectiveSettingsSchema = Type.Object({
-  captureMode: Lit('automatic', 'manual'),
-  rails: Lit('bank', 'card'),
-  cardProcessor: Type.Object({ enabled: Type.Boolean(), latencyMs: Type.Integer() }),
-  achFee: Type.Integer(),
-  feeCounterpartyId: Nullable(Type.String()),
-  depositRewardBps: Type.Integer(),
-  rewardMinimumPurchase: Type.Integer(),
-  maxOneTimeDeposit: Type.Integer(),
-  bankFundingLimit: Type.Integer(),
-  paymentIntentTtlSeconds: Type.Integer(),
-  widget: Type.Object({
-    iconUrl: Nullable(Type.String()),
-    textStyle: Lit('default', 'small', 'semibold', 'small-semibold'),
-    successTitle: Type.String(),
-    successDescription: Type.String(),
-    buttonText: Type.String(),
-    togglePosition: Lit('left', 'right'),
-    toggleStyle: Lit('checkbox', 'switch'),
-    showToggleLabel: Type.Boolean(),
-    buttonType: Lit('button', 'link'),
-  }),
-}, { $id: 'ClientSettings' });
+export const EffectiveSettingsSchema = Type.Object(
+  {
+    captureMode: Lit('automatic', 'manual'),
+    rails: Lit('bank', 'card'),
+    cardProcessor: Type.Object({ enabled: Type.Boolean(), latencyMs: Type.Integer() }),
+    achFee: Type.Integer(),
+    feeCounterpartyId: Nullable(Type.String()),
+    depositRewardBps: Type.Integer(),
+    rewardMinimumPurchase: Type.Integer(),
+    maxOneTimeDeposit: Type.Integer(),
+    bankFundingLimit: Type.Integer(),
+    paymentIntentTtlSeconds: Type.Integer(),
+    widget: Type.Object({
+      iconUrl: Nullable(Type.String()),
+      textStyle: Lit('default', 'small', 'semibold', 'small-semibold'),
+      successTitle: Type.String(),
+      successDescription: Type.String(),
+      buttonText: Type.String(),
+      togglePosition: Lit('left', 'right'),
+      toggleStyle: Lit('checkbox', 'switch'),
+      showToggleLabel: Type.Boolean(),
+      buttonType: Lit('button', 'link'),
+    }),
+  },
+  { $id: 'ClientSettings' },
+);
 
 export interface WidgetSettings {
   iconUrl: string | null;

@@ -11,18 +11,28 @@ export async function insertClient(db: Executor, row: typeof clients.$inferInser
   return out!;
 }
 
-export async function insertClientSecret(db: Executor, row: typeof clientSecrets.$inferInsert): Promise<ClientSecretRow> {
+export async function insertClientSecret(
+  db: Executor,
+  row: typeof clientSecrets.$inferInsert,
+): Promise<ClientSecretRow> {
   const [out] = await db.insert(clientSecrets).values(row).returning();
   return out!;
 }
 
-export async function findClient(db: Executor, id: string, opts: { forUpdate?: boolean } = {}): Promise<ClientRow | undefined> {
+export async function findClient(
+  db: Executor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<ClientRow | undefined> {
   const q = db.select().from(clients).where(eq(clients.id, id));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
 
-export async function listClientRows(db: Executor, page: { limit: number; offset: number }): Promise<{ rows: ClientRow[]; total: number }> {
+export async function listClientRows(
+  db: Executor,
+  page: { limit: number; offset: number },
+): Promise<{ rows: ClientRow[]; total: number }> {
   const [rows, [totalRow]] = await Promise.all([
     db.select().from(clients).orderBy(asc(clients.createdAt), asc(clients.id)).limit(page.limit).offset(page.offset),
     db.select({ n: count() }).from(clients),
@@ -35,14 +45,22 @@ export async function countClients(db: Executor): Promise<number> {
   return row?.n ?? 0;
 }
 
-export async function updateClientRow(db: Executor, id: string, patch: Partial<typeof clients.$inferInsert>): Promise<ClientRow | undefined> {
+export async function updateClientRow(
+  db: Executor,
+  id: string,
+  patch: Partial<typeof clients.$inferInsert>,
+): Promise<ClientRow | undefined> {
   const [row] = await db.update(clients).set(patch).where(eq(clients.id, id)).returning();
   return row;
 }
 
 export async function listSecretRows(db: Executor, clientIds: string[]): Promise<ClientSecretRow[]> {
   if (clientIds.length === 0) return [];
-  return db.select().from(clientSecrets).where(inArray(clientSecrets.clientId, clientIds)).orderBy(asc(clientSecrets.createdAt));
+  return db
+    .select()
+    .from(clientSecrets)
+    .where(inArray(clientSecrets.clientId, clientIds))
+    .orderBy(asc(clientSecrets.createdAt));
 }
 
 export async function deleteSecretRow(db: Executor, clientId: string, secretId: string): Promise<boolean> {

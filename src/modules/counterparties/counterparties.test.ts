@@ -7,7 +7,15 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { createTestApp, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { counterpartyBalance, createCounterparty, createPayout, eventsOf, fundedCounterparty, ROUTING, simulateDeposit } from '../../test/counterparties.ts';
+import {
+  counterpartyBalance,
+  createCounterparty,
+  createPayout,
+  eventsOf,
+  fundedCounterparty,
+  ROUTING,
+  simulateDeposit,
+} from '../../test/counterparties.ts';
 import { assertLedgerSound, deposit, fundedWallet } from '../../test/money.ts';
 
 describe('counterparties', () => {
@@ -39,7 +47,10 @@ describe('counterparties', () => {
     assert.equal(createdAt, updatedAt);
     // The sandbox provisions a deposit account: stable, 16 digits, the sandbox routing number.
     assert.match(internalBankAccount.accountNumber, /^[0-9]{16}$/);
-    assert.deepEqual({ ...internalBankAccount, accountNumber: undefined }, { accountNumber: undefined, routingNumber: '110000000', accountType: 'Checking' });
+    assert.deepEqual(
+      { ...internalBankAccount, accountNumber: undefined },
+      { accountNumber: undefined, routingNumber: '110000000', accountType: 'Checking' },
+    );
     assert.ok(!accrue.raw.includes('000123456789'));
     const got = await t.request('GET', `/api/v1/counterparties/${c.id}`, { as: m });
     assert.equal(got.status, 200);
@@ -55,7 +66,12 @@ describe('counterparties', () => {
   test('the label is optional: without one, the account type and last four digits', async () => {
     const res = await t.request('POST', '/api/v1/counterparties', {
       as: m,
-      body: { data: { type: 'CreateCounterparty', attributes: { accountNumber: '44445555', routingNumber: ROUTING, accountType: 'savings' } } },
+      body: {
+        data: {
+          type: 'CreateCounterparty',
+          attributes: { accountNumber: '44445555', routingNumber: ROUTING, accountType: 'savings' },
+        },
+      },
     });
     assert.equal(res.status, 201, res.raw);
     assert.equal(res.body.data.attributes.label, 'Savings account ending 5555');
@@ -67,7 +83,8 @@ describe('counterparties', () => {
       assert.equal(res.status, 400, routingNumber);
       assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/routingNumber');
     }
-    for (const routingNumber of ['011000015', '021000021', '026009593', '122105155']) assert.equal((await createCounterparty(t, m, { routingNumber })).status, 201, routingNumber);
+    for (const routingNumber of ['011000015', '021000021', '026009593', '122105155'])
+      assert.equal((await createCounterparty(t, m, { routingNumber })).status, 201, routingNumber);
   });
 
   test('bad bodies are 400 with pointers, and create nothing', async () => {
@@ -95,7 +112,10 @@ describe('counterparties', () => {
     t.clock.advance(1000);
     const b = await fundedCounterparty(t, lm, 0, 'B');
     const list = await t.request('GET', '/api/v1/counterparties', { as: lm });
-    assert.deepEqual(list.body.data.map((c: { id: string }) => c.id), [b, a]);
+    assert.deepEqual(
+      list.body.data.map((c: { id: string }) => c.id),
+      [b, a],
+    );
     assert.equal(list.body.meta.total, 2);
     const theirs = await t.request('GET', `/api/v1/counterparties/${a}`, { as: other });
     assert.equal(theirs.status, 404);
@@ -103,25 +123,37 @@ describe('counterparties', () => {
   });
 
   describe('update (PATCH)', () => {
-    test("changes the label (type UpdateCounterparty or Counterparty); updatedAt moves; the bank account cannot change", async () => {
+    test('changes the label (type UpdateCounterparty or Counterparty); updatedAt moves; the bank account cannot change', async () => {
       const id = await fundedCounterparty(t, m, 250);
       t.clock.advance(5000);
-      const res = await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: m, body: { data: { type: 'UpdateCounterparty', attributes: { label: 'Vendor 7' } } } });
+      const res = await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+        as: m,
+        body: { data: { type: 'UpdateCounterparty', attributes: { label: 'Vendor 7' } } },
+      });
       assert.equal(res.status, 200, res.raw);
       const a = res.body.data.attributes;
       assert.equal(a.label, 'Vendor 7');
       assert.ok(a.updatedAt > a.createdAt);
       assert.deepEqual(a.balance, { pending: 0, available: 250 });
-      assert.equal((await t.request('GET', `/api/v1/counterparties/${id}`, { as: m })).body.data.attributes.label, 'Vendor 7');
-      const again = await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: m, body: { data: { type: 'Counterparty', attributes: { label: 'Vendor 8' } } } });
+      assert.equal(
+        (await t.request('GET', `/api/v1/counterparties/${id}`, { as: m })).body.data.attributes.label,
+        'Vendor 7',
+      );
+      const again = await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+        as: m,
+        body: { data: { type: 'Counterparty', attributes: { label: 'Vendor 8' } } },
+      });
       assert.equal(again.body.data.attributes.label, 'Vendor 8');
       // Nothing to change is a read.
-      const none = await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: m, body: { data: { type: 'UpdateCounterparty', attributes: {} } } });
+      const none = await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+        as: m,
+        body: { data: { type: 'UpdateCounterparty', attributes: {} } },
+      });
       assert.equal(none.status, 200);
       assert.equal(none.body.data.attributes.label, 'Vendor 8');
     });
 
-    test('bad input is 400 and changes nothing; an unknown or another merchant\'s id is 404', async () => {
+    test("bad input is 400 and changes nothing; an unknown or another merchant's id is 404", async () => {
       const id = await fundedCounterparty(t, m, 0, 'Kept');
       for (const [attributes, pointer] of [
         [{ label: '' }, '/data/attributes/label'],
@@ -129,14 +161,23 @@ describe('counterparties', () => {
         [{ accountNumber: '99998888' }, '/data/attributes/accountNumber'],
         [{ routingNumber: '011000015' }, '/data/attributes/routingNumber'],
       ] as const) {
-        const res = await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: m, body: { data: { type: 'UpdateCounterparty', attributes } } });
+        const res = await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+          as: m,
+          body: { data: { type: 'UpdateCounterparty', attributes } },
+        });
         assert.equal(res.status, 400, JSON.stringify(attributes));
         assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
       }
-      const theirs = await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: other, body: { data: { type: 'UpdateCounterparty', attributes: { label: 'Stolen' } } } });
+      const theirs = await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+        as: other,
+        body: { data: { type: 'UpdateCounterparty', attributes: { label: 'Stolen' } } },
+      });
       assert.equal(theirs.status, 404);
       assert.equal(errorsOf(theirs)[0]!.code, 'CounterpartyNotFound');
-      const unknown = await t.request('PATCH', '/api/v1/counterparties/00000000-0000-4000-8000-000000000000', { as: m, body: { data: { type: 'UpdateCounterparty', attributes: { label: 'x' } } } });
+      const unknown = await t.request('PATCH', '/api/v1/counterparties/00000000-0000-4000-8000-000000000000', {
+        as: m,
+        body: { data: { type: 'UpdateCounterparty', attributes: { label: 'x' } } },
+      });
       assert.equal(unknown.status, 404);
       const got = await t.request('GET', `/api/v1/counterparties/${id}`, { as: m });
       assert.equal(got.body.data.attributes.label, 'Kept');
@@ -152,12 +193,25 @@ describe('counterparties', () => {
       const res = await t.request('DELETE', `/api/v1/counterparties/${id}`, { as: lm });
       assert.equal(res.status, 204, res.raw);
       assert.equal(res.raw, '');
-      assert.equal(errorsOf(await t.request('GET', `/api/v1/counterparties/${id}`, { as: lm }))[0]!.code, 'CounterpartyNotFound');
+      assert.equal(
+        errorsOf(await t.request('GET', `/api/v1/counterparties/${id}`, { as: lm }))[0]!.code,
+        'CounterpartyNotFound',
+      );
       assert.equal((await t.request('GET', '/api/v1/counterparties', { as: lm })).body.meta.total, 0);
-      assert.equal((await t.request('PATCH', `/api/v1/counterparties/${id}`, { as: lm, body: { data: { type: 'UpdateCounterparty', attributes: { label: 'x' } } } })).status, 404);
+      assert.equal(
+        (
+          await t.request('PATCH', `/api/v1/counterparties/${id}`, {
+            as: lm,
+            body: { data: { type: 'UpdateCounterparty', attributes: { label: 'x' } } },
+          })
+        ).status,
+        404,
+      );
       assert.equal((await t.request('GET', `/api/v1/counterparties/${id}/payouts`, { as: lm })).status, 404);
       assert.equal((await createPayout(t, lm, id, 1)).status, 404);
-      const d = await deposit(t, lm, wallet.id, 1000, account.id, { disbursement: [{ counterpartyId: id, amount: 100 }] });
+      const d = await deposit(t, lm, wallet.id, 1000, account.id, {
+        disbursement: [{ counterpartyId: id, amount: 100 }],
+      });
       assert.equal(d.status, 400, d.raw);
       assert.equal(errorsOf(d)[0]!.code, 'CounterpartyNotFound');
       assert.equal((await t.request('DELETE', `/api/v1/counterparties/${id}`, { as: lm })).status, 404);
@@ -179,9 +233,18 @@ describe('counterparties', () => {
       // The fee counterparty pays the ACH fee and goes below zero; then it stops paying fees.
       const owing = await fundedCounterparty(t, lm);
       const settings = (feeCounterpartyId: string | null) =>
-        t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, { body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId } } } } });
+        t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, {
+          body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId } } } },
+        });
       assert.equal((await settings(owing)).status, 200);
-      assert.equal((await deposit(t, lm, wallet.id, 1000, account.id, { disbursement: [{ counterpartyId: pending, amount: 200 }] })).status, 201);
+      assert.equal(
+        (
+          await deposit(t, lm, wallet.id, 1000, account.id, {
+            disbursement: [{ counterpartyId: pending, amount: 200 }],
+          })
+        ).status,
+        201,
+      );
       assert.equal((await settings(null)).status, 200);
       assert.deepEqual(await counterpartyBalance(t, lm, owing), { pending: 0, available: -50 });
       for (const id of [holding, pending, owing]) {
@@ -190,8 +253,14 @@ describe('counterparties', () => {
         assert.equal(errorsOf(res)[0]!.code, 'CounterpartyHasBalance');
         assert.equal((await t.request('GET', `/api/v1/counterparties/${id}`, { as: lm })).status, 200);
       }
-      assert.match(errorsOf(await t.request('DELETE', `/api/v1/counterparties/${holding}`, { as: lm }))[0]!.detail, /available 300/);
-      assert.match(errorsOf(await t.request('DELETE', `/api/v1/counterparties/${owing}`, { as: lm }))[0]!.detail, /available -50/);
+      assert.match(
+        errorsOf(await t.request('DELETE', `/api/v1/counterparties/${holding}`, { as: lm }))[0]!.detail,
+        /available 300/,
+      );
+      assert.match(
+        errorsOf(await t.request('DELETE', `/api/v1/counterparties/${owing}`, { as: lm }))[0]!.detail,
+        /available -50/,
+      );
       // Paid out in full (and the payout completed), it can go.
       const payout = await createPayout(t, lm, holding, 300);
       assert.equal(payout.status, 201, payout.raw);
@@ -199,7 +268,16 @@ describe('counterparties', () => {
       const inFlight = await t.request('DELETE', `/api/v1/counterparties/${holding}`, { as: lm });
       assert.equal(inFlight.status, 409, 'a Sent payout may still come back');
       assert.equal(errorsOf(inFlight)[0]!.code, 'CounterpartyInUse');
-      assert.equal((await t.request('POST', `/api/v1/simulation/counterparties/${holding}/payouts/${payout.body.data.id}/complete`, { as: lm })).status, 204);
+      assert.equal(
+        (
+          await t.request(
+            'POST',
+            `/api/v1/simulation/counterparties/${holding}/payouts/${payout.body.data.id}/complete`,
+            { as: lm },
+          )
+        ).status,
+        204,
+      );
       assert.equal((await t.request('DELETE', `/api/v1/counterparties/${holding}`, { as: lm })).status, 204);
       await assertLedgerSound(t);
     });
@@ -207,7 +285,14 @@ describe('counterparties', () => {
     test("the merchant's fee counterparty, or one an unsettled payment disburses to: 409 CounterpartyInUse", async () => {
       const lm = await t.createMerchant();
       const fee = await fundedCounterparty(t, lm);
-      assert.equal((await t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, { body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId: fee } } } } })).status, 200);
+      assert.equal(
+        (
+          await t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, {
+            body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId: fee } } } },
+          })
+        ).status,
+        200,
+      );
       const res = await t.request('DELETE', `/api/v1/counterparties/${fee}`, { as: lm });
       assert.equal(res.status, 409);
       assert.equal(errorsOf(res)[0]!.code, 'CounterpartyInUse');
@@ -217,7 +302,17 @@ describe('counterparties', () => {
       const { wallet, account } = await fundedWallet(t, lm, 2000);
       const payment = await t.request('POST', '/api/v1/payments', {
         as: lm,
-        body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, disbursement: [{ counterpartyId: payee, amount: 400 }] } } },
+        body: {
+          data: {
+            type: 'CreatePayment',
+            attributes: {
+              walletId: wallet.id,
+              amount: 1000,
+              linkedAccountId: account.id,
+              disbursement: [{ counterpartyId: payee, amount: 400 }],
+            },
+          },
+        },
       });
       assert.equal(payment.status, 200, payment.raw);
       const unsettled = await t.request('DELETE', `/api/v1/counterparties/${payee}`, { as: lm });
@@ -233,20 +328,41 @@ describe('counterparties', () => {
         const id = await fundedCounterparty(t, lm, round % 2 ? 0 : 500);
         const [del, incoming, transfer, payout] = await Promise.all([
           t.request('DELETE', `/api/v1/counterparties/${id}`, { as: lm }),
-          t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, { as: lm, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } } }),
+          t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, {
+            as: lm,
+            body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } },
+          }),
           t.request('POST', '/api/v1/counterparty-transfers', {
             as: lm,
-            body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: source, toCounterpartyId: id, amount: 50, idempotencyKey: randomUUID() } } },
+            body: {
+              data: {
+                type: 'CounterpartyTransfer',
+                attributes: {
+                  fromCounterpartyId: source,
+                  toCounterpartyId: id,
+                  amount: 50,
+                  idempotencyKey: randomUUID(),
+                },
+              },
+            },
           }),
           createPayout(t, lm, id, 500),
         ]);
         const all = [del, incoming, transfer, payout];
-        assert.ok(all.every((r) => r.status < 500), all.map((r) => r.raw).join('\n'));
+        assert.ok(
+          all.every((r) => r.status < 500),
+          all.map((r) => r.raw).join('\n'),
+        );
         if (del.status === 204) {
           // Whatever came after the delete found the counterparty gone; nothing before it moved money.
           for (const r of [incoming, transfer]) assert.equal(r.status, 404, r.raw);
-          const held = rowsOf<{ balance: number }>(await t.ctx.db.execute(sql`select balance from ledger_accounts where owner_id = ${id}`));
-          assert.deepEqual(held.map((r) => Number(r.balance)), [0, 0]);
+          const held = rowsOf<{ balance: number }>(
+            await t.ctx.db.execute(sql`select balance from ledger_accounts where owner_id = ${id}`),
+          );
+          assert.deepEqual(
+            held.map((r) => Number(r.balance)),
+            [0, 0],
+          );
         } else {
           assert.equal(del.status, 409, del.raw);
         }
@@ -258,14 +374,16 @@ describe('counterparties', () => {
       const lm = await t.createMerchant();
       const id = await fundedCounterparty(t, lm);
       assert.equal((await t.request('DELETE', `/api/v1/counterparties/${id}`, { as: lm })).status, 204);
-      const res = await t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, { body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId: id } } } } });
+      const res = await t.adminRequest('PATCH', `/admin/v1/clients/${lm.clientId}`, {
+        body: { data: { type: 'Client', attributes: { settings: { feeCounterpartyId: id } } } },
+      });
       assert.equal(res.status, 400, res.raw);
       assert.equal(errorsOf(res)[0]!.code, 'CounterpartyNotFound');
     });
   });
 
   describe('simulated incoming payment (sandbox)', () => {
-    test('204: the amount is on the available balance at once, CounterpartyIncomingPayment fires with Accrue\'s payload, the ledger balances', async () => {
+    test("204: the amount is on the available balance at once, CounterpartyIncomingPayment fires with Accrue's payload, the ledger balances", async () => {
       const lm = await t.createMerchant();
       const id = await fundedCounterparty(t, lm);
       await simulateDeposit(t, lm, id, 2500);
@@ -275,32 +393,44 @@ describe('counterparties', () => {
       assert.equal(events.length, 2);
       const e = events.find((x) => x.attributes.amount === 2500)!;
       assert.equal(e.type, 'CounterpartyIncomingPayment');
-      assert.deepEqual({ ...e.attributes, externalIncomingPaymentId: undefined, createdAt: undefined }, {
-        counterpartyId: id,
-        merchantId: lm.clientId,
-        amount: 2500,
-        currency: 'USD',
-        direction: 'credit',
-        method: 'ach',
-        asOfDate: '2026-06-01',
-        externalIncomingPaymentId: undefined,
-        createdAt: undefined,
-      });
+      assert.deepEqual(
+        { ...e.attributes, externalIncomingPaymentId: undefined, createdAt: undefined },
+        {
+          counterpartyId: id,
+          merchantId: lm.clientId,
+          amount: 2500,
+          currency: 'USD',
+          direction: 'credit',
+          method: 'ach',
+          asOfDate: '2026-06-01',
+          externalIncomingPaymentId: undefined,
+          createdAt: undefined,
+        },
+      );
       assert.match(e.attributes.externalIncomingPaymentId, /^ipd_[0-9a-f]{20}$/);
       await assertLedgerSound(t);
     });
 
-    test('bad amounts are 400 and credit nothing; an unknown or another merchant\'s counterparty is 404', async () => {
+    test("bad amounts are 400 and credit nothing; an unknown or another merchant's counterparty is 404", async () => {
       const lm = await t.createMerchant();
       const id = await fundedCounterparty(t, lm);
       for (const amount of [0, -5, 1.5, '100', 2_147_483_648]) {
-        const res = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, { as: lm, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount } } } });
+        const res = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, {
+          as: lm,
+          body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount } } },
+        });
         assert.equal(res.status, 400, String(amount));
         assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/amount');
       }
-      const wrongType = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, { as: lm, body: { data: { type: 'Deposit', attributes: { amount: 5 } } } });
+      const wrongType = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, {
+        as: lm,
+        body: { data: { type: 'Deposit', attributes: { amount: 5 } } },
+      });
       assert.equal(wrongType.status, 400);
-      const theirs = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, { as: other, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } } });
+      const theirs = await t.request('POST', `/api/v1/simulation/counterparties/${id}/deposits`, {
+        as: other,
+        body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } },
+      });
       assert.equal(theirs.status, 404);
       assert.equal(errorsOf(theirs)[0]!.code, 'CounterpartyNotFound');
       assert.deepEqual(await counterpartyBalance(t, lm, id), { pending: 0, available: 0 });
@@ -314,7 +444,10 @@ describe('counterparties', () => {
         const res = await createCounterparty(live, lm);
         assert.equal(res.status, 201, res.raw);
         assert.equal(res.body.data.attributes.internalBankAccount, undefined);
-        const sim = await live.request('POST', `/api/v1/simulation/counterparties/${res.body.data.id}/deposits`, { as: lm, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 1 } } } });
+        const sim = await live.request('POST', `/api/v1/simulation/counterparties/${res.body.data.id}/deposits`, {
+          as: lm,
+          body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 1 } } },
+        });
         assert.equal(sim.status, 404);
       } finally {
         await live.close();

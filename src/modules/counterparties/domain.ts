@@ -19,10 +19,20 @@ export function isValidRoutingNumber(rn: string): boolean {
 
 export async function createCounterparty(
   db: Db,
-  opts: { clientId: string; label?: string; accountNumber: string; routingNumber: string; accountType: string; sealer: Sealer; now: Date },
+  opts: {
+    clientId: string;
+    label?: string;
+    accountNumber: string;
+    routingNumber: string;
+    accountType: string;
+    sealer: Sealer;
+    now: Date;
+  },
 ): Promise<q.CounterpartyRow> {
   if (!isValidRoutingNumber(opts.routingNumber)) {
-    throw apiError('ValidationError', '`routingNumber` fails the ABA checksum.', { pointer: '/data/attributes/routingNumber' });
+    throw apiError('ValidationError', '`routingNumber` fails the ABA checksum.', {
+      pointer: '/data/attributes/routingNumber',
+    });
   }
   const accountType = opts.accountType.toLowerCase();
   const last4 = opts.accountNumber.slice(-4);
@@ -46,7 +56,10 @@ export async function createCounterparty(
 
 const notFound = (id: string) => apiError('CounterpartyNotFound', `No counterparty ${id}.`);
 
-export async function getCounterparty(db: Executor, opts: { clientId: string; counterpartyId: string }): Promise<q.CounterpartyRow> {
+export async function getCounterparty(
+  db: Executor,
+  opts: { clientId: string; counterpartyId: string },
+): Promise<q.CounterpartyRow> {
   const cp = await q.findCounterparty(db, opts.clientId, opts.counterpartyId);
   if (!cp) throw notFound(opts.counterpartyId);
   return cp;
@@ -57,11 +70,17 @@ export async function listCounterparties(db: Executor, opts: { clientId: string;
 }
 
 /** Only the label can change (the bank account cannot). */
-export async function updateCounterparty(db: Executor, opts: { clientId: string; counterpartyId: string; label?: string; now: Date }): Promise<q.CounterpartyRow> {
+export async function updateCounterparty(
+  db: Executor,
+  opts: { clientId: string; counterpartyId: string; label?: string; now: Date },
+): Promise<q.CounterpartyRow> {
   const cp =
     opts.label === undefined
       ? await q.findCounterparty(db, opts.clientId, opts.counterpartyId)
-      : await q.updateCounterpartyRow(db, opts.clientId, opts.counterpartyId, { label: opts.label, updatedAt: opts.now });
+      : await q.updateCounterpartyRow(db, opts.clientId, opts.counterpartyId, {
+          label: opts.label,
+          updatedAt: opts.now,
+        });
   if (!cp) throw notFound(opts.counterpartyId);
   return cp;
 }
@@ -74,7 +93,10 @@ export async function updateCounterparty(db: Executor, opts: { clientId: string;
  * transfer racing with the delete either lands before the check (and is seen) or finds the
  * counterparty gone.
  */
-export async function deleteCounterparty(db: Db, opts: { clientId: string; counterpartyId: string; now: Date }): Promise<void> {
+export async function deleteCounterparty(
+  db: Db,
+  opts: { clientId: string; counterpartyId: string; now: Date },
+): Promise<void> {
   await db.transaction(async (tx) => {
     const cp = await q.findCounterparty(tx, opts.clientId, opts.counterpartyId, { lock: true });
     if (!cp) throw notFound(opts.counterpartyId);
@@ -88,10 +110,16 @@ export async function deleteCounterparty(db: Db, opts: { clientId: string; count
     }
     const client = await findClient(tx, opts.clientId);
     if (client && resolveSettings(client.settings).feeCounterpartyId === cp.id) {
-      throw apiError('CounterpartyInUse', `Counterparty ${cp.id} pays the merchant's fees (settings.feeCounterpartyId); name another one first.`);
+      throw apiError(
+        'CounterpartyInUse',
+        `Counterparty ${cp.id} pays the merchant's fees (settings.feeCounterpartyId); name another one first.`,
+      );
     }
     if (await q.hasPayoutInFlight(tx, cp.id)) {
-      throw apiError('CounterpartyInUse', `Counterparty ${cp.id} has a payout that is not Completed or Returned yet; its money may come back.`);
+      throw apiError(
+        'CounterpartyInUse',
+        `Counterparty ${cp.id} has a payout that is not Completed or Returned yet; its money may come back.`,
+      );
     }
     if (await q.hasUnsettledDisbursement(tx, opts.clientId, cp.id)) {
       throw apiError('CounterpartyInUse', `A payment that has not settled yet disburses to counterparty ${cp.id}.`);
@@ -105,7 +133,11 @@ export async function deleteCounterparty(db: Db, opts: { clientId: string; count
  * each is still the merchant's live counterparty: 404 otherwise, including for one a delete
  * removed while this waited.
  */
-export async function lockAvailable(tx: Executor, clientId: string, counterpartyIds: string[]): Promise<Map<string, q.LockedAccount>> {
+export async function lockAvailable(
+  tx: Executor,
+  clientId: string,
+  counterpartyIds: string[],
+): Promise<Map<string, q.LockedAccount>> {
   const locked = await q.lockCounterpartyAccounts(tx, clientId, counterpartyIds, 'counterparty.available');
   const live = await q.liveCounterpartyIds(tx, clientId, counterpartyIds);
   const gone = counterpartyIds.find((id) => !live.has(id));
@@ -120,5 +152,10 @@ export interface CounterpartyBalance {
 
 export async function counterpartyBalances(db: Executor, ids: string[]): Promise<Map<string, CounterpartyBalance>> {
   const raw = await balancesOf(db, 'counterparty', ids);
-  return new Map(ids.map((id) => [id, { pending: raw.get(id)?.['counterparty.pending'] ?? 0, available: raw.get(id)?.['counterparty.available'] ?? 0 }]));
+  return new Map(
+    ids.map((id) => [
+      id,
+      { pending: raw.get(id)?.['counterparty.pending'] ?? 0, available: raw.get(id)?.['counterparty.available'] ?? 0 },
+    ]),
+  );
 }

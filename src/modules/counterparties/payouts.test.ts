@@ -6,7 +6,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { SandboxBankTransfers, type TransferRequest } from '../../providers/bank-transfers.ts';
 import { createTestApp, dbKind, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { counterpartyBalance, createPayout, eventsOf, fundedCounterparty, payoutBody } from '../../test/counterparties.ts';
+import {
+  counterpartyBalance,
+  createPayout,
+  eventsOf,
+  fundedCounterparty,
+  payoutBody,
+} from '../../test/counterparties.ts';
 import { assertLedgerSound } from '../../test/money.ts';
 
 /** The sandbox bank, unreachable once for each reference in `failOnce`. */
@@ -32,9 +38,19 @@ describe('counterparty payouts', () => {
   });
   after(() => t.close());
 
-  const payouts = (as: Merchant, counterpartyId: string, query = '') => t.request('GET', `/api/v1/counterparties/${counterpartyId}/payouts${query}`, { as });
-  const simulate = (as: Merchant, counterpartyId: string, payoutId: string, outcome: 'complete' | 'return', body?: unknown) =>
-    t.request('POST', `/api/v1/simulation/counterparties/${counterpartyId}/payouts/${payoutId}/${outcome}`, { as, ...(body ? { body } : {}) });
+  const payouts = (as: Merchant, counterpartyId: string, query = '') =>
+    t.request('GET', `/api/v1/counterparties/${counterpartyId}/payouts${query}`, { as });
+  const simulate = (
+    as: Merchant,
+    counterpartyId: string,
+    payoutId: string,
+    outcome: 'complete' | 'return',
+    body?: unknown,
+  ) =>
+    t.request('POST', `/api/v1/simulation/counterparties/${counterpartyId}/payouts/${payoutId}/${outcome}`, {
+      as,
+      ...(body ? { body } : {}),
+    });
   const statusOf = async (as: Merchant, counterpartyId: string, payoutId: string) =>
     (await payouts(as, counterpartyId)).body.data.find((p: { id: string }) => p.id === payoutId)?.attributes.status;
 
@@ -45,35 +61,51 @@ describe('counterparty payouts', () => {
     assert.equal(res.status, 201, res.raw);
     const p = res.body.data;
     assert.equal(p.type, 'CounterpartyPayout');
-    assert.deepEqual({ ...p.attributes, createdAt: undefined, updatedAt: undefined }, {
-      amount: 4000,
-      status: 'Pending',
-      description: null,
-      effectiveDate: '2026-06-01',
-      counterpartyId: cp,
-      returnCode: null,
-      returnReason: null,
-      createdAt: undefined,
-      updatedAt: undefined,
-    });
+    assert.deepEqual(
+      { ...p.attributes, createdAt: undefined, updatedAt: undefined },
+      {
+        amount: 4000,
+        status: 'Pending',
+        description: null,
+        effectiveDate: '2026-06-01',
+        counterpartyId: cp,
+        returnCode: null,
+        returnReason: null,
+        createdAt: undefined,
+        updatedAt: undefined,
+      },
+    );
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 6000 });
 
     t.clock.advance(1000);
     assert.ok((await t.ctx.jobs.runOnce('counterparty-payouts')) >= 1);
     const push = bank.transfers.get(p.id);
-    assert.deepEqual(push, {
-      reference: p.id,
-      amount: 4000,
-      bankAccount: { routingNumber: '021000021', accountNumber: '000123456789', accountType: 'checking', holderName: 'Payee' },
-      direction: 'push',
-    }, "the push goes to the counterparty's account by its numbers, opened from their sealed form");
+    assert.deepEqual(
+      push,
+      {
+        reference: p.id,
+        amount: 4000,
+        bankAccount: {
+          routingNumber: '021000021',
+          accountNumber: '000123456789',
+          accountType: 'checking',
+          holderName: 'Payee',
+        },
+        direction: 'push',
+      },
+      "the push goes to the counterparty's account by its numbers, opened from their sealed form",
+    );
     assert.equal(await statusOf(lm, cp, p.id), 'Sent');
 
     assert.equal((await simulate(lm, cp, p.id, 'complete')).status, 204);
     const listed = (await payouts(lm, cp)).body.data[0];
     assert.equal(listed.attributes.status, 'Completed');
     assert.ok(listed.attributes.updatedAt > listed.attributes.createdAt);
-    assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 6000 }, 'completing moves no money');
+    assert.deepEqual(
+      await counterpartyBalance(t, lm, cp),
+      { pending: 0, available: 6000 },
+      'completing moves no money',
+    );
 
     // Accrue's event payloads, one per step, newest first.
     const steps = [];
@@ -83,18 +115,21 @@ describe('counterparty payouts', () => {
       assert.equal(e!.type, topic);
       assert.equal(e!.id, p.id);
       steps.push(e!.attributes.status);
-      assert.deepEqual({ ...e!.attributes, status: undefined, createdAt: undefined, updatedAt: undefined }, {
-        payoutId: p.id,
-        counterpartyId: cp,
-        merchantId: lm.clientId,
-        amount: 4000,
-        currency: 'USD',
-        status: undefined,
-        description: null,
-        effectiveDate: '2026-06-01',
-        createdAt: undefined,
-        updatedAt: undefined,
-      });
+      assert.deepEqual(
+        { ...e!.attributes, status: undefined, createdAt: undefined, updatedAt: undefined },
+        {
+          payoutId: p.id,
+          counterpartyId: cp,
+          merchantId: lm.clientId,
+          amount: 4000,
+          currency: 'USD',
+          status: undefined,
+          description: null,
+          effectiveDate: '2026-06-01',
+          createdAt: undefined,
+          updatedAt: undefined,
+        },
+      );
     }
     assert.deepEqual(steps, ['Pending', 'Sent', 'Completed']);
     await assertLedgerSound(t);
@@ -106,13 +141,18 @@ describe('counterparty payouts', () => {
     const p = (await createPayout(t, lm, cp, 5000)).body.data;
     await t.ctx.jobs.runOnce('counterparty-payouts');
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 0 });
-    const res = await simulate(lm, cp, p.id, 'return', { data: { type: 'SimulateCounterpartyPayoutReturn', attributes: { returnCode: 'R03', returnReason: 'No account' } } });
+    const res = await simulate(lm, cp, p.id, 'return', {
+      data: { type: 'SimulateCounterpartyPayoutReturn', attributes: { returnCode: 'R03', returnReason: 'No account' } },
+    });
     assert.equal(res.status, 204, res.raw);
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 5000 });
     const listed = (await payouts(lm, cp)).body.data[0].attributes;
     assert.deepEqual([listed.status, listed.returnCode, listed.returnReason], ['Returned', 'R03', 'No account']);
     const [e] = await eventsOf(t, lm, 'CounterpartyPayoutReturned');
-    assert.deepEqual([e!.attributes.status, e!.attributes.returnCode, e!.attributes.returnReason], ['Returned', 'R03', 'No account']);
+    assert.deepEqual(
+      [e!.attributes.status, e!.attributes.returnCode, e!.attributes.returnReason],
+      ['Returned', 'R03', 'No account'],
+    );
     // Without a body: R01.
     const q = (await createPayout(t, lm, cp, 100)).body.data;
     await t.ctx.jobs.runOnce('counterparty-payouts');
@@ -121,7 +161,7 @@ describe('counterparty payouts', () => {
     await assertLedgerSound(t);
   });
 
-  test('only a Sent payout completes or returns (400 IllegalOperation otherwise); unknown and other merchants\' payouts are 404', async () => {
+  test("only a Sent payout completes or returns (400 IllegalOperation otherwise); unknown and other merchants' payouts are 404", async () => {
     const lm = await t.createMerchant();
     const cp = await fundedCounterparty(t, lm, 1000);
     const p = (await createPayout(t, lm, cp, 600)).body.data;
@@ -140,12 +180,23 @@ describe('counterparty payouts', () => {
     const unknown = await simulate(lm, cp, randomUUID(), 'complete');
     assert.equal(errorsOf(unknown)[0]!.code, 'PayoutNotFound');
     const otherCounterparty = await fundedCounterparty(t, lm);
-    assert.equal(errorsOf(await simulate(lm, otherCounterparty, p.id, 'complete'))[0]!.code, 'PayoutNotFound', 'a payout belongs to its counterparty');
-    const badCode = await simulate(lm, cp, p.id, 'return', { data: { type: 'SimulateCounterpartyPayoutReturn', attributes: { returnCode: 'bounce' } } });
+    assert.equal(
+      errorsOf(await simulate(lm, otherCounterparty, p.id, 'complete'))[0]!.code,
+      'PayoutNotFound',
+      'a payout belongs to its counterparty',
+    );
+    const badCode = await simulate(lm, cp, p.id, 'return', {
+      data: { type: 'SimulateCounterpartyPayoutReturn', attributes: { returnCode: 'bounce' } },
+    });
     assert.equal(badCode.status, 400);
     assert.equal(await statusOf(lm, cp, p.id), 'Sent', 'nothing above changed it');
     assert.equal((await simulate(lm, cp, p.id, 'complete')).status, 204);
-    for (const outcome of ['complete', 'return'] as const) assert.equal(errorsOf(await simulate(lm, cp, p.id, outcome))[0]!.code, 'IllegalOperation', `${outcome} after Completed`);
+    for (const outcome of ['complete', 'return'] as const)
+      assert.equal(
+        errorsOf(await simulate(lm, cp, p.id, outcome))[0]!.code,
+        'IllegalOperation',
+        `${outcome} after Completed`,
+      );
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 400 });
     await assertLedgerSound(t);
   });
@@ -170,14 +221,40 @@ describe('counterparty payouts', () => {
     const lm = await t.createMerchant();
     const cp = await fundedCounterparty(t, lm, 5000);
     const bodies: [unknown, string][] = [
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 0, idempotencyKey: 'k' } } }, '/data/attributes/amount'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 2_147_483_648, idempotencyKey: 'k' } } }, '/data/attributes/amount'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 10.5, idempotencyKey: 'k' } } }, '/data/attributes/amount'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: '100', idempotencyKey: 'k' } } }, '/data/attributes/amount'],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 0, idempotencyKey: 'k' } } },
+        '/data/attributes/amount',
+      ],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 2_147_483_648, idempotencyKey: 'k' } } },
+        '/data/attributes/amount',
+      ],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 10.5, idempotencyKey: 'k' } } },
+        '/data/attributes/amount',
+      ],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: '100', idempotencyKey: 'k' } } },
+        '/data/attributes/amount',
+      ],
       [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100 } } }, '/data/attributes/idempotencyKey'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: '' } } }, '/data/attributes/idempotencyKey'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: 'x'.repeat(256) } } }, '/data/attributes/idempotencyKey'],
-      [{ data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: 'k', description: 'x' } } }, '/data/attributes/description'],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: '' } } },
+        '/data/attributes/idempotencyKey',
+      ],
+      [
+        { data: { type: 'CreateCounterpartyPayout', attributes: { amount: 100, idempotencyKey: 'x'.repeat(256) } } },
+        '/data/attributes/idempotencyKey',
+      ],
+      [
+        {
+          data: {
+            type: 'CreateCounterpartyPayout',
+            attributes: { amount: 100, idempotencyKey: 'k', description: 'x' },
+          },
+        },
+        '/data/attributes/description',
+      ],
       [{ data: { type: 'Payout', attributes: { amount: 100, idempotencyKey: 'k' } } }, '/data/type'],
     ];
     for (const [body, pointer] of bodies) {
@@ -185,7 +262,10 @@ describe('counterparty payouts', () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(errorsOf(res)[0]!.source?.pointer, pointer, JSON.stringify(body));
     }
-    assert.equal((await t.request('POST', '/api/v1/counterparties/not-a-uuid/payouts', { as: lm, body: payoutBody(100) })).status, 400);
+    assert.equal(
+      (await t.request('POST', '/api/v1/counterparties/not-a-uuid/payouts', { as: lm, body: payoutBody(100) })).status,
+      400,
+    );
     assert.equal((await payouts(lm, cp)).body.meta.total, 0);
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 5000 });
   });
@@ -224,7 +304,10 @@ describe('counterparty payouts', () => {
     // A refused request stores nothing: the key is free once the balance allows it.
     const big = randomUUID();
     assert.equal((await createPayout(t, lm, cp, 9000, big)).status, 400);
-    await t.request('POST', `/api/v1/simulation/counterparties/${cp}/deposits`, { as: lm, body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 500 } } } });
+    await t.request('POST', `/api/v1/simulation/counterparties/${cp}/deposits`, {
+      as: lm,
+      body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 500 } } },
+    });
     assert.equal((await createPayout(t, lm, cp, 9000, big)).status, 201);
     // Keys are per merchant.
     const theirs = await fundedCounterparty(t, other, 2000);
@@ -271,15 +354,32 @@ describe('counterparty payouts', () => {
     assert.deepEqual(await amounts('?filter[status]=Sent'), [4000, 3000, 2000]);
     assert.deepEqual(await amounts('?filter[status]=Returned'), []);
     assert.deepEqual(await amounts('?filter[minAmount]=2000&filter[maxAmount]=3000'), [3000, 2000]);
-    assert.deepEqual(await amounts(`?filter[createdAfter]=${times[1]}&filter[createdBefore]=${times[2]}`), [3000, 2000]);
-    assert.deepEqual(await amounts('?filter[effectiveDateFrom]=2026-06-02&filter[effectiveDateTo]=2026-06-03'), [3000, 2000]);
+    assert.deepEqual(
+      await amounts(`?filter[createdAfter]=${times[1]}&filter[createdBefore]=${times[2]}`),
+      [3000, 2000],
+    );
+    assert.deepEqual(
+      await amounts('?filter[effectiveDateFrom]=2026-06-02&filter[effectiveDateTo]=2026-06-03'),
+      [3000, 2000],
+    );
     assert.deepEqual(await amounts('?filter[effectiveDateFrom]=2026-06-04'), [4000]);
     const page = await payouts(lm, cp, '?page[limit]=3&page[offset]=1&filter[minAmount]=1');
     assert.deepEqual(page.body.meta, { total: 4, limit: 3, offset: 1 });
-    assert.deepEqual(page.body.data.map((p: { attributes: { amount: number } }) => p.attributes.amount), [3000, 2000, 1000]);
+    assert.deepEqual(
+      page.body.data.map((p: { attributes: { amount: number } }) => p.attributes.amount),
+      [3000, 2000, 1000],
+    );
     assert.equal(page.body.links.next, null);
     assert.match(page.body.links.prev, /page\[offset\]=0/);
-    for (const query of ['?filter[status]=Bounced', '?filter[minAmount]=-1', '?filter[maxAmount]=lots', '?filter[createdAfter]=yesterday', '?filter[effectiveDateTo]=2026-13-01', '?filter[counterpartyId]=x', '?page[limit]=0']) {
+    for (const query of [
+      '?filter[status]=Bounced',
+      '?filter[minAmount]=-1',
+      '?filter[maxAmount]=lots',
+      '?filter[createdAfter]=yesterday',
+      '?filter[effectiveDateTo]=2026-13-01',
+      '?filter[counterpartyId]=x',
+      '?page[limit]=0',
+    ]) {
       const res = await payouts(lm, cp, query);
       assert.equal(res.status, 400, query);
       assert.equal(errorsOf(res)[0]!.code, 'BadRequest', query);
@@ -292,7 +392,14 @@ describe('counterparty payouts', () => {
     const results = await Promise.all(Array.from({ length: 30 }, () => createPayout(t, lm, cp, 1000)));
     const created = results.filter((r) => r.status === 201).length;
     const refused = results.filter((r) => r.status === 400 && errorsOf(r)[0]!.code === 'InsufficientBalance').length;
-    assert.equal(created, 10, results.filter((r) => r.status !== 201 && r.status !== 400).map((r) => r.raw).join('\n'));
+    assert.equal(
+      created,
+      10,
+      results
+        .filter((r) => r.status !== 201 && r.status !== 400)
+        .map((r) => r.raw)
+        .join('\n'),
+    );
     assert.equal(refused, 20);
     assert.deepEqual(await counterpartyBalance(t, lm, cp), { pending: 0, available: 0 });
     assert.equal((await payouts(lm, cp)).body.meta.total, 10);
@@ -306,12 +413,20 @@ describe('counterparty payouts', () => {
         i % 3 === 0
           ? t.request('POST', '/api/v1/counterparty-transfers', {
               as: lm,
-              body: { data: { type: 'CounterpartyTransfer', attributes: { fromCounterpartyId: cp2, toCounterpartyId: sink, amount, idempotencyKey: randomUUID() } } },
+              body: {
+                data: {
+                  type: 'CounterpartyTransfer',
+                  attributes: { fromCounterpartyId: cp2, toCounterpartyId: sink, amount, idempotencyKey: randomUUID() },
+                },
+              },
             })
           : createPayout(t, lm, cp2, amount),
       ),
     );
-    assert.ok(raced.every((r) => r.status === 201 || r.status === 400), raced.map((r) => r.status).join(','));
+    assert.ok(
+      raced.every((r) => r.status === 201 || r.status === 400),
+      raced.map((r) => r.status).join(','),
+    );
     const spent = raced.reduce((sum, r, i) => sum + (r.status === 201 ? sizes[i]! : 0), 0);
     assert.ok(spent <= 20_000, `spent ${spent}`);
     const left = await counterpartyBalance(t, lm, cp2);

@@ -33,13 +33,23 @@ function payoutEvent(tx: Executor, p: q.PayoutRow, topic: PayoutTopic, now: Date
 
 export async function createPayout(
   tx: Executor,
-  i: { clientId: string; counterpartyId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date },
+  i: {
+    clientId: string;
+    counterpartyId: string;
+    amount: number;
+    clientAccounts: Record<ClientCode, string>;
+    now: Date;
+  },
 ): Promise<q.PayoutRow> {
   const available = (await lockAvailable(tx, i.clientId, [i.counterpartyId])).get(i.counterpartyId)!;
   if (available.balance < i.amount) {
-    throw apiError('InsufficientBalance', `Insufficient balance for payout: the counterparty has ${available.balance} cents available.`, {
-      pointer: '/data/attributes/amount',
-    });
+    throw apiError(
+      'InsufficientBalance',
+      `Insufficient balance for payout: the counterparty has ${available.balance} cents available.`,
+      {
+        pointer: '/data/attributes/amount',
+      },
+    );
   }
   const id = uuidv7();
   await postEntry(tx, {
@@ -68,7 +78,10 @@ export async function createPayout(
   return payout;
 }
 
-export async function listPayouts(db: Executor, opts: { clientId: string; counterpartyId: string; filters: q.PayoutFilters; page: Page }) {
+export async function listPayouts(
+  db: Executor,
+  opts: { clientId: string; counterpartyId: string; filters: q.PayoutFilters; page: Page },
+) {
   await getCounterparty(db, opts);
   return q.listPayoutRows(db, opts.clientId, opts.counterpartyId, opts.filters, opts.page);
 }
@@ -85,14 +98,19 @@ export const PAYOUT_BATCH = 100;
  * returns it). A crash between the two sends the same push again (the same transfer at the
  * bank); two processes sending the same payout record it once (the move is from Pending only).
  */
-export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferProvider; sealer: Sealer; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+export async function sendPendingPayouts(
+  db: Db,
+  opts: { provider: BankTransferProvider; sealer: Sealer; now: () => Date; log?: FastifyBaseLogger },
+): Promise<number> {
   const due = await q.unsentPayouts(db, PAYOUT_BATCH);
   const pushed = await sendEach(
     due,
     async ({ payout: p, account }) => {
       const bankAccount: BankAccountNumbers = {
         routingNumber: account.routingNumber,
-        accountNumber: opts.sealer.open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`).toString('utf8'),
+        accountNumber: opts.sealer
+          .open(account.accountNumberSealed, 'bank-account', `counterparties:${p.counterpartyId}`)
+          .toString('utf8'),
         accountType: account.accountType === 'savings' ? 'savings' : 'checking',
         holderName: account.holderName,
       };
@@ -104,23 +122,48 @@ export async function sendPendingPayouts(db: Db, opts: { provider: BankTransferP
   for (const { p, providerRef } of pushed) {
     await db.transaction(async (tx) => {
       const now = opts.now();
-      const moved = await q.transitionPayout(tx, p.id, 'Pending', { status: 'Sent', providerRef, sentAt: now, updatedAt: now });
+      const moved = await q.transitionPayout(tx, p.id, 'Pending', {
+        status: 'Sent',
+        providerRef,
+        sentAt: now,
+        updatedAt: now,
+      });
       if (!moved) return;
       await payoutEvent(tx, moved, 'CounterpartyPayoutSent', now);
       if (opts.provider.reportsStatus) {
-        await trackTransfers(tx, [{ reference: p.id, clientId: p.clientId, purpose: 'payout', subjectId: p.id, direction: 'push', amount: p.amount, providerRef }], now);
+        await trackTransfers(
+          tx,
+          [
+            {
+              reference: p.id,
+              clientId: p.clientId,
+              purpose: 'payout',
+              subjectId: p.id,
+              direction: 'push',
+              amount: p.amount,
+              providerRef,
+            },
+          ],
+          now,
+        );
       }
     });
   }
   return pushed.length;
 }
 
-async function sentPayout(tx: Executor, o: { clientId: string; counterpartyId: string; payoutId: string }): Promise<q.PayoutRow> {
+async function sentPayout(
+  tx: Executor,
+  o: { clientId: string; counterpartyId: string; payoutId: string },
+): Promise<q.PayoutRow> {
   await getCounterparty(tx, o);
   const p = await q.findPayout(tx, o.clientId, o.counterpartyId, o.payoutId, { forUpdate: true });
   if (!p) throw apiError('PayoutNotFound', `Counterparty ${o.counterpartyId} has no payout ${o.payoutId}.`);
   if (p.status !== 'Sent') {
-    throw apiError('IllegalOperation', `The payout is ${p.status}; only a Sent payout can complete or be returned${p.status === 'Pending' ? ' (the payouts job sends it within a second)' : ''}.`);
+    throw apiError(
+      'IllegalOperation',
+      `The payout is ${p.status}; only a Sent payout can complete or be returned${p.status === 'Pending' ? ' (the payouts job sends it within a second)' : ''}.`,
+    );
   }
   return p;
 }
@@ -133,7 +176,11 @@ async function markCompleted(tx: Executor, p: q.PayoutRow, now: Date): Promise<q
 }
 
 /** Sent → Returned: the amount back on the counterparty's available balance, with its event. */
-async function markReturned(tx: Executor, p: q.PayoutRow, o: { returnCode: string | null; returnReason: string | null; clientAccounts: Record<ClientCode, string>; now: Date }): Promise<q.PayoutRow> {
+async function markReturned(
+  tx: Executor,
+  p: q.PayoutRow,
+  o: { returnCode: string | null; returnReason: string | null; clientAccounts: Record<ClientCode, string>; now: Date },
+): Promise<q.PayoutRow> {
   const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: p.counterpartyId });
   await postEntry(tx, {
     clientId: p.clientId,
@@ -146,23 +193,45 @@ async function markReturned(tx: Executor, p: q.PayoutRow, o: { returnCode: strin
     ],
     now: o.now,
   });
-  const returned = (await q.transitionPayout(tx, p.id, 'Sent', { status: 'Returned', returnCode: o.returnCode, returnReason: o.returnReason, returnedAt: o.now, updatedAt: o.now }))!;
+  const returned = (await q.transitionPayout(tx, p.id, 'Sent', {
+    status: 'Returned',
+    returnCode: o.returnCode,
+    returnReason: o.returnReason,
+    returnedAt: o.now,
+    updatedAt: o.now,
+  }))!;
   await payoutEvent(tx, returned, 'CounterpartyPayoutReturned', o.now);
   return returned;
 }
 
 /** The bank reconciled the push (the sandbox's simulation): Sent → Completed. */
-export async function completePayout(db: Db, o: { clientId: string; counterpartyId: string; payoutId: string; now: Date }): Promise<q.PayoutRow> {
+export async function completePayout(
+  db: Db,
+  o: { clientId: string; counterpartyId: string; payoutId: string; now: Date },
+): Promise<q.PayoutRow> {
   return db.transaction(async (tx) => markCompleted(tx, await sentPayout(tx, o), o.now));
 }
 
 /** The receiving bank returned the push (the sandbox's simulation): Sent → Returned. */
 export async function returnPayout(
   db: Db,
-  o: { clientId: string; counterpartyId: string; payoutId: string; returnCode?: string; returnReason?: string; clientAccounts: Record<ClientCode, string>; now: Date },
+  o: {
+    clientId: string;
+    counterpartyId: string;
+    payoutId: string;
+    returnCode?: string;
+    returnReason?: string;
+    clientAccounts: Record<ClientCode, string>;
+    now: Date;
+  },
 ): Promise<q.PayoutRow> {
   return db.transaction(async (tx) =>
-    markReturned(tx, await sentPayout(tx, o), { returnCode: o.returnCode ?? 'R01', returnReason: o.returnReason ?? 'Insufficient funds', clientAccounts: o.clientAccounts, now: o.now }),
+    markReturned(tx, await sentPayout(tx, o), {
+      returnCode: o.returnCode ?? 'R01',
+      returnReason: o.returnReason ?? 'Insufficient funds',
+      clientAccounts: o.clientAccounts,
+      now: o.now,
+    }),
   );
 }
 
@@ -171,7 +240,10 @@ export async function returnPayout(
  * settled completes the payout, failed returns it with the ACH return code the report starts
  * with ("R01: insufficient funds"). A payout no longer Sent is left as it is.
  */
-export async function finishPayoutPush(tx: Executor, o: { payoutId: string; settled: boolean; reason?: string; now: Date }): Promise<void> {
+export async function finishPayoutPush(
+  tx: Executor,
+  o: { payoutId: string; settled: boolean; reason?: string; now: Date },
+): Promise<void> {
   const p = await q.lockPayout(tx, o.payoutId);
   if (p?.status !== 'Sent') return;
   if (o.settled) {
@@ -194,7 +266,15 @@ export async function finishPayoutPush(tx: Executor, o: { payoutId: string; sett
  */
 export async function recordIncomingPayment(
   db: Db,
-  o: { clientId: string; counterpartyId: string; amount: number; method: string; externalId: string; clientAccounts: Record<ClientCode, string>; now: Date },
+  o: {
+    clientId: string;
+    counterpartyId: string;
+    amount: number;
+    method: string;
+    externalId: string;
+    clientAccounts: Record<ClientCode, string>;
+    now: Date;
+  },
 ): Promise<q.IncomingPaymentRow | undefined> {
   return db.transaction(async (tx) => {
     const available = (await lockAvailable(tx, o.clientId, [o.counterpartyId])).get(o.counterpartyId)!;
@@ -220,7 +300,12 @@ export async function recordIncomingPayment(
       ],
       now: o.now,
     });
-    await recordEvent(tx, { clientId: o.clientId, topic: 'CounterpartyIncomingPayment', resource: incomingPaymentEventResource(payment), now: o.now });
+    await recordEvent(tx, {
+      clientId: o.clientId,
+      topic: 'CounterpartyIncomingPayment',
+      resource: incomingPaymentEventResource(payment),
+      now: o.now,
+    });
     return payment;
   });
 }

@@ -8,10 +8,12 @@ import { isoTime } from '../../timestamps.ts';
 type AccountType = 'Checking' | 'Savings';
 
 /** Stored lower case (as Coffer first took it); shown in Accrue's spelling. */
-export const accountTypeOf = (stored: string): AccountType => (stored.toLowerCase() === 'savings' ? 'Savings' : 'Checking');
+export const accountTypeOf = (stored: string): AccountType =>
+  stored.toLowerCase() === 'savings' ? 'Savings' : 'Checking';
 
 /** What a counterparty without a label is called. */
-export const defaultLabel = (accountType: string, last4: string) => `${accountTypeOf(accountType)} account ending ${last4}`;
+export const defaultLabel = (accountType: string, last4: string) =>
+  `${accountTypeOf(accountType)} account ending ${last4}`;
 
 /** The sandbox's routing number for the deposit accounts it provisions (a test number: it passes the ABA checksum). */
 export const SANDBOX_ROUTING_NUMBER = '110000000';
@@ -22,11 +24,21 @@ export const SANDBOX_ROUTING_NUMBER = '110000000';
  * provisions real ones.
  */
 export function sandboxDepositAccount(counterpartyId: string) {
-  const n = BigInt(`0x${createHash('sha256').update(`deposit-account:${counterpartyId}`).digest('hex').slice(0, 16)}`) % 10n ** 16n;
-  return { accountNumber: n.toString().padStart(16, '0'), routingNumber: SANDBOX_ROUTING_NUMBER, accountType: 'Checking' as const };
+  const n =
+    BigInt(`0x${createHash('sha256').update(`deposit-account:${counterpartyId}`).digest('hex').slice(0, 16)}`) %
+    10n ** 16n;
+  return {
+    accountNumber: n.toString().padStart(16, '0'),
+    routingNumber: SANDBOX_ROUTING_NUMBER,
+    accountType: 'Checking' as const,
+  };
 }
 
-export function counterpartyResource(c: CounterpartyRow, balance: CounterpartyBalance, o: { baseUrl: string; sandbox: boolean }) {
+export function counterpartyResource(
+  c: CounterpartyRow,
+  balance: CounterpartyBalance,
+  o: { baseUrl: string; sandbox: boolean },
+) {
   const accountType = accountTypeOf(c.accountType);
   const masked = `****${c.accountNumberLast4}`;
   return {

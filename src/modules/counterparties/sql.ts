@@ -12,7 +12,10 @@ export type IncomingPaymentRow = typeof counterpartyIncomingPayments.$inferSelec
 
 const live = (clientId: string) => and(eq(counterparties.clientId, clientId), isNull(counterparties.deletedAt));
 
-export async function insertCounterparty(db: Executor, row: typeof counterparties.$inferInsert): Promise<CounterpartyRow> {
+export async function insertCounterparty(
+  db: Executor,
+  row: typeof counterparties.$inferInsert,
+): Promise<CounterpartyRow> {
   const [out] = await db.insert(counterparties).values(row).returning();
   return out!;
 }
@@ -22,23 +25,43 @@ export async function insertCounterparty(db: Executor, row: typeof counterpartie
  * transfers that reference the row (their foreign keys take KEY SHARE: FOR UPDATE would
  * deadlock with one holding the counterparty's ledger account).
  */
-export async function findCounterparty(db: Executor, clientId: string, id: string, opts: { lock?: boolean } = {}): Promise<CounterpartyRow | undefined> {
-  const q = db.select().from(counterparties).where(and(live(clientId), eq(counterparties.id, id)));
+export async function findCounterparty(
+  db: Executor,
+  clientId: string,
+  id: string,
+  opts: { lock?: boolean } = {},
+): Promise<CounterpartyRow | undefined> {
+  const q = db
+    .select()
+    .from(counterparties)
+    .where(and(live(clientId), eq(counterparties.id, id)));
   const [row] = opts.lock ? await q.for('no key update') : await q;
   return row;
 }
 
 export async function findCounterparties(db: Executor, clientId: string, ids: string[]): Promise<CounterpartyRow[]> {
   if (ids.length === 0) return [];
-  return db.select().from(counterparties).where(and(live(clientId), inArray(counterparties.id, ids)));
+  return db
+    .select()
+    .from(counterparties)
+    .where(and(live(clientId), inArray(counterparties.id, ids)));
 }
 
 export async function listCounterpartyRows(db: Executor, clientId: string, page: Page) {
   return pagedRows(db, counterparties, live(clientId), [desc(counterparties.createdAt), desc(counterparties.id)], page);
 }
 
-export async function updateCounterpartyRow(db: Executor, clientId: string, id: string, patch: Partial<typeof counterparties.$inferInsert>): Promise<CounterpartyRow | undefined> {
-  const [row] = await db.update(counterparties).set(patch).where(and(live(clientId), eq(counterparties.id, id))).returning();
+export async function updateCounterpartyRow(
+  db: Executor,
+  clientId: string,
+  id: string,
+  patch: Partial<typeof counterparties.$inferInsert>,
+): Promise<CounterpartyRow | undefined> {
+  const [row] = await db
+    .update(counterparties)
+    .set(patch)
+    .where(and(live(clientId), eq(counterparties.id, id)))
+    .returning();
   return row;
 }
 
@@ -53,7 +76,12 @@ export interface LockedAccount {
  * Locks the merchant's counterparty accounts named (both codes, or only `code`) in id order,
  * the order every ledger movement locks in, and returns their balances as of the lock.
  */
-export async function lockCounterpartyAccounts(tx: Executor, clientId: string, counterpartyIds: string[], code?: string): Promise<LockedAccount[]> {
+export async function lockCounterpartyAccounts(
+  tx: Executor,
+  clientId: string,
+  counterpartyIds: string[],
+  code?: string,
+): Promise<LockedAccount[]> {
   const rows = await tx.execute(sql`
     select id, owner_id as "ownerId", code, balance from ledger_accounts
     where client_id = ${clientId} and owner_type = 'counterparty' and owner_id in ${counterpartyIds} ${code ? sql`and code = ${code}` : sql``}
@@ -63,7 +91,10 @@ export async function lockCounterpartyAccounts(tx: Executor, clientId: string, c
 
 /** Which of the ids name a live counterparty of the merchant (read after locking, so a concurrent delete is seen). */
 export async function liveCounterpartyIds(db: Executor, clientId: string, ids: string[]): Promise<Set<string>> {
-  const rows = await db.select({ id: counterparties.id }).from(counterparties).where(and(live(clientId), inArray(counterparties.id, ids)));
+  const rows = await db
+    .select({ id: counterparties.id })
+    .from(counterparties)
+    .where(and(live(clientId), inArray(counterparties.id, ids)));
   return new Set(rows.map((r) => r.id));
 }
 
@@ -72,13 +103,22 @@ export async function hasPayoutInFlight(db: Executor, counterpartyId: string): P
   const [row] = await db
     .select({ id: counterpartyPayouts.id })
     .from(counterpartyPayouts)
-    .where(and(eq(counterpartyPayouts.counterpartyId, counterpartyId), inArray(counterpartyPayouts.status, ['Pending', 'Sent'])))
+    .where(
+      and(
+        eq(counterpartyPayouts.counterpartyId, counterpartyId),
+        inArray(counterpartyPayouts.status, ['Pending', 'Sent']),
+      ),
+    )
     .limit(1);
   return row !== undefined;
 }
 
 /** A payment not yet settled whose disbursement names the counterparty (settlement will credit it). */
-export async function hasUnsettledDisbursement(db: Executor, clientId: string, counterpartyId: string): Promise<boolean> {
+export async function hasUnsettledDisbursement(
+  db: Executor,
+  clientId: string,
+  counterpartyId: string,
+): Promise<boolean> {
   const [row] = await db
     .select({ id: payments.id })
     .from(payments)
@@ -100,11 +140,23 @@ export async function insertPayout(db: Executor, row: typeof counterpartyPayouts
   return out!;
 }
 
-export async function findPayout(db: Executor, clientId: string, counterpartyId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<PayoutRow | undefined> {
+export async function findPayout(
+  db: Executor,
+  clientId: string,
+  counterpartyId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<PayoutRow | undefined> {
   const q = db
     .select()
     .from(counterpartyPayouts)
-    .where(and(eq(counterpartyPayouts.clientId, clientId), eq(counterpartyPayouts.counterpartyId, counterpartyId), eq(counterpartyPayouts.id, id)));
+    .where(
+      and(
+        eq(counterpartyPayouts.clientId, clientId),
+        eq(counterpartyPayouts.counterpartyId, counterpartyId),
+        eq(counterpartyPayouts.id, id),
+      ),
+    );
   const [row] = opts.forUpdate ? await q.for('no key update') : await q;
   return row;
 }
@@ -120,8 +172,17 @@ export interface PayoutFilters {
 }
 
 /** A counterparty's payouts, newest first; every bound inclusive. */
-export async function listPayoutRows(db: Executor, clientId: string, counterpartyId: string, f: PayoutFilters, page: Page) {
-  const conds: SQL[] = [eq(counterpartyPayouts.clientId, clientId), eq(counterpartyPayouts.counterpartyId, counterpartyId)];
+export async function listPayoutRows(
+  db: Executor,
+  clientId: string,
+  counterpartyId: string,
+  f: PayoutFilters,
+  page: Page,
+) {
+  const conds: SQL[] = [
+    eq(counterpartyPayouts.clientId, clientId),
+    eq(counterpartyPayouts.counterpartyId, counterpartyId),
+  ];
   if (f.status !== undefined) conds.push(eq(counterpartyPayouts.status, f.status));
   if (f.minAmount !== undefined) conds.push(gte(counterpartyPayouts.amount, f.minAmount));
   if (f.maxAmount !== undefined) conds.push(lte(counterpartyPayouts.amount, f.maxAmount));
@@ -129,7 +190,13 @@ export async function listPayoutRows(db: Executor, clientId: string, counterpart
   if (f.createdBefore !== undefined) conds.push(lte(counterpartyPayouts.createdAt, f.createdBefore));
   if (f.effectiveDateFrom !== undefined) conds.push(gte(counterpartyPayouts.effectiveDate, f.effectiveDateFrom));
   if (f.effectiveDateTo !== undefined) conds.push(lte(counterpartyPayouts.effectiveDate, f.effectiveDateTo));
-  return pagedRows(db, counterpartyPayouts, and(...conds), [desc(counterpartyPayouts.createdAt), desc(counterpartyPayouts.id)], page);
+  return pagedRows(
+    db,
+    counterpartyPayouts,
+    and(...conds),
+    [desc(counterpartyPayouts.createdAt), desc(counterpartyPayouts.id)],
+    page,
+  );
 }
 
 /** A payout to send, with its counterparty's bank account (the number still sealed). */
@@ -143,7 +210,12 @@ export async function unsentPayouts(db: Executor, limit: number): Promise<Unsent
   return db
     .select({
       payout: counterpartyPayouts,
-      account: { holderName: counterparties.label, accountType: counterparties.accountType, routingNumber: counterparties.routingNumber, accountNumberSealed: counterparties.accountNumberSealed },
+      account: {
+        holderName: counterparties.label,
+        accountType: counterparties.accountType,
+        routingNumber: counterparties.routingNumber,
+        accountNumberSealed: counterparties.accountNumberSealed,
+      },
     })
     .from(counterpartyPayouts)
     .innerJoin(counterparties, eq(counterparties.id, counterpartyPayouts.counterpartyId))
@@ -159,7 +231,12 @@ export async function lockPayout(db: Executor, id: string): Promise<PayoutRow | 
 }
 
 /** Moves a payout on from `from` only (a second process, or a retry, finds it moved and changes nothing). */
-export async function transitionPayout(db: Executor, id: string, from: string, patch: Partial<typeof counterpartyPayouts.$inferInsert>): Promise<PayoutRow | undefined> {
+export async function transitionPayout(
+  db: Executor,
+  id: string,
+  from: string,
+  patch: Partial<typeof counterpartyPayouts.$inferInsert>,
+): Promise<PayoutRow | undefined> {
   const [row] = await db
     .update(counterpartyPayouts)
     .set(patch)
@@ -171,7 +248,10 @@ export async function transitionPayout(db: Executor, id: string, from: string, p
 // ----- incoming payments ---------------------------------------------------------------
 
 /** Records an incoming payment once per external id; undefined when it was recorded before. */
-export async function insertIncomingPayment(db: Executor, row: typeof counterpartyIncomingPayments.$inferInsert): Promise<IncomingPaymentRow | undefined> {
+export async function insertIncomingPayment(
+  db: Executor,
+  row: typeof counterpartyIncomingPayments.$inferInsert,
+): Promise<IncomingPaymentRow | undefined> {
   const [out] = await db.insert(counterpartyIncomingPayments).values(row).onConflictDoNothing().returning();
   return out;
 }

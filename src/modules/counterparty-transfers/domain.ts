@@ -14,16 +14,30 @@ import * as q from './sql.ts';
 
 export async function createTransfer(
   tx: Executor,
-  i: { clientId: string; fromCounterpartyId: string; toCounterpartyId: string; amount: number; idempotencyKey: string; metadata?: Record<string, string>; now: Date },
+  i: {
+    clientId: string;
+    fromCounterpartyId: string;
+    toCounterpartyId: string;
+    amount: number;
+    idempotencyKey: string;
+    metadata?: Record<string, string>;
+    now: Date;
+  },
 ): Promise<q.TransferRow> {
   if (i.fromCounterpartyId === i.toCounterpartyId) {
-    throw apiError('ValidationFailed', 'Same source and destination: a transfer needs two different counterparties.', { pointer: '/data/attributes/toCounterpartyId' });
+    throw apiError('ValidationFailed', 'Same source and destination: a transfer needs two different counterparties.', {
+      pointer: '/data/attributes/toCounterpartyId',
+    });
   }
   const locked = await lockAvailable(tx, i.clientId, [i.fromCounterpartyId, i.toCounterpartyId]);
   const from = locked.get(i.fromCounterpartyId)!;
   const to = locked.get(i.toCounterpartyId)!;
   if (from.balance < i.amount) {
-    throw apiError('ValidationFailed', `Insufficient balance: counterparty ${i.fromCounterpartyId} has ${from.balance} cents available.`, { pointer: '/data/attributes/amount' });
+    throw apiError(
+      'ValidationFailed',
+      `Insufficient balance: counterparty ${i.fromCounterpartyId} has ${from.balance} cents available.`,
+      { pointer: '/data/attributes/amount' },
+    );
   }
   const id = uuidv7();
   const entryId = await postEntry(
@@ -58,7 +72,10 @@ export async function createTransfer(
   });
 }
 
-export async function getTransfer(db: Executor, opts: { clientId: string; transferId: string }): Promise<q.TransferRow> {
+export async function getTransfer(
+  db: Executor,
+  opts: { clientId: string; transferId: string },
+): Promise<q.TransferRow> {
   const t = await q.findTransfer(db, opts.clientId, opts.transferId);
   if (!t) throw apiError('TransferNotFound', `Counterparty transfer with ID '${opts.transferId}' not found.`);
   return t;

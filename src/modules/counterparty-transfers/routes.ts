@@ -41,8 +41,8 @@ export async function counterpartyTransferRoutes(app: App, ctx: AppContext): Pro
         operationId: 'createCounterpartyTransfer',
         summary: 'Move money between two counterparties',
         description:
-          'Moves `amount` from one counterparty\'s available balance to another\'s, at once (`Completed`). Both must be the merchant\'s: another\'s, or none, is 404 `CounterpartyNotFound`. ' +
-          'The same counterparty on both sides, or more than the source\'s available balance: 400 `ValidationFailed`. `idempotencyKey` is required: the same key and attributes replay ' +
+          "Moves `amount` from one counterparty's available balance to another's, at once (`Completed`). Both must be the merchant's: another's, or none, is 404 `CounterpartyNotFound`. " +
+          "The same counterparty on both sides, or more than the source's available balance: 400 `ValidationFailed`. `idempotencyKey` is required: the same key and attributes replay " +
           'the first response (`Idempotent-Replayed: true`); while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`.',
         querystring: Type.Object({}, { additionalProperties: false }),
         body: CreateTransferBody,
@@ -53,10 +53,20 @@ export async function counterpartyTransferRoutes(app: App, ctx: AppContext): Pro
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
       const outcome = await idempotent(
         reply,
-        { clientId: req.client.id, operation: 'counterpartyTransfer', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
+        {
+          clientId: req.client.id,
+          operation: 'counterpartyTransfer',
+          key: idempotencyKey,
+          fingerprint: fingerprintOf(attributes),
+        },
         { db: ctx.db, clock: ctx.clock },
         async (tx: Tx) => {
-          const transfer = await createTransfer(tx, { clientId: req.client.id, ...attributes, idempotencyKey, now: ctx.clock.now() });
+          const transfer = await createTransfer(tx, {
+            clientId: req.client.id,
+            ...attributes,
+            idempotencyKey,
+            now: ctx.clock.now(),
+          });
           return { status: 201, body: { data: transferResource(transfer) } };
         },
       );
@@ -71,7 +81,7 @@ export async function counterpartyTransferRoutes(app: App, ctx: AppContext): Pro
         tags: TAGS,
         operationId: 'listCounterpartyTransfers',
         summary: 'List counterparty transfers',
-        description: 'The merchant\'s transfers, newest first. Both bounds of the time range are inclusive.',
+        description: "The merchant's transfers, newest first. Both bounds of the time range are inclusive.",
         querystring: ListTransfersQuery,
         response: responses({ 200: listDocument(ref(CounterpartyTransfer)) }, COMMON_ERRORS),
       },
@@ -87,7 +97,11 @@ export async function counterpartyTransferRoutes(app: App, ctx: AppContext): Pro
         createdBefore: q['filter[createdBefore]'] === undefined ? undefined : new Date(q['filter[createdBefore]']),
       };
       const { rows, total } = await listTransfers(ctx.db, { clientId: req.client.id, filters, page });
-      return { data: rows.map(transferResource), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map(transferResource),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -103,6 +117,10 @@ export async function counterpartyTransferRoutes(app: App, ctx: AppContext): Pro
         response: responses({ 200: document(ref(CounterpartyTransfer)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: transferResource(await getTransfer(ctx.db, { clientId: req.client.id, transferId: req.params.counterpartyTransferId })) }),
+    async (req) => ({
+      data: transferResource(
+        await getTransfer(ctx.db, { clientId: req.client.id, transferId: req.params.counterpartyTransferId }),
+      ),
+    }),
   );
 }

@@ -4,12 +4,15 @@ import { Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/sch
 import { MAX_PAYOUT } from '../counterparties/schemas.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
 
-const Status = Type.Enum(['Pending', 'Completed', 'Failed'], { description: 'A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded)' });
+const Status = Type.Enum(['Pending', 'Completed', 'Failed'], {
+  description: 'A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded)',
+});
 
 const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 500 }), {
   maxProperties: 50,
   propertyNames: { minLength: 1, maxLength: 40 },
-  description: 'Your own string values (up to 50 keys of up to 40 characters, values up to 500); serialize anything else as a string',
+  description:
+    'Your own string values (up to 50 keys of up to 40 characters, values up to 500); serialize anything else as a string',
 });
 
 export const CounterpartyTransfer = resource(
@@ -36,7 +39,11 @@ export const CreateTransferBody = requestBody(
     {
       fromCounterpartyId: Uuid(),
       toCounterpartyId: Uuid(),
-      amount: Type.Integer({ minimum: 1, maximum: MAX_PAYOUT, description: "Cents, at most the source's available balance" }),
+      amount: Type.Integer({
+        minimum: 1,
+        maximum: MAX_PAYOUT,
+        description: "Cents, at most the source's available balance",
+      }),
       idempotencyKey: IdempotencyKey,
       metadata: Type.Optional(Metadata),
     },

@@ -25,13 +25,20 @@ describe('counterparty transfers', () => {
   });
   after(() => t.close());
 
-  const transfer = (as: Merchant, attributes: Record<string, unknown>) => t.request('POST', '/api/v1/counterparty-transfers', { as, body: transferBody(attributes) });
+  const transfer = (as: Merchant, attributes: Record<string, unknown>) =>
+    t.request('POST', '/api/v1/counterparty-transfers', { as, body: transferBody(attributes) });
 
   test('201 Completed: the money moves at once from one available balance to the other, in one ledger entry; GET reads it back', async () => {
     const from = await fundedCounterparty(t, m, 5000, 'From');
     const to = await fundedCounterparty(t, m, 100, 'To');
     const key = randomUUID();
-    const res = await transfer(m, { fromCounterpartyId: from, toCounterpartyId: to, amount: 1500, idempotencyKey: key, metadata: { orderId: 'order_123' } });
+    const res = await transfer(m, {
+      fromCounterpartyId: from,
+      toCounterpartyId: to,
+      amount: 1500,
+      idempotencyKey: key,
+      metadata: { orderId: 'order_123' },
+    });
     assert.equal(res.status, 201, res.raw);
     const tr = res.body.data;
     assert.equal(tr.type, 'CounterpartyTransfer');
@@ -49,7 +56,9 @@ describe('counterparty transfers', () => {
     assert.deepEqual(await counterpartyBalance(t, m, from), { pending: 0, available: 3500 });
     assert.deepEqual(await counterpartyBalance(t, m, to), { pending: 0, available: 1600 });
     // The ledger entry it names is the one that moved the money.
-    const entry = rowsOf(await t.ctx.db.execute(sql`select kind, ref_id from ledger_entries where id = ${externalLedgerTransactionId}`));
+    const entry = rowsOf(
+      await t.ctx.db.execute(sql`select kind, ref_id from ledger_entries where id = ${externalLedgerTransactionId}`),
+    );
     assert.deepEqual(entry, [{ kind: 'counterparty.transfer', ref_id: tr.id }]);
     const got = await t.request('GET', `/api/v1/counterparty-transfers/${tr.id}`, { as: m });
     assert.equal(got.status, 200);
@@ -95,8 +104,15 @@ describe('counterparty transfers', () => {
     const res = await t.request('GET', `/api/v1/counterparty-transfers/${done.body.data.id}`, { as: m });
     assert.equal(res.status, 404);
     assert.equal(errorsOf(res)[0]!.code, 'TransferNotFound');
-    assert.equal(errorsOf(await t.request('GET', `/api/v1/counterparty-transfers/${randomUUID()}`, { as: other }))[0]!.code, 'TransferNotFound');
-    assert.ok(!(await t.request('GET', '/api/v1/counterparty-transfers?page[limit]=50', { as: m })).raw.includes(done.body.data.id));
+    assert.equal(
+      errorsOf(await t.request('GET', `/api/v1/counterparty-transfers/${randomUUID()}`, { as: other }))[0]!.code,
+      'TransferNotFound',
+    );
+    assert.ok(
+      !(await t.request('GET', '/api/v1/counterparty-transfers?page[limit]=50', { as: m })).raw.includes(
+        done.body.data.id,
+      ),
+    );
   });
 
   test('a deleted counterparty is 404 on either side', async () => {
@@ -123,16 +139,25 @@ describe('counterparty transfers', () => {
       [{ metadata: { orderId: 123 } }, '/data/attributes/metadata/orderId'],
       [{ metadata: ['x'] }, '/data/attributes/metadata'],
       [{ metadata: { ['k'.repeat(41)]: 'v' } }, '/data/attributes/metadata'],
-      [{ metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) }, '/data/attributes/metadata'],
+      [
+        { metadata: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, 'v'])) },
+        '/data/attributes/metadata',
+      ],
       [{ note: 'x' }, '/data/attributes/note'],
     ] as const) {
       const res = await transfer(m, { ...ok, ...over });
       assert.equal(res.status, 400, JSON.stringify(over));
       assert.equal(errorsOf(res)[0]!.source?.pointer, pointer, JSON.stringify(over));
     }
-    const noKey = await t.request('POST', '/api/v1/counterparty-transfers', { as: m, body: { data: { type: 'CounterpartyTransfer', attributes: ok } } });
+    const noKey = await t.request('POST', '/api/v1/counterparty-transfers', {
+      as: m,
+      body: { data: { type: 'CounterpartyTransfer', attributes: ok } },
+    });
     assert.equal(errorsOf(noKey)[0]!.source?.pointer, '/data/attributes/idempotencyKey');
-    const wrongType = await t.request('POST', '/api/v1/counterparty-transfers', { as: m, body: { data: { type: 'Transfer', attributes: { ...ok, idempotencyKey: 'k' } } } });
+    const wrongType = await t.request('POST', '/api/v1/counterparty-transfers', {
+      as: m,
+      body: { data: { type: 'Transfer', attributes: { ...ok, idempotencyKey: 'k' } } },
+    });
     assert.equal(wrongType.status, 400);
     assert.deepEqual(await counterpartyBalance(t, m, from), { pending: 0, available: 1000 });
   });
@@ -147,13 +172,18 @@ describe('counterparty transfers', () => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.raw, first.raw);
     assert.deepEqual(await counterpartyBalance(t, m, to), { pending: 0, available: 400 });
-    const reused = await transfer(m, { fromCounterpartyId: from, toCounterpartyId: to, amount: 401, idempotencyKey: body.data.attributes.idempotencyKey });
+    const reused = await transfer(m, {
+      fromCounterpartyId: from,
+      toCounterpartyId: to,
+      amount: 401,
+      idempotencyKey: body.data.attributes.idempotencyKey,
+    });
     assert.equal(reused.status, 409);
     assert.equal(errorsOf(reused)[0]!.code, 'IdempotencyKeyReused');
     assert.deepEqual(await counterpartyBalance(t, m, from), { pending: 0, available: 600 });
   });
 
-  test('the list: the merchant\'s own, newest first, paged; filters by side, status and creation time (inclusive); bad filters are 400', async () => {
+  test("the list: the merchant's own, newest first, paged; filters by side, status and creation time (inclusive); bad filters are 400", async () => {
     const lm = await t.createMerchant();
     const a = await fundedCounterparty(t, lm, 10_000, 'A');
     const b = await fundedCounterparty(t, lm, 10_000, 'B');
@@ -182,8 +212,17 @@ describe('counterparty transfers', () => {
     const page = await t.request('GET', '/api/v1/counterparty-transfers?page[limit]=2', { as: lm });
     assert.deepEqual(page.body.meta, { total: 3, limit: 2, offset: 0 });
     assert.match(page.body.links.next, /page\[offset\]=2/);
-    assert.equal((await t.request('GET', '/api/v1/counterparty-transfers/', { as: lm })).body.meta.total, 3, 'with the trailing slash of Accrue\'s path');
-    for (const query of ['?filter[status]=Done', '?filter[fromCounterpartyId]=acme', '?filter[createdAfter]=soon', '?filter[amount]=1']) {
+    assert.equal(
+      (await t.request('GET', '/api/v1/counterparty-transfers/', { as: lm })).body.meta.total,
+      3,
+      "with the trailing slash of Accrue's path",
+    );
+    for (const query of [
+      '?filter[status]=Done',
+      '?filter[fromCounterpartyId]=acme',
+      '?filter[createdAfter]=soon',
+      '?filter[amount]=1',
+    ]) {
       const res = await t.request('GET', `/api/v1/counterparty-transfers${query}`, { as: lm });
       assert.equal(res.status, 400, query);
       assert.equal(errorsOf(res)[0]!.code, 'BadRequest');
@@ -195,9 +234,22 @@ describe('counterparty transfers', () => {
     const a = await fundedCounterparty(t, lm, 3000, 'A');
     const b = await fundedCounterparty(t, lm, 3000, 'B');
     const results = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => transfer(lm, i % 2 ? { fromCounterpartyId: a, toCounterpartyId: b, amount: 250 } : { fromCounterpartyId: b, toCounterpartyId: a, amount: 250 })),
+      Array.from({ length: 60 }, (_, i) =>
+        transfer(
+          lm,
+          i % 2
+            ? { fromCounterpartyId: a, toCounterpartyId: b, amount: 250 }
+            : { fromCounterpartyId: b, toCounterpartyId: a, amount: 250 },
+        ),
+      ),
     );
-    assert.ok(results.every((r) => r.status === 201 || (r.status === 400 && errorsOf(r)[0]!.code === 'ValidationFailed')), results.filter((r) => r.status !== 201).map((r) => r.raw).join('\n'));
+    assert.ok(
+      results.every((r) => r.status === 201 || (r.status === 400 && errorsOf(r)[0]!.code === 'ValidationFailed')),
+      results
+        .filter((r) => r.status !== 201)
+        .map((r) => r.raw)
+        .join('\n'),
+    );
     const ba = await counterpartyBalance(t, lm, a);
     const bb = await counterpartyBalance(t, lm, b);
     assert.equal(ba.available + bb.available, 6000);

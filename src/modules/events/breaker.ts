@@ -48,7 +48,12 @@ export class ReceiverBreakers {
    * Records an attempt's outcome. Returns the hold when this attempt opened the breaker (or a
    * failed probe opened it again): the webhooks whose deliveries to hold, and until when.
    */
-  record(host: string, d: { id: string; webhookId: string }, answered: boolean, now: Date): { webhookIds: string[]; until: Date } | undefined {
+  record(
+    host: string,
+    d: { id: string; webhookId: string },
+    answered: boolean,
+    now: Date,
+  ): { webhookIds: string[]; until: Date } | undefined {
     if (answered) {
       this.#hosts.delete(host);
       return undefined;

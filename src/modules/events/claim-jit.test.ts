@@ -16,6 +16,10 @@ before(async () => {
 after(() => t.close());
 
 test('the claim of due deliveries runs without JIT, and keeps its plan settings', async () => {
-  const [fn] = rowsOf<{ config: string[] | null }>(await t.ctx.db.execute(sql`select proconfig as config from pg_proc where proname = 'due_event_deliveries_per_client'`));
+  const [fn] = rowsOf<{ config: string[] | null }>(
+    await t.ctx.db.execute(
+      sql`select proconfig as config from pg_proc where proname = 'due_event_deliveries_per_client'`,
+    ),
+  );
   assert.deepEqual([...(fn?.config ?? [])].sort(), ['enable_bitmapscan=off', 'jit=off']);
 });

@@ -7,7 +7,14 @@ import { sql } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { rowsOf } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, errorsOf, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import {
+  createTestApp,
+  createUser,
+  errorsOf,
+  LOCAL_RECEIVERS,
+  type Merchant,
+  type TestApp,
+} from '../../test/harness.ts';
 import { fundedWallet } from '../../test/money.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 import { decideDueKycApplications } from '../kyc/domain.ts';
@@ -61,16 +68,29 @@ describe('webhook delivery', () => {
     assert.equal(rx.received.length, before + 1);
     const r = rx.received.at(-1)!;
     // Standard Webhooks, verified by its own library.
-    const verified = new StandardWebhook(hook.secret).verify(r.body, r.headers as Record<string, string>) as Record<string, any>;
+    const verified = new StandardWebhook(hook.secret).verify(r.body, r.headers as Record<string, string>) as Record<
+      string,
+      any
+    >;
     assert.equal(verified.data.type, 'WebhookEvent');
     // The plain x-service-signature: hex HMAC-SHA256 of the raw body with the secret's bytes.
     const key = Buffer.from(hook.secret.slice('whsec_'.length), 'base64');
     assert.equal(r.headers['x-service-signature'], createHmac('sha256', key).update(r.body).digest('hex'));
     assert.equal(r.headers['content-type'], 'application/json');
-    assert.ok(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000) < 30, 'webhook-timestamp is the real send time');
+    assert.ok(
+      Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000) < 30,
+      'webhook-timestamp is the real send time',
+    );
     const body = JSON.parse(r.body);
     assert.equal(body.data.id, r.headers['webhook-id']);
-    assert.deepEqual(body.data.attributes, { id: body.data.id, topic: 'ApplicationApproved', clientId: m.clientId, userId, updatedAt: t.clock.now().toISOString(), createdAt: t.clock.now().toISOString() });
+    assert.deepEqual(body.data.attributes, {
+      id: body.data.id,
+      topic: 'ApplicationApproved',
+      clientId: m.clientId,
+      userId,
+      updatedAt: t.clock.now().toISOString(),
+      createdAt: t.clock.now().toISOString(),
+    });
     assert.deepEqual(body.data.relationships.event.data, { type: 'User', id: userId });
     assert.equal(body.included[0].type, 'User');
     assert.equal(body.included[0].id, userId);
@@ -90,8 +110,15 @@ describe('webhook delivery', () => {
     await kycDecision(t, m, 'tamper@example.com');
     await deliver(t);
     const r = rx.received.at(-1)!;
-    assert.throws(() => new StandardWebhook(hook.secret).verify(r.body.replace('Ada', 'Eve'), r.headers as Record<string, string>));
-    assert.throws(() => new StandardWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(r.body, r.headers as Record<string, string>));
+    assert.throws(() =>
+      new StandardWebhook(hook.secret).verify(r.body.replace('Ada', 'Eve'), r.headers as Record<string, string>),
+    );
+    assert.throws(() =>
+      new StandardWebhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(
+        r.body,
+        r.headers as Record<string, string>,
+      ),
+    );
   });
 
   test('topics filter deliveries; disabled webhooks get nothing', async () => {
@@ -104,7 +131,10 @@ describe('webhook delivery', () => {
       await kycDecision(t, fm, 'ok@example.com');
       await kycDecision(t, fm, 'no@declined.test');
       await deliver(t);
-      assert.deepEqual(declinedOnly.received.map((r) => JSON.parse(r.body).data.attributes.topic), ['ApplicationDeclined']);
+      assert.deepEqual(
+        declinedOnly.received.map((r) => JSON.parse(r.body).data.attributes.topic),
+        ['ApplicationDeclined'],
+      );
       assert.equal(disabledRx.received.length, 0);
     } finally {
       await declinedOnly.close();
@@ -116,8 +146,14 @@ describe('webhook delivery', () => {
     const fm = await t.createMerchant();
     const u = await createUser(t, fm);
     await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: fm });
-    await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: fm, body: application('atomic@example.com') });
-    const count = async () => rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from events where client_id = ${fm.clientId}`))[0]!.n;
+    await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+      as: fm,
+      body: application('atomic@example.com'),
+    });
+    const count = async () =>
+      rowsOf<{ n: number }>(
+        await t.ctx.db.execute(sql`select count(*)::int as n from events where client_id = ${fm.clientId}`),
+      )[0]!.n;
     const submitted = await count(); // the application's own events
     t.clock.advance(500);
     await assert.rejects(
@@ -126,7 +162,13 @@ describe('webhook delivery', () => {
         now: () => t.clock.now(),
         baseUrl: 'http://api.test',
         onChange: async (tx, e) => {
-          await recordEvent(tx, { clientId: fm.clientId, topic: 'ApplicationApproved', userId: e.user.id, resource: { id: e.user.id, type: 'User' }, now: e.now });
+          await recordEvent(tx, {
+            clientId: fm.clientId,
+            topic: 'ApplicationApproved',
+            userId: e.user.id,
+            resource: { id: e.user.id, type: 'User' },
+            now: e.now,
+          });
           throw new Error('crash after the event was written');
         },
       }),
@@ -149,22 +191,37 @@ describe('webhook delivery', () => {
         const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
         assert.equal(ev.deliveryState, 'pending');
         const due = new Date(ev.deliveries[0].nextAttemptAt).getTime() - t.clock.now().getTime();
-        assert.ok(due >= seconds * 1000 && due <= seconds * 1100, `retry ${i + 1} after ${due} ms, expected ${seconds} s + up to 10%`);
+        assert.ok(
+          due >= seconds * 1000 && due <= seconds * 1100,
+          `retry ${i + 1} after ${due} ms, expected ${seconds} s + up to 10%`,
+        );
         t.clock.advance(due - 1);
         assert.equal(await deliver(t), 0, 'not before it is due');
         t.clock.advance(1);
         assert.equal(await deliver(t), 1);
       }
       assert.equal(flaky.received.length, 4);
-      assert.ok(flaky.received.every((r) => r.headers['webhook-id'] === eventId), 'the same webhook-id on every attempt');
-      assert.ok(flaky.received.every((r) => r.body === flaky.received[0]!.body), 'the same bytes on every attempt');
+      assert.ok(
+        flaky.received.every((r) => r.headers['webhook-id'] === eventId),
+        'the same webhook-id on every attempt',
+      );
+      assert.ok(
+        flaky.received.every((r) => r.body === flaky.received[0]!.body),
+        'the same bytes on every attempt',
+      );
       const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
       assert.equal(ev.deliveryState, 'succeeded');
       const d = ev.deliveries[0];
       assert.equal(d.state, 'succeeded');
       assert.equal(d.attemptCount, 4);
-      assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 500, 500, 200]);
-      assert.deepEqual(d.attempts.map((a: { error: string | null }) => a.error), ['receiver answered 500', 'receiver answered 500', 'receiver answered 500', null]);
+      assert.deepEqual(
+        d.attempts.map((a: { statusCode: number }) => a.statusCode),
+        [500, 500, 500, 200],
+      );
+      assert.deepEqual(
+        d.attempts.map((a: { error: string | null }) => a.error),
+        ['receiver answered 500', 'receiver answered 500', 'receiver answered 500', null],
+      );
       assert.equal(d.attempts[0].responseExcerpt, null, 'a receiver on loopback: its answer is not kept');
       t.clock.advance(86_400_000);
       assert.equal(await deliver(t), 0, 'nothing more is sent');
@@ -181,7 +238,10 @@ describe('webhook delivery', () => {
       const ok = await register(t, gm, { url: rx.url, topics: DECISIONS });
       const bad = await register(t, gm, { url: failing.url, topics: DECISIONS });
       for (let i = 0; i < 6; i++) await kycDecision(t, gm, `group${i}@example.com`);
-      const all = (await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as: gm })).body.data as { id: string; attributes: { topic: string } }[];
+      const all = (await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as: gm })).body.data as {
+        id: string;
+        attributes: { topic: string };
+      }[];
       const events = all.filter((e) => DECISIONS.includes(e.attributes.topic));
       assert.equal(events.length, 6);
       // Twelve attempts in flight at once: the answers come back together, and the attempts
@@ -191,15 +251,32 @@ describe('webhook delivery', () => {
         const ev = (await t.request('GET', `/api/v1/webhook-events/${id}`, { as: gm })).body.data.attributes;
         assert.equal(ev.deliveryState, 'pending', 'one of its deliveries is to be retried');
         const byHook = new Map(ev.deliveries.map((d: { webhookId: string }) => [d.webhookId, d]));
-        const good = byHook.get(ok.id) as { state: string; attemptCount: number; completedAt: string | null; attempts: { statusCode: number; error: string | null }[] };
-        const retry = byHook.get(bad.id) as { state: string; attemptCount: number; nextAttemptAt: string; completedAt: string | null; attempts: { statusCode: number; error: string | null }[] };
+        const good = byHook.get(ok.id) as {
+          state: string;
+          attemptCount: number;
+          completedAt: string | null;
+          attempts: { statusCode: number; error: string | null }[];
+        };
+        const retry = byHook.get(bad.id) as {
+          state: string;
+          attemptCount: number;
+          nextAttemptAt: string;
+          completedAt: string | null;
+          attempts: { statusCode: number; error: string | null }[];
+        };
         assert.equal(good.state, 'succeeded');
         assert.notEqual(good.completedAt, null);
-        assert.deepEqual(good.attempts.map((a) => [a.statusCode, a.error]), [[200, null]]);
+        assert.deepEqual(
+          good.attempts.map((a) => [a.statusCode, a.error]),
+          [[200, null]],
+        );
         assert.equal(retry.state, 'pending');
         assert.equal(retry.completedAt, null);
         assert.equal(retry.attemptCount, 1);
-        assert.deepEqual(retry.attempts.map((a) => [a.statusCode, a.error]), [[500, 'receiver answered 500']]);
+        assert.deepEqual(
+          retry.attempts.map((a) => [a.statusCode, a.error]),
+          [[500, 'receiver answered 500']],
+        );
         const due = new Date(retry.nextAttemptAt).getTime() - t.clock.now().getTime();
         assert.ok(due >= 5_000 && due <= 5_500, `retried after ${due} ms`);
       }
@@ -221,7 +298,8 @@ describe('webhook delivery', () => {
         await deliver(t);
       }
       assert.equal(down.received.length, 13, 'the first attempt and twelve retries');
-      const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=failed', { as: fm })).body.data;
+      const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=failed', { as: fm })).body
+        .data;
       const full = (await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: fm })).body.data.attributes;
       assert.equal(full.deliveries[0].state, 'failed');
       assert.equal(full.deliveries[0].nextAttemptAt, null);
@@ -240,17 +318,31 @@ describe('webhook delivery', () => {
     const redirecting = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
     try {
       const qm = await quick.createMerchant();
-      for (const url of [hanging.url, redirecting.url, 'http://127.0.0.1:9/closed']) await register(quick, qm, { url, topics: DECISIONS });
+      for (const url of [hanging.url, redirecting.url, 'http://127.0.0.1:9/closed'])
+        await register(quick, qm, { url, topics: DECISIONS });
       await kycDecision(quick, qm, 'x@example.com');
       await quick.ctx.webhooks.runOnce();
       const [ev] = (await quick.request('GET', '/api/v1/webhook-events', { as: qm })).body.data;
-      const deliveries = (await quick.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: qm })).body.data.attributes.deliveries;
+      const deliveries = (await quick.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: qm })).body.data
+        .attributes.deliveries;
       const errors = deliveries.map((d: { attempts: { error: string }[] }) => d.attempts[0]!.error).sort();
       assert.equal(errors.length, 3);
-      assert.ok(errors.some((e: string) => e === 'no answer within 2000 ms'), errors.join(' | '));
-      assert.ok(errors.some((e: string) => e === 'receiver answered 302'), errors.join(' | '));
-      assert.ok(errors.some((e: string) => /ECONNREFUSED/.test(e)), errors.join(' | '));
-      assert.ok(deliveries.every((d: { state: string }) => d.state === 'pending'), 'all will be retried');
+      assert.ok(
+        errors.some((e: string) => e === 'no answer within 2000 ms'),
+        errors.join(' | '),
+      );
+      assert.ok(
+        errors.some((e: string) => e === 'receiver answered 302'),
+        errors.join(' | '),
+      );
+      assert.ok(
+        errors.some((e: string) => /ECONNREFUSED/.test(e)),
+        errors.join(' | '),
+      );
+      assert.ok(
+        deliveries.every((d: { state: string }) => d.state === 'pending'),
+        'all will be retried',
+      );
       assert.equal(target.received.length, 0, 'the redirect was not followed');
     } finally {
       await quick.close();
@@ -258,9 +350,11 @@ describe('webhook delivery', () => {
     }
   });
 
-  test('a receiver that hangs holds at most half the slots, then one: other merchants\' events arrive meanwhile', async () => {
+  test("a receiver that hangs holds at most half the slots, then one: other merchants' events arrive meanwhile", async () => {
     const timeoutMs = 1_500;
-    const quick = await createTestApp({ env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: String(timeoutMs), WEBHOOK_CONCURRENCY: '4' } });
+    const quick = await createTestApp({
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: String(timeoutMs), WEBHOOK_CONCURRENCY: '4' },
+    });
     const hanging = await startReceiver(() => 'hang');
     const healthy = await startReceiver();
     try {
@@ -270,12 +364,17 @@ describe('webhook delivery', () => {
       const b = await register(quick, fine, { url: healthy.url, topics: ['PaymentCreated'] });
       // The hanging receiver's events are the oldest: a batch-at-a-time worker would fill every
       // slot with them and make the others wait for the timeout.
-      for (let i = 0; i < 4; i++) assert.equal((await quick.request('POST', `/api/v1/webhooks/${a.id}/test`, { as: slow })).status, 201);
-      for (let i = 0; i < 20; i++) assert.equal((await quick.request('POST', `/api/v1/webhooks/${b.id}/test`, { as: fine })).status, 201);
+      for (let i = 0; i < 4; i++)
+        assert.equal((await quick.request('POST', `/api/v1/webhooks/${a.id}/test`, { as: slow })).status, 201);
+      for (let i = 0; i < 20; i++)
+        assert.equal((await quick.request('POST', `/api/v1/webhooks/${b.id}/test`, { as: fine })).status, 201);
       const start = Date.now();
       const run = deliver(quick);
       await healthy.waitFor(20, timeoutMs);
-      assert.ok(Date.now() - start < timeoutMs, 'every healthy delivery arrived before the first hanging attempt timed out');
+      assert.ok(
+        Date.now() - start < timeoutMs,
+        'every healthy delivery arrived before the first hanging attempt timed out',
+      );
       assert.equal(hanging.received.length, 2, 'one webhook takes at most half of the 4 slots');
       assert.equal(await run, 24);
       // After its first failures the hanging receiver gets one attempt at a time.
@@ -291,14 +390,15 @@ describe('webhook delivery', () => {
     }
   });
 
-  test('a deleted webhook\'s pending deliveries are canceled', async () => {
+  test("a deleted webhook's pending deliveries are canceled", async () => {
     const fm = await t.createMerchant();
     const w = await register(t, fm, { url: 'http://127.0.0.1:9/closed', topics: ['*'] });
     await kycDecision(t, fm, 'gone@example.com');
     await deliver(t); // fails, retry pending
     assert.equal((await t.request('DELETE', `/api/v1/webhooks/${w.id}`, { as: fm })).status, 204);
     const [ev] = (await t.request('GET', '/api/v1/webhook-events', { as: fm })).body.data;
-    const d = (await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: fm })).body.data.attributes.deliveries[0];
+    const d = (await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: fm })).body.data.attributes
+      .deliveries[0];
     assert.equal(d.state, 'canceled');
   });
 
@@ -321,13 +421,19 @@ describe('webhook delivery', () => {
       assert.equal(a.received[1]!.headers['webhook-id'], eventId);
       assert.equal(a.received[1]!.body, a.received[0]!.body);
       assert.equal(b.received.length, 0, 'b does not subscribe');
-      const toB = await t.request('POST', `/api/v1/webhook-events/${eventId}/replay`, { as: fm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: wb.id } } } });
+      const toB = await t.request('POST', `/api/v1/webhook-events/${eventId}/replay`, {
+        as: fm,
+        body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: wb.id } } },
+      });
       assert.equal(toB.status, 200);
       await deliver(t);
       assert.equal(b.received.length, 1);
       assert.equal(b.received[0]!.headers['webhook-id'], eventId);
       const ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: fm })).body.data.attributes;
-      assert.deepEqual(ev.deliveries.map((d: { trigger: string; state: string }) => `${d.trigger}:${d.state}`), ['event:succeeded', 'replay:succeeded', 'replay:succeeded']);
+      assert.deepEqual(
+        ev.deliveries.map((d: { trigger: string; state: string }) => `${d.trigger}:${d.state}`),
+        ['event:succeeded', 'replay:succeeded', 'replay:succeeded'],
+      );
     } finally {
       await a.close();
       await b.close();
@@ -346,7 +452,10 @@ describe('webhook delivery', () => {
     const nobody = await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: fm });
     assert.equal(nobody.status, 400);
     assert.equal(errorsOf(nobody)[0]!.code, 'IllegalOperation');
-    const unknownHook = await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: fm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: missing } } } });
+    const unknownHook = await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, {
+      as: fm,
+      body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: missing } } },
+    });
     assert.equal(unknownHook.status, 400);
     assert.equal(errorsOf(unknownHook)[0]!.code, 'WebhookNotFound');
     assert.equal(errorsOf(unknownHook)[0]!.source?.pointer, '/data/attributes/webhookId');
@@ -390,7 +499,16 @@ describe('a worker whose lease ran out', () => {
     const m = await t.createMerchant();
     const hook = await register(t, m, { url: rx.url, topics: ['PaymentCreated'] });
     const eventId = (await t.request('POST', `/api/v1/webhooks/${hook.id}/test`, { as: m })).body.data.id as string;
-    const claim = (now: Date) => claimDueDeliveries(t.ctx.db, { now, leaseUntil: new Date(now.getTime() + 30_000), limit: 10, room: {}, share: 16, busy: {}, merchantCap: 16 });
+    const claim = (now: Date) =>
+      claimDueDeliveries(t.ctx.db, {
+        now,
+        leaseUntil: new Date(now.getTime() + 30_000),
+        limit: 10,
+        room: {},
+        share: 16,
+        busy: {},
+        merchantCap: 16,
+      });
     const started = t.clock.now();
     const [a] = await claim(started);
     assert.equal(a?.eventId, eventId);
@@ -400,16 +518,35 @@ describe('a worker whose lease ran out', () => {
     const [b] = await claim(t.clock.now());
     assert.deepEqual([b?.id, b?.attempt], [a!.id, 2]);
     const heldUntil = new Date(t.clock.now().getTime() + 60_000);
-    await releaseDeliveries(t.ctx.db, [{ id: b!.id, eventId, attempt: b!.attempt, leaseUntil: b!.leaseUntil, until: heldUntil }], t.clock.now());
+    await releaseDeliveries(
+      t.ctx.db,
+      [{ id: b!.id, eventId, attempt: b!.attempt, leaseUntil: b!.leaseUntil, until: heldUntil }],
+      t.clock.now(),
+    );
     // A's answer comes in late.
     const outcome = {
-      deliveryId: a!.id, eventId, clientId: a!.clientId, attempt: a!.attempt, leaseUntil: a!.leaseUntil, startedAt: started, durationMs: 31_000,
-      statusCode: 200, error: null, responseExcerpt: null, state: 'succeeded' as const, nextAttemptAt: null, now: t.clock.now(),
+      deliveryId: a!.id,
+      eventId,
+      clientId: a!.clientId,
+      attempt: a!.attempt,
+      leaseUntil: a!.leaseUntil,
+      startedAt: started,
+      durationMs: 31_000,
+      statusCode: 200,
+      error: null,
+      responseExcerpt: null,
+      state: 'succeeded' as const,
+      nextAttemptAt: null,
+      now: t.clock.now(),
     };
     await t.ctx.db.transaction((tx) => recordAttempts(tx, [{ id: randomUUID(), outcome }]));
     let ev = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes;
     assert.equal(ev.deliveryState, 'pending', 'the late attempt does not end the delivery');
-    assert.deepEqual(ev.deliveries[0].attempts.map((x: { statusCode: number }) => x.statusCode), [200], 'it is logged');
+    assert.deepEqual(
+      ev.deliveries[0].attempts.map((x: { statusCode: number }) => x.statusCode),
+      [200],
+      'it is logged',
+    );
     assert.equal(ev.deliveries[0].nextAttemptAt, heldUntil.toISOString(), 'the hold stands');
     t.clock.advance(60_000);
     assert.equal(await t.ctx.webhooks.runOnce(), 1, 'the delivery is sent again when the hold ends');
@@ -444,31 +581,60 @@ describe('events API', () => {
   test('lists newest first with topic, time and delivery-state filters', async () => {
     const all = await t.request('GET', '/api/v1/webhook-events', { as: m });
     assert.equal(all.status, 200);
-    const topics = (res: { body: { data: { attributes: { topic: string } }[] } }) => res.body.data.map((e) => e.attributes.topic);
+    const topics = (res: { body: { data: { attributes: { topic: string } }[] } }) =>
+      res.body.data.map((e) => e.attributes.topic);
     // Each user: KycCreated and KycPending when applying, then Accrue's and the spec's topic of the decision.
-    assert.deepEqual(topics(all), ['ApplicationDeclined', 'KycDeclined', 'KycPending', 'KycCreated', 'ApplicationApproved', 'KycApproved', 'KycPending', 'KycCreated']);
+    assert.deepEqual(topics(all), [
+      'ApplicationDeclined',
+      'KycDeclined',
+      'KycPending',
+      'KycCreated',
+      'ApplicationApproved',
+      'KycApproved',
+      'KycPending',
+      'KycCreated',
+    ]);
     assert.equal(all.body.meta.total, 8);
     const byTopic = await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: m });
     assert.equal(byTopic.body.meta.total, 1);
     const firstDecision = all.body.data[4].attributes.createdAt;
-    const after1 = await t.request('GET', `/api/v1/webhook-events?filter[createdAfter]=${encodeURIComponent(firstDecision)}`, { as: m });
+    const after1 = await t.request(
+      'GET',
+      `/api/v1/webhook-events?filter[createdAfter]=${encodeURIComponent(firstDecision)}`,
+      { as: m },
+    );
     assert.equal(after1.body.meta.total, 6, 'createdAfter is inclusive');
-    const before2 = await t.request('GET', `/api/v1/webhook-events?filter[createdBefore]=${encodeURIComponent(all.body.data[0].attributes.createdAt)}`, { as: m });
+    const before2 = await t.request(
+      'GET',
+      `/api/v1/webhook-events?filter[createdBefore]=${encodeURIComponent(all.body.data[0].attributes.createdAt)}`,
+      { as: m },
+    );
     assert.equal(before2.body.meta.total, 6, 'createdBefore is exclusive');
     const succeeded = await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=succeeded', { as: m });
     assert.deepEqual(topics(succeeded), ['ApplicationApproved']);
     const none = await t.request('GET', '/api/v1/webhook-events?filter[deliveryState]=none&page[limit]=50', { as: m });
-    assert.deepEqual(topics(none), topics(all).filter((topic) => topic !== 'ApplicationApproved'));
+    assert.deepEqual(
+      topics(none),
+      topics(all).filter((topic) => topic !== 'ApplicationApproved'),
+    );
     // Each listed event shows its own delivery state, on every page and past an offset.
-    const states = (res: typeof all) => res.body.data.map((e: { attributes: { topic: string; deliveryState: string } }) => [e.attributes.topic, e.attributes.deliveryState]);
-    const expected = topics(all).map((topic: string) => [topic, topic === 'ApplicationApproved' ? 'succeeded' : 'none']);
+    const states = (res: typeof all) =>
+      res.body.data.map((e: { attributes: { topic: string; deliveryState: string } }) => [
+        e.attributes.topic,
+        e.attributes.deliveryState,
+      ]);
+    const expected = topics(all).map((topic: string) => [
+      topic,
+      topic === 'ApplicationApproved' ? 'succeeded' : 'none',
+    ]);
     assert.deepEqual(states(all), expected);
     const paged = await t.request('GET', '/api/v1/webhook-events?page[limit]=2&page[offset]=3', { as: m });
     assert.deepEqual(states(paged), expected.slice(3, 5));
   });
 
   test('an event shows the exact payload sent and every attempt', async () => {
-    const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: m })).body.data;
+    const [ev] = (await t.request('GET', '/api/v1/webhook-events?filter[topic]=ApplicationApproved', { as: m })).body
+      .data;
     const res = await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: m });
     assert.equal(res.status, 200);
     const a = res.body.data.attributes;
@@ -485,7 +651,12 @@ describe('events API', () => {
   });
 
   test('bad filters are 400', async () => {
-    for (const q of ['filter[topic]=Nope', 'filter[createdAfter]=yesterday', 'filter[deliveryState]=lost', 'filter[userId]=x']) {
+    for (const q of [
+      'filter[topic]=Nope',
+      'filter[createdAfter]=yesterday',
+      'filter[deliveryState]=lost',
+      'filter[userId]=x',
+    ]) {
       const res = await t.request('GET', `/api/v1/webhook-events?${q}`, { as: m });
       assert.equal(res.status, 400, q);
       assert.equal(errorsOf(res)[0]!.code, 'BadRequest', q);
@@ -511,7 +682,7 @@ describe('events API', () => {
     assert.equal(one.body.data.attributes.updatedAt, one.body.data.attributes.createdAt);
   });
 
-  test("another merchant sees none of these events (404 by id, not in lists)", async () => {
+  test('another merchant sees none of these events (404 by id, not in lists)', async () => {
     const [ev] = (await t.request('GET', '/api/v1/webhook-events', { as: m })).body.data;
     assert.equal((await t.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: other })).status, 404);
     assert.equal((await t.request('POST', `/api/v1/webhook-events/${ev.id}/replay`, { as: other })).status, 404);
@@ -531,7 +702,10 @@ describe('receiver addresses', () => {
       if (!answers) return cb(Object.assign(new Error(`${host} not found`), { code: 'ENOTFOUND' }), []);
       const n = calls.get(host) ?? 0;
       calls.set(host, n + 1);
-      const list = answers[Math.min(n, answers.length - 1)]!.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+      const list = answers[Math.min(n, answers.length - 1)]!.map((address) => ({
+        address,
+        family: address.includes(':') ? 6 : 4,
+      }));
       if (opts.all) cb(null, list);
       else cb(null, list[0]!.address, list[0]!.family);
     }) as never;
@@ -556,7 +730,10 @@ describe('receiver addresses', () => {
 
   test('by default (sandbox and live) a name that resolves to a private address is refused at connect time', async () => {
     const rx = await startReceiver();
-    const apps = [await createTestApp({ webhookLookup: lookup }), await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' }, webhookLookup: lookup })];
+    const apps = [
+      await createTestApp({ webhookLookup: lookup }),
+      await createTestApp({ env: { COFFER_ENV: 'live', DATABASE_URL: 'postgres://unused/x' }, webhookLookup: lookup }),
+    ];
     try {
       for (const app of apps) {
         for (const name of ['loopback', 'nat64', 'sixtofour']) {
@@ -585,7 +762,11 @@ describe('receiver addresses', () => {
         assert.equal(d.attempts[0].responseExcerpt, null, url);
       }
       assert.equal(rx.received.length, 2);
-      const kept = rowsOf<{ n: number }>(await app.ctx.db.execute(sql`select count(*)::int as n from delivery_attempts where response_excerpt like '%hunter2%'`));
+      const kept = rowsOf<{ n: number }>(
+        await app.ctx.db.execute(
+          sql`select count(*)::int as n from delivery_attempts where response_excerpt like '%hunter2%'`,
+        ),
+      );
       assert.equal(kept[0]!.n, 0, 'not stored either');
     } finally {
       await app.close();
@@ -610,7 +791,10 @@ describe('receiver addresses', () => {
   test("a public receiver's answer is shown: its first 500 characters", async () => {
     const rx = await startReceiver(() => ({ status: 500, body: `not yet ${'x'.repeat(600)}` }));
     // The loopback receiver stands for a public one: the address test treats 127.0.0.1 as public.
-    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: (a) => a === '127.0.0.1' || isPublicAddress(a) });
+    const app = await createTestApp({
+      env: LOCAL_RECEIVERS,
+      webhookIsPublicAddress: (a) => a === '127.0.0.1' || isPublicAddress(a),
+    });
     try {
       const d = await sendTest(app, rx.url);
       assert.equal(d.attempts[0].statusCode, 500);

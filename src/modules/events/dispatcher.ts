@@ -22,11 +22,25 @@ import type { Clock } from '../../clock.ts';
 import type { WebhookGuards } from '../../config.ts';
 import type { Sealer } from '../../crypto/sealer.ts';
 import type { Db } from '../../db/open.ts';
-import { hostOf, isPublicAddress, notAllowed, publicOnlyLookup, systemLookup, type LookupFn } from '../webhooks/url-policy.ts';
+import {
+  hostOf,
+  isPublicAddress,
+  notAllowed,
+  publicOnlyLookup,
+  systemLookup,
+  type LookupFn,
+} from '../webhooks/url-policy.ts';
 import { isRetryableDatabaseError } from '../../db/errors.ts';
 import { groupCommit } from '../../db/groups.ts';
 import { ReceiverBreakers } from './breaker.ts';
-import { claimDueDeliveries, holdDeliveries, recordAttempts, releaseDeliveries, type AttemptOutcome, type ClaimedDelivery } from './sql.ts';
+import {
+  claimDueDeliveries,
+  holdDeliveries,
+  recordAttempts,
+  releaseDeliveries,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+} from './sql.ts';
 import { webhookAttempts } from '../../observability/metrics.ts';
 import { endSpan, SpanKind, startSpan, tracing } from '../../observability/tracing.ts';
 
@@ -104,7 +118,13 @@ export class WebhookDispatcher {
     // connections fails fast instead of holding a slot for the whole answer timeout.
     const timeout = Math.min(opts.connectTimeoutMs, opts.timeoutMs);
     const agent = (connect: buildConnector.connector) =>
-      new Agent({ connections: 64, keepAliveTimeout: 10_000, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, connect });
+      new Agent({
+        connections: 64,
+        keepAliveTimeout: 10_000,
+        headersTimeout: opts.timeoutMs,
+        bodyTimeout: opts.timeoutMs,
+        connect,
+      });
     const guarded = buildConnector({ timeout, lookup: publicOnlyLookup(opts.lookup, isPublic) as never });
     this.#public = agent((o, callback) =>
       guarded(o, (err, socket) => {
@@ -115,7 +135,9 @@ export class WebhookDispatcher {
         callback(notAllowed(`${socket.remoteAddress ?? 'the receiver'} is not a public address`), null);
       }),
     );
-    this.#private = opts.allowPrivate ? agent(buildConnector({ timeout, ...(opts.lookup ? { lookup: opts.lookup as never } : {}) })) : undefined;
+    this.#private = opts.allowPrivate
+      ? agent(buildConnector({ timeout, ...(opts.lookup ? { lookup: opts.lookup as never } : {}) }))
+      : undefined;
     this.#breakers = new ReceiverBreakers({ failures: opts.breakerFailures, cooldownMs: opts.breakerCooldownMs });
   }
 
@@ -160,7 +182,9 @@ export class WebhookDispatcher {
     const giveBack = (back: Released[], now: Date) => {
       if (back.length === 0) return;
       drained = false; // some may be due again at once
-      const release = releaseDeliveries(this.#o.db, back, now).catch((err: unknown) => this.#o.log.error({ err }, 'could not release held webhook deliveries'));
+      const release = releaseDeliveries(this.#o.db, back, now).catch((err: unknown) =>
+        this.#o.log.error({ err }, 'could not release held webhook deliveries'),
+      );
       released = Promise.all([released, release]);
       track(release);
     };
@@ -271,7 +295,11 @@ export class WebhookDispatcher {
       // flight or queued.
       const idle = running === 0 && queue.length === 0;
       const refill = Math.max(1, Math.ceil(heldAtClaim / CLAIM_DEPTH));
-      if (!claiming && running + queue.length < concurrency * CLAIM_DEPTH && (lookAgain || idle || settled - settledAtClaim >= refill)) {
+      if (
+        !claiming &&
+        running + queue.length < concurrency * CLAIM_DEPTH &&
+        (lookAgain || idle || settled - settledAtClaim >= refill)
+      ) {
         claiming = claim()
           .catch((err: unknown) => {
             // Nothing was claimed. A worker with nothing in flight or queued fails, and its job
@@ -302,7 +330,8 @@ export class WebhookDispatcher {
           resolve();
         };
         if (drained && !claiming) timers.push(setTimeout(() => ((lookAgain = true), wake?.()), pollMs));
-        if (firstExpiry !== undefined) timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
+        if (firstExpiry !== undefined)
+          timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
       });
     }
     await Promise.all(pending);
@@ -364,9 +393,19 @@ export class WebhookDispatcher {
         const signal = AbortSignal.timeout(this.#o.timeoutMs);
         const viaPublic = await this.#viaPublic(address, signal);
         // An IP literal is checked before connecting (a name, by the pool's DNS guard).
-        if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notAllowed(`${address} is not a public address`);
-        const secret = this.#o.sealer.open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`).toString('utf8');
-        const span = tracing.enabled ? startSpan('webhook delivery', SpanKind.CLIENT, { 'coffer.merchant_id': d.clientId, 'coffer.webhook.attempt': d.attempt, 'http.request.method': 'POST', 'server.address': address }) : undefined;
+        if (viaPublic && isIP(address) && !this.#isPublic(address))
+          throw notAllowed(`${address} is not a public address`);
+        const secret = this.#o.sealer
+          .open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`)
+          .toString('utf8');
+        const span = tracing.enabled
+          ? startSpan('webhook delivery', SpanKind.CLIENT, {
+              'coffer.merchant_id': d.clientId,
+              'coffer.webhook.attempt': d.attempt,
+              'http.request.method': 'POST',
+              'server.address': address,
+            })
+          : undefined;
         const res = await request(url, {
           method: 'POST',
           dispatcher: viaPublic ? this.#public : this.#private!,
@@ -431,7 +470,9 @@ export class WebhookDispatcher {
   async #record({ outcome, host, opened, started }: Attempt): Promise<void> {
     if (opened) {
       this.#o.log.warn({ host, until: opened.until }, 'webhook receiver unreachable: holding its deliveries');
-      await holdDeliveries(this.#o.db, { ...opened, now: outcome.now }).catch((err: unknown) => this.#o.log.error({ err }, 'could not hold webhook deliveries'));
+      await holdDeliveries(this.#o.db, { ...opened, now: outcome.now }).catch((err: unknown) =>
+        this.#o.log.error({ err }, 'could not hold webhook deliveries'),
+      );
     }
     // The database may be away for a moment (a restart, a failover): keep trying while the
     // lease holds, so a delivery that reached its receiver is not sent again. Past the lease,
@@ -515,10 +556,16 @@ function count(map: Map<string, number>, key: string, by: number): void {
 
 function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    e.name === 'TimeoutError' ||
+    e.name === 'AbortError' ||
+    e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e.code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return `no answer within ${o.timeoutMs} ms`;
   }
-  if ((e.cause?.code ?? e.code) === 'UND_ERR_CONNECT_TIMEOUT') return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
+  if ((e.cause?.code ?? e.code) === 'UND_ERR_CONNECT_TIMEOUT')
+    return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
   const code = e.cause?.code ?? e.code;
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;

@@ -25,13 +25,18 @@ export async function getEvent(db: Executor, opts: { clientId: string; eventId: 
 export async function replayEvent(db: Db, opts: { clientId: string; eventId: string; webhookId?: string; now: Date }) {
   await db.transaction(async (tx) => {
     // Held until the deliveries are written: retention cannot take the event meanwhile.
-    if (!(await q.lockEventForReplay(tx, opts.clientId, opts.eventId))) throw apiError('WebhookEventNotFound', `No event ${opts.eventId}.`);
+    if (!(await q.lockEventForReplay(tx, opts.clientId, opts.eventId)))
+      throw apiError('WebhookEventNotFound', `No event ${opts.eventId}.`);
     const event = await q.findEvent(tx, opts.clientId, opts.eventId);
     if (!event) throw apiError('WebhookEventNotFound', `No event ${opts.eventId}.`);
     let targets: string[];
     if (opts.webhookId) {
       const w = await findWebhook(tx, opts.clientId, opts.webhookId);
-      if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`, { status: 400, pointer: '/data/attributes/webhookId' });
+      if (!w)
+        throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`, {
+          status: 400,
+          pointer: '/data/attributes/webhookId',
+        });
       checkReceives(w, '/data/attributes/webhookId');
       targets = [w.id];
     } else if (event.topic === TEST_TOPIC) {
@@ -39,9 +44,12 @@ export async function replayEvent(db: Db, opts: { clientId: string; eventId: str
       const active = new Set((await q.enabledWebhooks(tx, opts.clientId)).map((w) => w.id));
       targets = [...new Set(deliveries.map((d) => d.webhookId))].filter((id) => active.has(id));
     } else {
-      targets = (await q.enabledWebhooks(tx, opts.clientId)).filter((w) => w.topics.includes('*') || w.topics.includes(event.topic)).map((w) => w.id);
+      targets = (await q.enabledWebhooks(tx, opts.clientId))
+        .filter((w) => w.topics.includes('*') || w.topics.includes(event.topic))
+        .map((w) => w.id);
     }
-    if (targets.length === 0) throw apiError('IllegalOperation', `No enabled webhook subscribes to ${event.topic}; name one with webhookId.`);
+    if (targets.length === 0)
+      throw apiError('IllegalOperation', `No enabled webhook subscribes to ${event.topic}; name one with webhookId.`);
     await q.insertDeliveries(
       tx,
       targets.map((webhookId) => ({

@@ -13,8 +13,13 @@ test('the example receiver verifies, acknowledges and handles a delivery once', 
   const t = await createTestApp({ env: LOCAL_RECEIVERS });
   const port = await freePort();
   const m = await t.createMerchant();
-  const w = (await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: `http://127.0.0.1:${port}/hooks` }) })).body.data;
-  const proc = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, PORT: String(port), COFFER_WEBHOOK_SECRET: w.attributes.secret }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const w = (
+    await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: `http://127.0.0.1:${port}/hooks` }) })
+  ).body.data;
+  const proc = spawn(process.execPath, [EXAMPLE], {
+    env: { ...process.env, PORT: String(port), COFFER_WEBHOOK_SECRET: w.attributes.secret },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   try {
@@ -24,10 +29,30 @@ test('the example receiver verifies, acknowledges and handles a delivery once', 
     await t.request('POST', `/api/v1/webhook-events/${sent.body.data.id}/replay`, { as: m });
     await t.ctx.webhooks.runOnce();
     const ev = (await t.request('GET', `/api/v1/webhook-events/${sent.body.data.id}`, { as: m })).body.data.attributes;
-    assert.deepEqual(ev.deliveries.map((d: { state: string; attempts: { statusCode: number }[] }) => [d.state, d.attempts[0]!.statusCode]), [['succeeded', 204], ['succeeded', 204]]);
-    assert.equal(out.trim().split('\n').filter((l) => l.startsWith('WebhookTest')).length, 1, `handled once:\n${out}`);
+    assert.deepEqual(
+      ev.deliveries.map((d: { state: string; attempts: { statusCode: number }[] }) => [
+        d.state,
+        d.attempts[0]!.statusCode,
+      ]),
+      [
+        ['succeeded', 204],
+        ['succeeded', 204],
+      ],
+    );
+    assert.equal(
+      out
+        .trim()
+        .split('\n')
+        .filter((l) => l.startsWith('WebhookTest')).length,
+      1,
+      `handled once:\n${out}`,
+    );
     // A forged request is refused.
-    const forged = await fetch(`http://127.0.0.1:${port}/hooks`, { method: 'POST', body: '{}', headers: { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' } });
+    const forged = await fetch(`http://127.0.0.1:${port}/hooks`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,AAAA' },
+    });
     assert.equal(forged.status, 401);
   } finally {
     proc.kill();

@@ -13,7 +13,10 @@ import { freePort } from '../../test/process.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
 async function register(t: TestApp, as: Merchant, url: string): Promise<string> {
-  const res = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody({ url, topics: ['PaymentCreated'] }) });
+  const res = await t.request('POST', '/api/v1/webhooks', {
+    as,
+    body: webhookBody({ url, topics: ['PaymentCreated'] }),
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data.id;
 }
@@ -61,17 +64,35 @@ async function deliveriesOf(t: TestApp, m: Merchant): Promise<DeliveryRow[]> {
  * Runs `fn` while every claim is logged (a trigger on the queue rows' lease); `claims(m)` gives
  * how many of the merchant's deliveries each claim statement leased, in order.
  */
-async function withClaimLog(t: TestApp, fn: (claims: (m: Merchant) => Promise<number[]>) => Promise<void>): Promise<void> {
+async function withClaimLog(
+  t: TestApp,
+  fn: (claims: (m: Merchant) => Promise<number[]>) => Promise<void>,
+): Promise<void> {
   await t.ctx.db.execute(sql.raw(`create table claim_log (client_id uuid, tx bigint, at bigserial)`));
-  await t.ctx.db.execute(sql.raw(`create function log_claim() returns trigger language plpgsql as $$
-    begin insert into claim_log (client_id, tx) values (new.client_id, txid_current()); return new; end $$`));
-  await t.ctx.db.execute(sql.raw(`create trigger log_claim after update on event_delivery_queue for each row when (new.lease_until is not null) execute function log_claim()`));
+  await t.ctx.db.execute(
+    sql.raw(`create function log_claim() returns trigger language plpgsql as $$
+    begin insert into claim_log (client_id, tx) values (new.client_id, txid_current()); return new; end $$`),
+  );
+  await t.ctx.db.execute(
+    sql.raw(
+      `create trigger log_claim after update on event_delivery_queue for each row when (new.lease_until is not null) execute function log_claim()`,
+    ),
+  );
   try {
     await fn(async (m) =>
-      rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from claim_log where client_id = ${m.clientId} group by tx order by min(at)`)).map((r) => r.n),
+      rowsOf<{ n: number }>(
+        await t.ctx.db.execute(
+          sql`select count(*)::int as n from claim_log where client_id = ${m.clientId} group by tx order by min(at)`,
+        ),
+      ).map((r) => r.n),
     );
   } finally {
-    for (const drop of ['drop trigger log_claim on event_delivery_queue', 'drop function log_claim()', 'drop table claim_log']) await t.ctx.db.execute(sql.raw(drop));
+    for (const drop of [
+      'drop trigger log_claim on event_delivery_queue',
+      'drop function log_claim()',
+      'drop table claim_log',
+    ])
+      await t.ctx.db.execute(sql.raw(drop));
   }
 }
 
@@ -84,7 +105,15 @@ const ownClock = () => new TestClock(new Date((epoch -= 7 * 86_400_000)));
 
 describe('delivery isolation between merchants', () => {
   test("140 hanging receivers of one merchant do not delay another merchant's delivery", async () => {
-    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MAX_PER_MERCHANT: '200', WEBHOOK_MERCHANT_CONCURRENCY: '8', WEBHOOK_TIMEOUT_MS: '2000' } });
+    const t = await createTestApp({
+      clock: ownClock(),
+      env: {
+        ...LOCAL_RECEIVERS,
+        WEBHOOK_MAX_PER_MERCHANT: '200',
+        WEBHOOK_MERCHANT_CONCURRENCY: '8',
+        WEBHOOK_TIMEOUT_MS: '2000',
+      },
+    });
     const hanging = await startReceiver(() => 'hang');
     const healthy = await startReceiver();
     try {
@@ -94,7 +123,10 @@ describe('delivery isolation between merchants', () => {
       for (let i = 0; i < 140; i++) await sendTest(t, a, await register(t, a, `${hanging.url}/${i}`));
       await sendTest(t, b, await register(t, b, healthy.url));
       const { run } = await otherArrivesPromptly(t, healthy);
-      assert.ok(hanging.received.length <= 8, `${hanging.received.length} attempts of one merchant in flight at once (at most 8)`);
+      assert.ok(
+        hanging.received.length <= 8,
+        `${hanging.received.length} attempts of one merchant in flight at once (at most 8)`,
+      );
       await run;
     } finally {
       await t.close();
@@ -119,15 +151,21 @@ describe('delivery isolation between merchants', () => {
       const { run } = await otherArrivesPromptly(t, healthy);
       assert.ok(slow.received.length < 40, `it came before most of the backlog (${slow.received.length} of 80 sent)`);
       await run;
-      assert.deepEqual([...(await deliveriesOf(t, a)), ...(await deliveriesOf(t, b))].map((r) => r.state), Array(81).fill('succeeded'));
+      assert.deepEqual(
+        [...(await deliveriesOf(t, a)), ...(await deliveriesOf(t, b))].map((r) => r.state),
+        Array(81).fill('succeeded'),
+      );
     } finally {
       await t.close();
       await Promise.all([slow.close(), healthy.close()]);
     }
   });
 
-  test('deliveries are claimed ahead of free slots: eight times a merchant\'s slots in one claim, each attempted once', async () => {
-    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '2' } });
+  test("deliveries are claimed ahead of free slots: eight times a merchant's slots in one claim, each attempted once", async () => {
+    const t = await createTestApp({
+      clock: ownClock(),
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '2' },
+    });
     const rx = await startReceiver();
     const m = await t.createMerchant();
     try {
@@ -136,10 +174,13 @@ describe('delivery isolation between merchants', () => {
         for (let i = 0; i < 24; i++) await sendTest(t, m, w);
         assert.equal(await t.ctx.webhooks.runOnce(), 24);
         assert.equal(rx.received.length, 24);
-        assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(24).fill(['succeeded', 1, 1]));
+        assert.deepEqual(
+          (await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]),
+          Array(24).fill(['succeeded', 1, 1]),
+        );
         // Two slots, sixteen held (in flight and queued): claiming only for free slots would take
         // two at a time.
-        assert.equal(Math.max(...(await claims(m))), 16, 'the first claim takes eight times the merchant\'s two slots');
+        assert.equal(Math.max(...(await claims(m))), 16, "the first claim takes eight times the merchant's two slots");
       });
     } finally {
       await t.close();
@@ -148,7 +189,10 @@ describe('delivery isolation between merchants', () => {
   });
 
   test('a claimed delivery that cannot start within its queue budget goes back unattempted, its attempt number restored', async () => {
-    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '10000' } });
+    const t = await createTestApp({
+      clock: ownClock(),
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '10000' },
+    });
     let answerFirst!: () => void;
     const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
     const rx = await startReceiver(async (_r, index) => (index === 0 && (await firstAnswered), { status: 200 }));
@@ -164,7 +208,10 @@ describe('delivery isolation between merchants', () => {
         t.clock.advance(5_001);
         answerFirst();
         assert.equal(await run, 8);
-        assert.deepEqual((await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]), Array(8).fill(['succeeded', 1, 1]));
+        assert.deepEqual(
+          (await deliveriesOf(t, m)).map((r) => [r.state, r.attempt_count, r.attempts]),
+          Array(8).fill(['succeeded', 1, 1]),
+        );
         assert.deepEqual(await claims(m), [8, 7], 'the seven went back and were claimed again');
       });
     } finally {
@@ -178,14 +225,22 @@ describe('delivery isolation between merchants', () => {
     const sockets = new Set<Socket>();
     const silent = createTcpServer((s) => sockets.add(s));
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
-    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_CONNECT_TIMEOUT_MS: '300', WEBHOOK_TIMEOUT_MS: '5000' } });
+    const t = await createTestApp({
+      clock: ownClock(),
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_CONNECT_TIMEOUT_MS: '300', WEBHOOK_TIMEOUT_MS: '5000' },
+    });
     try {
       const m = await t.createMerchant();
-      const eventId = await sendTest(t, m, await register(t, m, `https://127.0.0.1:${(silent.address() as { port: number }).port}/hooks`));
+      const eventId = await sendTest(
+        t,
+        m,
+        await register(t, m, `https://127.0.0.1:${(silent.address() as { port: number }).port}/hooks`),
+      );
       const start = Date.now();
       await t.ctx.webhooks.runOnce();
       assert.ok(Date.now() - start < 2_000, `the attempt took ${Date.now() - start} ms`);
-      const [attempt] = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes.deliveries[0].attempts;
+      const [attempt] = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes
+        .deliveries[0].attempts;
       assert.equal(attempt.error, 'could not connect within 300 ms');
       assert.equal(attempt.statusCode, null);
     } finally {
@@ -197,7 +252,10 @@ describe('delivery isolation between merchants', () => {
 
   test("a host's breaker holds its deliveries after consecutive failures, then lets one probe through", async () => {
     const cooldownMs = 60_000;
-    const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_BREAKER_FAILURES: '3', WEBHOOK_BREAKER_COOLDOWN_MS: String(cooldownMs) } });
+    const t = await createTestApp({
+      clock: ownClock(),
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_BREAKER_FAILURES: '3', WEBHOOK_BREAKER_COOLDOWN_MS: String(cooldownMs) },
+    });
     const port = await freePort(); // nothing listens yet: connections are refused
     const url = `http://127.0.0.1:${port}/hooks`;
     let rx: Receiver | undefined;
@@ -219,15 +277,37 @@ describe('delivery isolation between merchants', () => {
       assert.equal(await t.ctx.webhooks.runOnce(), 1, "only the other merchant's attempt while the breaker is open");
       let rows = await deliveriesOf(t, m);
       assert.equal(rows.length, 6);
-      assert.ok(rows.every((r) => r.state === 'pending'), 'held, not failed');
-      assert.ok(rows.every((r) => r.next_attempt_at.getTime() === openedAt + cooldownMs), `rescheduled to the end of the cool-down: ${JSON.stringify(rows)} ${openedAt}`);
-      assert.deepEqual(rows.map((r) => [r.attempt_count, r.attempts]), [[1, 1], [1, 1], [1, 1], [0, 0], [0, 0], [0, 0]]);
+      assert.ok(
+        rows.every((r) => r.state === 'pending'),
+        'held, not failed',
+      );
+      assert.ok(
+        rows.every((r) => r.next_attempt_at.getTime() === openedAt + cooldownMs),
+        `rescheduled to the end of the cool-down: ${JSON.stringify(rows)} ${openedAt}`,
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.attempt_count, r.attempts]),
+        [
+          [1, 1],
+          [1, 1],
+          [1, 1],
+          [0, 0],
+          [0, 0],
+          [0, 0],
+        ],
+      );
       // After the cool-down one probe goes; it fails, and the breaker opens again.
       t.clock.advance(cooldownMs);
       assert.equal(await t.ctx.webhooks.runOnce(), 2, "one probe, and the other merchant's retry");
       rows = await deliveriesOf(t, m);
-      assert.equal(rows.reduce((n, r) => n + r.attempts, 0), 4);
-      assert.ok(rows.every((r) => r.next_attempt_at.getTime() >= openedAt + 2 * cooldownMs), 'held for another cool-down');
+      assert.equal(
+        rows.reduce((n, r) => n + r.attempts, 0),
+        4,
+      );
+      assert.ok(
+        rows.every((r) => r.next_attempt_at.getTime() >= openedAt + 2 * cooldownMs),
+        'held for another cool-down',
+      );
       assert.equal(await t.ctx.webhooks.runOnce(), 0);
       // The host comes back: the probe succeeds and everything held is delivered.
       rx = await startReceiver(undefined, port);

@@ -39,25 +39,34 @@ test('events, deliveries and attempts move with their rows into weekly partition
   await runMigrations(scratch.database);
 
   const partitionOf = async (table: string, key: string, id: string) =>
-    rowsOf<{ p: string }>(await db.execute(sql.raw(`select tableoid::regclass::text as p from ${table} where ${key} = '${id}'`)))[0]?.p;
+    rowsOf<{ p: string }>(
+      await db.execute(sql.raw(`select tableoid::regclass::text as p from ${table} where ${key} = '${id}'`)),
+    )[0]?.p;
   const week = (ms: number) => weekOf(new Date(ms)).toISOString().slice(0, 10).replaceAll('-', '');
   for (const [name, id] of Object.entries(events)) {
-    const suffix = name === 'old' ? `_p${week(now - 20 * DAY)}` : name === 'recent' ? `_p${week(now - DAY)}` : '_default';
+    const suffix =
+      name === 'old' ? `_p${week(now - 20 * DAY)}` : name === 'recent' ? `_p${week(now - DAY)}` : '_default';
     assert.equal(await partitionOf('events', 'id', id), `events${suffix}`, name);
     assert.equal(await partitionOf('event_deliveries', 'event_id', id), `event_deliveries${suffix}`, name);
     assert.equal(await partitionOf('delivery_attempts', 'event_id', id), `delivery_attempts${suffix}`, name);
   }
   // The weeks ahead exist: this week and the next two.
   for (let w = 0; w <= 2; w++) {
-    const [r] = rowsOf<{ t: string | null }>(await db.execute(sql.raw(`select to_regclass('events_p${week(now + w * 7 * DAY)}')::text as t`)));
+    const [r] = rowsOf<{ t: string | null }>(
+      await db.execute(sql.raw(`select to_regclass('events_p${week(now + w * 7 * DAY)}')::text as t`)),
+    );
     assert.ok(r?.t, `week ${w} ahead`);
   }
-  const due = rowsOf<{ event_id: string }>(await db.execute(sql`select event_id from due_event_deliveries_per_client(now(), '{}'::uuid[], '{}'::jsonb, 10)`));
+  const due = rowsOf<{ event_id: string }>(
+    await db.execute(sql`select event_id from due_event_deliveries_per_client(now(), '{}'::uuid[], '{}'::jsonb, 10)`),
+  );
   assert.deepEqual(due.map((d) => d.event_id).sort(), Object.values(events).sort());
   // The indexes are on the partitioned tables (and so on every partition). Those of the pending
   // deliveries moved to the queue (migration 0027).
   const indexes = rowsOf<{ n: string }>(
-    await db.execute(sql`select indexname as n from pg_indexes where tablename in ('events', 'event_deliveries', 'delivery_attempts') order by 1`),
+    await db.execute(
+      sql`select indexname as n from pg_indexes where tablename in ('events', 'event_deliveries', 'delivery_attempts') order by 1`,
+    ),
   ).map((r) => r.n);
   assert.deepEqual(indexes, [
     'delivery_attempts_delivery_idx',

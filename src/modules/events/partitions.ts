@@ -28,7 +28,10 @@ export interface RetentionRun {
  * default partition), drops the weeks wholly older than the retention, and deletes from the
  * default partitions the events older than it with nothing pending.
  */
-export async function maintainEventPartitions(db: Db, o: { now: Date; retentionDays: number; batch?: number }): Promise<RetentionRun> {
+export async function maintainEventPartitions(
+  db: Db,
+  o: { now: Date; retentionDays: number; batch?: number },
+): Promise<RetentionRun> {
   const cutoff = new Date(o.now.getTime() - o.retentionDays * DAY);
   const weeks = await keepWeeks(db, {
     table: 'events',

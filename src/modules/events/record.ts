@@ -51,7 +51,11 @@ export function envelope(id: string, e: EventInput): string {
  * Writes the event and its deliveries: into the caller's write batch (flushed with the change
  * it belongs to), or at once as one statement.
  */
-export async function recordEvent(tx: Executor, e: EventInput, opts: { onlyWebhookId?: string; batch?: WriteBatch } = {}): Promise<q.EventRow> {
+export async function recordEvent(
+  tx: Executor,
+  e: EventInput,
+  opts: { onlyWebhookId?: string; batch?: WriteBatch } = {},
+): Promise<q.EventRow> {
   const id = uuidv7();
   const event: q.EventRow = {
     id,

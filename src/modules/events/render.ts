@@ -2,7 +2,11 @@ import type { AttemptRow, DeliveryRow, EventDeliveryState, EventRow } from './sq
 import { JsonText } from '../../http/serializer.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
-export function eventResource(e: EventRow & { deliveryState: EventDeliveryState }, baseUrl: string, history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] }) {
+export function eventResource(
+  e: EventRow & { deliveryState: EventDeliveryState },
+  baseUrl: string,
+  history?: { deliveries: DeliveryRow[]; attempts: AttemptRow[] },
+) {
   const at = isoTime(e.createdAt);
   return {
     id: e.id,

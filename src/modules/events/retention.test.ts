@@ -12,7 +12,15 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { rowsOf, type Database } from '../../db/open.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, createUser, dbKind, ownDatabase, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
+import {
+  createTestApp,
+  createUser,
+  dbKind,
+  ownDatabase,
+  LOCAL_RECEIVERS,
+  type Merchant,
+  type TestApp,
+} from '../../test/harness.ts';
 import { uuidv7At } from '../../test/ids.ts';
 import { eventWeeks, maintainEventPartitions, weekOf, WEEKS_AHEAD } from './partitions.ts';
 
@@ -27,7 +35,10 @@ describe('event retention', () => {
   // the other tests' events with them in the suite's shared database.
   before(async () => {
     ({ database, url } = await ownDatabase());
-    t = await createTestApp({ database, env: { ...LOCAL_RECEIVERS, EVENT_RETENTION_DAYS: String(RETENTION_DAYS), WEBHOOK_RETRY_DELAYS: '60,60' } });
+    t = await createTestApp({
+      database,
+      env: { ...LOCAL_RECEIVERS, EVENT_RETENTION_DAYS: String(RETENTION_DAYS), WEBHOOK_RETRY_DELAYS: '60,60' },
+    });
   });
   after(async () => {
     await t.close();
@@ -38,28 +49,46 @@ describe('event retention', () => {
   async function someEvents(as: Merchant): Promise<void> {
     const u = await createUser(t, as);
     await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as });
-    assert.equal((await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as, body: application(`r${randomUUID()}@example.com`) })).status, 200);
+    assert.equal(
+      (
+        await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+          as,
+          body: application(`r${randomUUID()}@example.com`),
+        })
+      ).status,
+      200,
+    );
     t.clock.advance(500);
     await t.ctx.jobs.runOnce('kyc-decisions');
   }
-  const eventIds = async (as: Merchant) => ((await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as })).body.data as { id: string }[]).map((e) => e.id);
+  const eventIds = async (as: Merchant) =>
+    ((await t.request('GET', '/api/v1/webhook-events?page[limit]=100', { as })).body.data as { id: string }[]).map(
+      (e) => e.id,
+    );
   /** The list's meta.total, which comes from the list counters (a dropped week must leave them too). */
-  const listTotal = async (as: Merchant) => (await t.request('GET', '/api/v1/webhook-events?page[limit]=1', { as })).body.meta.total as number;
+  const listTotal = async (as: Merchant) =>
+    (await t.request('GET', '/api/v1/webhook-events?page[limit]=1', { as })).body.meta.total as number;
   /** The job's run as if at real time + `laterMs`. */
-  const retainAt = (laterMs: number) => maintainEventPartitions(t.ctx.db, { now: new Date(Date.now() + laterMs), retentionDays: RETENTION_DAYS });
-  const count = async (table: string) => rowsOf<{ n: number }>(await t.ctx.db.execute(sql.raw(`select count(*)::int as n from ${table}`)))[0]!.n;
+  const retainAt = (laterMs: number) =>
+    maintainEventPartitions(t.ctx.db, { now: new Date(Date.now() + laterMs), retentionDays: RETENTION_DAYS });
+  const count = async (table: string) =>
+    rowsOf<{ n: number }>(await t.ctx.db.execute(sql.raw(`select count(*)::int as n from ${table}`)))[0]!.n;
   const day = (d: Date) => d.toISOString().slice(0, 10);
 
   test('the job creates this week and the weeks ahead', async () => {
     await t.ctx.jobs.runOnce('event-retention');
     const weeks = (await eventWeeks(t.ctx.db)).map(day);
-    for (let w = 0; w <= WEEKS_AHEAD; w++) assert.ok(weeks.includes(day(weekOf(new Date(Date.now() + w * 7 * DAY)))), `week ${w} ahead`);
+    for (let w = 0; w <= WEEKS_AHEAD; w++)
+      assert.ok(weeks.includes(day(weekOf(new Date(Date.now() + w * 7 * DAY)))), `week ${w} ahead`);
   });
 
-  test("a week past the retention is dropped with its deliveries and attempts; events still being delivered stay until they end", async () => {
+  test('a week past the retention is dropped with its deliveries and attempts; events still being delivered stay until they end', async () => {
     const quiet = await t.createMerchant(); // no webhook: events only
     const busy = await t.createMerchant(); // a receiver that never answers: deliveries pending, attempts made
-    const hook = await t.request('POST', '/api/v1/webhooks', { as: busy, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) });
+    const hook = await t.request('POST', '/api/v1/webhooks', {
+      as: busy,
+      body: webhookBody({ url: 'http://127.0.0.1:9/closed' }),
+    });
     assert.equal(hook.status, 201, hook.raw);
     await someEvents(quiet);
     await someEvents(busy);
@@ -94,18 +123,36 @@ describe('event retention', () => {
     assert.ok((await count('delivery_attempts_default')) >= 2 * old.busy.length, 'a second attempt each');
 
     // Emptying the url cancels the pending deliveries; then the kept events go, attempts and all.
-    assert.equal((await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, { as: busy, body: { data: { type: 'Webhook', attributes: { url: '' } } } })).status, 200);
+    assert.equal(
+      (
+        await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, {
+          as: busy,
+          body: { data: { type: 'Webhook', attributes: { url: '' } } },
+        })
+      ).status,
+      200,
+    );
     run = await retainAt((RETENTION_DAYS + 8) * DAY);
     assert.equal(run.deleted, old.busy.length);
     assert.deepEqual(await eventIds(busy), []);
     assert.equal(await listTotal(busy), 0, 'events deleted from the default partition leave the list total');
-    assert.deepEqual([await count('events_default'), await count('event_deliveries_default'), await count('delivery_attempts_default')], [0, 0, 0]);
+    assert.deepEqual(
+      [
+        await count('events_default'),
+        await count('event_deliveries_default'),
+        await count('delivery_attempts_default'),
+      ],
+      [0, 0, 0],
+    );
   });
 
   test('rows in the default partition move into their week when it is created', async () => {
     // This week was dropped above: new events land in the default partition until it is back.
     const as = await t.createMerchant();
-    const hook = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) });
+    const hook = await t.request('POST', '/api/v1/webhooks', {
+      as,
+      body: webhookBody({ url: 'http://127.0.0.1:9/closed' }),
+    });
     assert.equal(hook.status, 201, hook.raw);
     await someEvents(as);
     await t.ctx.webhooks.runOnce();
@@ -115,9 +162,15 @@ describe('event retention', () => {
     // run then), with a delivery and an attempt.
     const early = uuidv7At(Date.now() - 3 * 7 * DAY);
     const earlyWeek = day(weekOf(new Date(Date.now() - 3 * 7 * DAY)));
-    await t.ctx.db.execute(sql.raw(`drop table if exists events_p${earlyWeek.replaceAll('-', '')}, event_deliveries_p${earlyWeek.replaceAll('-', '')}, delivery_attempts_p${earlyWeek.replaceAll('-', '')}`));
+    await t.ctx.db.execute(
+      sql.raw(
+        `drop table if exists events_p${earlyWeek.replaceAll('-', '')}, event_deliveries_p${earlyWeek.replaceAll('-', '')}, delivery_attempts_p${earlyWeek.replaceAll('-', '')}`,
+      ),
+    );
     const delivery = uuidv7At(Date.now());
-    await t.ctx.db.execute(sql`insert into events (id, client_id, topic, resource_type, resource_id, body) values (${early}, ${as.clientId}, 'TransactionCleared', 'Transaction', 't', '{}')`);
+    await t.ctx.db.execute(
+      sql`insert into events (id, client_id, topic, resource_type, resource_id, body) values (${early}, ${as.clientId}, 'TransactionCleared', 'Transaction', 't', '{}')`,
+    );
     await t.ctx.db.execute(sql`insert into event_deliveries (id, client_id, event_id, webhook_id, trigger, state, next_attempt_at, completed_at)
       values (${delivery}, ${as.clientId}, ${early}, ${hook.body.data.id}, 'event', 'succeeded', now(), now())`);
     await t.ctx.db.execute(sql`insert into delivery_attempts (id, client_id, delivery_id, event_id, attempt, started_at, duration_ms, status_code)
@@ -127,7 +180,14 @@ describe('event retention', () => {
     assert.ok(run.created >= 2, 'this week and the early one');
     const weeks = (await eventWeeks(t.ctx.db)).map(day);
     assert.ok(weeks.includes(day(weekOf(new Date()))) && weeks.includes(earlyWeek));
-    assert.deepEqual([await count('events_default'), await count('event_deliveries_default'), await count('delivery_attempts_default')], [0, 0, 0]);
+    assert.deepEqual(
+      [
+        await count('events_default'),
+        await count('event_deliveries_default'),
+        await count('delivery_attempts_default'),
+      ],
+      [0, 0, 0],
+    );
     assert.deepEqual((await eventIds(as)).sort(), [...ids, early].sort(), 'every event is still there');
     const e = await t.request('GET', `/api/v1/webhook-events/${early}`, { as });
     assert.equal(e.status, 200);
@@ -139,7 +199,9 @@ describe('event retention', () => {
     assert.ok((await count('delivery_attempts')) > before);
   });
 
-  test('a drop waits at most its lock timeout for a reader of the week, then tries again on the next run', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+  test('a drop waits at most its lock timeout for a reader of the week, then tries again on the next run', {
+    skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)',
+  }, async () => {
     await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
     const as = await t.createMerchant();
     await someEvents(as);
@@ -162,7 +224,9 @@ describe('event retention', () => {
     }
   });
 
-  test('creating a week that has begun holds the inserts in flight until it commits, then they go to the new week (none fails its partition constraint)', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+  test('creating a week that has begun holds the inserts in flight until it commits, then they go to the new week (none fails its partition constraint)', {
+    skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)',
+  }, async () => {
     const week = day(weekOf(new Date()));
     await t.ctx.db.execute(sql`select drop_event_partitions(${week}::date)`); // as if no worker had run for weeks
     const job = new pg.Client({ connectionString: url });
@@ -173,7 +237,10 @@ describe('event retention', () => {
       await job.query('begin');
       await job.query('select create_event_partitions($1::date)', [week]);
       const id = uuidv7At(Date.now());
-      const insert = writer.query(`insert into events (id, client_id, topic, resource_type, resource_id, body) values ($1, $2, 'X', 'T', 't', '{}')`, [id, randomUUID()]);
+      const insert = writer.query(
+        `insert into events (id, client_id, topic, resource_type, resource_id, body) values ($1, $2, 'X', 'T', 't', '{}')`,
+        [id, randomUUID()],
+      );
       await new Promise((r) => setTimeout(r, 200));
       await job.query('commit');
       await insert;
@@ -185,15 +252,31 @@ describe('event retention', () => {
     }
   });
 
-  test('an event held by a replay in flight is not deleted from the default partition until the replay ends', { skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)' }, async () => {
+  test('an event held by a replay in flight is not deleted from the default partition until the replay ends', {
+    skip: dbKind !== 'postgres' && 'needs two PostgreSQL sessions (PGlite is one)',
+  }, async () => {
     await maintainEventPartitions(t.ctx.db, { now: new Date(), retentionDays: RETENTION_DAYS });
     const as = await t.createMerchant();
-    const hook = await t.request('POST', '/api/v1/webhooks', { as, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) });
+    const hook = await t.request('POST', '/api/v1/webhooks', {
+      as,
+      body: webhookBody({ url: 'http://127.0.0.1:9/closed' }),
+    });
     await someEvents(as);
     const ids = await eventIds(as);
     assert.ok(ids.length >= 2);
-    assert.ok((await retainAt((RETENTION_DAYS + 8) * DAY)).kept >= ids.length, 'pending: kept in the default partition');
-    assert.equal((await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, { as, body: { data: { type: 'Webhook', attributes: { url: '' } } } })).status, 200);
+    assert.ok(
+      (await retainAt((RETENTION_DAYS + 8) * DAY)).kept >= ids.length,
+      'pending: kept in the default partition',
+    );
+    assert.equal(
+      (
+        await t.request('PATCH', `/api/v1/webhooks/${hook.body.data.id}`, {
+          as,
+          body: { data: { type: 'Webhook', attributes: { url: '' } } },
+        })
+      ).status,
+      200,
+    );
     const replay = new pg.Client({ connectionString: url });
     await replay.connect();
     try {
@@ -210,6 +293,9 @@ describe('event retention', () => {
   });
 
   test('a retention no longer than the webhook retry schedule is refused at start', async () => {
-    await assert.rejects(createTestApp({ env: { EVENT_RETENTION_DAYS: '2' } }), /EVENT_RETENTION_DAYS must be longer than the webhook retry schedule \(3 days\)/);
+    await assert.rejects(
+      createTestApp({ env: { EVENT_RETENTION_DAYS: '2' } }),
+      /EVENT_RETENTION_DAYS must be longer than the webhook retry schedule \(3 days\)/,
+    );
   });
 });

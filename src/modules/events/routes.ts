@@ -20,7 +20,8 @@ export async function eventRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'listWebhookEvents',
         summary: 'List events',
-        description: 'Newest first. Filter by topic, creation time (`createdAfter` inclusive, `createdBefore` exclusive) and delivery state.',
+        description:
+          'Newest first. Filter by topic, creation time (`createdAfter` inclusive, `createdBefore` exclusive) and delivery state.',
         querystring: ListEventsQuery,
         response: responses({ 200: listDocument(ref(WebhookEvent)) }, COMMON_ERRORS),
       },
@@ -38,7 +39,11 @@ export async function eventRoutes(app: App, ctx: AppContext): Promise<void> {
         },
         page,
       });
-      return { data: rows.map((e) => eventResource(e, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map((e) => eventResource(e, base)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 

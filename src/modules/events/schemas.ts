@@ -12,7 +12,11 @@ export const Attempt = Type.Object({
   durationMs: Type.Integer(),
   statusCode: Nullable(Type.Integer()),
   error: Nullable(Type.String()),
-  responseExcerpt: Nullable(Type.String({ description: "The first 500 characters of the receiver's answer; null for receivers on non-public addresses" })),
+  responseExcerpt: Nullable(
+    Type.String({
+      description: "The first 500 characters of the receiver's answer; null for receivers on non-public addresses",
+    }),
+  ),
 });
 
 export const Delivery = Type.Object({
@@ -38,12 +42,21 @@ export const WebhookEvent = resource(
     updatedAt: Timestamp({ description: 'An event never changes: its createdAt' }),
     createdAt: Timestamp(),
     deliveryState: Type.Enum(['pending', 'succeeded', 'failed', 'none'], {
-      description: 'pending while any delivery is; else failed if any failed; else succeeded if any succeeded; none without deliveries or with canceled ones only',
+      description:
+        'pending while any delivery is; else failed if any failed; else succeeded if any succeeded; none without deliveries or with canceled ones only',
     }),
-    payload: Type.Record(Type.String(), Type.Unknown(), { description: 'The exact body sent to receivers', [JSON_TEXT]: true }),
-    deliveries: Type.Optional(Type.Array(Delivery, { description: 'Deliveries and their attempts (single-event reads)' })),
+    payload: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'The exact body sent to receivers',
+      [JSON_TEXT]: true,
+    }),
+    deliveries: Type.Optional(
+      Type.Array(Delivery, { description: 'Deliveries and their attempts (single-event reads)' }),
+    ),
   },
-  { relationships: { event: Type.Object({ data: Type.Object({ type: Type.String(), id: Type.String() }) }) }, links: { self: Type.String() } },
+  {
+    relationships: { event: Type.Object({ data: Type.Object({ type: Type.String(), id: Type.String() }) }) },
+    links: { self: Type.String() },
+  },
 );
 
 export const ListEventsQuery = listQuery({
@@ -55,7 +68,10 @@ export const ListEventsQuery = listQuery({
 
 export const ReplayBody = requestBody(
   'WebhookEventReplay',
-  Type.Object({ webhookId: Type.Optional(Uuid({ description: 'Replay to this webhook only' })) }, { additionalProperties: false }),
+  Type.Object(
+    { webhookId: Type.Optional(Uuid({ description: 'Replay to this webhook only' })) },
+    { additionalProperties: false },
+  ),
 );
 
 export const schemas = [WebhookEvent];

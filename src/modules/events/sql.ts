@@ -33,13 +33,30 @@ export function eventInsertPart(row: EventRow): WritePart {
  * (event_delivery_queue, migration 0027). Parts of one write batch cannot read each other's
  * rows, so each chooses the same webhooks and makes the same ids from the same parameters.
  */
-export function deliveriesInsertParts(e: { id: string; clientId: string; topic: string; createdAt: Date }, webhookId?: string): WritePart[] {
+export function deliveriesInsertParts(
+  e: { id: string; clientId: string; topic: string; createdAt: Date },
+  webhookId?: string,
+): WritePart[] {
   const params = [e.clientId, e.id, webhookId ?? e.topic, e.createdAt, uuidv7()];
-  if (webhookId) return [{ name: TO_ONE.deliveries.name, text: TO_ONE.deliveries.text, params }, { name: TO_ONE.queue.name, text: TO_ONE.queue.text, params }];
+  if (webhookId)
+    return [
+      { name: TO_ONE.deliveries.name, text: TO_ONE.deliveries.text, params },
+      { name: TO_ONE.queue.name, text: TO_ONE.queue.text, params },
+    ];
   const item = { client_id: e.clientId, event_id: e.id, topic: e.topic, created_at: e.createdAt, base: params[4] };
   return [
-    { name: FAN_OUT.deliveries.name, text: FAN_OUT.deliveries.text, params, merge: { key: 'event_deliveries_fan_out', item, combine: combineDeliveries } },
-    { name: FAN_OUT.queue.name, text: FAN_OUT.queue.text, params, merge: { key: 'event_queue_fan_out', item, combine: combineQueue } },
+    {
+      name: FAN_OUT.deliveries.name,
+      text: FAN_OUT.deliveries.text,
+      params,
+      merge: { key: 'event_deliveries_fan_out', item, combine: combineDeliveries },
+    },
+    {
+      name: FAN_OUT.queue.name,
+      text: FAN_OUT.queue.text,
+      params,
+      merge: { key: 'event_queue_fan_out', item, combine: combineQueue },
+    },
   ];
 }
 
@@ -49,7 +66,9 @@ export function deliveriesInsertParts(e: { id: string; clientId: string; topic: 
  */
 function oneEventStatements(webhookId: boolean): Record<'deliveries' | 'queue', { name: string; text: string }> {
   const id = `encode(overlay(uuid_send($5::uuid) placing int2send((row_number() over (order by w.id))::int2) from 15 for 2), 'hex')::uuid`;
-  const which = webhookId ? 'w.id = $3::uuid' : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`;
+  const which = webhookId
+    ? 'w.id = $3::uuid'
+    : `w.enabled and w.deleted_at is null and w.url <> '' and (w.topics ? '*' or w.topics ? $3::text)`;
   const from = `from webhooks w where w.client_id = $1::uuid and ${which}`;
   const name = webhookId ? 'to_one' : 'fan_out';
   return {
@@ -77,15 +96,33 @@ const FAN_OUT_MANY = `insert into event_deliveries (id, client_id, event_id, web
 const QUEUE_MANY = `insert into event_delivery_queue (id, event_id, client_id, webhook_id, next_attempt_at, created_at)
   select ${MANY_ID}, e.event_id, w.client_id, w.id, e.created_at, e.created_at ${MANY_FROM}`;
 
-const combineDeliveries = (items: unknown[]): WritePart => ({ name: 'event_deliveries_fan_out_many', text: FAN_OUT_MANY, params: [JSON.stringify(items)] });
-const combineQueue = (items: unknown[]): WritePart => ({ name: 'event_queue_fan_out_many', text: QUEUE_MANY, params: [JSON.stringify(items)] });
+const combineDeliveries = (items: unknown[]): WritePart => ({
+  name: 'event_deliveries_fan_out_many',
+  text: FAN_OUT_MANY,
+  params: [JSON.stringify(items)],
+});
+const combineQueue = (items: unknown[]): WritePart => ({
+  name: 'event_queue_fan_out_many',
+  text: QUEUE_MANY,
+  params: [JSON.stringify(items)],
+});
 
 /** Writes pending deliveries (replays), each with its row in the queue. */
-export async function insertDeliveries(db: Executor, rows: (typeof eventDeliveries.$inferInsert & { state: 'pending' })[]): Promise<void> {
+export async function insertDeliveries(
+  db: Executor,
+  rows: (typeof eventDeliveries.$inferInsert & { state: 'pending' })[],
+): Promise<void> {
   if (rows.length === 0) return;
   await db.insert(eventDeliveries).values(rows);
   await db.insert(eventDeliveryQueue).values(
-    rows.map((r) => ({ id: r.id, eventId: r.eventId, clientId: r.clientId, webhookId: r.webhookId, nextAttemptAt: r.nextAttemptAt, createdAt: r.createdAt })),
+    rows.map((r) => ({
+      id: r.id,
+      eventId: r.eventId,
+      clientId: r.clientId,
+      webhookId: r.webhookId,
+      nextAttemptAt: r.nextAttemptAt,
+      createdAt: r.createdAt,
+    })),
   );
 }
 
@@ -94,7 +131,14 @@ export async function enabledWebhooks(db: Executor, clientId: string): Promise<{
   return db
     .select({ id: webhooks.id, topics: webhooks.topics })
     .from(webhooks)
-    .where(and(eq(webhooks.clientId, clientId), eq(webhooks.enabled, true), isNull(webhooks.deletedAt), ne(webhooks.url, '')));
+    .where(
+      and(
+        eq(webhooks.clientId, clientId),
+        eq(webhooks.enabled, true),
+        isNull(webhooks.deletedAt),
+        ne(webhooks.url, ''),
+      ),
+    );
 }
 
 /**
@@ -124,7 +168,8 @@ const stateOf = stateOfEvent(sql`"events"."id"`);
  * (the states most events are in: a page fills within its first rows).
  */
 function hasDeliveryState(clientId: string | Placeholder, state: EventDeliveryState): SQL {
-  const delivery = (states: string) => sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
+  const delivery = (states: string) =>
+    sql.raw(`select 1 from event_deliveries d where d.event_id = "events"."id" and d.state in (${states})`);
   switch (state) {
     // An array, not IN (…): the events are then read by id from the deliveries' list, at a cost
     // of the deliveries in that state, where the planner would otherwise read the newest events
@@ -148,13 +193,20 @@ function hasDeliveryState(clientId: string | Placeholder, state: EventDeliverySt
  * (event_deliveries has no index on its pending rows since the queue took them over, so asking
  * it whether each failed event has one read every week's deliveries.)
  */
-async function countByDeliveryState(db: Executor, clientId: string, state: 'pending' | 'failed', cap: number): Promise<{ total: number; capped: boolean }> {
+async function countByDeliveryState(
+  db: Executor,
+  clientId: string,
+  state: 'pending' | 'failed',
+  cap: number,
+): Promise<{ total: number; capped: boolean }> {
   const ofState =
     state === 'pending'
       ? sql`select distinct q.event_id from event_delivery_queue q where q.client_id = ${clientId}`
       : sql`select distinct d.event_id from event_deliveries d where d.client_id = ${clientId} and d.state = 'failed'
           and not exists (select 1 from event_delivery_queue q where q.client_id = ${clientId} and q.event_id = d.event_id)`;
-  const [c] = rowsOf<{ n: number | string }>(await db.execute(sql`select count(*) as n from (${ofState} limit ${cap + 1}) x`));
+  const [c] = rowsOf<{ n: number | string }>(
+    await db.execute(sql`select count(*) as n from (${ofState} limit ${cap + 1}) x`),
+  );
   const n = Number(c?.n ?? 0);
   return n > cap ? { total: cap, capped: true } : { total: n, capped: false };
 }
@@ -168,7 +220,15 @@ export interface EventFilters {
 
 type V = string | Placeholder;
 
-function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Placeholder; createdBefore?: Date | Placeholder; deliveryState?: EventDeliveryState }): SQL {
+function eventConditions(
+  clientId: V,
+  f: {
+    topic?: V;
+    createdAfter?: Date | Placeholder;
+    createdBefore?: Date | Placeholder;
+    deliveryState?: EventDeliveryState;
+  },
+): SQL {
   const conds: SQL[] = [eq(events.clientId, clientId)];
   if (f.topic) conds.push(eq(events.topic, f.topic));
   if (f.createdAfter) conds.push(gte(events.createdAt, f.createdAfter));
@@ -186,7 +246,13 @@ function eventConditions(clientId: V, f: { topic?: V; createdAfter?: Date | Plac
 const eventColumns = getTableColumns(events);
 
 const eventPage = coalescedPages((db: Executor, shape: string) => {
-  const has = JSON.parse(shape) as { topic: boolean; createdAfter: boolean; createdBefore: boolean; deliveryState?: EventDeliveryState; deep?: boolean };
+  const has = JSON.parse(shape) as {
+    topic: boolean;
+    createdAfter: boolean;
+    createdBefore: boolean;
+    deliveryState?: EventDeliveryState;
+    deep?: boolean;
+  };
   const where = eventConditions(ph('clientId'), {
     topic: has.topic ? ph('topic') : undefined,
     createdAfter: has.createdAfter ? ph('createdAfter') : undefined,
@@ -209,14 +275,22 @@ const eventPage = coalescedPages((db: Executor, shape: string) => {
     .limit(ph('limit'))
     .offset(ph('offset'))
     .as('page');
-  const row = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as { [K in keyof typeof eventColumns]: (typeof page)[K] };
+  const row = Object.fromEntries(Object.keys(eventColumns).map((k) => [k, page[k as keyof typeof eventColumns]])) as {
+    [K in keyof typeof eventColumns]: (typeof page)[K];
+  };
   return db.select({ row, state, total: page.total }).from(page).orderBy(desc(page.createdAt), desc(page.id));
 });
 
 const eventsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'events', ph('match')));
 
 /** A page of events and their total; with `totalCap` (the console), as listPaymentRows's. */
-export async function listEventRows(db: Executor, clientId: string, f: EventFilters, page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+export async function listEventRows(
+  db: Executor,
+  clientId: string,
+  f: EventFilters,
+  page: Page,
+  opts: { totalCap?: number; cursor?: Cursor } = {},
+) {
   const where = eventConditions(clientId, f);
   if (opts.totalCap !== undefined) {
     return cappedPage(db, {
@@ -227,10 +301,24 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
       cursor: opts.cursor,
       totalCap: opts.totalCap,
       rows: async (w, orderBy, limit, offset) =>
-        (await db.select({ event: events, state: stateOf }).from(events).where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => ({ ...r.event, deliveryState: r.state })),
+        (
+          await db
+            .select({ event: events, state: stateOf })
+            .from(events)
+            .where(w)
+            .orderBy(...orderBy)
+            .limit(limit)
+            .offset(offset)
+        ).map((r) => ({ ...r.event, deliveryState: r.state })),
       // Pending or failed alone: counted from the deliveries' partial index, not through the events.
-      ...((f.deliveryState === 'pending' || f.deliveryState === 'failed') && !f.topic && !f.createdAfter && !f.createdBefore
-        ? { count: (_w: SQL | undefined, cap: number) => countByDeliveryState(db, clientId, f.deliveryState as 'pending' | 'failed', cap) }
+      ...((f.deliveryState === 'pending' || f.deliveryState === 'failed') &&
+      !f.topic &&
+      !f.createdAfter &&
+      !f.createdBefore
+        ? {
+            count: (_w: SQL | undefined, cap: number) =>
+              countByDeliveryState(db, clientId, f.deliveryState as 'pending' | 'failed', cap),
+          }
         : {}),
     });
   }
@@ -239,16 +327,37 @@ export async function listEventRows(db: Executor, clientId: string, f: EventFilt
   // A deep page of all the events is read by its ids first (events_client_created_idx holds the
   // ids; events_client_topic_idx does not); only counted pages have that form.
   const deep = counts && !f.topic && isDeep(page);
-  const shape = JSON.stringify({ topic: !!f.topic, createdAfter: !!f.createdAfter, createdBefore: !!f.createdBefore, deliveryState: f.deliveryState, deep: deep || undefined });
-  const rows = await eventPage(db, shape, { clientId, ...f, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
-  if (rows.length > 0) return { rows: rows.map((r) => ({ ...r.row, deliveryState: r.state })), total: rows[0]!.total, capped: false };
+  const shape = JSON.stringify({
+    topic: !!f.topic,
+    createdAfter: !!f.createdAfter,
+    createdBefore: !!f.createdBefore,
+    deliveryState: f.deliveryState,
+    deep: deep || undefined,
+  });
+  const rows = await eventPage(db, shape, {
+    clientId,
+    ...f,
+    match: JSON.stringify(match),
+    limit: page.limit,
+    offset: page.offset,
+  });
+  if (rows.length > 0)
+    return { rows: rows.map((r) => ({ ...r.row, deliveryState: r.state })), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
-  if (counts) return { rows: [], total: await eventsTotal(db, '', { clientId, match: JSON.stringify(match) }), capped: false };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(events).where(where);
+  if (counts)
+    return { rows: [], total: await eventsTotal(db, '', { clientId, match: JSON.stringify(match) }), capped: false };
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(events)
+    .where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }
 
-export async function findEvent(db: Executor, clientId: string, id: string): Promise<(EventRow & { deliveryState: EventDeliveryState }) | undefined> {
+export async function findEvent(
+  db: Executor,
+  clientId: string,
+  id: string,
+): Promise<(EventRow & { deliveryState: EventDeliveryState }) | undefined> {
   const [row] = await db
     .select({ event: events, state: stateOf })
     .from(events)
@@ -262,14 +371,27 @@ export async function findEvent(db: Executor, clientId: string, id: string): Pro
  * default partition passes it over. False when there is no such event.
  */
 export async function lockEventForReplay(db: Executor, clientId: string, id: string): Promise<boolean> {
-  const rows = rowsOf(await db.execute(sql`select 1 from events where client_id = ${clientId} and id = ${id} for key share`));
+  const rows = rowsOf(
+    await db.execute(sql`select 1 from events where client_id = ${clientId} and id = ${id} for key share`),
+  );
   return rows.length > 0;
 }
 
-export async function deliveriesOf(db: Executor, eventId: string): Promise<{ deliveries: DeliveryRow[]; attempts: AttemptRow[] }> {
+export async function deliveriesOf(
+  db: Executor,
+  eventId: string,
+): Promise<{ deliveries: DeliveryRow[]; attempts: AttemptRow[] }> {
   const [deliveries, attempts] = await Promise.all([
-    db.select().from(eventDeliveries).where(eq(eventDeliveries.eventId, eventId)).orderBy(asc(eventDeliveries.createdAt), asc(eventDeliveries.id)),
-    db.select().from(deliveryAttempts).where(eq(deliveryAttempts.eventId, eventId)).orderBy(asc(deliveryAttempts.startedAt), asc(deliveryAttempts.attempt)),
+    db
+      .select()
+      .from(eventDeliveries)
+      .where(eq(eventDeliveries.eventId, eventId))
+      .orderBy(asc(eventDeliveries.createdAt), asc(eventDeliveries.id)),
+    db
+      .select()
+      .from(deliveryAttempts)
+      .where(eq(deliveryAttempts.eventId, eventId))
+      .orderBy(asc(deliveryAttempts.startedAt), asc(deliveryAttempts.attempt)),
   ]);
   return { deliveries, attempts };
 }
@@ -390,7 +512,12 @@ export async function releaseDeliveries(
   now: Date,
 ): Promise<void> {
   if (released.length === 0) return;
-  const rows = released.map((r) => ({ id: r.id, attempt: r.attempt, lease_until: r.leaseUntil.toISOString(), until: r.until?.toISOString() ?? null }));
+  const rows = released.map((r) => ({
+    id: r.id,
+    attempt: r.attempt,
+    lease_until: r.leaseUntil.toISOString(),
+    until: r.until?.toISOString() ?? null,
+  }));
   const res = await db.execute(sql`
     update event_delivery_queue q
     set lease_until = null, attempt_count = q.attempt_count - 1,
@@ -398,7 +525,11 @@ export async function releaseDeliveries(
     from json_to_recordset(${JSON.stringify(rows)}::json) as r(id uuid, attempt int, lease_until timestamptz, until timestamptz)
     where q.id = r.id and q.attempt_count = r.attempt and q.lease_until = r.lease_until
     returning q.id, q.event_id, q.next_attempt_at, r.until is not null as held`);
-  await showNextAttempts(db, rowsOf<Rescheduled & { held: boolean }>(res).filter((r) => r.held), now);
+  await showNextAttempts(
+    db,
+    rowsOf<Rescheduled & { held: boolean }>(res).filter((r) => r.held),
+    now,
+  );
 }
 
 /**
@@ -428,7 +559,9 @@ interface Rescheduled {
  */
 async function showNextAttempts(db: Executor, rows: Rescheduled[], now: Date): Promise<void> {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({ id: r.id, event_id: r.event_id, next_attempt_at: new Date(r.next_attempt_at).toISOString() })));
+  const json = JSON.stringify(
+    rows.map((r) => ({ id: r.id, event_id: r.event_id, next_attempt_at: new Date(r.next_attempt_at).toISOString() })),
+  );
   await db.execute(sql`
     update event_deliveries d set next_attempt_at = greatest(d.next_attempt_at, m.next_attempt_at), updated_at = ${now}
     from json_to_recordset(${json}::json) as m(id uuid, event_id uuid, next_attempt_at timestamptz)
@@ -516,7 +649,9 @@ export async function recordAttempts(db: Executor, attempts: { outcome: AttemptO
 /** Cancels a webhook's pending deliveries (it was deleted): they leave the queue. */
 export async function cancelPendingDeliveries(db: Executor, webhookId: string, now: Date): Promise<void> {
   const canceled = rowsOf<{ id: string; event_id: string }>(
-    await db.execute(sql`delete from event_delivery_queue q where q.webhook_id = ${webhookId} returning q.id, q.event_id`),
+    await db.execute(
+      sql`delete from event_delivery_queue q where q.webhook_id = ${webhookId} returning q.id, q.event_id`,
+    ),
   );
   if (canceled.length === 0) return;
   await db.execute(sql`

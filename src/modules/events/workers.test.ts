@@ -12,7 +12,7 @@ import { startReceiver } from '../../test/receiver.ts';
 import { TestClock } from '../../clock.ts';
 
 describe('delivery workers', () => {
-  test('two workers (two processes\' worth) on one database never send an event twice', async () => {
+  test("two workers (two processes' worth) on one database never send an event twice", async () => {
     const clock = new TestClock(new Date('2026-08-01T00:00:00Z'));
     const a = await createTestApp({ clock, env: LOCAL_RECEIVERS });
     const b = await createTestApp({ clock, env: LOCAL_RECEIVERS });
@@ -21,13 +21,21 @@ describe('delivery workers', () => {
       const m = await a.createMerchant();
       const w = (await a.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: rx.url }) })).body.data;
       const n = 300;
-      for (let i = 0; i < n; i++) assert.equal((await a.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: m })).status, 201);
+      for (let i = 0; i < n; i++)
+        assert.equal((await a.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: m })).status, 201);
       // Both workers race for the same due deliveries, several rounds at once each.
-      await Promise.all([a.ctx.webhooks.runOnce(), b.ctx.webhooks.runOnce(), a.ctx.webhooks.runOnce(), b.ctx.webhooks.runOnce()]);
+      await Promise.all([
+        a.ctx.webhooks.runOnce(),
+        b.ctx.webhooks.runOnce(),
+        a.ctx.webhooks.runOnce(),
+        b.ctx.webhooks.runOnce(),
+      ]);
       const ids = rx.received.map((r) => r.headers['webhook-id']);
       assert.equal(ids.length, n, `received ${ids.length}`);
       assert.equal(new Set(ids).size, n, 'every event exactly once');
-      const list = await a.request('GET', '/api/v1/webhook-events?filter[deliveryState]=succeeded&page[limit]=1', { as: m });
+      const list = await a.request('GET', '/api/v1/webhook-events?filter[deliveryState]=succeeded&page[limit]=1', {
+        as: m,
+      });
       assert.equal(list.body.meta.total, n);
     } finally {
       await a.close();
@@ -66,13 +74,30 @@ describe('delivery workers', () => {
           body: JSON.stringify({ data: { type: 'Client', attributes: { name: 'Restart' } } }),
         })
       ).json()) as { data: { id: string; attributes: { secret: string } } };
-      const auth = { 'client-id': created.data.id, authorization: `Bearer ${created.data.attributes.secret}`, 'content-type': 'application/vnd.api+json' };
+      const auth = {
+        'client-id': created.data.id,
+        authorization: `Bearer ${created.data.attributes.secret}`,
+        'content-type': 'application/vnd.api+json',
+      };
       const call = (port: number, method: string, p: string, body?: unknown) =>
-        fetch(`http://127.0.0.1:${port}${p}`, { method, headers: auth, ...(body ? { body: JSON.stringify(body) } : {}) });
-      const w = (await (await call(server.ports.api, 'POST', '/api/v1/webhooks', webhookBody({ url: `http://127.0.0.1:${receiverPort}/hooks` }))).json()) as { data: { id: string } };
+        fetch(`http://127.0.0.1:${port}${p}`, {
+          method,
+          headers: auth,
+          ...(body ? { body: JSON.stringify(body) } : {}),
+        });
+      const w = (await (
+        await call(
+          server.ports.api,
+          'POST',
+          '/api/v1/webhooks',
+          webhookBody({ url: `http://127.0.0.1:${receiverPort}/hooks` }),
+        )
+      ).json()) as { data: { id: string } };
       const eventIds: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const ev = (await (await call(server.ports.api, 'POST', `/api/v1/webhooks/${w.data.id}/test`)).json()) as { data: { id: string } };
+        const ev = (await (await call(server.ports.api, 'POST', `/api/v1/webhooks/${w.data.id}/test`)).json()) as {
+          data: { id: string };
+        };
         eventIds.push(ev.data.id);
       }
       // Let a few attempts fail against the closed port, then crash the server mid-schedule.
@@ -90,7 +115,8 @@ describe('delivery workers', () => {
       let d: Ev['data']['attributes']['deliveries'][number] | undefined;
       for (let i = 0; i < 50 && d?.state !== 'succeeded'; i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, 100));
-        d = ((await (await call(server.ports.api, 'GET', `/api/v1/webhook-events/${eventIds[0]}`)).json()) as Ev).data.attributes.deliveries[0];
+        d = ((await (await call(server.ports.api, 'GET', `/api/v1/webhook-events/${eventIds[0]}`)).json()) as Ev).data
+          .attributes.deliveries[0];
       }
       assert.ok(d);
       assert.equal(d.state, 'succeeded');

@@ -24,7 +24,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Which user each customer id names: a user id first, else exactly one user's reference id. */
 async function resolveCustomers(tx: Executor, clientId: string, customerIds: string[]): Promise<Map<string, string>> {
   const refs = [...new Set(customerIds)];
-  const found = await q.usersNamed(tx, clientId, { ids: refs.filter((r) => UUID.test(r)).map((r) => r.toLowerCase()), references: refs });
+  const found = await q.usersNamed(tx, clientId, {
+    ids: refs.filter((r) => UUID.test(r)).map((r) => r.toLowerCase()),
+    references: refs,
+  });
   const out = new Map<string, string>();
   for (const ref of refs) {
     const byId = found.find((u) => u.id === ref.toLowerCase());
@@ -36,30 +39,59 @@ async function resolveCustomers(tx: Executor, clientId: string, customerIds: str
 }
 
 /** Records the batch, all or nothing: any invalid item is a 400 naming every problem. */
-export async function addExternalTransactions(db: Db, opts: { clientId: string; items: ExternalTransactionInput[]; now: Date }): Promise<q.ExternalTransactionRow[]> {
+export async function addExternalTransactions(
+  db: Db,
+  opts: { clientId: string; items: ExternalTransactionInput[]; now: Date },
+): Promise<q.ExternalTransactionRow[]> {
   const items = opts.items.map((a) => ({ ...a, type: a.type ?? 'Purchase' }));
   const errors: ErrorItem[] = [];
   const ptr = (i: number, member: string) => ({ pointer: `/data/${i}/attributes/${member}` });
   items.forEach((a, i) => {
     if (a.type === 'Purchase' && a.linkedExternalTransactionId !== undefined) {
-      errors.push(errorItem('ValidationError', 'A Purchase links no other transaction: leave `linkedExternalTransactionId` out.', ptr(i, 'linkedExternalTransactionId')));
+      errors.push(
+        errorItem(
+          'ValidationError',
+          'A Purchase links no other transaction: leave `linkedExternalTransactionId` out.',
+          ptr(i, 'linkedExternalTransactionId'),
+        ),
+      );
     }
     if (a.type !== 'Purchase' && a.linkedExternalTransactionId === undefined) {
-      errors.push(errorItem('ValidationError', `A ${a.type} needs \`linkedExternalTransactionId\`: the Purchase it is about.`, ptr(i, 'linkedExternalTransactionId')));
+      errors.push(
+        errorItem(
+          'ValidationError',
+          `A ${a.type} needs \`linkedExternalTransactionId\`: the Purchase it is about.`,
+          ptr(i, 'linkedExternalTransactionId'),
+        ),
+      );
     }
   });
   if (errors.length > 0) throw new ApiError(errors);
 
   return db.transaction(async (tx) => {
-    const linked = await q.typesOf(tx, opts.clientId, items.flatMap((a) => (a.linkedExternalTransactionId ? [a.linkedExternalTransactionId] : [])));
+    const linked = await q.typesOf(
+      tx,
+      opts.clientId,
+      items.flatMap((a) => (a.linkedExternalTransactionId ? [a.linkedExternalTransactionId] : [])),
+    );
     items.forEach((a, i) => {
       if (a.linkedExternalTransactionId !== undefined && linked.get(a.linkedExternalTransactionId) !== 'Purchase') {
-        errors.push(errorItem('ValidationError', `\`linkedExternalTransactionId\` must be one of your recorded Purchases; ${a.linkedExternalTransactionId} is not.`, ptr(i, 'linkedExternalTransactionId')));
+        errors.push(
+          errorItem(
+            'ValidationError',
+            `\`linkedExternalTransactionId\` must be one of your recorded Purchases; ${a.linkedExternalTransactionId} is not.`,
+            ptr(i, 'linkedExternalTransactionId'),
+          ),
+        );
       }
     });
     if (errors.length > 0) throw new ApiError(errors);
 
-    const customers = await resolveCustomers(tx, opts.clientId, items.flatMap((a) => (a.source.customerId ? [a.source.customerId] : [])));
+    const customers = await resolveCustomers(
+      tx,
+      opts.clientId,
+      items.flatMap((a) => (a.source.customerId ? [a.source.customerId] : [])),
+    );
     await q.insertNew(
       tx,
       items.map((a) => ({
@@ -79,18 +111,29 @@ export async function addExternalTransactions(db: Db, opts: { clientId: string; 
       })),
     );
     // Read back in one query: the rows just inserted and those recorded before.
-    const rows = await q.findBySource(tx, opts.clientId, items.map((a) => ({ type: a.type, sourceId: a.source.id })));
+    const rows = await q.findBySource(
+      tx,
+      opts.clientId,
+      items.map((a) => ({ type: a.type, sourceId: a.source.id })),
+    );
     const byKey = new Map(rows.map((r) => [`${r.type}\u0000${r.sourceId}`, r]));
     return items.map((a) => byKey.get(`${a.type}\u0000${a.source.id}`)!);
   });
 }
 
-export async function getExternalTransaction(db: Executor, opts: { clientId: string; externalTransactionId: string }): Promise<q.ExternalTransactionRow> {
+export async function getExternalTransaction(
+  db: Executor,
+  opts: { clientId: string; externalTransactionId: string },
+): Promise<q.ExternalTransactionRow> {
   const row = await q.findExternalTransaction(db, opts.clientId, opts.externalTransactionId);
-  if (!row) throw apiError('ExternalTransactionNotFound', `External transaction '${opts.externalTransactionId}' not found.`);
+  if (!row)
+    throw apiError('ExternalTransactionNotFound', `External transaction '${opts.externalTransactionId}' not found.`);
   return row;
 }
 
-export async function listExternalTransactions(db: Executor, opts: { clientId: string; filters: q.ExternalTransactionFilters; page: Page }) {
+export async function listExternalTransactions(
+  db: Executor,
+  opts: { clientId: string; filters: q.ExternalTransactionFilters; page: Page },
+) {
   return q.listExternalTransactionRows(db, opts.clientId, opts.filters, opts.page);
 }

@@ -4,7 +4,13 @@ import { pageLinks, pageOf } from '../../http/paging.ts';
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { addExternalTransactions, getExternalTransaction, listExternalTransactions } from './domain.ts';
-import { AddExternalTransactionsBody, ExternalTransaction, ExternalTransactionReference, ListExternalTransactionsQuery, type PaymentMethod } from './schemas.ts';
+import {
+  AddExternalTransactionsBody,
+  ExternalTransaction,
+  ExternalTransactionReference,
+  ListExternalTransactionsQuery,
+  type PaymentMethod,
+} from './schemas.ts';
 import type { ExternalTransactionRow } from './sql.ts';
 
 const TAGS = ['External transactions'];
@@ -12,7 +18,11 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 
 function relationships(r: ExternalTransactionRow) {
   return {
-    linkedExternalTransaction: { data: r.linkedExternalTransactionId ? [{ id: r.linkedExternalTransactionId, type: 'ExternalTransaction' as const }] : [] },
+    linkedExternalTransaction: {
+      data: r.linkedExternalTransactionId
+        ? [{ id: r.linkedExternalTransactionId, type: 'ExternalTransaction' as const }]
+        : [],
+    },
     user: { data: r.userId ? [{ id: r.userId, type: 'User' as const }] : [] },
   };
 }
@@ -24,7 +34,11 @@ function externalTransactionResource(r: ExternalTransactionRow) {
     attributes: {
       type: r.type as 'Purchase' | 'Void' | 'Refund',
       linkedExternalTransactionId: r.linkedExternalTransactionId,
-      source: { id: r.sourceId, createdAt: r.sourceCreatedAt.toISOString(), ...(r.sourceCustomerId !== null ? { customerId: r.sourceCustomerId } : {}) },
+      source: {
+        id: r.sourceId,
+        createdAt: r.sourceCreatedAt.toISOString(),
+        ...(r.sourceCustomerId !== null ? { customerId: r.sourceCustomerId } : {}),
+      },
       channel: r.channel,
       payments: r.payments as { amount: number; method: PaymentMethod }[],
       ...(r.payload !== null ? { payload: r.payload as Record<string, unknown> } : {}),
@@ -51,16 +65,28 @@ export async function externalTransactionRoutes(app: App, ctx: AppContext): Prom
           'again: its first record is returned, so a batch can be retried whole. 200 with a reference per item, in order.',
         querystring: NoQuery,
         body: AddExternalTransactionsBody,
-        response: responses({ 200: Type.Object({ data: Type.Array(ref(ExternalTransactionReference)) }) }, COMMON_ERRORS),
+        response: responses(
+          { 200: Type.Object({ data: Type.Array(ref(ExternalTransactionReference)) }) },
+          COMMON_ERRORS,
+        ),
       },
     },
     async (req) => {
-      const rows = await addExternalTransactions(ctx.db, { clientId: req.client.id, items: req.body.data.map((d) => d.attributes), now: ctx.clock.now() });
+      const rows = await addExternalTransactions(ctx.db, {
+        clientId: req.client.id,
+        items: req.body.data.map((d) => d.attributes),
+        now: ctx.clock.now(),
+      });
       return {
         data: rows.map((r) => ({
           id: r.id,
           type: 'ExternalTransaction' as const,
-          attributes: { id: r.id, sourceId: r.sourceId, createdAt: r.createdAt.toISOString(), updatedAt: r.updatedAt.toISOString() },
+          attributes: {
+            id: r.id,
+            sourceId: r.sourceId,
+            createdAt: r.createdAt.toISOString(),
+            updatedAt: r.updatedAt.toISOString(),
+          },
           relationships: relationships(r),
         })),
       };
@@ -74,16 +100,25 @@ export async function externalTransactionRoutes(app: App, ctx: AppContext): Prom
         tags: TAGS,
         operationId: 'listExternalTransactions',
         summary: 'List external transactions',
-        description: 'Newest first. `filter[userId]` and `filter[phoneNumber]` find those linked to a user; `filter[sourceId]` those with that source id.',
+        description:
+          'Newest first. `filter[userId]` and `filter[phoneNumber]` find those linked to a user; `filter[sourceId]` those with that source id.',
         querystring: ListExternalTransactionsQuery,
         response: responses({ 200: listDocument(ref(ExternalTransaction)) }, COMMON_ERRORS),
       },
     },
     async (req) => {
       const page = pageOf(req.query);
-      const filters = { phoneNumber: req.query['filter[phoneNumber]'], userId: req.query['filter[userId]'], sourceId: req.query['filter[sourceId]'] };
+      const filters = {
+        phoneNumber: req.query['filter[phoneNumber]'],
+        userId: req.query['filter[userId]'],
+        sourceId: req.query['filter[sourceId]'],
+      };
       const { rows, total } = await listExternalTransactions(ctx.db, { clientId: req.client.id, filters, page });
-      return { data: rows.map(externalTransactionResource), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map(externalTransactionResource),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -99,6 +134,13 @@ export async function externalTransactionRoutes(app: App, ctx: AppContext): Prom
         response: responses({ 200: document(ref(ExternalTransaction)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: externalTransactionResource(await getExternalTransaction(ctx.db, { clientId: req.client.id, externalTransactionId: req.params.externalTransactionId })) }),
+    async (req) => ({
+      data: externalTransactionResource(
+        await getExternalTransaction(ctx.db, {
+          clientId: req.client.id,
+          externalTransactionId: req.params.externalTransactionId,
+        }),
+      ),
+    }),
   );
 }

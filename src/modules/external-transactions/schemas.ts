@@ -8,9 +8,13 @@ export type PaymentMethod = (typeof METHODS)[number];
 
 const Source = Type.Object(
   {
-    id: Text(255, { description: 'The transaction\'s id in the system it comes from; (type, id) is recorded once' }),
+    id: Text(255, { description: "The transaction's id in the system it comes from; (type, id) is recorded once" }),
     createdAt: Timestamp({ description: 'When it happened there' }),
-    customerId: Type.Optional(Text(255, { description: 'Your customer: a user id or one of its reference ids links the transaction to that user' })),
+    customerId: Type.Optional(
+      Text(255, {
+        description: 'Your customer: a user id or one of its reference ids links the transaction to that user',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -23,7 +27,8 @@ const Payment = Type.Object(
   { additionalProperties: false },
 );
 
-const ToManyOf = (type: string) => Type.Object({ data: Type.Array(Type.Object({ id: Type.String(), type: Type.Literal(type) })) });
+const ToManyOf = (type: string) =>
+  Type.Object({ data: Type.Array(Type.Object({ id: Type.String(), type: Type.Literal(type) })) });
 const Relationships = { linkedExternalTransaction: ToManyOf('ExternalTransaction'), user: ToManyOf('User') };
 
 export const ExternalTransaction = resource(
@@ -31,7 +36,9 @@ export const ExternalTransaction = resource(
   'ExternalTransaction',
   {
     type: Kind,
-    linkedExternalTransactionId: Nullable(Type.String({ description: 'The Purchase a Void or Refund is about; null for a Purchase' })),
+    linkedExternalTransactionId: Nullable(
+      Type.String({ description: 'The Purchase a Void or Refund is about; null for a Purchase' }),
+    ),
     source: Type.Object({ id: Type.String(), createdAt: Timestamp(), customerId: Type.Optional(Type.String()) }),
     channel: Nullable(Type.String()),
     payments: Type.Array(Type.Object({ amount: Type.Integer(), method: Type.Enum([...METHODS]) })),
@@ -39,7 +46,10 @@ export const ExternalTransaction = resource(
     createdAt: Timestamp(),
     updatedAt: Timestamp(),
   },
-  { relationships: Relationships, description: 'A purchase, void or refund made outside Coffer, recorded for the merchant; it moves no money.' },
+  {
+    relationships: Relationships,
+    description: 'A purchase, void or refund made outside Coffer, recorded for the merchant; it moves no money.',
+  },
 );
 
 export const ExternalTransactionReference = resource(
@@ -55,11 +65,22 @@ const CreateExternalTransaction = Type.Object(
     attributes: Type.Object(
       {
         type: Type.Optional(Type.Enum(['Purchase', 'Void', 'Refund'], { description: 'Default `Purchase`' })),
-        linkedExternalTransactionId: Type.Optional(Uuid({ description: 'Required for a Void or a Refund: the Purchase it is about' })),
+        linkedExternalTransactionId: Type.Optional(
+          Uuid({ description: 'Required for a Void or a Refund: the Purchase it is about' }),
+        ),
         source: Source,
         channel: Type.Optional(Text(255, { description: 'Where it happened: a store, an app, a checkout' })),
-        payments: Type.Array(Payment, { minItems: 1, maxItems: 20, description: 'Every method and the amount charged with it; together the total' }),
-        payload: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Anything else you want kept with it (a JSON object)' })),
+        payments: Type.Array(Payment, {
+          minItems: 1,
+          maxItems: 20,
+          description: 'Every method and the amount charged with it; together the total',
+        }),
+        payload: Type.Optional(
+          Type.Object(
+            {},
+            { additionalProperties: true, description: 'Anything else you want kept with it (a JSON object)' },
+          ),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -73,7 +94,9 @@ export const AddExternalTransactionsBody = Type.Object(
 );
 
 export const ListExternalTransactionsQuery = listQuery({
-  'filter[phoneNumber]': Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: "The linked user's phone number" })),
+  'filter[phoneNumber]': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 32, description: "The linked user's phone number" }),
+  ),
   'filter[userId]': Type.Optional(Uuid({ description: 'The linked user' })),
   'filter[sourceId]': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
 });

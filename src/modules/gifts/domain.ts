@@ -17,7 +17,10 @@ export async function giftAvailable(db: Executor, giftId: string): Promise<numbe
   return (await balancesOf(db, 'gift', [giftId])).get(giftId)?.['gift.available'] ?? 0;
 }
 
-export async function createGift(db: Db, opts: { clientId: string; amount: number; issuer: CardIssuer; sealer: Sealer; now: Date }): Promise<q.GiftRow> {
+export async function createGift(
+  db: Db,
+  opts: { clientId: string; amount: number; issuer: CardIssuer; sealer: Sealer; now: Date },
+): Promise<q.GiftRow> {
   const ext = await clientAccountIds(db, opts.clientId);
   // The gift's virtual card, what a point of sale charges to spend it, is asked for before the
   // transaction (never call the outside from inside one). A failure below leaves an issued
@@ -30,7 +33,13 @@ export async function createGift(db: Db, opts: { clientId: string; amount: numbe
     const lookUpId = Array.from({ length: 19 }, (_, i) => randomInt(i === 0 ? 1 : 0, 10)).join('');
     try {
       return await db.transaction(async (tx) => {
-        const gift = await q.insertGift(tx, { id, clientId: opts.clientId, lookUpId, originalAmount: opts.amount, createdAt: opts.now });
+        const gift = await q.insertGift(tx, {
+          id,
+          clientId: opts.clientId,
+          lookUpId,
+          originalAmount: opts.amount,
+          createdAt: opts.now,
+        });
         await openAccounts(tx, { clientId: opts.clientId, ownerType: 'gift', ownerId: gift.id, now: opts.now });
         const g = await accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: gift.id });
         const cardId = uuidv7();

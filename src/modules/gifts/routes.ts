@@ -16,7 +16,10 @@ export const Gift = resource('Gift', 'Gift', {
   originalAmount: Type.Integer(),
 });
 
-const CreateGiftBody = requestBody(['Gift', 'SimulateGift'], Type.Object({ amount: Cents({ minimum: 1 }) }, { additionalProperties: false }));
+const CreateGiftBody = requestBody(
+  ['Gift', 'SimulateGift'],
+  Type.Object({ amount: Cents({ minimum: 1 }) }, { additionalProperties: false }),
+);
 
 export const schemas = [Gift];
 
@@ -54,13 +57,20 @@ export async function giftSimulationRoutes(app: App, ctx: AppContext): Promise<v
         tags: ['Sandbox simulations'],
         operationId: 'simulateGift',
         summary: 'Create a gift (sandbox)',
-        description: 'A merchant-funded gift of `amount` cents; its `id` is the 19-digit lookup id a customer presents.',
+        description:
+          'A merchant-funded gift of `amount` cents; its `id` is the 19-digit lookup id a customer presents.',
         body: CreateGiftBody,
         response: responses({ 201: document(ref(Gift)) }, COMMON_ERRORS),
       },
     },
     async (req, reply) => {
-      const g = await createGift(ctx.db, { clientId: req.client.id, amount: req.body.data.attributes.amount, issuer: ctx.providers.cardIssuer, sealer: ctx.sealer, now: ctx.clock.now() });
+      const g = await createGift(ctx.db, {
+        clientId: req.client.id,
+        amount: req.body.data.attributes.amount,
+        issuer: ctx.providers.cardIssuer,
+        sealer: ctx.sealer,
+        now: ctx.clock.now(),
+      });
       return reply.code(201).send({ data: giftResource(g, g.originalAmount) });
     },
   );

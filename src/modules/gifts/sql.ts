@@ -11,6 +11,9 @@ export async function insertGift(db: Executor, row: typeof gifts.$inferInsert): 
 }
 
 export async function findGift(db: Executor, clientId: string, lookUpId: string): Promise<GiftRow | undefined> {
-  const [row] = await db.select().from(gifts).where(and(eq(gifts.clientId, clientId), eq(gifts.lookUpId, lookUpId)));
+  const [row] = await db
+    .select()
+    .from(gifts)
+    .where(and(eq(gifts.clientId, clientId), eq(gifts.lookUpId, lookUpId)));
   return row;
 }

@@ -40,10 +40,20 @@ async function knowledgeFact(tx: Executor, clientId: string, userId: string, now
   const accounts = await q.connectedAccountsOf(tx, clientId, userId);
   if (accounts.length > 0) {
     const [first, ...rest] = accounts;
-    return { kind: 'accountMask', mask: first!.mask, institutionName: first!.institutionName, otherMasks: rest.map((a) => a.mask) };
+    return {
+      kind: 'accountMask',
+      mask: first!.mask,
+      institutionName: first!.institutionName,
+      otherMasks: rest.map((a) => a.mask),
+    };
   }
   const amounts = await q.clearedDepositAmounts(tx, clientId, userId, new Date(now.getTime() - DEPOSIT_WINDOW_MS));
-  if (amounts.length > 0) return { kind: 'depositAmount', amount: amounts[0]!, otherAmounts: amounts.slice(1).filter((a) => a !== amounts[0]) };
+  if (amounts.length > 0)
+    return {
+      kind: 'depositAmount',
+      amount: amounts[0]!,
+      otherAmounts: amounts.slice(1).filter((a) => a !== amounts[0]),
+    };
   throw insufficient('The user has neither a linked account nor a deposit cleared in the last 90 days to ask about.');
 }
 
@@ -51,13 +61,18 @@ async function knowledgeFact(tx: Executor, clientId: string, userId: string, now
  * Create Challenge: the pending one again while it lives, else a new one, unless a failure in
  * the last hour blocks it. The user row is locked so concurrent calls agree on one challenge.
  */
-export async function createChallenge(db: Db, opts: { clientId: string; userIdentifier: string; now: Date }): Promise<q.ChallengeRow> {
+export async function createChallenge(
+  db: Db,
+  opts: { clientId: string; userIdentifier: string; now: Date },
+): Promise<q.ChallengeRow> {
   const { clientId, now } = opts;
   return db.transaction(async (tx) => {
     const found = await resolveUser(tx, clientId, opts.userIdentifier);
     const user = (await findUser(tx, clientId, found.id, { forUpdate: true }))!;
-    if (!(await q.activeWalletOf(tx, clientId, user.id))) throw insufficient('The user has no active wallet with this merchant.');
-    if (!user.firstName || !user.lastName) throw insufficient('The user has no full name on file (first and last name).');
+    if (!(await q.activeWalletOf(tx, clientId, user.id)))
+      throw insufficient('The user has no active wallet with this merchant.');
+    if (!user.firstName || !user.lastName)
+      throw insufficient('The user has no full name on file (first and last name).');
     if (!user.dateOfBirth) throw insufficient('The user has no date of birth on file.');
 
     const latest = await q.latestChallenge(tx, clientId, user.id);
@@ -65,16 +80,26 @@ export async function createChallenge(db: Db, opts: { clientId: string; userIden
     const failure = await q.failureSince(tx, clientId, user.id, new Date(now.getTime() - COOLDOWN_MS));
     if (failure) {
       const retryAfter = new Date(failure.failedAt!.getTime() + COOLDOWN_MS);
-      throw apiError('CooldownActive', `A challenge failed at ${failure.failedAt!.toISOString()}; a new one can be created from ${retryAfter.toISOString()}.`, {
-        meta: { retryAfter: retryAfter.toISOString() },
-        headers: { 'retry-after': String(Math.ceil((retryAfter.getTime() - now.getTime()) / 1000)) },
-      });
+      throw apiError(
+        'CooldownActive',
+        `A challenge failed at ${failure.failedAt!.toISOString()}; a new one can be created from ${retryAfter.toISOString()}.`,
+        {
+          meta: { retryAfter: retryAfter.toISOString() },
+          headers: { 'retry-after': String(Math.ceil((retryAfter.getTime() - now.getTime()) / 1000)) },
+        },
+      );
     }
     // A pending challenge that lapsed unanswered is superseded: no cooldown, nothing to submit to.
     if (latest?.status === 'pending') await q.updateChallenge(tx, latest.id, { status: 'expired', updatedAt: now });
 
     const fact = await knowledgeFact(tx, clientId, user.id, now);
-    const { questions, answerKey } = generateChallenge({ firstName: user.firstName, lastName: user.lastName, dateOfBirth: user.dateOfBirth, fact, now });
+    const { questions, answerKey } = generateChallenge({
+      firstName: user.firstName,
+      lastName: user.lastName,
+      dateOfBirth: user.dateOfBirth,
+      fact,
+      now,
+    });
     return q.insertChallenge(tx, {
       id: uuidv7(),
       clientId,
@@ -102,17 +127,33 @@ function checkAnswers(challenge: q.ChallengeRow, answers: Answer[]): void {
     const question = challenge.questions.find((x) => x.id === a.questionId);
     const at = `/data/attributes/answers/${i}`;
     if (!question) {
-      problems.push(errorItem('ValidationError', `"${a.questionId}" is not a question of this challenge.`, { pointer: `${at}/questionId` }));
+      problems.push(
+        errorItem('ValidationError', `"${a.questionId}" is not a question of this challenge.`, {
+          pointer: `${at}/questionId`,
+        }),
+      );
     } else if (seen.has(a.questionId)) {
-      problems.push(errorItem('ValidationError', `Question "${a.questionId}" is answered more than once.`, { pointer: `${at}/questionId` }));
+      problems.push(
+        errorItem('ValidationError', `Question "${a.questionId}" is answered more than once.`, {
+          pointer: `${at}/questionId`,
+        }),
+      );
     } else if (!question.options.some((o) => o.id === a.optionId)) {
-      problems.push(errorItem('ValidationError', `"${a.optionId}" is not an option of question "${a.questionId}".`, { pointer: `${at}/optionId` }));
+      problems.push(
+        errorItem('ValidationError', `"${a.optionId}" is not an option of question "${a.questionId}".`, {
+          pointer: `${at}/optionId`,
+        }),
+      );
     }
     seen.add(a.questionId);
   });
   const missing = challenge.questions.filter((x) => !seen.has(x.id));
   if (missing.length > 0 && problems.length === 0) {
-    problems.push(errorItem('ValidationError', `Answer every question; missing: ${missing.map((m) => m.id).join(', ')}.`, { pointer: '/data/attributes/answers' }));
+    problems.push(
+      errorItem('ValidationError', `Answer every question; missing: ${missing.map((m) => m.id).join(', ')}.`, {
+        pointer: '/data/attributes/answers',
+      }),
+    );
   }
   if (problems.length > 0) throw new ApiError(problems);
 }
@@ -136,16 +177,29 @@ export async function submitChallenge(
   const { clientId, now } = opts;
   return db.transaction(async (tx) => {
     const user = await resolveUser(tx, clientId, opts.userIdentifier);
-    const challenge = UUID.test(opts.challengeId) ? await q.lockChallenge(tx, clientId, user.id, opts.challengeId.toLowerCase()) : undefined;
+    const challenge = UUID.test(opts.challengeId)
+      ? await q.lockChallenge(tx, clientId, user.id, opts.challengeId.toLowerCase())
+      : undefined;
     if (!challenge) throw apiError('ChallengeNotFound', `No challenge ${opts.challengeId} for this user.`);
     if (challenge.status === 'passed' || challenge.status === 'failed') {
-      throw apiError('ChallengeFailed', `The challenge has ${challenge.status}; create a new one${challenge.status === 'failed' ? ' after the cooldown' : ''}.`);
+      throw apiError(
+        'ChallengeFailed',
+        `The challenge has ${challenge.status}; create a new one${challenge.status === 'failed' ? ' after the cooldown' : ''}.`,
+      );
     }
-    if (challenge.status === 'expired') throw apiError('ChallengeExpired', 'The challenge lapsed and a newer one replaced it.');
+    if (challenge.status === 'expired')
+      throw apiError('ChallengeExpired', 'The challenge lapsed and a newer one replaced it.');
     checkAnswers(challenge, opts.answers);
 
     const record = (passed: boolean, failureReason: FailureReason | null) =>
-      q.insertSubmission(tx, { id: uuidv7(), clientId, challengeId: challenge.id, passed, failureReason, createdAt: now });
+      q.insertSubmission(tx, {
+        id: uuidv7(),
+        clientId,
+        challengeId: challenge.id,
+        passed,
+        failureReason,
+        createdAt: now,
+      });
     const fail = async (reason: FailureReason, attempts: number) => {
       const ends = reason !== 'IncorrectAnswer';
       await q.updateChallenge(tx, challenge.id, {
@@ -157,14 +211,22 @@ export async function submitChallenge(
     };
 
     if (challenge.expiresAt <= now) return fail('ChallengeExpired', challenge.failedAttempts);
-    const correct = challenge.questions.every((x) => opts.answers.find((a) => a.questionId === x.id)?.optionId === challenge.answerKey[x.id]);
+    const correct = challenge.questions.every(
+      (x) => opts.answers.find((a) => a.questionId === x.id)?.optionId === challenge.answerKey[x.id],
+    );
     if (!correct) {
       const attempts = challenge.failedAttempts + 1;
       return fail(attempts >= MAX_ATTEMPTS ? 'MaxAttemptsExceeded' : 'IncorrectAnswer', attempts);
     }
     const token = `pvt_${randomBytes(32).toString('hex')}`;
     const tokenExpiresAt = new Date(now.getTime() + TOKEN_LIFETIME_MS);
-    await q.updateChallenge(tx, challenge.id, { status: 'passed', passedAt: now, tokenHash: hashToken(token), tokenExpiresAt, updatedAt: now });
+    await q.updateChallenge(tx, challenge.id, {
+      status: 'passed',
+      passedAt: now,
+      tokenHash: hashToken(token),
+      tokenExpiresAt,
+      updatedAt: now,
+    });
     return { submission: await record(true, null), verificationToken: token, tokenExpiresAt, attemptsRemaining: 0 };
   });
 }
@@ -182,18 +244,34 @@ export interface ProfileChange {
  */
 export async function applyProfileUpdate(
   db: Db,
-  opts: { clientId: string; userIdentifier: string; verificationToken: string; change: ProfileChange; now: Date; baseUrl: string },
+  opts: {
+    clientId: string;
+    userIdentifier: string;
+    verificationToken: string;
+    change: ProfileChange;
+    now: Date;
+    baseUrl: string;
+  },
 ): Promise<{ update: q.ProfileUpdateRow; user: UserRow }> {
   const { clientId, now, change } = opts;
   if (change.phoneNumber === undefined && change.email === undefined) {
-    throw apiError('ValidationError', 'Send at least one of `phoneNumber` and `email`.', { pointer: '/data/attributes' });
+    throw apiError('ValidationError', 'Send at least one of `phoneNumber` and `email`.', {
+      pointer: '/data/attributes',
+    });
   }
   return db.transaction(async (tx) => {
     const found = await resolveUser(tx, clientId, opts.userIdentifier);
-    const challenge = TOKEN.test(opts.verificationToken) ? await q.lockChallengeByToken(tx, clientId, found.id, hashToken(opts.verificationToken)) : undefined;
-    if (!challenge || challenge.tokenUsedAt) throw apiError('ChallengeNotFound', 'The verification token is unknown or already used.', { pointer: '/data/attributes/verificationToken' });
+    const challenge = TOKEN.test(opts.verificationToken)
+      ? await q.lockChallengeByToken(tx, clientId, found.id, hashToken(opts.verificationToken))
+      : undefined;
+    if (!challenge || challenge.tokenUsedAt)
+      throw apiError('ChallengeNotFound', 'The verification token is unknown or already used.', {
+        pointer: '/data/attributes/verificationToken',
+      });
     if (challenge.tokenExpiresAt! <= now) {
-      throw apiError('ChallengeExpired', 'The verification token has expired; pass a new challenge.', { pointer: '/data/attributes/verificationToken' });
+      throw apiError('ChallengeExpired', 'The verification token has expired; pass a new challenge.', {
+        pointer: '/data/attributes/verificationToken',
+      });
     }
     await q.updateChallenge(tx, challenge.id, { tokenUsedAt: now, updatedAt: now });
 
@@ -210,8 +288,12 @@ export async function applyProfileUpdate(
       });
     } catch (err) {
       const c = uniqueViolation(err);
-      if (c === 'users_client_phone_uq') throw apiError('UserAlreadyExists', 'Another user has this phone number.', { pointer: '/data/attributes/phoneNumber' });
-      if (c === 'users_client_email_uq') throw apiError('UserAlreadyExists', 'Another user has this e-mail.', { pointer: '/data/attributes/email' });
+      if (c === 'users_client_phone_uq')
+        throw apiError('UserAlreadyExists', 'Another user has this phone number.', {
+          pointer: '/data/attributes/phoneNumber',
+        });
+      if (c === 'users_client_email_uq')
+        throw apiError('UserAlreadyExists', 'Another user has this e-mail.', { pointer: '/data/attributes/email' });
       throw err;
     }
     const wallet = await q.activeWalletOf(tx, clientId, user.id);
@@ -229,7 +311,14 @@ export async function applyProfileUpdate(
       appliedAt: now,
       createdAt: now,
     });
-    await recordEvent(tx, { clientId, topic: 'UserProfileUpdated', userId: user.id, walletId: wallet?.id, resource: userResource(updated, opts.baseUrl), now });
+    await recordEvent(tx, {
+      clientId,
+      topic: 'UserProfileUpdated',
+      userId: user.id,
+      walletId: wallet?.id,
+      resource: userResource(updated, opts.baseUrl),
+      now,
+    });
     return { update, user: updated };
   });
 }

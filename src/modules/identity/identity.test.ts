@@ -6,14 +6,31 @@ import { after, before, describe, test } from 'node:test';
 import { and, eq, sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { users } from '../../db/schema.ts';
-import { createTestApp, createUser, errorsOf, logCapture, phone, uniqueEmail, type Merchant, type TestApp } from '../../test/harness.ts';
+import {
+  createTestApp,
+  createUser,
+  errorsOf,
+  logCapture,
+  phone,
+  uniqueEmail,
+  type Merchant,
+  type TestApp,
+} from '../../test/harness.ts';
 import { approvedUser, clearPending, createWallet, deposit, linkAccount } from '../../test/money.ts';
 import { amountLabel, dateLabel, generateChallenge } from './questions.ts';
 
 const MINUTE = 60_000;
 const RIGHT = { name: 'Ada Lovelace', dob: dateLabel('1990-12-10'), mask: '4321' };
 
-type Challenge = { id: string; type: string; attributes: { challengeId: string; expiresAt: string; questions: { id: string; prompt: string; options: { id: string; label: string }[] }[] } };
+type Challenge = {
+  id: string;
+  type: string;
+  attributes: {
+    challengeId: string;
+    expiresAt: string;
+    questions: { id: string; prompt: string; options: { id: string; label: string }[] }[];
+  };
+};
 
 /** Answers picking, for each question, the option whose label is one of `labels` (else the first wrong one). */
 function answersFor(c: Challenge, labels: string[], wrong: string[] = []) {
@@ -26,7 +43,9 @@ function answersFor(c: Challenge, labels: string[], wrong: string[] = []) {
   });
 }
 
-const submission = (answers: { questionId: string; optionId: string }[]) => ({ data: { type: 'IdentityVerificationSubmission', attributes: { answers } } });
+const submission = (answers: { questionId: string; optionId: string }[]) => ({
+  data: { type: 'IdentityVerificationSubmission', attributes: { answers } },
+});
 const profileUpdate = (attributes: Record<string, unknown>) => ({ data: { type: 'ProfileUpdate', attributes } });
 
 describe('identity verification', () => {
@@ -53,7 +72,8 @@ describe('identity verification', () => {
   const create = (id: string, as = m) => t.request('POST', `${base(id)}/challenges`, { as });
   const submit = (id: string, challengeId: string, answers: { questionId: string; optionId: string }[], as = m) =>
     t.request('POST', `${base(id)}/challenges/${challengeId}/submissions`, { as, body: submission(answers) });
-  const update = (id: string, attributes: Record<string, unknown>, as = m) => t.request('POST', `${base(id)}/profile-updates`, { as, body: profileUpdate(attributes) });
+  const update = (id: string, attributes: Record<string, unknown>, as = m) =>
+    t.request('POST', `${base(id)}/profile-updates`, { as, body: profileUpdate(attributes) });
 
   async function challenge(id: string): Promise<Challenge> {
     const res = await create(id);
@@ -90,7 +110,11 @@ describe('identity verification', () => {
         assert.equal(q.options.length, 4);
         assert.equal(new Set(q.options.map((o) => o.label)).size, 4, 'options are distinct');
         for (const o of q.options) assert.match(o.id, /^opt_[0-9a-f]{20}$/);
-        assert.equal(q.options.filter((o) => Object.values(RIGHT).includes(o.label)).length, 1, `one right option in ${JSON.stringify(q)}`);
+        assert.equal(
+          q.options.filter((o) => Object.values(RIGHT).includes(o.label)).length,
+          1,
+          `one right option in ${JSON.stringify(q)}`,
+        );
       }
       assert.ok(!res.raw.includes('answerKey') && !res.raw.includes('correct'), 'no answer key in the response');
     });
@@ -98,7 +122,15 @@ describe('identity verification', () => {
     test('pending → pending: called again before expiry returns the same challenge, by id or by reference id', async () => {
       const { user } = await verifiable();
       const ref = `ref-${user.id.slice(0, 8)}`;
-      assert.equal((await t.request('PATCH', `/api/v1/users/${user.id}/attached-profile`, { as: m, body: { data: { type: 'AttachedProfile', attributes: { referenceId: ref } } } })).status, 200);
+      assert.equal(
+        (
+          await t.request('PATCH', `/api/v1/users/${user.id}/attached-profile`, {
+            as: m,
+            body: { data: { type: 'AttachedProfile', attributes: { referenceId: ref } } },
+          })
+        ).status,
+        200,
+      );
       const first = await create(user.id);
       t.clock.advance(30 * MINUTE - 1);
       const again = await create(ref);
@@ -144,7 +176,10 @@ describe('identity verification', () => {
       const wallet = await createWallet(t, m, user.id);
       assert.equal((await deposit(t, m, wallet.id, 2_500, account.id)).status, 201);
       await clearPending(t, m, wallet.id);
-      assert.equal((await t.request('DELETE', `/api/v1/users/${user.id}/linked-accounts/${account.id}`, { as: m })).status, 204);
+      assert.equal(
+        (await t.request('DELETE', `/api/v1/users/${user.id}/linked-accounts/${account.id}`, { as: m })).status,
+        204,
+      );
 
       const c = await challenge(user.id);
       const q = c.attributes.questions.find((x) => x.prompt.includes('deposit'));
@@ -161,7 +196,11 @@ describe('identity verification', () => {
 
     test("an unknown identifier or another merchant's user is 404 UserNotFound; a reference id of two users is 400 ValidationError", async () => {
       const { user } = await verifiable();
-      for (const [id, as] of [[crypto.randomUUID(), m], ['no-such-reference', m], [user.id, other]] as const) {
+      for (const [id, as] of [
+        [crypto.randomUUID(), m],
+        ['no-such-reference', m],
+        [user.id, other],
+      ] as const) {
         const res = await create(id, as);
         assert.equal(res.status, 404, id);
         assert.equal(errorCode(res), 'UserNotFound');
@@ -190,7 +229,10 @@ describe('identity verification', () => {
       assert.equal(r.attributes.expiresAt, new Date(t.clock.now().getTime() + 10 * MINUTE).toISOString());
       assert.equal(r.attributes.failureReason, null);
       const stored = await t.ctx.db.execute(sql`select token_hash from identity_challenges where id = ${c.id}`);
-      assert.ok(!JSON.stringify(stored).includes(r.attributes.verificationToken.slice(4)), 'the token is stored only as a hash');
+      assert.ok(
+        !JSON.stringify(stored).includes(r.attributes.verificationToken.slice(4)),
+        'the token is stored only as a hash',
+      );
       // passed: any further submission is 400 ChallengeFailed; a new challenge can be created.
       const again = await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)));
       assert.equal(again.status, 400);
@@ -207,7 +249,11 @@ describe('identity verification', () => {
         const res = await submit(user.id, c.id, wrong);
         assert.equal(res.status, 200);
         assert.deepEqual(
-          { passed: res.body.data.attributes.passed, failureReason: res.body.data.attributes.failureReason, expiresAt: res.body.data.attributes.expiresAt },
+          {
+            passed: res.body.data.attributes.passed,
+            failureReason: res.body.data.attributes.failureReason,
+            expiresAt: res.body.data.attributes.expiresAt,
+          },
           { passed: false, failureReason: 'IncorrectAnswer', expiresAt: null },
         );
         assert.equal(res.body.data.meta.attemptsRemaining, remaining);
@@ -241,8 +287,15 @@ describe('identity verification', () => {
     test('a wrong then a right answer passes', async () => {
       const { user } = await verifiable();
       const c = await challenge(user.id);
-      assert.equal((await submit(user.id, c.id, answersFor(c, Object.values(RIGHT), ['full name']))).body.data.attributes.failureReason, 'IncorrectAnswer');
-      assert.equal((await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)))).body.data.attributes.passed, true);
+      assert.equal(
+        (await submit(user.id, c.id, answersFor(c, Object.values(RIGHT), ['full name']))).body.data.attributes
+          .failureReason,
+        'IncorrectAnswer',
+      );
+      assert.equal(
+        (await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)))).body.data.attributes.passed,
+        true,
+      );
     });
 
     test('pending → failed with ChallengeExpired when submitted after expiry, even with right answers; cooldown follows', async () => {
@@ -257,7 +310,10 @@ describe('identity verification', () => {
       assert.equal(errorCode(await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)))), 'ChallengeFailed');
       const blocked = await create(user.id);
       assert.equal(errorCode(blocked), 'CooldownActive');
-      assert.equal(errorsOf(blocked)[0]!.meta.retryAfter, new Date(t.clock.now().getTime() + 60 * MINUTE).toISOString());
+      assert.equal(
+        errorsOf(blocked)[0]!.meta.retryAfter,
+        new Date(t.clock.now().getTime() + 60 * MINUTE).toISOString(),
+      );
     });
 
     test('a challenge that lapsed unanswered and was replaced is 400 ChallengeExpired, with no cooldown', async () => {
@@ -268,7 +324,10 @@ describe('identity verification', () => {
       const res = await submit(user.id, old.id, answersFor(old, Object.values(RIGHT)));
       assert.equal(res.status, 400);
       assert.equal(errorCode(res), 'ChallengeExpired');
-      assert.equal((await submit(user.id, fresh.id, answersFor(fresh, Object.values(RIGHT)))).body.data.attributes.passed, true);
+      assert.equal(
+        (await submit(user.id, fresh.id, answersFor(fresh, Object.values(RIGHT)))).body.data.attributes.passed,
+        true,
+      );
     });
 
     test('unknown question or option ids, a repeated or missing question are 400 ValidationError and use no attempt', async () => {
@@ -289,7 +348,10 @@ describe('identity verification', () => {
         assert.equal(errorCode(res), 'ValidationError');
         assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
       }
-      const malformed = await t.request('POST', `${base(user.id)}/challenges/${c.id}/submissions`, { as: m, body: submission([{ questionId: a.questionId } as never]) });
+      const malformed = await t.request('POST', `${base(user.id)}/challenges/${c.id}/submissions`, {
+        as: m,
+        body: submission([{ questionId: a.questionId } as never]),
+      });
       assert.equal(malformed.status, 400);
       assert.equal(errorCode(malformed), 'ValidationError');
       const res = await submit(user.id, c.id, right);
@@ -300,7 +362,11 @@ describe('identity verification', () => {
       const { user } = await verifiable();
       const second = await verifiable();
       const c = await challenge(user.id);
-      for (const [id, challengeId] of [[user.id, crypto.randomUUID()], [user.id, 'not-a-challenge'], [second.user.id, c.id]] as const) {
+      for (const [id, challengeId] of [
+        [user.id, crypto.randomUUID()],
+        [user.id, 'not-a-challenge'],
+        [second.user.id, c.id],
+      ] as const) {
         const res = await submit(id, challengeId, answersFor(c, Object.values(RIGHT)));
         assert.equal(res.status, 400, `${id} ${challengeId}`);
         assert.equal(errorCode(res), 'ChallengeNotFound');
@@ -315,7 +381,10 @@ describe('identity verification', () => {
           firstName: 'Ada',
           lastName: 'Lovelace',
           dateOfBirth: '1990-12-10',
-          fact: i % 2 ? { kind: 'accountMask', mask: '4321', institutionName: 'Chase', otherMasks: [] } : { kind: 'depositAmount', amount: 2_500, otherAmounts: [] },
+          fact:
+            i % 2
+              ? { kind: 'accountMask', mask: '4321', institutionName: 'Chase', otherMasks: [] }
+              : { kind: 'depositAmount', amount: 2_500, otherAmounts: [] },
           now: new Date('2026-06-01T00:00:00Z'),
         });
         g.questions.forEach((q) => {
@@ -324,18 +393,27 @@ describe('identity verification', () => {
           if (!positions.has(kind)) positions.set(kind, new Set());
           positions.get(kind)!.add(right);
           if (/birth|deposit/.test(q.prompt)) {
-            const value = (label: string) => (/birth/.test(q.prompt) ? Date.parse(label) : Number(label.replace(/[$,]/g, '')));
+            const value = (label: string) =>
+              /birth/.test(q.prompt) ? Date.parse(label) : Number(label.replace(/[$,]/g, ''));
             const sorted = q.options.map((o) => value(o.label)).sort((x, y) => x - y);
             const rank = sorted.indexOf(value(q.options[right]!.label));
             ranks.set(q.prompt, (ranks.get(q.prompt) ?? new Set()).add(rank));
           }
         });
       }
-      for (const [kind, seen] of positions) assert.deepEqual([...seen].sort(), [0, 1, 2, 3], `position of the right ${kind}`);
-      for (const [prompt, seen] of ranks) assert.deepEqual([...seen].sort(), [0, 1, 2, 3], `rank of the right value in "${prompt}"`);
+      for (const [kind, seen] of positions)
+        assert.deepEqual([...seen].sort(), [0, 1, 2, 3], `position of the right ${kind}`);
+      for (const [prompt, seen] of ranks)
+        assert.deepEqual([...seen].sort(), [0, 1, 2, 3], `rank of the right value in "${prompt}"`);
       const order = new Set<string>();
       for (let i = 0; i < 30; i++) {
-        const g = generateChallenge({ firstName: 'Ada', lastName: 'Lovelace', dateOfBirth: '1990-12-10', fact: { kind: 'accountMask', mask: '4321', institutionName: 'Chase', otherMasks: [] }, now: new Date() });
+        const g = generateChallenge({
+          firstName: 'Ada',
+          lastName: 'Lovelace',
+          dateOfBirth: '1990-12-10',
+          fact: { kind: 'accountMask', mask: '4321', institutionName: 'Chase', otherMasks: [] },
+          now: new Date(),
+        });
         order.add(g.questions.map((q) => q.prompt[0]! + q.prompt.length).join());
       }
       assert.ok(order.size > 1, 'questions come in varying order');
@@ -351,8 +429,10 @@ describe('identity verification', () => {
       });
       for (const q of g.questions) {
         assert.equal(new Set(q.options.map((o) => o.label)).size, 4);
-        if (/birth/.test(q.prompt)) for (const o of q.options) assert.ok(Date.parse(o.label) < Date.parse('2026-06-01'), o.label);
-        if (/deposit/.test(q.prompt)) for (const o of q.options) assert.ok(Number(o.label.replace(/[$,]/g, '')) > 0, o.label);
+        if (/birth/.test(q.prompt))
+          for (const o of q.options) assert.ok(Date.parse(o.label) < Date.parse('2026-06-01'), o.label);
+        if (/deposit/.test(q.prompt))
+          for (const o of q.options) assert.ok(Number(o.label.replace(/[$,]/g, '')) > 0, o.label);
       }
     });
   });
@@ -360,7 +440,8 @@ describe('identity verification', () => {
   describe('apply profile update', () => {
     test('changes phone and e-mail, marks them unverified, ends wallet sessions, fires UserProfileUpdated', async () => {
       const { user, wallet } = await verifiable();
-      const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: m })).body.data.attributes.lookUpId;
+      const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: m })).body.data
+        .attributes.lookUpId;
       await t.ctx.db.update(users).set({ phoneVerified: true, emailVerified: true }).where(eq(users.id, user.id));
       const token = await passedToken(user.id);
       const [newPhone, newEmail] = [phone(), uniqueEmail('NEW')];
@@ -369,7 +450,13 @@ describe('identity verification', () => {
       assert.equal(res.status, 200, res.raw);
       const now = t.clock.now().toISOString();
       assert.equal(res.body.data.type, 'ProfileUpdateResult');
-      assert.deepEqual(res.body.data.attributes, { phoneNumber: newPhone, email: newEmail.toLowerCase(), appliedAt: now, updatedAt: now, createdAt: now });
+      assert.deepEqual(res.body.data.attributes, {
+        phoneNumber: newPhone,
+        email: newEmail.toLowerCase(),
+        appliedAt: now,
+        updatedAt: now,
+        createdAt: now,
+      });
       assert.deepEqual(res.body.data.relationships.user.data, { type: 'User', id: user.id });
 
       const profile = (await t.request('GET', `/api/v1/users/${user.id}`, { as: m })).body.data.attributes.profile;
@@ -393,7 +480,8 @@ describe('identity verification', () => {
 
     test('an e-mail-only change leaves the phone, its verification and the wallet sessions alone', async () => {
       const { user, wallet } = await verifiable();
-      const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: m })).body.data.attributes.lookUpId;
+      const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: m })).body.data
+        .attributes.lookUpId;
       await t.ctx.db.update(users).set({ phoneVerified: true, emailVerified: true }).where(eq(users.id, user.id));
       const res = await update(user.id, { verificationToken: await passedToken(user.id), email: uniqueEmail() });
       assert.equal(res.status, 200, res.raw);
@@ -403,7 +491,7 @@ describe('identity verification', () => {
       assert.equal((await t.request('GET', `/api/v1/wallets/barcode/${barcode}`, { as: m })).status, 200);
     });
 
-    test('a used, unknown, malformed or other user\'s token is 400 ChallengeNotFound; an expired one 400 ChallengeExpired', async () => {
+    test("a used, unknown, malformed or other user's token is 400 ChallengeNotFound; an expired one 400 ChallengeExpired", async () => {
       const { user } = await verifiable();
       const second = await verifiable();
       const token = await passedToken(user.id);
@@ -419,7 +507,11 @@ describe('identity verification', () => {
       assert.equal(errorCode(reused), 'ChallengeNotFound');
 
       t.clock.advance(10 * MINUTE - 1);
-      assert.equal((await update(second.user.id, { verificationToken: theirs, email: uniqueEmail() }, m)).status, 200, 'valid until 10 minutes');
+      assert.equal(
+        (await update(second.user.id, { verificationToken: theirs, email: uniqueEmail() }, m)).status,
+        200,
+        'valid until 10 minutes',
+      );
       const late = await passedToken(user.id);
       t.clock.advance(10 * MINUTE);
       const expired = await update(user.id, { verificationToken: late, email: uniqueEmail() });
@@ -445,19 +537,30 @@ describe('identity verification', () => {
       const conflict = await update(user.id, { verificationToken: token, phoneNumber: taken });
       assert.equal(conflict.status, 409);
       assert.equal(errorCode(conflict), 'UserAlreadyExists');
-      const [row] = await t.ctx.db.select().from(users).where(and(eq(users.id, user.id)));
+      const [row] = await t.ctx.db
+        .select()
+        .from(users)
+        .where(and(eq(users.id, user.id)));
       assert.equal(row!.sessionsRevokedAt, null, 'nothing of the rejected change was written');
-      assert.equal((await update(user.id, { verificationToken: token, phoneNumber: phone() })).status, 200, 'the token is still good');
+      assert.equal(
+        (await update(user.id, { verificationToken: token, phoneNumber: phone() })).status,
+        200,
+        'the token is still good',
+      );
     });
 
     test('two concurrent uses of one token: exactly one succeeds', async () => {
       const { user } = await verifiable();
       const token = await passedToken(user.id);
-      const all = await Promise.all(Array.from({ length: 10 }, () => update(user.id, { verificationToken: token, email: uniqueEmail() })));
+      const all = await Promise.all(
+        Array.from({ length: 10 }, () => update(user.id, { verificationToken: token, email: uniqueEmail() })),
+      );
       const ok = all.filter((r) => r.status === 200);
       assert.equal(ok.length, 1, all.map((r) => r.status).join());
       for (const r of all.filter((x) => x.status !== 200)) assert.equal(errorCode(r), 'ChallengeNotFound');
-      const updates = rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from profile_updates where user_id = ${user.id}`));
+      const updates = rowsOf<{ n: number }>(
+        await t.ctx.db.execute(sql`select count(*)::int as n from profile_updates where user_id = ${user.id}`),
+      );
       assert.equal(updates[0]!.n, 1);
     });
   });

@@ -42,14 +42,72 @@ const OPTIONS_PER_QUESTION = 4;
 const WRONG = OPTIONS_PER_QUESTION - 1;
 
 const FIRST_NAMES = [
-  'James', 'Mary', 'Robert', 'Patricia', 'John', 'Jennifer', 'Michael', 'Linda', 'David', 'Elizabeth',
-  'William', 'Barbara', 'Richard', 'Susan', 'Joseph', 'Jessica', 'Thomas', 'Sarah', 'Charles', 'Karen',
-  'Daniel', 'Lisa', 'Matthew', 'Nancy', 'Anthony', 'Sandra', 'Mark', 'Ashley', 'Steven', 'Emily',
-  'Andrew', 'Michelle', 'Joshua', 'Amanda', 'Kevin', 'Melissa', 'Brian', 'Laura', 'Maria', 'Jose',
-  'Ana', 'Luis', 'Wei', 'Mei', 'Priya', 'Arjun', 'Fatima', 'Omar', 'Grace', 'Samuel',
+  'James',
+  'Mary',
+  'Robert',
+  'Patricia',
+  'John',
+  'Jennifer',
+  'Michael',
+  'Linda',
+  'David',
+  'Elizabeth',
+  'William',
+  'Barbara',
+  'Richard',
+  'Susan',
+  'Joseph',
+  'Jessica',
+  'Thomas',
+  'Sarah',
+  'Charles',
+  'Karen',
+  'Daniel',
+  'Lisa',
+  'Matthew',
+  'Nancy',
+  'Anthony',
+  'Sandra',
+  'Mark',
+  'Ashley',
+  'Steven',
+  'Emily',
+  'Andrew',
+  'Michelle',
+  'Joshua',
+  'Amanda',
+  'Kevin',
+  'Melissa',
+  'Brian',
+  'Laura',
+  'Maria',
+  'Jose',
+  'Ana',
+  'Luis',
+  'Wei',
+  'Mei',
+  'Priya',
+  'Arjun',
+  'Fatima',
+  'Omar',
+  'Grace',
+  'Samuel',
 ];
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 const DAY_MS = 86_400_000;
 
@@ -100,7 +158,12 @@ function distinct<T>(count: number, taken: Set<T>, draw: () => T): T[] {
  * rank gives nothing away, unless the range forbids: `canBelow` / `canAbove` say how many
  * distinct values each side can hold.
  */
-function around(taken: Set<number>, side: { canBelow: number; canAbove: number }, below: () => number, above: () => number): number[] {
+function around(
+  taken: Set<number>,
+  side: { canBelow: number; canAbove: number },
+  below: () => number,
+  above: () => number,
+): number[] {
   let nBelow = randomInt(OPTIONS_PER_QUESTION);
   nBelow = Math.max(WRONG - side.canAbove, Math.min(nBelow, side.canBelow));
   return [...distinct(nBelow, taken, below), ...distinct(WRONG - nBelow, taken, above)];
@@ -133,7 +196,11 @@ function dateOfBirthQuestion(f: ChallengeFacts) {
     () => right + randomInt(minDays, upTo) * DAY_MS,
   );
   const iso = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-  return question('What is your date of birth?', dateLabel(f.dateOfBirth), wrong.map((ms) => dateLabel(iso(ms))));
+  return question(
+    'What is your date of birth?',
+    dateLabel(f.dateOfBirth),
+    wrong.map((ms) => dateLabel(iso(ms))),
+  );
 }
 
 function maskQuestion(fact: Extract<KnowledgeFact, { kind: 'accountMask' }>) {
@@ -162,11 +229,22 @@ function amountQuestion(fact: Extract<KnowledgeFact, { kind: 'depositAmount' }>)
     () => right - unit * randomInt(1, maxBelow + 1),
     () => right + unit * randomInt(1, Math.max(4, Math.ceil(units * 1.5)) + fact.otherAmounts.length + 1),
   );
-  return question('Which of these amounts did you deposit into your wallet in the last 90 days?', amountLabel(right), amounts.map(amountLabel));
+  return question(
+    'Which of these amounts did you deposit into your wallet in the last 90 days?',
+    amountLabel(right),
+    amounts.map(amountLabel),
+  );
 }
 
 export function generateChallenge(f: ChallengeFacts): GeneratedChallenge {
-  const parts = [nameQuestion(f), dateOfBirthQuestion(f), f.fact.kind === 'accountMask' ? maskQuestion(f.fact) : amountQuestion(f.fact)];
+  const parts = [
+    nameQuestion(f),
+    dateOfBirthQuestion(f),
+    f.fact.kind === 'accountMask' ? maskQuestion(f.fact) : amountQuestion(f.fact),
+  ];
   const shuffled = shuffle(parts);
-  return { questions: shuffled.map((p) => p.q), answerKey: Object.fromEntries(shuffled.map((p) => [p.q.id, p.answer])) };
+  return {
+    questions: shuffled.map((p) => p.q),
+    answerKey: Object.fromEntries(shuffled.map((p) => [p.q.id, p.answer])),
+  };
 }

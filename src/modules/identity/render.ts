@@ -4,7 +4,8 @@ import type { ChallengeRow, ProfileUpdateRow } from './sql.ts';
 import { FAILURE_REASONS } from './schemas.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
-export const identityPath = (userIdentifier: string) => `/api/v1/users/${encodeURIComponent(userIdentifier)}/identity-verification`;
+export const identityPath = (userIdentifier: string) =>
+  `/api/v1/users/${encodeURIComponent(userIdentifier)}/identity-verification`;
 
 export function challengeResource(c: ChallengeRow, userIdentifier: string, baseUrl: string) {
   return {
@@ -13,7 +14,11 @@ export function challengeResource(c: ChallengeRow, userIdentifier: string, baseU
     attributes: {
       challengeId: c.id,
       expiresAt: isoTime(c.expiresAt),
-      questions: c.questions.map((q) => ({ id: q.id, prompt: q.prompt, options: q.options.map((o) => ({ id: o.id, label: o.label })) })),
+      questions: c.questions.map((q) => ({
+        id: q.id,
+        prompt: q.prompt,
+        options: q.options.map((o) => ({ id: o.id, label: o.label })),
+      })),
       updatedAt: isoTime(c.updatedAt),
       createdAt: isoTime(c.createdAt),
     },

@@ -17,7 +17,7 @@ import {
 const TAGS = ['Identity verification'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const IDENTIFIER =
-  '`userIdentifier` is a user id or one of the merchant\'s reference ids for the user (a UUID is tried as a user id first); ' +
+  "`userIdentifier` is a user id or one of the merchant's reference ids for the user (a UUID is tried as a user id first); " +
   'an unknown one is 404 `UserNotFound`, one matching two users is 400 `ValidationError`.';
 
 export async function identityRoutes(app: App, ctx: AppContext): Promise<void> {
@@ -42,7 +42,11 @@ export async function identityRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const challenge = await createChallenge(ctx.db, { clientId: req.client.id, userIdentifier: req.params.userIdentifier, now: ctx.clock.now() });
+      const challenge = await createChallenge(ctx.db, {
+        clientId: req.client.id,
+        userIdentifier: req.params.userIdentifier,
+        now: ctx.clock.now(),
+      });
       return { data: challengeResource(challenge, req.params.userIdentifier, base) };
     },
   );
@@ -88,7 +92,7 @@ export async function identityRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: "Change a verified user's phone number or e-mail",
         description:
           'Spends a `verificationToken` from a passed challenge of this user (used or unknown: 400 `ChallengeNotFound`; expired: 400 `ChallengeExpired`). ' +
-          'Send at least one of `phoneNumber` (E.164) and `email`. A changed field becomes unverified; a phone change also ends the user\'s wallet ' +
+          "Send at least one of `phoneNumber` (E.164) and `email`. A changed field becomes unverified; a phone change also ends the user's wallet " +
           'sessions (outstanding barcodes stop working). Fires `UserProfileUpdated`. A number or e-mail another user has: 409 `UserAlreadyExists`, ' +
           'and the token stays unused. ' +
           IDENTIFIER,

@@ -3,7 +3,11 @@ import { E164, Email, Nullable, Timestamp, Uuid, requestBody, resource } from '.
 
 export const IdentityParams = Type.Object(
   {
-    userIdentifier: Type.String({ minLength: 1, maxLength: 255, description: "A user id or one of the merchant's reference ids for the user" }),
+    userIdentifier: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: "A user id or one of the merchant's reference ids for the user",
+    }),
   },
   { additionalProperties: false },
 );
@@ -42,10 +46,20 @@ export const SubmissionBody = requestBody(
   Type.Object(
     {
       answers: Type.Array(
-        Type.Object({ questionId: Type.String({ minLength: 1, maxLength: 100 }), optionId: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false }),
+        Type.Object(
+          {
+            questionId: Type.String({ minLength: 1, maxLength: 100 }),
+            optionId: Type.String({ minLength: 1, maxLength: 100 }),
+          },
+          { additionalProperties: false },
+        ),
         { minItems: 1, maxItems: 10 },
       ),
-      metadata: Type.Optional(Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { description: 'Free name/value pairs, not interpreted' })),
+      metadata: Type.Optional(
+        Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), {
+          description: 'Free name/value pairs, not interpreted',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -58,7 +72,12 @@ export const IdentityVerificationResult = resource(
   'IdentityVerificationResult',
   {
     passed: Type.Boolean(),
-    verificationToken: Type.Optional(Type.String({ description: 'Present only when passed: single use, valid 10 minutes', examples: ['pvt_' + '0'.repeat(64)] })),
+    verificationToken: Type.Optional(
+      Type.String({
+        description: 'Present only when passed: single use, valid 10 minutes',
+        examples: ['pvt_' + '0'.repeat(64)],
+      }),
+    ),
     expiresAt: Nullable(Timestamp({ description: "The token's expiry; null when not passed" })),
     failureReason: Nullable(Type.Union(FAILURE_REASONS.map((r) => Type.Literal(r)))),
     updatedAt: Timestamp(),
@@ -86,7 +105,9 @@ export const ProfileUpdateResult = resource(
   'ProfileUpdateResult',
   'ProfileUpdateResult',
   {
-    phoneNumber: Nullable(Type.String({ description: "The user's phone number after the update (null: a user known by e-mail only)" })),
+    phoneNumber: Nullable(
+      Type.String({ description: "The user's phone number after the update (null: a user known by e-mail only)" }),
+    ),
     email: Nullable(Type.String({ description: "The user's e-mail after the update" })),
     appliedAt: Timestamp(),
     updatedAt: Timestamp(),

@@ -18,7 +18,10 @@ import { afterCommit } from '../../db/commit-hooks.ts';
 import { kycDecisions } from '../../observability/metrics.ts';
 
 /** Accepting disclosures is recorded once, before any application; later calls change nothing. */
-export async function acceptKycDisclosures(db: Db, opts: { clientId: string; userId: string; now: Date }): Promise<void> {
+export async function acceptKycDisclosures(
+  db: Db,
+  opts: { clientId: string; userId: string; now: Date },
+): Promise<void> {
   await db.transaction(async (tx) => {
     const user = await getUser(tx, { ...opts, forUpdate: true });
     if (user.kycStatus !== 'NotStarted' || user.disclosuresAcceptedAt) return;
@@ -37,9 +40,14 @@ export interface KycApplicationInput {
 }
 
 /** Accrue's body (type Kyc: a flat US address) as Coffer's. */
-export function fromAccrueApplication(a: Static<typeof AccrueKycApplicationBody>['data']['attributes']): KycApplicationInput {
+export function fromAccrueApplication(
+  a: Static<typeof AccrueKycApplicationBody>['data']['attributes'],
+): KycApplicationInput {
   const { street, street2, city, state, postalCode, ...rest } = a;
-  return { ...rest, address: { street, ...(street2 !== undefined ? { street2 } : {}), city, state, postalCode, country: 'US' } };
+  return {
+    ...rest,
+    address: { street, ...(street2 !== undefined ? { street2 } : {}), city, state, postalCode, country: 'US' },
+  };
 }
 
 /** Which statuses may (re)apply: after disclosures, or to answer a request for documents with a new application. */
@@ -51,16 +59,27 @@ function checkApplication(a: KycApplicationInput, now: Date): void {
   const dob = new Date(`${a.dateOfBirth}T00:00:00Z`);
   const real = !Number.isNaN(dob.getTime()) && dob.toISOString().slice(0, 10) === a.dateOfBirth;
   if (!real || dob >= now || now.getUTCFullYear() - dob.getUTCFullYear() > 130) {
-    throw apiError('ValidationError', '`dateOfBirth` must be a real date in the past.', { pointer: '/data/attributes/dateOfBirth' });
+    throw apiError('ValidationError', '`dateOfBirth` must be a real date in the past.', {
+      pointer: '/data/attributes/dateOfBirth',
+    });
   }
   if (a.ipAddress !== undefined && isIP(a.ipAddress) === 0) {
-    throw apiError('ValidationError', '`ipAddress` must be an IPv4 or IPv6 address.', { pointer: '/data/attributes/ipAddress' });
+    throw apiError('ValidationError', '`ipAddress` must be an IPv4 or IPv6 address.', {
+      pointer: '/data/attributes/ipAddress',
+    });
   }
 }
 
 export async function submitKycApplication(
   db: Db,
-  opts: { clientId: string; userId: string; application: KycApplicationInput; provider: KycProvider; now: Date; baseUrl: string },
+  opts: {
+    clientId: string;
+    userId: string;
+    application: KycApplicationInput;
+    provider: KycProvider;
+    now: Date;
+    baseUrl: string;
+  },
 ): Promise<{ user: UserRow; application: q.KycApplicationRow }> {
   const a = opts.application;
   checkApplication(a, opts.now);
@@ -68,7 +87,10 @@ export async function submitKycApplication(
     const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId, forUpdate: true });
     if (user.kycStatus === 'NotStarted' && !user.disclosuresAcceptedAt) throw apiError('DisclosuresNotAccepted');
     if (!CAN_APPLY.has(user.kycStatus)) {
-      throw apiError('KycApplicationFailed', `KYC is ${user.kycStatus}; an application is accepted only after disclosures or when documents are requested.`);
+      throw apiError(
+        'KycApplicationFailed',
+        `KYC is ${user.kycStatus}; an application is accepted only after disclosures or when documents are requested.`,
+      );
     }
     const application = await q.insertApplication(tx, {
       id: uuidv7(),
@@ -107,7 +129,10 @@ export async function getKyc(db: Executor, opts: { clientId: string; userId: str
 /** The user's latest application, when the provider wants documents for it; else 400 DocumentVerificationFailed. */
 function applicationWantingDocuments(user: UserRow, application: q.KycApplicationRow | undefined): q.KycApplicationRow {
   if (!application || !WANTS_DOCUMENTS.has(application.status) || application.status !== user.kycStatus) {
-    throw apiError('DocumentVerificationFailed', `KYC is ${user.kycStatus}; documents are taken only while it is AwaitingDocuments or ManualReview.`);
+    throw apiError(
+      'DocumentVerificationFailed',
+      `KYC is ${user.kycStatus}; documents are taken only while it is AwaitingDocuments or ManualReview.`,
+    );
   }
   return application;
 }
@@ -123,7 +148,9 @@ export async function createDocumentVerificationLink(
 ): Promise<q.KycDocumentLinkRow> {
   const url = URL.canParse(opts.redirectUrl) ? new URL(opts.redirectUrl) : undefined;
   if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) {
-    throw apiError('ValidationError', '`redirectUrl` must be an http or https URL.', { pointer: '/data/attributes/redirectUrl' });
+    throw apiError('ValidationError', '`redirectUrl` must be an http or https URL.', {
+      pointer: '/data/attributes/redirectUrl',
+    });
   }
   const link = await db.transaction(async (tx) => {
     const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId });
@@ -140,7 +167,12 @@ export async function createDocumentVerificationLink(
   });
   let page: { url: string };
   try {
-    page = await opts.provider.createDocumentLink({ reference: link.id, application: link.applicationId, userId: link.userId, redirectUrl: link.redirectUrl });
+    page = await opts.provider.createDocumentLink({
+      reference: link.id,
+      application: link.applicationId,
+      userId: link.userId,
+      redirectUrl: link.redirectUrl,
+    });
   } catch (err) {
     throw providerUnavailable(err, 'The KYC provider did not answer; ask for a link again.');
   }
@@ -161,7 +193,12 @@ export async function completeDocumentVerification(
     const latest = await q.latestApplication(tx, opts.clientId, user.id, { forUpdate: true });
     if (latest?.documentsSubmittedAt && !WANTS_DOCUMENTS.has(latest.status)) return { user, application: latest };
     const decideAfter = new Date(opts.now.getTime() + opts.provider.decisionDelayMs);
-    const application = await q.markDocumentsSubmitted(tx, applicationWantingDocuments(user, latest).id, opts.now, decideAfter);
+    const application = await q.markDocumentsSubmitted(
+      tx,
+      applicationWantingDocuments(user, latest).id,
+      opts.now,
+      decideAfter,
+    );
     const updated = await updateUserRow(tx, opts.clientId, user.id, { kycStatus: 'Pending', updatedAt: opts.now });
     await recordKycChange(tx, { user: updated, application, now: opts.now, baseUrl: opts.baseUrl });
     return { user: updated, application };
@@ -183,9 +220,16 @@ export async function simulateKycDecision(
     const user = await getUser(tx, { clientId: opts.clientId, userId: opts.userId, forUpdate: true });
     const app = await q.latestApplication(tx, opts.clientId, user.id, { forUpdate: true });
     if (!app || !UNDECIDED.has(app.status)) {
-      throw apiError('IllegalOperation', `The user has no KYC application waiting for a decision${app ? ` (the latest is ${app.status})` : ''}.`);
+      throw apiError(
+        'IllegalOperation',
+        `The user has no KYC application waiting for a decision${app ? ` (the latest is ${app.status})` : ''}.`,
+      );
     }
-    const ack = { sentAt: app.sentAt ?? opts.now, documentsSentAt: app.documentsSentAt, decideAfter: nextCheckAt(opts.now, opts.now) };
+    const ack = {
+      sentAt: app.sentAt ?? opts.now,
+      documentsSentAt: app.documentsSentAt,
+      decideAfter: nextCheckAt(opts.now, opts.now),
+    };
     const row = (await q.changeApplicationStatus(tx, app, { ...ack, status: opts.status, at: opts.now }))!;
     const updated = await updateUserRow(tx, opts.clientId, user.id, { kycStatus: opts.status, updatedAt: opts.now });
     await recordKycChange(tx, { user: updated, application: row, now: opts.now, baseUrl: opts.baseUrl });
@@ -195,7 +239,10 @@ export async function simulateKycDecision(
 }
 
 /** Hook run in the transaction of a change the provider made (tests use it to fail one). */
-export type KycChangeListener = (tx: Executor, e: { user: UserRow; application: q.KycApplicationRow; now: Date }) => Promise<void>;
+export type KycChangeListener = (
+  tx: Executor,
+  e: { user: UserRow; application: q.KycApplicationRow; now: Date },
+) => Promise<void>;
 
 /** How long a claimed application belongs to the process asking the provider about it. */
 const DECISION_LEASE_MS = 60_000;
@@ -211,7 +258,13 @@ const DECISION_LEASE_MS = 60_000;
  */
 export async function decideDueKycApplications(
   db: Db,
-  opts: { provider: KycProvider; now: () => Date; baseUrl: string; onChange?: KycChangeListener; log?: FastifyBaseLogger },
+  opts: {
+    provider: KycProvider;
+    now: () => Date;
+    baseUrl: string;
+    onChange?: KycChangeListener;
+    log?: FastifyBaseLogger;
+  },
 ): Promise<number> {
   const now = opts.now();
   const claimed = await q.claimDueApplications(db, now, new Date(now.getTime() + DECISION_LEASE_MS), 50);
@@ -225,21 +278,33 @@ export async function decideDueKycApplications(
         answer = !app.sentAt
           ? await opts.provider.submit(submission)
           : reportsDocuments
-            ? await opts.provider.submitDocuments({ reference: `${app.id}:documents:${app.documentsSubmittedAt!.getTime()}`, application: submission })
+            ? await opts.provider.submitDocuments({
+                reference: `${app.id}:documents:${app.documentsSubmittedAt!.getTime()}`,
+                application: submission,
+              })
             : await opts.provider.status(submission);
       } catch (err) {
-        opts.log?.warn({ err, applicationId: app.id }, 'the KYC provider did not answer; the application is tried again later');
+        opts.log?.warn(
+          { err, applicationId: app.id },
+          'the KYC provider did not answer; the application is tried again later',
+        );
         return;
       }
       const at = opts.now();
       const ack = { sentAt: app.sentAt ?? at, documentsSentAt: reportsDocuments ? at : app.documentsSentAt };
       if (answer === app.status) {
         // Still checking (since it was sent or the documents reported), or still in review (since it went there).
-        const waitingSince = app.status === 'ManualReview' ? app.decidedAt ?? at : ack.documentsSentAt ?? ack.sentAt;
+        const waitingSince =
+          app.status === 'ManualReview' ? (app.decidedAt ?? at) : (ack.documentsSentAt ?? ack.sentAt);
         return q.awaitAnswer(db, app, { ...ack, decideAfter: nextCheckAt(at, waitingSince) });
       }
       await db.transaction(async (tx) => {
-        const row = await q.changeApplicationStatus(tx, app, { ...ack, status: answer, at, decideAfter: nextCheckAt(at, at) });
+        const row = await q.changeApplicationStatus(tx, app, {
+          ...ack,
+          status: answer,
+          at,
+          decideAfter: nextCheckAt(at, at),
+        });
         if (!row) return;
         const user = await updateUserRow(tx, app.clientId, app.userId, { kycStatus: answer, updatedAt: at });
         await recordKycChange(tx, { user, application: row, now: at, baseUrl: opts.baseUrl });

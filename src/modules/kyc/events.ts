@@ -35,7 +35,9 @@ export async function recordKycChange(
   const status = e.user.kycStatus as KycStatus;
   const kyc = kycResource(e.user, e.application, e.baseUrl);
   const base = { clientId: e.user.clientId, userId: e.user.id, now: e.now };
-  const topics = [...(e.created ? (['KycCreated'] as const) : []), ACCRUE_TOPICS[status]].filter((x) => x !== undefined);
+  const topics = [...(e.created ? (['KycCreated'] as const) : []), ACCRUE_TOPICS[status]].filter(
+    (x) => x !== undefined,
+  );
   for (const topic of topics) await recordEvent(tx, { ...base, topic, resource: kyc });
   const spec = SPEC_TOPICS[status];
   if (spec) await recordEvent(tx, { ...base, topic: spec, resource: userResource(e.user, e.baseUrl) });

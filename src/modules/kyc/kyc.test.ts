@@ -15,7 +15,10 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 
 // Accrue's published schemas of the resources these routes answer (components Kyc and
 // DocumentVerificationLink of its OpenAPI document), for the check that Coffer's validate.
-const timestamps = { updatedAt: { type: 'string', format: 'date-time' }, createdAt: { type: 'string', format: 'date-time' } };
+const timestamps = {
+  updatedAt: { type: 'string', format: 'date-time' },
+  createdAt: { type: 'string', format: 'date-time' },
+};
 const ACCRUE_KYC = {
   type: 'object',
   properties: {
@@ -23,7 +26,13 @@ const ACCRUE_KYC = {
     type: { type: 'string', enum: ['Kyc'] },
     attributes: {
       type: 'object',
-      properties: { status: { type: 'string', enum: ['Approved', 'AwaitingDocuments', 'Denied', 'ManualReview', 'NotStarted', 'Pending', 'Unknown'] }, ...timestamps },
+      properties: {
+        status: {
+          type: 'string',
+          enum: ['Approved', 'AwaitingDocuments', 'Denied', 'ManualReview', 'NotStarted', 'Pending', 'Unknown'],
+        },
+        ...timestamps,
+      },
       required: ['status', 'updatedAt', 'createdAt'],
     },
   },
@@ -34,16 +43,22 @@ const ACCRUE_LINK = {
   properties: {
     id: { type: 'string', format: 'uuid' },
     type: { type: 'string', enum: ['DocumentVerificationLink'] },
-    attributes: { type: 'object', properties: { url: { type: 'string', format: 'uri' }, ...timestamps }, required: ['url', 'updatedAt', 'createdAt'] },
+    attributes: {
+      type: 'object',
+      properties: { url: { type: 'string', format: 'uri' }, ...timestamps },
+      required: ['url', 'updatedAt', 'createdAt'],
+    },
   },
   required: ['id', 'type', 'attributes'],
 };
 const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
-const accrueDocument = (schema: object) => ajv.compile({ type: 'object', properties: { data: schema }, required: ['data'] });
+const accrueDocument = (schema: object) =>
+  ajv.compile({ type: 'object', properties: { data: schema }, required: ['data'] });
 const isAccrueKyc = accrueDocument(ACCRUE_KYC);
 const isAccrueLink = accrueDocument(ACCRUE_LINK);
-const assertAccrue = (validate: ReturnType<typeof accrueDocument>, body: unknown) => assert.ok(validate(body), JSON.stringify(validate.errors));
+const assertAccrue = (validate: ReturnType<typeof accrueDocument>, body: unknown) =>
+  assert.ok(validate(body), JSON.stringify(validate.errors));
 
 describe('KYC', () => {
   let t: TestApp;
@@ -87,18 +102,33 @@ describe('KYC', () => {
     return u;
   };
   const link = (userId: string, redirectUrl: string = 'https://shop.example.com/kyc/done', as = m) =>
-    t.request('POST', `/api/v1/users/${userId}/kyc/document-verification-link`, { as, body: { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl } } } });
-  const complete = (userId: string, as = m) => t.request('POST', `/api/v1/users/${userId}/kyc/document-verification/complete`, { as });
+    t.request('POST', `/api/v1/users/${userId}/kyc/document-verification-link`, {
+      as,
+      body: { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl } } },
+    });
+  const complete = (userId: string, as = m) =>
+    t.request('POST', `/api/v1/users/${userId}/kyc/document-verification/complete`, { as });
   /** The topics of the user's events, oldest first, and their included resources' types. */
   const eventsOf = async (userId: string, as = m) => {
     const res = await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as });
-    return (res.body.data as { attributes: { userId: string; topic: string; payload: { included: { type: string; attributes: { status?: string } }[] } } }[])
+    return (
+      res.body.data as {
+        attributes: {
+          userId: string;
+          topic: string;
+          payload: { included: { type: string; attributes: { status?: string } }[] };
+        };
+      }[]
+    )
       .filter((e) => e.attributes.userId === userId)
       .reverse()
-      .map((e) => `${e.attributes.topic}:${e.attributes.payload.included[0]!.type}${e.attributes.payload.included[0]!.attributes.status ? `:${e.attributes.payload.included[0]!.attributes.status}` : ''}`);
+      .map(
+        (e) =>
+          `${e.attributes.topic}:${e.attributes.payload.included[0]!.type}${e.attributes.payload.included[0]!.attributes.status ? `:${e.attributes.payload.included[0]!.attributes.status}` : ''}`,
+      );
   };
 
-  test('a new user is NotStarted (never null) at Accrue\'s path and Coffer\'s', async () => {
+  test("a new user is NotStarted (never null) at Accrue's path and Coffer's", async () => {
     const u = await createUser(t, m);
     for (const path of ['kyc/status', 'kyc']) {
       const res = await t.request('GET', `/api/v1/users/${u.id}/${path}`, { as: m });
@@ -128,7 +158,11 @@ describe('KYC', () => {
     assert.deepEqual([accepted.status, accepted.disclosuresAcceptedAt], ['NotStarted', t.clock.now().toISOString()]);
     t.clock.advance(1000);
     assert.equal((await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m })).status, 204);
-    assert.equal((await kyc(u.id)).disclosuresAcceptedAt, accepted.disclosuresAcceptedAt, 'the first acceptance stands');
+    assert.equal(
+      (await kyc(u.id)).disclosuresAcceptedAt,
+      accepted.disclosuresAcceptedAt,
+      'the first acceptance stands',
+    );
   });
 
   test('an application before disclosures is 400 DisclosuresNotAccepted and changes nothing', async () => {
@@ -168,12 +202,27 @@ describe('KYC', () => {
 
   test("Accrue's body (type Kyc: flat US address, phone, ipAddress) is stored as Coffer's, with the name on the profile", async () => {
     const u = await disclosed();
-    await apply(u.id, accrueKycApplication('flat@example.com', { firstName: 'Mary', lastName: 'Somerville', street2: 'Apt 2', postalCode: '62701-1234' }));
+    await apply(
+      u.id,
+      accrueKycApplication('flat@example.com', {
+        firstName: 'Mary',
+        lastName: 'Somerville',
+        street2: 'Apt 2',
+        postalCode: '62701-1234',
+      }),
+    );
     const [row] = rowsOf<{ address: Record<string, string>; phone: string; ip_address: string }>(
       await t.ctx.db.execute(sql`select address, phone, ip_address from kyc_applications where user_id = ${u.id}`),
     );
     assert.deepEqual(row, {
-      address: { street: '1 Main St', street2: 'Apt 2', city: 'Springfield', state: 'IL', postalCode: '62701-1234', country: 'US' },
+      address: {
+        street: '1 Main St',
+        street2: 'Apt 2',
+        city: 'Springfield',
+        state: 'IL',
+        postalCode: '62701-1234',
+        country: 'US',
+      },
       phone: '5551234567',
       ip_address: '203.0.113.7',
     });
@@ -191,9 +240,21 @@ describe('KYC', () => {
       [kycApplication, { dateOfBirth: '2999-01-01' }, '/data/attributes/dateOfBirth'],
       [kycApplication, { dateOfBirth: '1800-01-01' }, '/data/attributes/dateOfBirth'],
       [kycApplication, { email: 'nope' }, '/data/attributes/email'],
-      [kycApplication, { address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'USA' } }, '/data/attributes/address/country'],
-      [kycApplication, { address: { street: '1 Main', city: 'X', state: 'Y', country: 'US' } }, '/data/attributes/address/postalCode'],
-      [kycApplication, { address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US', planet: 'Earth' } }, '/data/attributes/address/planet'],
+      [
+        kycApplication,
+        { address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'USA' } },
+        '/data/attributes/address/country',
+      ],
+      [
+        kycApplication,
+        { address: { street: '1 Main', city: 'X', state: 'Y', country: 'US' } },
+        '/data/attributes/address/postalCode',
+      ],
+      [
+        kycApplication,
+        { address: { street: '1 Main', city: 'X', state: 'Y', postalCode: '1', country: 'US', planet: 'Earth' } },
+        '/data/attributes/address/planet',
+      ],
       [kycApplication, { ssn: '123' }, '/data/attributes/ssn'],
       [accrueKycApplication, { postalCode: '1234' }, '/data/attributes/postalCode'],
       [accrueKycApplication, { postalCode: '12345-67' }, '/data/attributes/postalCode'],
@@ -209,18 +270,32 @@ describe('KYC', () => {
       [accrueKycApplication, { address: {} }, '/data/attributes/address'],
     ];
     for (const [shape, over, pointer] of cases) {
-      const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: shape('v@example.com', over) });
+      const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+        as: m,
+        body: shape('v@example.com', over),
+      });
       assert.equal(res.status, 400, JSON.stringify(over));
-      assert.deepEqual(errorsOf(res).map((e) => e.source?.pointer), [pointer], `${JSON.stringify(over)}: ${res.raw}`);
+      assert.deepEqual(
+        errorsOf(res).map((e) => e.source?.pointer),
+        [pointer],
+        `${JSON.stringify(over)}: ${res.raw}`,
+      );
     }
-    const wrongType = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: { data: { type: 'Application', attributes: {} } } });
-    assert.deepEqual(errorsOf(wrongType).map((e) => e.source?.pointer), ['/data/type']);
+    const wrongType = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+      as: m,
+      body: { data: { type: 'Application', attributes: {} } },
+    });
+    assert.deepEqual(
+      errorsOf(wrongType).map((e) => e.source?.pointer),
+      ['/data/type'],
+    );
     assert.equal(await status(u.id), 'NotStarted', 'nothing was half-written');
     assert.deepEqual(rowsOf(await t.ctx.db.execute(sql`select id from kyc_applications where user_id = ${u.id}`)), []);
   });
 
   test('a pending, in-review, approved or denied user cannot apply again (400 KycApplicationFailed); AwaitingDocuments can', async () => {
-    const again = (userId: string) => t.request('POST', `/api/v1/users/${userId}/kyc/application`, { as: m, body: kycApplication('x@example.com') });
+    const again = (userId: string) =>
+      t.request('POST', `/api/v1/users/${userId}/kyc/application`, { as: m, body: kycApplication('x@example.com') });
     const u = await disclosed();
     await apply(u.id, kycApplication('x@highrisk.test'));
     const whilePending = await again(u.id);
@@ -263,14 +338,21 @@ describe('KYC', () => {
       const done = await complete(u.id);
       assert.equal(done.status, 200, done.raw);
       assertAccrue(isAccrueKyc, done.body);
-      assert.deepEqual([done.body.data.attributes.status, done.body.data.attributes.documentsSubmittedAt], ['Pending', t.clock.now().toISOString()]);
+      assert.deepEqual(
+        [done.body.data.attributes.status, done.body.data.attributes.documentsSubmittedAt],
+        ['Pending', t.clock.now().toISOString()],
+      );
       const repeat = await complete(u.id);
       assert.equal(repeat.status, 200);
       assert.deepEqual(repeat.body.data.attributes, done.body.data.attributes, 'completing again changes nothing');
       await providerAnswers();
       assert.equal(await status(u.id), 'Approved');
       const late = await complete(u.id);
-      assert.deepEqual([late.status, late.body.data.attributes.status], [200, 'Approved'], 'a late retry answers the decision');
+      assert.deepEqual(
+        [late.status, late.body.data.attributes.status],
+        [200, 'Approved'],
+        'a late retry answers the decision',
+      );
       assert.deepEqual(await eventsOf(u.id), [
         'KycCreated:Kyc:Pending',
         'KycPending:Kyc:Pending',
@@ -317,7 +399,11 @@ describe('KYC', () => {
         }
       }
       assert.equal(await status(pending.id), 'Pending');
-      const links = rowsOf(await t.ctx.db.execute(sql`select id from kyc_document_links where user_id in (${fresh.id}, ${pending.id}, ${approved.id}, ${denied.id})`));
+      const links = rowsOf(
+        await t.ctx.db.execute(
+          sql`select id from kyc_document_links where user_id in (${fresh.id}, ${pending.id}, ${approved.id}, ${denied.id})`,
+        ),
+      );
       assert.deepEqual(links, []);
     });
 
@@ -326,7 +412,11 @@ describe('KYC', () => {
       for (const redirectUrl of ['javascript:alert(1)', 'not a url', 'ftp://example.com/x', '']) {
         const res = await link(u.id, redirectUrl);
         assert.equal(res.status, 400, redirectUrl);
-        assert.deepEqual(errorsOf(res).map((e) => [e.code, e.source?.pointer]), [['ValidationError', '/data/attributes/redirectUrl']], redirectUrl);
+        assert.deepEqual(
+          errorsOf(res).map((e) => [e.code, e.source?.pointer]),
+          [['ValidationError', '/data/attributes/redirectUrl']],
+          redirectUrl,
+        );
       }
       const noBody = await t.request('POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { as: m });
       assert.equal(noBody.status, 400);
@@ -355,7 +445,11 @@ describe('KYC', () => {
       ['POST', `/api/v1/users/${u.id}/kyc/application`, accrueKycApplication('x@example.com')],
       ['GET', `/api/v1/users/${u.id}/kyc`, undefined],
       ['GET', `/api/v1/users/${u.id}/kyc/status`, undefined],
-      ['POST', `/api/v1/users/${u.id}/kyc/document-verification-link`, { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://x.example.com' } } }],
+      [
+        'POST',
+        `/api/v1/users/${u.id}/kyc/document-verification-link`,
+        { data: { type: 'DocumentVerificationLink', attributes: { redirectUrl: 'https://x.example.com' } } },
+      ],
       ['POST', `/api/v1/users/${u.id}/kyc/document-verification/complete`, undefined],
     ] as const) {
       const res = await t.request(method, url, { as: other, body });
@@ -363,7 +457,10 @@ describe('KYC', () => {
       assert.equal(errorsOf(res)[0]!.code, 'UserNotFound');
     }
     assert.equal(await status(u.id), 'AwaitingDocuments');
-    assert.deepEqual(rowsOf(await t.ctx.db.execute(sql`select id from kyc_document_links where user_id = ${u.id}`)), []);
+    assert.deepEqual(
+      rowsOf(await t.ctx.db.execute(sql`select id from kyc_document_links where user_id = ${u.id}`)),
+      [],
+    );
   });
 });
 
@@ -378,7 +475,10 @@ describe('KYC with the background job running', () => {
       const m = await t.createMerchant();
       const u = await createUser(t, m);
       await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m });
-      const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: accrueKycApplication('fast@lowrisk.com') });
+      const res = await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, {
+        as: m,
+        body: accrueKycApplication('fast@lowrisk.com'),
+      });
       assert.equal(res.status, 200);
       let s = 'Pending';
       for (const until = Date.now() + 15_000; s === 'Pending' && Date.now() < until; ) {
@@ -387,7 +487,9 @@ describe('KYC with the background job running', () => {
       }
       assert.equal(s, 'Approved');
       const [app] = rowsOf<{ took: number }>(
-        await t.ctx.db.execute(sql`select (extract(epoch from decided_at - created_at) * 1000)::int as took from kyc_applications where user_id = ${u.id}`),
+        await t.ctx.db.execute(
+          sql`select (extract(epoch from decided_at - created_at) * 1000)::int as took from kyc_applications where user_id = ${u.id}`,
+        ),
       );
       assert.ok(app!.took >= 0 && app!.took < 1000, `decided ${app!.took} ms after the application was made`);
     } finally {

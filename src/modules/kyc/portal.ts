@@ -10,7 +10,8 @@ import { findDocumentLink } from './sql.ts';
 
 export const DOCUMENT_PAGE_TTL_MS = 3_600_000;
 
-const CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const page = (title: string, body: string) => `<!doctype html>
@@ -35,9 +36,19 @@ export async function kycDocumentPageRoutes(app: App, ctx: AppContext): Promise<
     async (req, reply) => {
       reply.header('content-security-policy', CSP).header('cache-control', 'no-store').type('text/html; charset=utf-8');
       const link = await findDocumentLink(ctx.db, req.params.linkId.toLowerCase());
-      const live = link && link.url === sandboxDocumentPageUrl(payUrl, link.id) && ctx.clock.now().getTime() - link.createdAt.getTime() < DOCUMENT_PAGE_TTL_MS;
+      const live =
+        link &&
+        link.url === sandboxDocumentPageUrl(payUrl, link.id) &&
+        ctx.clock.now().getTime() - link.createdAt.getTime() < DOCUMENT_PAGE_TTL_MS;
       if (!link || !live) {
-        return reply.code(404).send(page('Link not found', '<p>This document verification link is unknown or has expired. Ask for a new one.</p>'));
+        return reply
+          .code(404)
+          .send(
+            page(
+              'Link not found',
+              '<p>This document verification link is unknown or has expired. Ask for a new one.</p>',
+            ),
+          );
       }
       return reply.send(
         page(

@@ -25,7 +25,12 @@ export function documentLinkResource(link: KycDocumentLinkRow) {
   return {
     id: link.id,
     type: 'DocumentVerificationLink' as const,
-    attributes: { url: link.url!, redirectUrl: link.redirectUrl, updatedAt: isoTime(link.updatedAt), createdAt: isoTime(link.createdAt) },
+    attributes: {
+      url: link.url!,
+      redirectUrl: link.redirectUrl,
+      updatedAt: isoTime(link.updatedAt),
+      createdAt: isoTime(link.createdAt),
+    },
     relationships: { user: { data: { type: 'User' as const, id: link.userId } } },
   };
 }

@@ -12,7 +12,13 @@ import {
   type KycApplicationInput,
 } from './domain.ts';
 import { documentLinkResource, kycResource } from './render.ts';
-import { AccrueKycApplicationBody, DocumentVerificationLink, DocumentVerificationLinkBody, Kyc, KycApplicationBody } from './schemas.ts';
+import {
+  AccrueKycApplicationBody,
+  DocumentVerificationLink,
+  DocumentVerificationLinkBody,
+  Kyc,
+  KycApplicationBody,
+} from './schemas.ts';
 
 const TAGS = ['KYC'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -31,7 +37,8 @@ export async function kycRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'acceptKycDisclosureDocuments',
         summary: 'Accept the KYC disclosures',
-        description: 'Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.',
+        description:
+          'Records the acceptance (`disclosuresAcceptedAt`); an application needs it. Idempotent: later calls change nothing and also return 204.',
         params: idParams('userId'),
         querystring: NoQuery,
         response: responses({ 204: null }, [...COMMON_ERRORS, 404]),

@@ -9,12 +9,20 @@ export type KycDocumentLinkRow = typeof kycDocumentLinks.$inferSelect;
 /** The statuses the decision job asks the provider about: it is checking, or reviewing. */
 export const OPEN_STATUSES = ['Pending', 'ManualReview'];
 
-export async function insertApplication(db: Executor, row: typeof kycApplications.$inferInsert): Promise<KycApplicationRow> {
+export async function insertApplication(
+  db: Executor,
+  row: typeof kycApplications.$inferInsert,
+): Promise<KycApplicationRow> {
   const [out] = await db.insert(kycApplications).values(row).returning();
   return out!;
 }
 
-export async function latestApplication(db: Executor, clientId: string, userId: string, opts: { forUpdate?: boolean } = {}): Promise<KycApplicationRow | undefined> {
+export async function latestApplication(
+  db: Executor,
+  clientId: string,
+  userId: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<KycApplicationRow | undefined> {
   const q = db
     .select()
     .from(kycApplications)
@@ -30,7 +38,12 @@ export async function latestApplication(db: Executor, clientId: string, userId: 
  * another process skips them while this one asks the provider. A crashed claimer's
  * applications come due again when the lease runs out.
  */
-export async function claimDueApplications(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<KycApplicationRow[]> {
+export async function claimDueApplications(
+  db: Executor,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<KycApplicationRow[]> {
   return db.transaction(async (tx) => {
     const due = await tx
       .select({ id: kycApplications.id })
@@ -43,7 +56,12 @@ export async function claimDueApplications(db: Executor, now: Date, leaseUntil: 
     return tx
       .update(kycApplications)
       .set({ decideAfter: leaseUntil })
-      .where(inArray(kycApplications.id, due.map((d) => d.id)))
+      .where(
+        inArray(
+          kycApplications.id,
+          due.map((d) => d.id),
+        ),
+      )
       .returning();
   });
 }
@@ -82,7 +100,12 @@ export async function changeApplicationStatus(
 }
 
 /** The user has finished uploading documents: back to Pending, the report to be sent at `decideAfter`. */
-export async function markDocumentsSubmitted(db: Executor, id: string, at: Date, decideAfter: Date): Promise<KycApplicationRow> {
+export async function markDocumentsSubmitted(
+  db: Executor,
+  id: string,
+  at: Date,
+  decideAfter: Date,
+): Promise<KycApplicationRow> {
   const [row] = await db
     .update(kycApplications)
     .set({ status: 'Pending', documentsSubmittedAt: at, documentsSentAt: null, decideAfter, updatedAt: at })
@@ -91,13 +114,25 @@ export async function markDocumentsSubmitted(db: Executor, id: string, at: Date,
   return row!;
 }
 
-export async function insertDocumentLink(db: Executor, row: typeof kycDocumentLinks.$inferInsert): Promise<KycDocumentLinkRow> {
+export async function insertDocumentLink(
+  db: Executor,
+  row: typeof kycDocumentLinks.$inferInsert,
+): Promise<KycDocumentLinkRow> {
   const [out] = await db.insert(kycDocumentLinks).values(row).returning();
   return out!;
 }
 
-export async function recordDocumentLinkUrl(db: Executor, id: string, url: string, at: Date): Promise<KycDocumentLinkRow> {
-  const [out] = await db.update(kycDocumentLinks).set({ url, updatedAt: at }).where(eq(kycDocumentLinks.id, id)).returning();
+export async function recordDocumentLinkUrl(
+  db: Executor,
+  id: string,
+  url: string,
+  at: Date,
+): Promise<KycDocumentLinkRow> {
+  const [out] = await db
+    .update(kycDocumentLinks)
+    .set({ url, updatedAt: at })
+    .where(eq(kycDocumentLinks.id, id))
+    .returning();
   return out!;
 }
 

@@ -20,7 +20,12 @@ test('stored DisclosuresAccepted and Declined become NotStarted and Denied; othe
   const users = { disclosed: randomUUID(), declined: randomUUID(), approved: randomUUID(), fresh: randomUUID() };
   const db = scratch.database.db;
   await db.execute(sql`insert into clients (id, name) values (${client}, 'Old statuses')`);
-  for (const [name, status] of [['disclosed', 'DisclosuresAccepted'], ['declined', 'Declined'], ['approved', 'Approved'], ['fresh', 'NotStarted']] as const) {
+  for (const [name, status] of [
+    ['disclosed', 'DisclosuresAccepted'],
+    ['declined', 'Declined'],
+    ['approved', 'Approved'],
+    ['fresh', 'NotStarted'],
+  ] as const) {
     await db.execute(sql`insert into users (id, client_id, public_id, phone_number, kyc_status, disclosures_accepted_at)
       values (${users[name]}, ${client}, ${name}, ${`+1415555${String(Object.keys(users).indexOf(name)).padStart(4, '0')}`}, ${status}, ${status === 'NotStarted' ? null : accepted.toISOString()})`);
   }
@@ -33,13 +38,20 @@ test('stored DisclosuresAccepted and Declined become NotStarted and Denied; othe
   const rows = rowsOf<{ id: string; kyc_status: string; disclosures_accepted_at: Date | string | null }>(
     await db.execute(sql`select id, kyc_status, disclosures_accepted_at from users where client_id = ${client}`),
   );
-  const byId = Object.fromEntries(rows.map((r) => [r.id, [r.kyc_status, r.disclosures_accepted_at && new Date(r.disclosures_accepted_at).toISOString()]]));
+  const byId = Object.fromEntries(
+    rows.map((r) => [
+      r.id,
+      [r.kyc_status, r.disclosures_accepted_at && new Date(r.disclosures_accepted_at).toISOString()],
+    ]),
+  );
   assert.deepEqual(byId, {
     [users.disclosed]: ['NotStarted', accepted.toISOString()],
     [users.declined]: ['Denied', accepted.toISOString()],
     [users.approved]: ['Approved', accepted.toISOString()],
     [users.fresh]: ['NotStarted', null],
   });
-  const [app] = rowsOf<{ status: string }>(await db.execute(sql`select status from kyc_applications where id = ${application}`));
+  const [app] = rowsOf<{ status: string }>(
+    await db.execute(sql`select status from kyc_applications where id = ${application}`),
+  );
   assert.equal(app!.status, 'Denied');
 });

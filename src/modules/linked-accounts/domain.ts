@@ -24,14 +24,30 @@ export async function listLinkedAccounts(db: Executor, opts: { clientId: string;
  */
 export async function linkAccount(
   db: Db,
-  opts: { clientId: string; userId: string; provider: BankLinkingProvider; token?: string; institutionName?: string; accountType?: 'checking' | 'savings'; accountMask?: string; now: Date },
+  opts: {
+    clientId: string;
+    userId: string;
+    provider: BankLinkingProvider;
+    token?: string;
+    institutionName?: string;
+    accountType?: 'checking' | 'savings';
+    accountMask?: string;
+    now: Date;
+  },
 ): Promise<q.LinkedAccountRow> {
   const user = await getUser(db, opts);
   const id = uuidv7();
   // The provider is called outside any transaction.
   let linked;
   try {
-    linked = await opts.provider.linkAccount({ reference: id, userId: user.id, token: opts.token, institutionName: opts.institutionName, accountType: opts.accountType, accountMask: opts.accountMask });
+    linked = await opts.provider.linkAccount({
+      reference: id,
+      userId: user.id,
+      token: opts.token,
+      institutionName: opts.institutionName,
+      accountType: opts.accountType,
+      accountMask: opts.accountMask,
+    });
   } catch (err) {
     throw providerUnavailable(err, 'The bank-linking provider did not answer; nothing was linked. Retry the request.');
   }
@@ -53,7 +69,10 @@ export async function linkAccount(
 }
 
 /** What a demo card of each type looks like: brand, credit or debit, last four digits (fixed per type). */
-const TEST_CARDS: Record<TestCardType, { brand: 'Visa' | 'Mastercard'; accountType: (typeof q.CARD_ACCOUNT_TYPES)[number]; mask: string }> = {
+const TEST_CARDS: Record<
+  TestCardType,
+  { brand: 'Visa' | 'Mastercard'; accountType: (typeof q.CARD_ACCOUNT_TYPES)[number]; mask: string }
+> = {
   'visa-us-credit': { brand: 'Visa', accountType: 'creditCard', mask: '4242' },
   'visa-gb-credit': { brand: 'Visa', accountType: 'creditCard', mask: '1111' },
   'visa-gb-debit': { brand: 'Visa', accountType: 'debit', mask: '0002' },
@@ -68,13 +87,21 @@ const TEST_CARDS: Record<TestCardType, { brand: 'Visa' | 'Mastercard'; accountTy
  * answers with the account already linked (`created: false`). No provider is called: the
  * card is made up here, as the sandbox's card network would.
  */
-export async function linkDemoCard(db: Db, opts: { clientId: string; walletId: string; testCardType?: TestCardType; now: Date }): Promise<{ account: q.LinkedAccountRow; created: boolean }> {
+export async function linkDemoCard(
+  db: Db,
+  opts: { clientId: string; walletId: string; testCardType?: TestCardType; now: Date },
+): Promise<{ account: q.LinkedAccountRow; created: boolean }> {
   const card = TEST_CARDS[opts.testCardType ?? 'visa-us-credit'];
   return db.transaction(async (tx) => {
     // Locked, so the same card linked twice at once is still one account.
     const wallet = await getWallet(tx, { clientId: opts.clientId, walletId: opts.walletId, forUpdate: true });
     if (wallet.status !== 'Active') throw apiError('WalletClosed');
-    const like = { provider: 'Checkout', accountType: card.accountType, institutionName: card.brand, accountMask: card.mask };
+    const like = {
+      provider: 'Checkout',
+      accountType: card.accountType,
+      institutionName: card.brand,
+      accountMask: card.mask,
+    };
     const existing = await q.findConnectedAccountLike(tx, opts.clientId, wallet.userId, like);
     if (existing) return { account: existing, created: false };
     const account = await q.insertLinkedAccount(tx, {
@@ -107,21 +134,37 @@ export async function removeLinkedAccount(
     const row = await q.findLinkedAccount(tx, opts.clientId, user.id, opts.linkedAccountId, { forUpdate: true });
     if (!row) throw apiError('LinkedAccountNotFound', `User ${user.id} has no linked account ${opts.linkedAccountId}.`);
     if (row.status === 'Disconnected') return row;
-    return q.updateLinkedAccountRow(tx, row.id, { status: 'Disconnected', disconnectedAt: opts.now, updatedAt: opts.now });
+    return q.updateLinkedAccountRow(tx, row.id, {
+      status: 'Disconnected',
+      disconnectedAt: opts.now,
+      updatedAt: opts.now,
+    });
   });
-  if (account.providerDeactivatedAt === null) await confirmDeactivation(db, account, opts.provider, opts.now).catch(() => {});
+  if (account.providerDeactivatedAt === null)
+    await confirmDeactivation(db, account, opts.provider, opts.now).catch(() => {});
 }
 
-async function confirmDeactivation(db: Executor, account: q.LinkedAccountRow, provider: BankLinkingProvider, now: Date): Promise<void> {
+async function confirmDeactivation(
+  db: Executor,
+  account: q.LinkedAccountRow,
+  provider: BankLinkingProvider,
+  now: Date,
+): Promise<void> {
   await provider.deactivateAccount({ reference: account.id, externalId: account.externalId });
   await q.updateLinkedAccountRow(db, account.id, { providerDeactivatedAt: now });
 }
 
 /** Job: retries provider deactivations that failed at removal time. */
-export async function retryDeactivations(db: Db, opts: { provider: BankLinkingProvider; now: () => Date }): Promise<number> {
+export async function retryDeactivations(
+  db: Db,
+  opts: { provider: BankLinkingProvider; now: () => Date },
+): Promise<number> {
   let done = 0;
   for (const account of await q.unconfirmedDeactivations(db, 50)) {
-    await confirmDeactivation(db, account, opts.provider, opts.now()).then(() => done++, () => {});
+    await confirmDeactivation(db, account, opts.provider, opts.now()).then(
+      () => done++,
+      () => {},
+    );
   }
   return done;
 }

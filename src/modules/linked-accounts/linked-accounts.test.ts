@@ -7,7 +7,10 @@ import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from
 import { approvedUser, createWallet, intentFor } from '../../test/money.ts';
 
 const link = (t: TestApp, as: Merchant, userId: string, attributes?: Record<string, unknown>) =>
-  t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, { as, ...(attributes ? { body: { data: { type: 'LinkedAccount', attributes } } } : {}) });
+  t.request('POST', `/api/v1/simulation/users/${userId}/linked-accounts`, {
+    as,
+    ...(attributes ? { body: { data: { type: 'LinkedAccount', attributes } } } : {}),
+  });
 
 describe('linked accounts', () => {
   let t: TestApp;
@@ -32,13 +35,20 @@ describe('linked accounts', () => {
     assert.equal(a.attributes.accountType, 'checking');
     assert.match(a.attributes.accountMask, /^\d{4}$/);
     assert.equal(a.attributes.institutionName, 'Sandbox Bank');
-    const custom = await link(t, m, u.id, { institutionName: 'First Platypus Bank', accountType: 'savings', accountMask: '4321' });
+    const custom = await link(t, m, u.id, {
+      institutionName: 'First Platypus Bank',
+      accountType: 'savings',
+      accountMask: '4321',
+    });
     assert.equal(custom.status, 201);
     assert.equal(custom.body.data.attributes.institutionName, 'First Platypus Bank');
     assert.equal(custom.body.data.attributes.accountType, 'savings');
     assert.equal(custom.body.data.attributes.accountMask, '4321');
     assert.equal(custom.body.data.attributes.accountName, 'First Platypus Bank Savings');
-    const withSimulateType = await t.request('POST', `/api/v1/simulation/users/${u.id}/linked-accounts`, { as: m, body: { data: { type: 'SimulateLinkedAccount', attributes: {} } } });
+    const withSimulateType = await t.request('POST', `/api/v1/simulation/users/${u.id}/linked-accounts`, {
+      as: m,
+      body: { data: { type: 'SimulateLinkedAccount', attributes: {} } },
+    });
     assert.equal(withSimulateType.status, 201);
   });
 
@@ -52,11 +62,14 @@ describe('linked accounts', () => {
     ] as const) {
       const res = await link(t, m, u.id, attrs);
       assert.equal(res.status, 400, JSON.stringify(attrs));
-      assert.deepEqual(errorsOf(res).map((e) => e.source?.pointer), [pointer]);
+      assert.deepEqual(
+        errorsOf(res).map((e) => e.source?.pointer),
+        [pointer],
+      );
     }
   });
 
-  test('list shows the user\'s accounts, newest first, with paging', async () => {
+  test("list shows the user's accounts, newest first, with paging", async () => {
     const u = await createUser(t, m);
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -66,7 +79,10 @@ describe('linked accounts', () => {
     const res = await t.request('GET', `/api/v1/users/${u.id}/linked-accounts?page[limit]=2`, { as: m });
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.meta, { total: 3, limit: 2, offset: 0 });
-    assert.deepEqual(res.body.data.map((a: { id: string }) => a.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      res.body.data.map((a: { id: string }) => a.id),
+      [ids[2], ids[1]],
+    );
     const other2 = await createUser(t, m);
     const empty = await t.request('GET', `/api/v1/users/${other2.id}/linked-accounts`, { as: m });
     assert.deepEqual(empty.body.data, []);
@@ -115,7 +131,10 @@ describe('linked accounts', () => {
     const u = await createUser(t, m);
     const v = await createUser(t, m);
     const a = (await link(t, m, u.id)).body.data;
-    for (const url of [`/api/v1/users/${u.id}/linked-accounts/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b`, `/api/v1/users/${v.id}/linked-accounts/${a.id}`]) {
+    for (const url of [
+      `/api/v1/users/${u.id}/linked-accounts/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b`,
+      `/api/v1/users/${v.id}/linked-accounts/${a.id}`,
+    ]) {
       const res = await t.request('DELETE', url, { as: m });
       assert.equal(res.status, 404, url);
       assert.equal(errorsOf(res)[0]!.code, 'LinkedAccountNotFound');
@@ -140,8 +159,12 @@ describe('linked accounts', () => {
 
   describe('demo backup payment methods: POST /simulation/wallets/{walletId}/backup-linked-account', () => {
     const backup = (walletId: string, body?: unknown, as = m) =>
-      t.request('POST', `/api/v1/simulation/wallets/${walletId}/backup-linked-account`, { as, ...(body !== undefined ? { body, headers: { 'content-type': 'application/json' } } : {}) });
-    const accountsOf = async (userId: string) => (await t.request('GET', `/api/v1/users/${userId}/linked-accounts`, { as: m })).body.data;
+      t.request('POST', `/api/v1/simulation/wallets/${walletId}/backup-linked-account`, {
+        as,
+        ...(body !== undefined ? { body, headers: { 'content-type': 'application/json' } } : {}),
+      });
+    const accountsOf = async (userId: string) =>
+      (await t.request('GET', `/api/v1/users/${userId}/linked-accounts`, { as: m })).body.data;
 
     test('201 DemoBackupPaymentMethod: a Connected Checkout card of the user; the same test card again is 200 with it', async () => {
       const u = await createUser(t, m);
@@ -151,7 +174,15 @@ describe('linked accounts', () => {
       const d = res.body.data;
       assert.equal(d.type, 'DemoBackupPaymentMethod');
       const now = t.clock.now().toISOString();
-      assert.deepEqual(d.attributes, { linkedAccountId: d.id, accountMask: '4242', institutionName: 'Visa', accountType: 'creditCard', status: 'Connected', updatedAt: now, createdAt: now });
+      assert.deepEqual(d.attributes, {
+        linkedAccountId: d.id,
+        accountMask: '4242',
+        institutionName: 'Visa',
+        accountType: 'creditCard',
+        status: 'Connected',
+        updatedAt: now,
+        createdAt: now,
+      });
       const [listed] = await accountsOf(u.id);
       assert.equal(listed.id, d.id);
       assert.equal(listed.attributes.provider, 'Checkout');
@@ -161,9 +192,14 @@ describe('linked accounts', () => {
       assert.equal(again.body.data.id, d.id);
       const debit = await backup(w.id, { testCardType: 'mastercard-de-debit' });
       assert.equal(debit.status, 201);
-      assert.deepEqual([debit.body.data.attributes.institutionName, debit.body.data.attributes.accountType], ['Mastercard', 'debit']);
+      assert.deepEqual(
+        [debit.body.data.attributes.institutionName, debit.body.data.attributes.accountType],
+        ['Mastercard', 'debit'],
+      );
       assert.equal((await accountsOf(u.id)).length, 2);
-      const racing = await Promise.all(Array.from({ length: 3 }, () => backup(w.id, { testCardType: 'visa-gb-debit' })));
+      const racing = await Promise.all(
+        Array.from({ length: 3 }, () => backup(w.id, { testCardType: 'visa-gb-debit' })),
+      );
       assert.equal(new Set(racing.map((r) => r.body.data.id)).size, 1, 'one card, however many ask at once');
       assert.deepEqual(racing.map((r) => r.status).sort(), [200, 200, 201]);
     });
@@ -172,11 +208,17 @@ describe('linked accounts', () => {
       const user = await approvedUser(t, m);
       const w = await createWallet(t, m, user.id);
       const intentId = await intentFor(t, m, w.id, 1_200);
-      const before = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } } });
+      const before = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+        as: m,
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } },
+      });
       assert.equal(before.status, 402, 'no backup yet');
       const card = (await backup(w.id)).body.data;
       const again = await intentFor(t, m, w.id, 1_200);
-      const res = await t.request('POST', `/api/v1/payment-intents/${again}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } } });
+      const res = await t.request('POST', `/api/v1/payment-intents/${again}/authorize`, {
+        as: m,
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 1_200 } } },
+      });
       assert.equal(res.status, 201, res.raw);
       const linked = await t.request('GET', `/api/v1/widgets/payment-intent/${again}/linked-account`, { as: m });
       assert.equal(linked.body.data.relationships.linkedAccount.data.id, card.id, 'the card paid');
@@ -185,12 +227,19 @@ describe('linked accounts', () => {
     test("bad bodies are 400 and link nothing; another merchant's or an unknown wallet is 404", async () => {
       const u = await createUser(t, m);
       const w = await createWallet(t, m, u.id);
-      for (const body of [{ testCardType: 'amex-us-credit' }, { testCardType: 4242 }, { data: { type: 'DemoBackupPaymentMethod', attributes: {} } }]) {
+      for (const body of [
+        { testCardType: 'amex-us-credit' },
+        { testCardType: 4242 },
+        { data: { type: 'DemoBackupPaymentMethod', attributes: {} } },
+      ]) {
         const res = await backup(w.id, body);
         assert.equal(res.status, 400, JSON.stringify(body));
         assert.equal(errorsOf(res)[0]!.code, 'ValidationError');
       }
-      for (const [id, as] of [[w.id, other], [crypto.randomUUID(), m]] as const) {
+      for (const [id, as] of [
+        [w.id, other],
+        [crypto.randomUUID(), m],
+      ] as const) {
         const res = await backup(id, {}, as);
         assert.equal(res.status, 404);
         assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');

@@ -5,7 +5,14 @@ import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, resp
 import type { App } from '../../http/server.ts';
 import { linkAccount, linkDemoCard, listLinkedAccounts, removeLinkedAccount } from './domain.ts';
 import { demoBackupPaymentMethodResource, linkedAccountResource } from './render.ts';
-import { DemoBackupPaymentMethod, DemoBackupPaymentMethodBody, LinkAccountBody, LinkedAccount, ListLinkedAccountsQuery, SimulateLinkedAccountBody } from './schemas.ts';
+import {
+  DemoBackupPaymentMethod,
+  DemoBackupPaymentMethodBody,
+  LinkAccountBody,
+  LinkedAccount,
+  ListLinkedAccountsQuery,
+  SimulateLinkedAccountBody,
+} from './schemas.ts';
 
 const TAGS = ['Linked accounts'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -28,8 +35,16 @@ export async function linkedAccountRoutes(app: App, ctx: AppContext): Promise<vo
     },
     async (req) => {
       const page = pageOf(req.query);
-      const { rows, total } = await listLinkedAccounts(ctx.db, { clientId: req.client.id, userId: req.params.userId, page });
-      return { data: rows.map((a) => linkedAccountResource(a, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      const { rows, total } = await listLinkedAccounts(ctx.db, {
+        clientId: req.client.id,
+        userId: req.params.userId,
+        page,
+      });
+      return {
+        data: rows.map((a) => linkedAccountResource(a, base)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -71,7 +86,8 @@ export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): 
         tags: ['Sandbox simulations'],
         operationId: 'simulateLinkedAccount',
         summary: 'Link a bank account (sandbox)',
-        description: 'Creates a `Connected` account from provider `Plaid`. The body is optional. Not available in live (404).',
+        description:
+          'Creates a `Connected` account from provider `Plaid`. The body is optional. Not available in live (404).',
         params: idParams('userId'),
         querystring: NoQuery,
         body: SimulateLinkedAccountBody,
@@ -106,12 +122,20 @@ export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): 
         params: idParams('walletId'),
         querystring: NoQuery,
         body: DemoBackupPaymentMethodBody,
-        response: responses({ 200: document(ref(DemoBackupPaymentMethod)), 201: document(ref(DemoBackupPaymentMethod)) }, [...COMMON_ERRORS, 404]),
+        response: responses(
+          { 200: document(ref(DemoBackupPaymentMethod)), 201: document(ref(DemoBackupPaymentMethod)) },
+          [...COMMON_ERRORS, 404],
+        ),
       },
       preValidation: defaultBody({}),
     },
     async (req, reply) => {
-      const { account, created } = await linkDemoCard(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, testCardType: req.body.testCardType, now: ctx.clock.now() });
+      const { account, created } = await linkDemoCard(ctx.db, {
+        clientId: req.client.id,
+        walletId: req.params.walletId,
+        testCardType: req.body.testCardType,
+        now: ctx.clock.now(),
+      });
       return reply.code(created ? 201 : 200).send({ data: demoBackupPaymentMethodResource(account) });
     },
   );

@@ -8,7 +8,9 @@ export const LinkedAccount = resource(
   {
     provider: Type.String({ examples: ['Plaid'] }),
     status: Type.Union([Type.Literal('Connected'), Type.Literal('Disconnected')]),
-    accountType: Type.Enum(['checking', 'savings', 'debit', 'creditCard'], { description: 'debit and creditCard: a card (the sandbox\'s demo backup payment methods)' }),
+    accountType: Type.Enum(['checking', 'savings', 'debit', 'creditCard'], {
+      description: "debit and creditCard: a card (the sandbox's demo backup payment methods)",
+    }),
     accountName: Type.String(),
     accountMask: Type.String({ description: 'Last four digits' }),
     institutionName: Type.String(),
@@ -38,12 +40,16 @@ export const LinkAccountBody = requestBody(
   'LinkedAccount',
   Type.Object(
     {
-      token: Type.String({ minLength: 1, maxLength: 2000, description: "What the user's linking flow with the bank-linking provider produced (Plaid Link's public_token, say); passed to the adapter" }),
+      token: Type.String({
+        minLength: 1,
+        maxLength: 2000,
+        description:
+          "What the user's linking flow with the bank-linking provider produced (Plaid Link's public_token, say); passed to the adapter",
+      }),
     },
     { additionalProperties: false },
   ),
 );
-
 
 export const DemoBackupPaymentMethod = resource(
   'DemoBackupPaymentMethod',
@@ -57,11 +63,17 @@ export const DemoBackupPaymentMethod = resource(
     updatedAt: Timestamp(),
     createdAt: Timestamp(),
   },
-  { description: 'A demo card linked as a backup payment method (sandbox); its id is the linked account\'s.' },
+  { description: "A demo card linked as a backup payment method (sandbox); its id is the linked account's." },
 );
 
 /** The sandbox's test cards, named as Checkout.com names them (Accrue's testCardType). */
-export const TEST_CARD_TYPES = ['visa-us-credit', 'visa-gb-credit', 'visa-gb-debit', 'mastercard-mu-credit', 'mastercard-de-debit'] as const;
+export const TEST_CARD_TYPES = [
+  'visa-us-credit',
+  'visa-gb-credit',
+  'visa-gb-debit',
+  'mastercard-mu-credit',
+  'mastercard-de-debit',
+] as const;
 export type TestCardType = (typeof TEST_CARD_TYPES)[number];
 
 /** Accrue's body: plain JSON, not a JSON:API document. */

@@ -13,7 +13,10 @@ export type LinkedAccountRow = typeof linkedAccounts.$inferSelect;
  */
 export const CARD_ACCOUNT_TYPES = ['debit', 'creditCard'] as const;
 
-export async function insertLinkedAccount(db: Executor, row: typeof linkedAccounts.$inferInsert): Promise<LinkedAccountRow> {
+export async function insertLinkedAccount(
+  db: Executor,
+  row: typeof linkedAccounts.$inferInsert,
+): Promise<LinkedAccountRow> {
   const [out] = await db.insert(linkedAccounts).values(row).returning();
   return out!;
 }
@@ -70,11 +73,18 @@ export async function listLinkedAccountRows(db: Executor, clientId: string, user
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.account), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(linkedAccounts).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(linkedAccounts)
+    .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
 
-export async function updateLinkedAccountRow(db: Executor, id: string, patch: Partial<LinkedAccountRow>): Promise<LinkedAccountRow> {
+export async function updateLinkedAccountRow(
+  db: Executor,
+  id: string,
+  patch: Partial<LinkedAccountRow>,
+): Promise<LinkedAccountRow> {
   const [row] = await db.update(linkedAccounts).set(patch).where(eq(linkedAccounts.id, id)).returning();
   return row!;
 }
@@ -84,7 +94,13 @@ export async function connectedAccounts(db: Executor, clientId: string, userId: 
   return db
     .select()
     .from(linkedAccounts)
-    .where(and(eq(linkedAccounts.clientId, clientId), eq(linkedAccounts.userId, userId), eq(linkedAccounts.status, 'Connected')))
+    .where(
+      and(
+        eq(linkedAccounts.clientId, clientId),
+        eq(linkedAccounts.userId, userId),
+        eq(linkedAccounts.status, 'Connected'),
+      ),
+    )
     .orderBy(asc(linkedAccounts.createdAt), asc(linkedAccounts.id));
 }
 

@@ -10,7 +10,15 @@ import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, intentFor, paymentXmins } from '../../test/money.ts';
+import {
+  approvedUser,
+  assertLedgerSound,
+  balanceOf,
+  createWallet,
+  fundedWallet,
+  intentFor,
+  paymentXmins,
+} from '../../test/money.ts';
 import { walletOfIntent } from './wallet-hints.ts';
 
 describe('authorizes in groups', () => {
@@ -24,13 +32,22 @@ describe('authorizes in groups', () => {
 
   const intent = (walletId: string, amount: number) => intentFor(t, m, walletId, amount);
   const authorize = (intentId: string, attributes: Record<string, unknown>) =>
-    t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes } } });
-  const paymentOf = (r: Response) => r.body.included[0] as { id: string; attributes: { status: string; amount: number } };
+    t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+      as: m,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes } },
+    });
+  const paymentOf = (r: Response) =>
+    r.body.included[0] as { id: string; attributes: { status: string; amount: number } };
   const reserved = async (paymentId: string) =>
-    rowsOf<{ sourcing: { deposit: number; linked: number } }>(await t.ctx.db.execute(sql`select sourcing from payments where id = ${paymentId}`))[0]!.sourcing;
+    rowsOf<{ sourcing: { deposit: number; linked: number } }>(
+      await t.ctx.db.execute(sql`select sourcing from payments where id = ${paymentId}`),
+    )[0]!.sourcing;
 
   test('authorizes sent together share one transaction, and each gets its own outcome', async () => {
-    const hook = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: 'https://example.com/hook', topics: ['PaymentCreated', 'PaymentIntentUpdated'] }) });
+    const hook = await t.request('POST', '/api/v1/webhooks', {
+      as: m,
+      body: webhookBody({ url: 'https://example.com/hook', topics: ['PaymentCreated', 'PaymentIntentUpdated'] }),
+    });
     assert.equal(hook.status, 201, hook.raw);
     const a = await fundedWallet(t, m, 5000);
     const b = await fundedWallet(t, m, 5000);
@@ -52,7 +69,22 @@ describe('authorizes in groups', () => {
     assert.equal((await authorize(keyed, { amount: 700, idempotencyKey: 'grp-keyed' })).status, 201);
     assert.equal((await t.request('POST', `/api/v1/payment-intents/${canceled}/cancel`, { as: m })).status, 200);
 
-    const [ra1, ra2, rb1, replay, again, reused, sameA, sameB, keyTwiceA, keyTwiceB, missing, illegal, tooMuch, action] = await Promise.all([
+    const [
+      ra1,
+      ra2,
+      rb1,
+      replay,
+      again,
+      reused,
+      sameA,
+      sameB,
+      keyTwiceA,
+      keyTwiceB,
+      missing,
+      illegal,
+      tooMuch,
+      action,
+    ] = await Promise.all([
       authorize(a1, { amount: 3000, idempotencyKey: 'grp-a1' }),
       authorize(a2, { amount: 2500 }),
       authorize(b1, { amount: 1000, idempotencyKey: 'grp-b1' }),
@@ -84,7 +116,10 @@ describe('authorizes in groups', () => {
     assert.deepEqual([tooMuch!.status, errorsOf(tooMuch!)[0]?.code], [402, 'Failed']);
     // Runs alone after the group: the intent records that it requires action.
     assert.equal(action!.status, 402, action!.raw);
-    assert.equal((await t.request('GET', `/api/v1/payment-intents/${needsAction}`, { as: m })).body.data.attributes.status, 'RequiresAction');
+    assert.equal(
+      (await t.request('GET', `/api/v1/payment-intents/${needsAction}`, { as: m })).body.data.attributes.status,
+      'RequiresAction',
+    );
 
     const written = [ra1, ra2, rb1, sameA, keyTwiceA].map((r) => paymentOf(r!).id);
     const rows = await paymentXmins(t, written);
@@ -92,7 +127,14 @@ describe('authorizes in groups', () => {
     assert.equal(new Set(rows.map((r) => r.xmin)).size, 1, 'one transaction wrote the group');
     // Two authorizes of one wallet: the second was planned on what the first left (2,000 cents
     // of deposit money, the rest from the linked account).
-    assert.deepEqual([(await reserved(paymentOf(ra1!).id)).deposit, (await reserved(paymentOf(ra2!).id)).deposit, (await reserved(paymentOf(ra2!).id)).linked], [3000, 2000, 500]);
+    assert.deepEqual(
+      [
+        (await reserved(paymentOf(ra1!).id)).deposit,
+        (await reserved(paymentOf(ra2!).id)).deposit,
+        (await reserved(paymentOf(ra2!).id)).linked,
+      ],
+      [3000, 2000, 500],
+    );
     const ba = await balanceOf(t, m, a.wallet.id);
     assert.equal(ba.available.deposit, 0);
     assert.equal(ba.reserved.total, 5000);
@@ -124,8 +166,13 @@ describe('authorizes in groups', () => {
     const intents = await Promise.all([1000, 6666, 2000].map((amount) => intent(w.wallet.id, amount)));
     // A fault only this amount hits.
     await withRefusal(t, { table: 'payments', on: 'insert', when: 'new.amount = 6666' }, async () => {
-      const results = await Promise.all(intents.map((id, n) => authorize(id, { amount: [1000, 6666, 2000][n]!, idempotencyKey: `fault-${n}` })));
-      assert.deepEqual(results.map((r) => r.status), [201, 503, 201]);
+      const results = await Promise.all(
+        intents.map((id, n) => authorize(id, { amount: [1000, 6666, 2000][n]!, idempotencyKey: `fault-${n}` })),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [201, 503, 201],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await paymentXmins(t, [paymentOf(results[0]!).id, paymentOf(results[2]!).id]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

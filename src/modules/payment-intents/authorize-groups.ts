@@ -23,7 +23,13 @@ import type { Db } from '../../db/open.ts';
 import { WriteBatch } from '../../db/batch.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { checkedKeyOf, interpretKeyCheck, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  checkedKeyOf,
+  interpretKeyCheck,
+  withoutRepeatedKeys,
+  type IdempotencyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
 import { availableDebits } from '../payments/money.ts';
 import {
@@ -51,7 +57,10 @@ interface AuthorizeRequest {
   input: AuthorizeInput;
 }
 
-type Member = GroupMember<AuthorizeRequest, StoredOutcome> & { scope?: IdempotencyScope; ext?: Record<ClientCode, string> };
+type Member = GroupMember<AuthorizeRequest, StoredOutcome> & {
+  scope?: IdempotencyScope;
+  ext?: Record<ClientCode, string>;
+};
 
 const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => runGroup(members), {
   name: 'authorize',
@@ -60,7 +69,11 @@ const submit = groupCommit<AuthorizeRequest, StoredOutcome>((_db, members) => ru
 });
 
 /** Authorizes a payment intent: in the next group, or alone when it asks the outside world. */
-export function submitAuthorize(deps: AuthorizeDeps, serialize: Serialize, input: AuthorizeInput): Promise<StoredOutcome> {
+export function submitAuthorize(
+  deps: AuthorizeDeps,
+  serialize: Serialize,
+  input: AuthorizeInput,
+): Promise<StoredOutcome> {
   if (asksOutside(input.settings)) return authorize(deps, serialize, input);
   return submit(deps.db, { deps, serialize, input });
 }
@@ -80,7 +93,13 @@ async function runGroup(members: Member[]): Promise<void> {
       const now = group[0]!.deps.now();
       const reads = await q.readAuthorizeGroup(
         tx,
-        group.map((m) => Object.assign(checkedKeyOf(m.scope), { clientId: m.input.clientId, intentId: m.input.intentId, spend: m.input.applyWalletBalance })),
+        group.map((m) =>
+          Object.assign(checkedKeyOf(m.scope), {
+            clientId: m.input.clientId,
+            intentId: m.input.intentId,
+            spend: m.input.applyWalletBalance,
+          }),
+        ),
         now,
       );
       const running: { m: Member; intent: q.IntentRow; status: string; c: q.AuthorizeContext }[] = [];
@@ -178,7 +197,10 @@ async function runGroup(members: Member[]): Promise<void> {
 }
 
 /** What a reservation takes from the wallet's available balances (the shared array, in place). */
-function spend(accounts: [string, string, number][] | null, s: { merchantReward: number; accrueReward: number; deposit: number }): void {
+function spend(
+  accounts: [string, string, number][] | null,
+  s: { merchantReward: number; accrueReward: number; deposit: number },
+): void {
   const taken: Record<string, number | undefined> = availableDebits(s);
   for (const a of accounts ?? []) if (taken[a[1]]) a[2] -= taken[a[1]]!;
 }

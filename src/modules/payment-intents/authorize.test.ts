@@ -8,8 +8,24 @@ import { sql } from 'drizzle-orm';
 import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import type { CardProcessor } from '../../providers/card-processor.ts';
-import { BEFORE_THE_SUITE, createTestApp, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, createWallet, deposit, clearPending, fundedWallet, linkAccount } from '../../test/money.ts';
+import {
+  BEFORE_THE_SUITE,
+  createTestApp,
+  errorsOf,
+  type Merchant,
+  type Response,
+  type TestApp,
+} from '../../test/harness.ts';
+import {
+  approvedUser,
+  assertLedgerSound,
+  balanceOf,
+  createWallet,
+  deposit,
+  clearPending,
+  fundedWallet,
+  linkAccount,
+} from '../../test/money.ts';
 
 const intentBody = (attributes: Record<string, unknown>) => ({ data: { type: 'CreatePaymentIntent', attributes } });
 const authBody = (attributes: Record<string, unknown>) => ({ data: { type: 'AuthorizePaymentIntent', attributes } });
@@ -26,7 +42,9 @@ const authorizeReq = (t: TestApp, m: Merchant, intentId: string, attributes: Rec
 /** Charges the sandbox processor recorded for this merchant (one per processor reference). */
 async function charges(t: TestApp, clientId: string) {
   return rowsOf<{ reference: string; amount: number; outcome: string; calls: number }>(
-    await t.ctx.db.execute(sql`select reference, amount, outcome, calls from sandbox_processor_charges where client_id = ${clientId}`),
+    await t.ctx.db.execute(
+      sql`select reference, amount, outcome, calls from sandbox_processor_charges where client_id = ${clientId}`,
+    ),
   );
 }
 
@@ -47,7 +65,12 @@ describe('authorize', () => {
   test('201: the intent PromotedToPayment in data, the Created payment in included; the wallet money reserved', async () => {
     const { wallet } = await fundedWallet(t, m, 5000);
     const intentId = await intentFor(t, m, wallet.id, 3000);
-    const res = await authorizeReq(t, m, intentId, { amount: 3000, idempotencyKey: randomUUID(), reference: 'order-1', channel: 'web' });
+    const res = await authorizeReq(t, m, intentId, {
+      amount: 3000,
+      idempotencyKey: randomUUID(),
+      reference: 'order-1',
+      channel: 'web',
+    });
     assert.equal(res.status, 201, res.raw);
     assert.equal(res.body.data.type, 'PaymentIntent');
     assert.equal(res.body.data.attributes.status, 'PromotedToPayment');
@@ -68,12 +91,24 @@ describe('authorize', () => {
 
   test("channel in Accrue's object form {type, id} is recorded as type:id; a bad one is 400", async () => {
     const { wallet } = await fundedWallet(t, m, 5000);
-    const res = await authorizeReq(t, m, await intentFor(t, m, wallet.id, 500), { amount: 500, channel: { type: 'Store', id: 'nyc-store-1' } });
+    const res = await authorizeReq(t, m, await intentFor(t, m, wallet.id, 500), {
+      amount: 500,
+      channel: { type: 'Store', id: 'nyc-store-1' },
+    });
     assert.equal(res.status, 201, res.raw);
     assert.equal(res.body.included[0].attributes.channel, 'Store:nyc-store-1');
     const listed = await t.request('GET', '/api/v1/payments?filter[channel]=Store:nyc-store-1', { as: m });
-    assert.deepEqual(listed.body.data.map((p: { id: string }) => p.id), [res.body.included[0].id]);
-    for (const channel of [{ type: 'Kiosk', id: 'k1' }, { type: 'App' }, { type: 'App', id: '' }, { type: 'App', id: 'a', extra: 1 }, 7]) {
+    assert.deepEqual(
+      listed.body.data.map((p: { id: string }) => p.id),
+      [res.body.included[0].id],
+    );
+    for (const channel of [
+      { type: 'Kiosk', id: 'k1' },
+      { type: 'App' },
+      { type: 'App', id: '' },
+      { type: 'App', id: 'a', extra: 1 },
+      7,
+    ]) {
       const bad = await authorizeReq(t, m, await intentFor(t, m, wallet.id, 100), { amount: 100, channel });
       assert.equal(bad.status, 400, JSON.stringify(channel));
       assert.equal(errorsOf(bad)[0]!.code, 'ValidationError');
@@ -84,7 +119,13 @@ describe('authorize', () => {
     test('the same key and attributes replay the first success byte for byte', async () => {
       const { wallet } = await fundedWallet(t, m, 5000);
       const intentId = await intentFor(t, m, wallet.id, 1000);
-      const attrs = { amount: 1000, idempotencyKey: randomUUID(), reference: 'r', channel: 'pos', risk: { deviceSessionId: 'd1' } };
+      const attrs = {
+        amount: 1000,
+        idempotencyKey: randomUUID(),
+        reference: 'r',
+        channel: 'pos',
+        risk: { deviceSessionId: 'd1' },
+      };
       const first = await authorizeReq(t, m, intentId, attrs);
       assert.equal(first.status, 201);
       t.clock.advance(30_000);
@@ -100,7 +141,14 @@ describe('authorize', () => {
       const { wallet } = await fundedWallet(t, m, 5000);
       const intentId = await intentFor(t, m, wallet.id, 1000);
       const key = randomUUID();
-      const base = { amount: 1000, idempotencyKey: key, reference: 'r', channel: 'pos', risk: { deviceSessionId: 'd1' }, meta: { processor: { token: 'a' } } };
+      const base = {
+        amount: 1000,
+        idempotencyKey: key,
+        reference: 'r',
+        channel: 'pos',
+        risk: { deviceSessionId: 'd1' },
+        meta: { processor: { token: 'a' } },
+      };
       assert.equal((await authorizeReq(t, m, intentId, base)).status, 201);
       for (const changed of [
         { amount: 999 },
@@ -146,15 +194,27 @@ describe('authorize', () => {
     test('the spending order: merchant rewards, accrue rewards, deposit; then the linked account', async () => {
       const am = await t.createMerchant({ depositRewardBps: 1000 });
       const { wallet } = await fundedWallet(t, am, 1000); // +100 accrue
-      await t.request('POST', '/api/v1/rewards', { as: am, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 50, idempotencyKey: randomUUID() } } } });
+      await t.request('POST', '/api/v1/rewards', {
+        as: am,
+        body: {
+          data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 50, idempotencyKey: randomUUID() } },
+        },
+      });
       const intentId = await intentFor(t, am, wallet.id, 1400);
       const res = await authorizeReq(t, am, intentId, { amount: 1400 });
       assert.equal(res.status, 201, res.raw);
       const b = await balanceOf(t, am, wallet.id);
-      assert.deepEqual(b.available, { deposit: 0, reward: { accrue: 0, merchant: 0, total: 0 }, total: 0 }, 'the wallet is spent in full');
+      assert.deepEqual(
+        b.available,
+        { deposit: 0, reward: { accrue: 0, merchant: 0, total: 0 }, total: 0 },
+        'the wallet is spent in full',
+      );
       assert.equal(b.reserved.total, 1150, 'the rest (250) will come from the bank at capture');
       // Capturing less takes merchant rewards first and releases deposit money last.
-      const cap = await t.request('POST', `/api/v1/payments/${res.body.included[0].id}/capture`, { as: am, body: { data: { type: 'CapturePayment', attributes: { amount: 120 } } } });
+      const cap = await t.request('POST', `/api/v1/payments/${res.body.included[0].id}/capture`, {
+        as: am,
+        body: { data: { type: 'CapturePayment', attributes: { amount: 120 } } },
+      });
       assert.equal(cap.status, 200);
       const after = await balanceOf(t, am, wallet.id);
       assert.deepEqual(after.available, { deposit: 1000, reward: { accrue: 30, merchant: 0, total: 30 }, total: 1030 });
@@ -255,7 +315,11 @@ describe('authorize with the card processor', () => {
     const { wallet } = await fundedWallet(t, m, 5000);
     const intentId = await intentFor(t, m, wallet.id, 1000);
     const started = Date.now();
-    const res = await authorizeReq(t, m, intentId, { amount: 1000, idempotencyKey: randomUUID(), meta: { processor: { merchantToken: 'tok_1' } } });
+    const res = await authorizeReq(t, m, intentId, {
+      amount: 1000,
+      idempotencyKey: randomUUID(),
+      meta: { processor: { merchantToken: 'tok_1' } },
+    });
     assert.ok(Date.now() - started >= 150, 'waited for the processor');
     assert.equal(res.status, 201, res.raw);
     const meta = res.body.included[0].meta.processor;
@@ -278,8 +342,14 @@ describe('authorize with the card processor', () => {
     const [e] = errorsOf(res);
     assert.equal(e!.code, 'Failed');
     const paymentId = e!.meta.paymentId as string;
-    assert.equal((await t.request('GET', `/api/v1/payments/${paymentId}`, { as: m })).body.data.attributes.status, 'Failed');
-    assert.equal((await t.request('GET', `/api/v1/payment-intents/${intentId}`, { as: m })).body.data.attributes.status, 'Promotable');
+    assert.equal(
+      (await t.request('GET', `/api/v1/payments/${paymentId}`, { as: m })).body.data.attributes.status,
+      'Failed',
+    );
+    assert.equal(
+      (await t.request('GET', `/api/v1/payment-intents/${intentId}`, { as: m })).body.data.attributes.status,
+      'Promotable',
+    );
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.reserved.total, 0);
     assert.equal(b.available.deposit, 5000);
@@ -301,13 +371,17 @@ describe('authorize with the card processor', () => {
     const ok = await authorizeReq(t, m, intentId, { amount: 1200, idempotencyKey: randomUUID() });
     assert.equal(ok.status, 201, ok.raw);
     const failedId = errorsOf(declined)[0]!.meta.paymentId as string;
-    const theirs = (await t.request('GET', `/api/v1/payments?filter[paymentIntentId]=${intentId}`, { as: m })).body.data as { id: string }[];
+    const theirs = (await t.request('GET', `/api/v1/payments?filter[paymentIntentId]=${intentId}`, { as: m })).body
+      .data as { id: string }[];
     const acceptedId = theirs.find((p) => p.id !== failedId)!.id;
     const expected = [failedId, acceptedId].map((id) => ({ type: 'Payment', id }));
     const one = await t.request('GET', `/api/v1/payment-intents/${intentId}`, { as: m });
     assert.deepEqual(one.body.data.relationships.payments.data, expected);
     const list = await t.request('GET', '/api/v1/payment-intents?page[limit]=100', { as: m });
-    assert.deepEqual(list.body.data.find((i: { id: string }) => i.id === intentId).relationships.payments.data, expected);
+    assert.deepEqual(
+      list.body.data.find((i: { id: string }) => i.id === intentId).relationships.payments.data,
+      expected,
+    );
   });
 
   test('while the processor works: the same key is 409 IdempotencyKeyInUse, other requests 409 AlreadyExists; one charge', async () => {
@@ -353,7 +427,11 @@ describe('authorize with the card processor', () => {
       const lost = await authorizeReq(ft, fm, intentId, { amount: 1000, idempotencyKey: key });
       assert.equal(lost.status, 503);
       assert.equal(errorsOf(lost)[0]!.code, 'ServiceUnavailable');
-      assert.equal((await balanceOf(ft, fm, wallet.id)).reserved.total, 1000, 'the reservation stays with the open attempt');
+      assert.equal(
+        (await balanceOf(ft, fm, wallet.id)).reserved.total,
+        1000,
+        'the reservation stays with the open attempt',
+      );
       const early = await authorizeReq(ft, fm, intentId, { amount: 1000, idempotencyKey: key });
       assert.equal(early.status, 409, 'the attempt still belongs to its lease');
       down = false;
@@ -428,12 +506,17 @@ describe('authorize under concurrency', () => {
         }),
       );
       const statuses = results.map((r) => r.status);
-      assert.ok(statuses.every((s) => s === 201 || s === 200 || s === 409), statuses.join(','));
+      assert.ok(
+        statuses.every((s) => s === 201 || s === 200 || s === 409),
+        statuses.join(','),
+      );
       const created = results.filter((r) => r.status === 201 && r.headers['idempotent-replayed'] === undefined);
       assert.equal(created.length, 1, `exactly one authorization ran: ${statuses.join(',')}`);
       const paymentId = created[0]!.body.included[0].id;
-      for (const r of results.filter((x) => x.status === 200 || x.status === 201)) assert.equal(r.body.included[0].id, paymentId);
-      for (const r of results.filter((x) => x.status === 409)) assert.ok(['AlreadyExists', 'IdempotencyKeyInUse'].includes(errorsOf(r)[0]!.code));
+      for (const r of results.filter((x) => x.status === 200 || x.status === 201))
+        assert.equal(r.body.included[0].id, paymentId);
+      for (const r of results.filter((x) => x.status === 409))
+        assert.ok(['AlreadyExists', 'IdempotencyKeyInUse'].includes(errorsOf(r)[0]!.code));
       assert.equal((await activePayments(t, m, intentId)).length, 1);
       assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 2500, 'one reservation');
       if (processor) assert.equal((await charges(t, m.clientId)).length, 1, 'one charge');

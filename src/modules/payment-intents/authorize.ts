@@ -27,7 +27,15 @@ import type { Sourcing } from '../../db/schema.ts';
 import { refusedByLedger } from '../../ledger/post.ts';
 import { apiError } from '../../http/errors.ts';
 import { renderErrorDocument } from '../../http/error-handler.ts';
-import { checkKey, fingerprintOf, RETENTION_MS, runPreflight, storeOutcomePart, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  checkKey,
+  fingerprintOf,
+  RETENTION_MS,
+  runPreflight,
+  storeOutcomePart,
+  type IdempotencyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import { JSONAPI } from '../../http/schemas.ts';
 import { countMovement } from '../../observability/metrics.ts';
 import { clientAccountIds, type ClientCode } from '../../ledger/accounts.ts';
@@ -88,7 +96,17 @@ export interface AttemptRequest {
 
 /** The attributes an authorize key promises (decisions §4). */
 export function authorizeFingerprint(i: AuthorizeInput): string {
-  return fingerprintOf([i.intentId, { amount: i.amount, applyWalletBalance: i.applyWalletBalance, reference: i.reference, channel: i.channel, deviceSessionId: i.risk?.deviceSessionId, processor: i.processorMeta }]);
+  return fingerprintOf([
+    i.intentId,
+    {
+      amount: i.amount,
+      applyWalletBalance: i.applyWalletBalance,
+      reference: i.reference,
+      channel: i.channel,
+      deviceSessionId: i.risk?.deviceSessionId,
+      processor: i.processorMeta,
+    },
+  ]);
 }
 
 type Phase1 =
@@ -105,7 +123,9 @@ export const serializerOf =
     (reply.getSerializationFunction(String(status), JSONAPI) ?? JSON.stringify)(doc);
 
 export function scopeOfInput(i: AuthorizeInput): IdempotencyScope | undefined {
-  return i.idempotencyKey ? { clientId: i.clientId, operation: 'authorize', key: i.idempotencyKey, fingerprint: authorizeFingerprint(i) } : undefined;
+  return i.idempotencyKey
+    ? { clientId: i.clientId, operation: 'authorize', key: i.idempotencyKey, fingerprint: authorizeFingerprint(i) }
+    : undefined;
 }
 
 /** Whether authorizing asks the outside world (the card processor, the card issuer). */
@@ -128,24 +148,41 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
     if (intent.kind === 'replay') return intent;
     const status = effectiveStatus(intent.row, now);
     const authorizable = isAuthorizable(status);
-    const c = await q.authorizeContext(tx, { clientId: i.clientId, intent: intent.row, lockWallet: authorizable && i.applyWalletBalance });
+    const c = await q.authorizeContext(tx, {
+      clientId: i.clientId,
+      intent: intent.row,
+      lockWallet: authorizable && i.applyWalletBalance,
+    });
 
-    if (status === 'PromotedToPayment') return { kind: 'done', outcome: alreadyAuthorized(intent.row, c, deps.rc, now, serialize) };
+    if (status === 'PromotedToPayment')
+      return { kind: 'done', outcome: alreadyAuthorized(intent.row, c, deps.rc, now, serialize) };
     refuseUnauthorizable(status);
     if (c.openAttempt) {
       const open = payments.attemptFromJson(c.openAttempt);
       if (open.leaseUntil && open.leaseUntil > now) {
         if (scope && open.idempotencyKey === scope.key) {
-          if (open.fingerprint !== scope.fingerprint) throw apiError('IdempotencyKeyReused', undefined, { pointer: '/data/attributes/idempotencyKey' });
-          throw apiError('IdempotencyKeyInUse', 'This authorization is still waiting on the card processor or issuer; retry the same request.', { headers: { 'retry-after': '1' } });
+          if (open.fingerprint !== scope.fingerprint)
+            throw apiError('IdempotencyKeyReused', undefined, { pointer: '/data/attributes/idempotencyKey' });
+          throw apiError(
+            'IdempotencyKeyInUse',
+            'This authorization is still waiting on the card processor or issuer; retry the same request.',
+            { headers: { 'retry-after': '1' } },
+          );
         }
-        throw apiError('AlreadyExists', 'An authorization of this payment intent is still waiting on the card processor or issuer; retry the same request.', {
-          headers: { 'retry-after': '1' },
-        });
+        throw apiError(
+          'AlreadyExists',
+          'An authorization of this payment intent is still waiting on the card processor or issuer; retry the same request.',
+          {
+            headers: { 'retry-after': '1' },
+          },
+        );
       }
       // Its process died or an outside call failed: take it over and finish it with the same reference.
       const latency = (open.request as unknown as AttemptRequest).latencyMs;
-      await payments.updateAttempt(tx, open.id, { leaseUntil: new Date(now.getTime() + latency + deps.leaseMarginMs), updatedAt: now });
+      await payments.updateAttempt(tx, open.id, {
+        leaseUntil: new Date(now.getTime() + latency + deps.leaseMarginMs),
+        updatedAt: now,
+      });
       return { kind: 'call', attempt: open };
     }
 
@@ -154,20 +191,43 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
     const plan = planSourcing(intent.row, c, i);
     if (plan.kind === 'requires-action') {
       // The user must link an account: recorded on the intent, which now requires action (402).
-      const updated: q.IntentRow = { ...intent.row, status: 'RequiresAction', error: 'LinkedAccountMissing', updatedAt: now };
+      const updated: q.IntentRow = {
+        ...intent.row,
+        status: 'RequiresAction',
+        error: 'LinkedAccountMissing',
+        updatedAt: now,
+      };
       batch.add(q.updateIntentPart(updated.id, { status: updated.status, error: updated.error, updatedAt: now }));
       await emitIntent(tx, 'PaymentIntentUpdated', updated, deps.rc, now, { batch, paymentIds: c.paymentIds });
       await batch.flush(tx);
-      const doc = renderErrorDocument(apiError('Failed', plan.detail, { status: 402 }).items, `/api/v1/payment-intents/${intent.row.id}/authorize`, {
-        environment: deps.environment,
-        now: () => now,
-      });
+      const doc = renderErrorDocument(
+        apiError('Failed', plan.detail, { status: 402 }).items,
+        `/api/v1/payment-intents/${intent.row.id}/authorize`,
+        {
+          environment: deps.environment,
+          now: () => now,
+        },
+      );
       return { kind: 'done', outcome: { status: 402, body: doc, replayed: false, requiresAction: true } };
     }
     const { sourcing } = plan;
     const { attemptId, request, locked } = await reserve(tx, { i, intent: intent.row, c, plan, now, batch });
     if (!request.processor && request.rail !== 'card') {
-      const { outcome } = await approve(tx, { intent: intent.row, paymentIds: c.paymentIds, attemptId, request, sourcing, answer: undefined, scope, deps, ext, now, serialize, batch, locked });
+      const { outcome } = await approve(tx, {
+        intent: intent.row,
+        paymentIds: c.paymentIds,
+        attemptId,
+        request,
+        sourcing,
+        answer: undefined,
+        scope,
+        deps,
+        ext,
+        now,
+        serialize,
+        batch,
+        locked,
+      });
       await flushMoney(tx, batch);
       return { kind: 'done', outcome };
     }
@@ -196,12 +256,25 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
 }
 
 /** 409: another authorize of the intent holds its lock. */
-export const alreadyRunning = () => apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', { headers: { 'retry-after': '1' } });
+export const alreadyRunning = () =>
+  apiError('AlreadyExists', 'Another authorization of this payment intent is running; retry the same request.', {
+    headers: { 'retry-after': '1' },
+  });
 
 /** Already authorized: the active payment, without authorizing again (spec rule 1). */
-export function alreadyAuthorized(intent: q.IntentRow, c: q.AuthorizeContext, rc: RenderContext, now: Date, serialize: Serialize): StoredOutcome {
+export function alreadyAuthorized(
+  intent: q.IntentRow,
+  c: q.AuthorizeContext,
+  rc: RenderContext,
+  now: Date,
+  serialize: Serialize,
+): StoredOutcome {
   const payment = payments.paymentFromJson(c.activePayment!);
-  return { status: 200, body: serialize(200, successDocument(intent, c.paymentIds, payment, rc, now)), replayed: false };
+  return {
+    status: 200,
+    body: serialize(200, successDocument(intent, c.paymentIds, payment, rc, now)),
+    replayed: false,
+  };
 }
 
 /** Only a Promotable or RequiresAction intent can be authorized. */
@@ -216,7 +289,12 @@ export function refuseUnauthorizable(status: string): void {
  * The intent, locked without waiting (a concurrent authorize of it holds the lock: 409
  * AlreadyExists), read in the same statement as the idempotency key's check when there is one.
  */
-async function lockIntent(tx: Tx, scope: IdempotencyScope | undefined, i: AuthorizeInput, now: Date): Promise<{ kind: 'replay'; outcome: StoredOutcome } | { kind: 'row'; row: q.IntentRow }> {
+async function lockIntent(
+  tx: Tx,
+  scope: IdempotencyScope | undefined,
+  i: AuthorizeInput,
+  now: Date,
+): Promise<{ kind: 'replay'; outcome: StoredOutcome } | { kind: 'row'; row: q.IntentRow }> {
   const preflight = q.lockIntentPreflight(i.clientId, i.intentId);
   let raw: Record<string, unknown> | undefined;
   try {
@@ -255,7 +333,11 @@ async function flushMoney(tx: Tx, batch: WriteBatch): Promise<void> {
 
 /** Over the intent's amount: 402. */
 export function refuseOverAmount(intent: q.IntentRow, i: AuthorizeInput): void {
-  if (i.amount > intent.amount) throw apiError('Failed', `\`amount\` is more than the intent's ${intent.amount} cents.`, { status: 402, pointer: '/data/attributes/amount' });
+  if (i.amount > intent.amount)
+    throw apiError('Failed', `\`amount\` is more than the intent's ${intent.amount} cents.`, {
+      status: 402,
+      pointer: '/data/attributes/amount',
+    });
 }
 
 /**
@@ -264,12 +346,29 @@ export function refuseOverAmount(intent: q.IntentRow, i: AuthorizeInput): void {
  */
 export async function reserve(
   tx: Tx,
-  r: { i: AuthorizeInput; intent: q.IntentRow; c: q.AuthorizeContext; plan: Plan & { kind: 'ok' }; now: Date; batch: WriteBatch },
+  r: {
+    i: AuthorizeInput;
+    intent: q.IntentRow;
+    c: q.AuthorizeContext;
+    plan: Plan & { kind: 'ok' };
+    now: Date;
+    batch: WriteBatch;
+  },
 ): Promise<{ attemptId: string; request: AttemptRequest; locked: ReadonlySet<string> }> {
   const { i, intent, plan } = r;
   const attemptId = uuidv7();
   const locked = new Set((r.c.walletAccounts ?? []).map(([id]) => id));
-  if (intent.walletId) await reserveWallet(tx, { clientId: i.clientId, refType: 'attempt', refId: attemptId, now: r.now, walletId: intent.walletId, sourcing: plan.sourcing, batch: r.batch, locked });
+  if (intent.walletId)
+    await reserveWallet(tx, {
+      clientId: i.clientId,
+      refType: 'attempt',
+      refId: attemptId,
+      now: r.now,
+      walletId: intent.walletId,
+      sourcing: plan.sourcing,
+      batch: r.batch,
+      locked,
+    });
   const request: AttemptRequest = {
     amount: i.amount,
     channel: i.channel ?? null,
@@ -284,20 +383,27 @@ export async function reserve(
   return { attemptId, request, locked };
 }
 
-export type Plan = { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null } | { kind: 'requires-action'; detail: string };
+export type Plan =
+  | { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null }
+  | { kind: 'requires-action'; detail: string };
 
 /** Where the money comes from, with the limits of decisions §8, from the locked balances. */
 export function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeInput): Plan {
   if (intent.giftId) {
     // Gift intents skip KYC; authorize does not touch the gift (its card is spent later).
     const left = c.giftAvailable ?? 0;
-    if (i.amount > left) throw apiError('Failed', `The gift has ${left} cents left.`, { status: 402, pointer: '/data/attributes/amount' });
+    if (i.amount > left)
+      throw apiError('Failed', `The gift has ${left} cents left.`, { status: 402, pointer: '/data/attributes/amount' });
     return { kind: 'ok', sourcing: { ...NO_SOURCING, gift: i.amount }, linkedAccountId: null };
   }
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
-  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
+  if (c.kycStatus !== 'Approved')
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
   const buckets = Object.fromEntries((c.walletAccounts ?? []).map(([, code, balance]) => [code, balance])) as Buckets;
-  const sourcing = planWalletSourcing(buckets, i.amount, { applyWalletBalance: i.applyWalletBalance, rewardMinimumPurchase: i.settings.rewardMinimumPurchase });
+  const sourcing = planWalletSourcing(buckets, i.amount, {
+    applyWalletBalance: i.applyWalletBalance,
+    rewardMinimumPurchase: i.settings.rewardMinimumPurchase,
+  });
   if (sourcing.linked === 0) return { kind: 'ok', sourcing, linkedAccountId: null };
   if (!c.linkedAccountId) {
     return {
@@ -306,10 +412,14 @@ export function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: Auth
     };
   }
   if (sourcing.linked > i.settings.bankFundingLimit) {
-    throw apiError('Failed', `\`amount\` is more than the intent's upper limit (the wallet's ${i.amount - sourcing.linked} cents plus ${i.settings.bankFundingLimit} from the bank).`, {
-      status: 402,
-      pointer: '/data/attributes/amount',
-    });
+    throw apiError(
+      'Failed',
+      `\`amount\` is more than the intent's upper limit (the wallet's ${i.amount - sourcing.linked} cents plus ${i.settings.bankFundingLimit} from the bank).`,
+      {
+        status: 402,
+        pointer: '/data/attributes/amount',
+      },
+    );
   }
   return { kind: 'ok', sourcing, linkedAccountId: c.linkedAccountId };
 }
@@ -335,7 +445,6 @@ export interface Decision {
 }
 
 type Decided = { outcome: StoredOutcome; payment: payments.PaymentRow };
-
 
 /** The payment an authorization decision creates; what differs between outcomes is given. */
 function newPaymentRow(
@@ -377,7 +486,11 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
   let payment = newPaymentRow(d, {
     status: 'Created',
     sourcing: d.sourcing,
-    processor: d.answer ? { request: request.processorMeta, response: d.answer.data } : request.processorMeta ? { request: request.processorMeta } : null,
+    processor: d.answer
+      ? { request: request.processorMeta, response: d.answer.data }
+      : request.processorMeta
+        ? { request: request.processorMeta }
+        : null,
     failureReason: null,
     expiresAt: new Date(now.getTime() + AUTHORIZATION_LIFETIME_MS),
   });
@@ -406,7 +519,14 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
   batch.add(q.updateIntentPart(intent.id, { status: promoted.status, error: null, updatedAt: now }));
   await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now, batch);
   if (request.rail === 'bank' && request.captureMode === 'automatic') {
-    payment = await captureBankPayment(tx, payment, payment.amount, { clientId: intent.clientId, rc: d.deps.rc, now, ext: d.ext, batch, locked: d.locked });
+    payment = await captureBankPayment(tx, payment, payment.amount, {
+      clientId: intent.clientId,
+      rc: d.deps.rc,
+      now,
+      ext: d.ext,
+      batch,
+      locked: d.locked,
+    });
   }
   await emitIntent(tx, 'PaymentIntentUpdated', promoted, d.deps.rc, now, { batch, paymentIds });
   const body = d.serialize(201, successDocument(promoted, paymentIds, payment, d.deps.rc, now));
@@ -419,7 +539,15 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
 async function decline(tx: Tx, d: Decision): Promise<Decided> {
   const { intent, request, now, batch } = d;
   if (intent.walletId) {
-    await releaseWallet(tx, { clientId: intent.clientId, refType: 'attempt', refId: d.attemptId, now, walletId: intent.walletId, sourcing: d.sourcing, batch });
+    await releaseWallet(tx, {
+      clientId: intent.clientId,
+      refType: 'attempt',
+      refId: d.attemptId,
+      now,
+      walletId: intent.walletId,
+      sourcing: d.sourcing,
+      batch,
+    });
   }
   const payment = newPaymentRow(d, {
     status: 'Failed',
@@ -431,10 +559,14 @@ async function decline(tx: Tx, d: Decision): Promise<Decided> {
   batch.add(payments.insertPaymentPart(payment));
   await emitPayment(tx, 'PaymentCreated', payment, d.deps.rc, now, batch);
   const body = renderErrorDocument(
-    apiError('Failed', `The card processor declined the authorization (${d.answer!.code}); the payment is Failed and the intent can be authorized again.`, {
-      status: 402,
-      meta: { paymentId: payment.id },
-    }).items,
+    apiError(
+      'Failed',
+      `The card processor declined the authorization (${d.answer!.code}); the payment is Failed and the intent can be authorized again.`,
+      {
+        status: 402,
+        meta: { paymentId: payment.id },
+      },
+    ).items,
     `/api/v1/payment-intents/${intent.id}/authorize`,
     { environment: d.deps.environment, now: () => now },
   );
@@ -458,14 +590,26 @@ export async function finishAttempt(
   let card: IssuedCard | undefined;
   try {
     if (request.processor !== false) {
-      answer = await deps.processor.authorize({ reference: attempt.id, clientId: attempt.clientId, amount: attempt.amount, latencyMs: request.latencyMs, meta: request.processorMeta ?? undefined });
+      answer = await deps.processor.authorize({
+        reference: attempt.id,
+        clientId: attempt.clientId,
+        amount: attempt.amount,
+        latencyMs: request.latencyMs,
+        meta: request.processorMeta ?? undefined,
+      });
     }
     // The single-use card for exactly the authorized amount; the same card for the same reference.
-    if (request.rail === 'card' && answer?.approved !== false) card = await deps.issuer.issue({ reference: attempt.id, amount: attempt.amount, now: deps.now() });
+    if (request.rail === 'card' && answer?.approved !== false)
+      card = await deps.issuer.issue({ reference: attempt.id, amount: attempt.amount, now: deps.now() });
   } catch (err) {
     // Unknown what happened outside: the attempt stays open and is finished on retry or recovery.
-    deps.log.warn({ err, attemptId: attempt.id }, 'the card processor or issuer did not answer; the authorization will be retried');
-    throw apiError('ServiceUnavailable', 'The card processor or issuer did not answer; retry the same request.', { headers: { 'retry-after': '2' } });
+    deps.log.warn(
+      { err, attemptId: attempt.id },
+      'the card processor or issuer did not answer; the authorization will be retried',
+    );
+    throw apiError('ServiceUnavailable', 'The card processor or issuer did not answer; retry the same request.', {
+      headers: { 'retry-after': '2' },
+    });
   }
   const approved = answer?.approved ?? true;
   const accounts = ext ?? (await clientAccountIds(deps.db, attempt.clientId));
@@ -480,9 +624,30 @@ export async function finishAttempt(
     }
     const paymentIds = await payments.paymentIdsOfIntent(tx, intent.id);
     const batch = new WriteBatch();
-    const d: Decision = { intent, paymentIds, attemptId: attempt.id, request, sourcing: attempt.sourcing, answer, card, scope: scopeOf(attempt, scope), deps, ext: accounts, now, serialize, batch };
+    const d: Decision = {
+      intent,
+      paymentIds,
+      attemptId: attempt.id,
+      request,
+      sourcing: attempt.sourcing,
+      answer,
+      card,
+      scope: scopeOf(attempt, scope),
+      deps,
+      ext: accounts,
+      now,
+      serialize,
+      batch,
+    };
     const { outcome, payment } = approved ? await approve(tx, d) : await decline(tx, d);
-    batch.add(payments.updateAttemptPart(attempt.id, { state: approved ? 'succeeded' : 'declined', leaseUntil: null, paymentId: approved ? payment.id : null, updatedAt: now }));
+    batch.add(
+      payments.updateAttemptPart(attempt.id, {
+        state: approved ? 'succeeded' : 'declined',
+        leaseUntil: null,
+        paymentId: approved ? payment.id : null,
+        updatedAt: now,
+      }),
+    );
     await batch.flush(tx);
     return outcome;
   });
@@ -492,10 +657,21 @@ export async function finishAttempt(
 function scopeOf(attempt: payments.AttemptRow, scope: IdempotencyScope | undefined): IdempotencyScope | undefined {
   if (scope) return scope;
   if (!attempt.idempotencyKey) return undefined;
-  return { clientId: attempt.clientId, operation: 'authorize', key: attempt.idempotencyKey, fingerprint: attempt.fingerprint };
+  return {
+    clientId: attempt.clientId,
+    operation: 'authorize',
+    key: attempt.idempotencyKey,
+    fingerprint: attempt.fingerprint,
+  };
 }
 
-async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: AuthorizeDeps, serialize: Serialize, now: Date): Promise<StoredOutcome> {
+async function recordedOutcome(
+  tx: Tx,
+  attempt: payments.AttemptRow,
+  deps: AuthorizeDeps,
+  serialize: Serialize,
+  now: Date,
+): Promise<StoredOutcome> {
   const intent = (await q.findIntent(tx, attempt.clientId, attempt.intentId))!;
   if (attempt.state === 'succeeded') {
     const payment = (await payments.findPayment(tx, attempt.clientId, attempt.paymentId!))!;
@@ -504,23 +680,41 @@ async function recordedOutcome(tx: Tx, attempt: payments.AttemptRow, deps: Autho
   }
   return {
     status: 402,
-    body: renderErrorDocument(apiError('Failed', 'The card processor declined the authorization.', { status: 402 }).items, `/api/v1/payment-intents/${intent.id}/authorize`, {
-      environment: deps.environment,
-      now: () => now,
-    }),
+    body: renderErrorDocument(
+      apiError('Failed', 'The card processor declined the authorization.', { status: 402 }).items,
+      `/api/v1/payment-intents/${intent.id}/authorize`,
+      {
+        environment: deps.environment,
+        now: () => now,
+      },
+    ),
     replayed: true,
   };
 }
 
 /** 201/200 body: the intent in data, the payment (with the processor's data) in included. */
-function successDocument(intent: q.IntentRow, paymentIds: string[], payment: payments.PaymentRow, rc: RenderContext, now: Date) {
-  return { data: intentResource(intent, paymentIds, rc.baseUrl, now), included: [paymentResource(payment, rc, { withProcessor: true })] };
+function successDocument(
+  intent: q.IntentRow,
+  paymentIds: string[],
+  payment: payments.PaymentRow,
+  rc: RenderContext,
+  now: Date,
+) {
+  return {
+    data: intentResource(intent, paymentIds, rc.baseUrl, now),
+    included: [paymentResource(payment, rc, { withProcessor: true })],
+  };
 }
 
 /** Job: attempts whose process died are finished (same processor reference, no new charge). */
 export async function recoverAttempts(deps: AuthorizeDeps): Promise<number> {
   const now = deps.now();
-  const orphaned = await payments.claimOrphanedAttempts(deps.db, now, new Date(now.getTime() + 60_000 + deps.leaseMarginMs), 20);
+  const orphaned = await payments.claimOrphanedAttempts(
+    deps.db,
+    now,
+    new Date(now.getTime() + 60_000 + deps.leaseMarginMs),
+    20,
+  );
   let done = 0;
   for (const attempt of orphaned) {
     await finishAttempt(deps, attempt, undefined, (_s, doc) => JSON.stringify(doc)).then(

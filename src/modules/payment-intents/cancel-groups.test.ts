@@ -23,11 +23,17 @@ describe('payment intent cancels in groups', () => {
 
   const cancel = (intentId: string) => t.request('POST', `/api/v1/payment-intents/${intentId}/cancel`, { as: m });
   const authorize = async (intentId: string, amount: number) => {
-    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
+    const res = await t.request('POST', `/api/v1/payment-intents/${intentId}/authorize`, {
+      as: m,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } },
+    });
     assert.equal(res.status, 201, res.raw);
     return res.body.included[0].id as string;
   };
-  const intentXmins = async (ids: string[]) => rowsOf<{ xmin: string }>(await t.ctx.db.execute(sql`select xmin::text as xmin from payment_intents where id in ${ids}`));
+  const intentXmins = async (ids: string[]) =>
+    rowsOf<{ xmin: string }>(
+      await t.ctx.db.execute(sql`select xmin::text as xmin from payment_intents where id in ${ids}`),
+    );
 
   test('cancels sent together share one transaction, and each gets its own outcome', async () => {
     const w = await fundedWallet(t, m, 5000);
@@ -40,10 +46,21 @@ describe('payment intent cancels in groups', () => {
     ];
     const payment = await authorize(promoted, 1000);
     const spent = await authorize(captured, 400);
-    const cap = await t.request('POST', `/api/v1/payments/${spent}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 400 } } } });
+    const cap = await t.request('POST', `/api/v1/payments/${spent}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 400 } } },
+    });
     assert.equal(cap.status, 200, cap.raw);
     assert.equal((await balanceOf(t, m, w.wallet.id)).reserved.total, 1000);
-    const [r1, r2, first, second, rp, missing, rc] = await Promise.all([cancel(open1), cancel(open2), cancel(twice), cancel(twice), cancel(promoted), cancel(randomUUID()), cancel(captured)]);
+    const [r1, r2, first, second, rp, missing, rc] = await Promise.all([
+      cancel(open1),
+      cancel(open2),
+      cancel(twice),
+      cancel(twice),
+      cancel(promoted),
+      cancel(randomUUID()),
+      cancel(captured),
+    ]);
     for (const r of [r1, r2, first, rp]) {
       assert.equal(r!.status, 200, r!.raw);
       assert.equal(r!.body.data.attributes.status, 'Canceled');
@@ -56,7 +73,11 @@ describe('payment intent cancels in groups', () => {
 
     const xmins = [...(await intentXmins([open1, open2, twice, promoted])), ...(await paymentXmins(t, [payment]))];
     assert.equal(xmins.length, 5);
-    assert.equal(new Set(xmins.map((r) => r.xmin)).size, 1, 'one transaction wrote the group, the promoted intent with its payment');
+    assert.equal(
+      new Set(xmins.map((r) => r.xmin)).size,
+      1,
+      'one transaction wrote the group, the promoted intent with its payment',
+    );
     const payments = await t.request('GET', `/api/v1/payments/${payment}`, { as: m });
     assert.equal(payments.body.data.attributes.status, 'Canceled');
     const b = await balanceOf(t, m, w.wallet.id);
@@ -67,11 +88,18 @@ describe('payment intent cancels in groups', () => {
 
   test('a group the database fails: each cancel runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
-    const intents = [await intentFor(t, m, w.wallet.id, 1000), await intentFor(t, m, w.wallet.id, 4444), await intentFor(t, m, w.wallet.id, 2000)];
+    const intents = [
+      await intentFor(t, m, w.wallet.id, 1000),
+      await intentFor(t, m, w.wallet.id, 4444),
+      await intentFor(t, m, w.wallet.id, 2000),
+    ];
     // A fault only this amount hits.
     await withRefusal(t, { table: 'payment_intents', on: 'update', when: 'new.amount = 4444' }, async () => {
       const results = await Promise.all(intents.map((id) => cancel(id)));
-      assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 503, 200],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await intentXmins([intents[0]!, intents[2]!]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

@@ -34,26 +34,43 @@ type Member = GroupMember<CancelIntentInput, CanceledIntent>;
 export const submitIntentCancel = groupCommit<CancelIntentInput, CanceledIntent>(runGroup, { name: 'intent_cancel' });
 
 function runGroup(db: Db, members: Member[]): Promise<void> {
-  return runRowGroup(db, members, (m) => m.intentId, async (tx, group) => {
-    const settle: (() => void)[] = [];
-    const intents = new Map((await q.lockIntents(tx, group)).map((i) => [i.id, i]));
-    const paymentIds = await paymentIdsOfIntents(tx, [...intents.keys()]);
-    const promoted = group.flatMap((m) => {
-      const i = intents.get(m.intentId);
-      return i && effectiveStatus(i, m.now) === 'PromotedToPayment' ? [i.id] : [];
-    });
-    const payments = promoted.length > 0 ? await lockActivePayments(tx, promoted) : new Map<string, PaymentRow>();
-    const held = new Set<string>();
-    for (const p of payments.values()) if (p.status === 'Created') for (const id of await releasedAccounts(tx, p)) held.add(id);
-    if (held.size > 1) await lockAccounts(tx, [...held].sort());
-    const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
-      const intent = intents.get(m.intentId);
-      if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${m.intentId}.`);
-      const ids = paymentIds.get(intent.id)!;
-      const canceled = await cancelLockedIntent(tx, intent, { ...m, paymentIds: ids, payment: payments.get(intent.id), held, batch });
-      return { intent: canceled, paymentIds: ids };
-    });
-    await WriteBatch.merged(batches).flushWithCommit(tx);
-    return settle;
-  });
+  return runRowGroup(
+    db,
+    members,
+    (m) => m.intentId,
+    async (tx, group) => {
+      const settle: (() => void)[] = [];
+      const intents = new Map((await q.lockIntents(tx, group)).map((i) => [i.id, i]));
+      const paymentIds = await paymentIdsOfIntents(tx, [...intents.keys()]);
+      const promoted = group.flatMap((m) => {
+        const i = intents.get(m.intentId);
+        return i && effectiveStatus(i, m.now) === 'PromotedToPayment' ? [i.id] : [];
+      });
+      const payments = promoted.length > 0 ? await lockActivePayments(tx, promoted) : new Map<string, PaymentRow>();
+      const held = new Set<string>();
+      for (const p of payments.values())
+        if (p.status === 'Created') for (const id of await releasedAccounts(tx, p)) held.add(id);
+      if (held.size > 1) await lockAccounts(tx, [...held].sort());
+      const batches = await decideEach(
+        group,
+        settle,
+        (err) => err instanceof ApiError,
+        async (m, batch) => {
+          const intent = intents.get(m.intentId);
+          if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${m.intentId}.`);
+          const ids = paymentIds.get(intent.id)!;
+          const canceled = await cancelLockedIntent(tx, intent, {
+            ...m,
+            paymentIds: ids,
+            payment: payments.get(intent.id),
+            held,
+            batch,
+          });
+          return { intent: canceled, paymentIds: ids };
+        },
+      );
+      await WriteBatch.merged(batches).flushWithCommit(tx);
+      return settle;
+    },
+  );
 }

@@ -34,7 +34,12 @@ export interface CreateIntentInput {
 }
 
 /** The balance block: what the wallet can put toward this amount, and the most it may authorize. */
-export function walletBalanceBlock(buckets: Buckets, connected: boolean, amount: number, settings: AuthenticatedClient['settings']) {
+export function walletBalanceBlock(
+  buckets: Buckets,
+  connected: boolean,
+  amount: number,
+  settings: AuthenticatedClient['settings'],
+) {
   const b = walletBalance(buckets, { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
   return {
     available: b.available.total,
@@ -61,7 +66,11 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
   }
   if (i.walletId) {
     const wallet = await q.walletIntentContext(db, i.client.id, i.walletId);
-    if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
+    if (!wallet)
+      throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, {
+        status: 400,
+        pointer: '/data/attributes/walletId',
+      });
     const batch = new WriteBatch();
     const intent = await writeIntent(db, batch, i, { wallet });
     await submitIntentWrite(db, batch);
@@ -76,11 +85,16 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
       try {
         checkBarcode(barcode, i.now);
       } catch (err) {
-        (err as { items?: { source?: unknown }[] }).items?.forEach((item) => (item.source = { pointer: '/data/attributes/lookUpId' }));
+        (err as { items?: { source?: unknown }[] }).items?.forEach(
+          (item) => (item.source = { pointer: '/data/attributes/lookUpId' }),
+        );
         throw err;
       }
       await incrementBarcodeUse(tx, barcode.id, i.now);
-      intent = await writeIntent(tx, batch, i, { wallet: (await q.walletIntentContext(tx, i.client.id, barcode.walletId))!, initiator: 'Customer' });
+      intent = await writeIntent(tx, batch, i, {
+        wallet: (await q.walletIntentContext(tx, i.client.id, barcode.walletId))!,
+        initiator: 'Customer',
+      });
     } else {
       const gift = await findGift(tx, i.client.id, i.lookUpId!);
       if (!gift) throw apiError('LookUpIdNotFound', undefined, { pointer: '/data/attributes/lookUpId' });
@@ -145,12 +159,19 @@ export async function getIntent(db: Executor, opts: { clientId: string; intentId
   return intent;
 }
 
-export async function listIntents(db: Executor, opts: { clientId: string; filters: q.IntentFilters; sort: SortKey<q.IntentSortField>[]; page: Page; now: Date }) {
+export async function listIntents(
+  db: Executor,
+  opts: { clientId: string; filters: q.IntentFilters; sort: SortKey<q.IntentSortField>[]; page: Page; now: Date },
+) {
   return q.listIntentRows(db, opts.clientId, opts.filters, opts.sort, opts.page, opts.now);
 }
 
 /** The balance block recomputed now (include=balance on lists). */
-export async function refreshBalance(db: Executor, intent: q.IntentRow, client: AuthenticatedClient): Promise<q.IntentRow['balance']> {
+export async function refreshBalance(
+  db: Executor,
+  intent: q.IntentRow,
+  client: AuthenticatedClient,
+): Promise<q.IntentRow['balance']> {
   if (intent.giftId) {
     const left = await giftAvailable(db, intent.giftId);
     return { available: left, eligibleReward: 0, upperLimit: left };
@@ -179,14 +200,29 @@ export interface CancelIntentInput {
 export async function cancelLockedIntent(
   tx: Executor,
   intent: q.IntentRow,
-  c: CancelIntentInput & { paymentIds: string[]; payment: PaymentRow | undefined; held: ReadonlySet<string>; batch: WriteBatch },
+  c: CancelIntentInput & {
+    paymentIds: string[];
+    payment: PaymentRow | undefined;
+    held: ReadonlySet<string>;
+    batch: WriteBatch;
+  },
 ): Promise<q.IntentRow> {
   const status = effectiveStatus(intent, c.now);
   if (status === 'PromotedToPayment') {
     if (!c.payment || c.payment.status !== 'Created') {
-      throw apiError('IllegalOperation', `The intent's payment is ${c.payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`);
+      throw apiError(
+        'IllegalOperation',
+        `The intent's payment is ${c.payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`,
+      );
     }
-    await cancelCreatedPayment(tx, c.payment, { clientId: c.clientId, rc: c.rc, now: c.now, reason: 'The payment intent was canceled.', batch: c.batch, locked: c.held });
+    await cancelCreatedPayment(tx, c.payment, {
+      clientId: c.clientId,
+      rc: c.rc,
+      now: c.now,
+      reason: 'The payment intent was canceled.',
+      batch: c.batch,
+      locked: c.held,
+    });
   } else if (!CANCELABLE.has(status)) {
     throw apiError('IllegalOperation', `A ${status} payment intent cannot be canceled.`);
   }

@@ -9,8 +9,25 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { kycApplication, webhookBody } from '../../test/fixtures.ts';
-import { createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type Response, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
+import {
+  createTestApp,
+  LOCAL_RECEIVERS,
+  createUser,
+  errorsOf,
+  type Merchant,
+  type Response,
+  type TestApp,
+} from '../../test/harness.ts';
+import {
+  approvedUser,
+  assertLedgerSound,
+  balanceOf,
+  clearPending,
+  createWallet,
+  deposit,
+  fundedWallet,
+  linkAccount,
+} from '../../test/money.ts';
 import { startReceiver } from '../../test/receiver.ts';
 import { genericPlan } from '../../test/plans.ts';
 import { intentTotal, lockDueExpiries } from './sql.ts';
@@ -18,11 +35,21 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 
 const UNKNOWN_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
 const BANK_FUNDING_LIMIT = 500_000; // the default setting
-const ADDRESS = { street: '1 Main St', street2: 'Suite 4', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' };
+const ADDRESS = {
+  street: '1 Main St',
+  street2: 'Suite 4',
+  city: 'Springfield',
+  state: 'IL',
+  postalCode: '62701',
+  country: 'US',
+};
 
-const intentBody = (attributes: Record<string, unknown>, type = 'CreatePaymentIntent') => ({ data: { type, attributes } });
+const intentBody = (attributes: Record<string, unknown>, type = 'CreatePaymentIntent') => ({
+  data: { type, attributes },
+});
 
-const postIntent = (t: TestApp, m: Merchant, attributes: Record<string, unknown>) => t.request('POST', '/api/v1/payment-intents', { as: m, body: intentBody(attributes) });
+const postIntent = (t: TestApp, m: Merchant, attributes: Record<string, unknown>) =>
+  t.request('POST', '/api/v1/payment-intents', { as: m, body: intentBody(attributes) });
 
 async function createIntent(t: TestApp, m: Merchant, attributes: Record<string, unknown>) {
   const res = await postIntent(t, m, attributes);
@@ -36,12 +63,17 @@ async function getIntent(t: TestApp, m: Merchant, id: string, query = '') {
   return res.body;
 }
 
-const statusOf = async (t: TestApp, m: Merchant, id: string) => (await getIntent(t, m, id)).data.attributes.status as string;
+const statusOf = async (t: TestApp, m: Merchant, id: string) =>
+  (await getIntent(t, m, id)).data.attributes.status as string;
 
-const cancel = (t: TestApp, m: Merchant, id: string) => t.request('POST', `/api/v1/payment-intents/${id}/cancel`, { as: m });
+const cancel = (t: TestApp, m: Merchant, id: string) =>
+  t.request('POST', `/api/v1/payment-intents/${id}/cancel`, { as: m });
 
 const authorizeReq = (t: TestApp, m: Merchant, id: string, amount: number) =>
-  t.request('POST', `/api/v1/payment-intents/${id}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID() } } } });
+  t.request('POST', `/api/v1/payment-intents/${id}/authorize`, {
+    as: m,
+    body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID() } } },
+  });
 
 /** Authorizes (only to reach PromotedToPayment); returns the created payment. */
 async function authorize(t: TestApp, m: Merchant, id: string, amount: number) {
@@ -58,7 +90,12 @@ async function paymentOf(t: TestApp, m: Merchant, paymentId: string) {
   return res.body.data as { id: string; attributes: Record<string, any> };
 }
 
-async function barcode(t: TestApp, m: Merchant, walletId: string, attributes?: Record<string, unknown>): Promise<string> {
+async function barcode(
+  t: TestApp,
+  m: Merchant,
+  walletId: string,
+  attributes?: Record<string, unknown>,
+): Promise<string> {
   const res = await t.request('POST', `/api/v1/simulation/wallets/${walletId}/barcodes`, {
     as: m,
     ...(attributes ? { body: { data: { type: 'WalletBarcode', attributes } } } : {}),
@@ -68,25 +105,46 @@ async function barcode(t: TestApp, m: Merchant, walletId: string, attributes?: R
 }
 
 async function gift(t: TestApp, m: Merchant, amount: number): Promise<string> {
-  const res = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount } } } });
+  const res = await t.request('POST', '/api/v1/simulation/gifts', {
+    as: m,
+    body: { data: { type: 'Gift', attributes: { amount } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data.id;
 }
 
-const giftLeft = async (t: TestApp, m: Merchant, lookUpId: string) => (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: m })).body.data.attributes.available as number;
+const giftLeft = async (t: TestApp, m: Merchant, lookUpId: string) =>
+  (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: m })).body.data.attributes.available as number;
 
 async function issueReward(t: TestApp, m: Merchant, walletId: string, amount: number) {
-  const res = await t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: randomUUID() } } } });
+  const res = await t.request('POST', '/api/v1/rewards', {
+    as: m,
+    body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: randomUUID() } } },
+  });
   assert.equal(res.status, 200, res.raw);
 }
 
 /** A user taken to a KYC status other than Approved, with a wallet. */
-async function unapprovedWallet(t: TestApp, m: Merchant, stage: 'NotStarted' | 'Disclosed' | 'Pending' | 'ManualReview' | 'AwaitingDocuments' | 'Denied') {
+async function unapprovedWallet(
+  t: TestApp,
+  m: Merchant,
+  stage: 'NotStarted' | 'Disclosed' | 'Pending' | 'ManualReview' | 'AwaitingDocuments' | 'Denied',
+) {
   const u = await createUser(t, m);
-  if (stage !== 'NotStarted') assert.equal((await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m })).status, 204);
-  const emails = { Pending: 'kyc@example.com', ManualReview: 'kyc@highrisk.com', AwaitingDocuments: 'kyc@highrisk.test', Denied: 'kyc@declined.test' };
+  if (stage !== 'NotStarted')
+    assert.equal((await t.request('POST', `/api/v1/users/${u.id}/disclosures/kyc`, { as: m })).status, 204);
+  const emails = {
+    Pending: 'kyc@example.com',
+    ManualReview: 'kyc@highrisk.com',
+    AwaitingDocuments: 'kyc@highrisk.test',
+    Denied: 'kyc@declined.test',
+  };
   if (stage !== 'NotStarted' && stage !== 'Disclosed') {
-    assert.equal((await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: kycApplication(emails[stage]) })).status, 200);
+    assert.equal(
+      (await t.request('POST', `/api/v1/users/${u.id}/kyc/application`, { as: m, body: kycApplication(emails[stage]) }))
+        .status,
+      200,
+    );
     if (stage !== 'Pending') {
       t.clock.advance(500);
       await t.ctx.jobs.runOnce('kyc-decisions');
@@ -111,7 +169,9 @@ async function sweep(t: TestApp): Promise<number> {
 
 async function closeWallet(t: TestApp, walletId: string) {
   // No endpoint closes a wallet; the row is set as an operator would.
-  await t.ctx.db.execute(sql`update wallets set status = 'Closed', closed_at = ${t.clock.now().toISOString()} where id = ${walletId}`);
+  await t.ctx.db.execute(
+    sql`update wallets set status = 'Closed', closed_at = ${t.clock.now().toISOString()} where id = ${walletId}`,
+  );
 }
 
 async function listIntents(t: TestApp, m: Merchant, query = ''): Promise<Response> {
@@ -120,7 +180,8 @@ async function listIntents(t: TestApp, m: Merchant, query = ''): Promise<Respons
   return res;
 }
 
-const idsOf = async (t: TestApp, m: Merchant, query = '') => (await listIntents(t, m, query)).body.data.map((i: { id: string }) => i.id) as string[];
+const idsOf = async (t: TestApp, m: Merchant, query = '') =>
+  (await listIntents(t, m, query)).body.data.map((i: { id: string }) => i.id) as string[];
 const sorted = (ids: string[]) => [...ids].sort();
 
 function assertError(res: Response, status: number, code: string, where?: { pointer?: string; parameter?: string }) {
@@ -185,7 +246,8 @@ describe('payment intents: create', () => {
     assert.deepEqual((await getIntent(t, m, i.id)).data, i);
     // Optional attributes absent: null.
     const bare = await createIntent(t, m, { amount: 1, walletId: wallet.id });
-    for (const k of ['reference', 'billingAddress', 'email', 'fullName', 'phoneNumber', 'error']) assert.equal(bare.attributes[k], null, k);
+    for (const k of ['reference', 'billingAddress', 'email', 'fullName', 'phoneNumber', 'error'])
+      assert.equal(bare.attributes[k], null, k);
   });
 
   test("the lifetime is the merchant's paymentIntentTtlSeconds", async () => {
@@ -219,8 +281,14 @@ describe('payment intents: create', () => {
     }
     // A gift id is never a walletId: it is not even a uuid.
     const g = await gift(t, m, 500);
-    assertError(await postIntent(t, m, { amount: 100, walletId: g }), 400, 'ValidationError', { pointer: '/data/attributes/walletId' });
-    assert.equal((await listIntents(t, other)).body.meta.total, theirCount, "nothing was created for the wallet's merchant either");
+    assertError(await postIntent(t, m, { amount: 100, walletId: g }), 400, 'ValidationError', {
+      pointer: '/data/attributes/walletId',
+    });
+    assert.equal(
+      (await listIntents(t, other)).body.meta.total,
+      theirCount,
+      "nothing was created for the wallet's merchant either",
+    );
   });
 
   test('lookUpId of a wallet barcode: initiator Customer, paymentMethod Wallet, the barcode wallet; each intent uses one of its uses', async () => {
@@ -233,7 +301,11 @@ describe('payment intents: create', () => {
     assert.equal(first.attributes.userId, user.id);
     assert.equal(first.attributes.lookUpId, code);
     assert.equal(first.attributes.status, 'Promotable');
-    assert.deepEqual(first.attributes.balance, { available: 4000, eligibleReward: 0, upperLimit: 4000 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(first.attributes.balance, {
+      available: 4000,
+      eligibleReward: 0,
+      upperLimit: 4000 + BANK_FUNDING_LIMIT,
+    });
     assert.equal((await createIntent(t, m, { amount: 1500, lookUpId: code })).attributes.walletId, wallet.id);
     // Two uses of two: the third scan is refused, and the barcode reads used up everywhere.
     const third = await postIntent(t, m, { amount: 1500, lookUpId: code });
@@ -242,16 +314,25 @@ describe('payment intents: create', () => {
     // The default barcode is good for one intent.
     const once = await barcode(t, m, wallet.id);
     await createIntent(t, m, { amount: 100, lookUpId: once });
-    assertError(await postIntent(t, m, { amount: 100, lookUpId: once }), 400, 'WalletIdentifierExpired', { pointer: '/data/attributes/lookUpId' });
+    assertError(await postIntent(t, m, { amount: 100, lookUpId: once }), 400, 'WalletIdentifierExpired', {
+      pointer: '/data/attributes/lookUpId',
+    });
   });
 
   test('concurrent scans of one barcode create at most usageLimit intents', async () => {
     const cm = await t.createMerchant();
     const { wallet } = await fundedWallet(t, cm, 1000);
     const code = await barcode(t, cm, wallet.id, { usageLimit: 2 });
-    const results = await Promise.all(Array.from({ length: 5 }, () => postIntent(t, cm, { amount: 100, lookUpId: code })));
-    assert.deepEqual(results.map((r) => r.status).sort(), [201, 201, 400, 400, 400], results.map((r) => r.raw).join('\n'));
-    for (const r of results.filter((x) => x.status === 400)) assert.equal(errorsOf(r)[0]!.code, 'WalletIdentifierExpired');
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => postIntent(t, cm, { amount: 100, lookUpId: code })),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status).sort(),
+      [201, 201, 400, 400, 400],
+      results.map((r) => r.raw).join('\n'),
+    );
+    for (const r of results.filter((x) => x.status === 400))
+      assert.equal(errorsOf(r)[0]!.code, 'WalletIdentifierExpired');
     assert.equal((await listIntents(t, cm)).body.meta.total, 2);
   });
 
@@ -259,7 +340,8 @@ describe('payment intents: create', () => {
     const em = await t.createMerchant();
     const { wallet } = await fundedWallet(t, em, 1000);
     const code = await barcode(t, em, wallet.id, { ttlSeconds: 60 });
-    for (let i = 0; i < 3; i++) assert.equal((await t.request('GET', `/api/v1/wallets/barcode/${code}`, { as: em })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await t.request('GET', `/api/v1/wallets/barcode/${code}`, { as: em })).status, 200);
     t.clock.advance(59_000);
     const fresh = await barcode(t, em, wallet.id, { ttlSeconds: 60 });
     t.clock.advance(1_000);
@@ -280,7 +362,9 @@ describe('payment intents: create', () => {
     }
     const own = await createIntent(t, other, { amount: 100, lookUpId: theirCode });
     assert.equal(own.attributes.walletId, theirs.wallet.id);
-    assertError(await postIntent(t, m, { amount: 100, lookUpId: 'not valid!' }), 400, 'ValidationError', { pointer: '/data/attributes/lookUpId' });
+    assertError(await postIntent(t, m, { amount: 100, lookUpId: 'not valid!' }), 400, 'ValidationError', {
+      pointer: '/data/attributes/lookUpId',
+    });
   });
 
   test("lookUpId of a gift: initiator Customer, paymentMethod Gift, no wallet or user, balance = the gift's remaining amount", async () => {
@@ -305,7 +389,14 @@ describe('payment intents: create', () => {
   });
 
   test('a wallet intent for a user whose KYC is not Approved is created Invalid with error InvalidKycStatus (by walletId or barcode)', async () => {
-    for (const stage of ['NotStarted', 'Disclosed', 'Pending', 'ManualReview', 'AwaitingDocuments', 'Denied'] as const) {
+    for (const stage of [
+      'NotStarted',
+      'Disclosed',
+      'Pending',
+      'ManualReview',
+      'AwaitingDocuments',
+      'Denied',
+    ] as const) {
       const { user, wallet } = await unapprovedWallet(t, m, stage);
       const byId = await postIntent(t, m, { amount: 500, walletId: wallet.id });
       assert.equal(byId.status, 201, `${stage}: ${byId.raw}`);
@@ -374,16 +465,29 @@ describe('payment intents: create', () => {
     const { amount: _a, ...noAmount } = good;
     assertError(await postIntent(t, bm, noAmount), 400, 'ValidationError', { pointer: '/data/attributes/amount' });
     const { city: _c, ...noCity } = ADDRESS;
-    assertError(await postIntent(t, bm, { ...good, billingAddress: noCity }), 400, 'ValidationError', { pointer: '/data/attributes/billingAddress/city' });
+    assertError(await postIntent(t, bm, { ...good, billingAddress: noCity }), 400, 'ValidationError', {
+      pointer: '/data/attributes/billingAddress/city',
+    });
     // The request type is CreatePaymentIntent; unknown top-level members are refused.
-    const wrongType = await t.request('POST', '/api/v1/payment-intents', { as: bm, body: intentBody(good, 'PaymentIntent') });
+    const wrongType = await t.request('POST', '/api/v1/payment-intents', {
+      as: bm,
+      body: intentBody(good, 'PaymentIntent'),
+    });
     assertError(wrongType, 400, 'ValidationError', { pointer: '/data/type' });
     // (JSON:API's top-level jsonapi, meta and links are accepted and ignored: src/http/jsonapi-request.test.ts.)
-    const withIncluded = await t.request('POST', '/api/v1/payment-intents', { as: bm, body: { ...intentBody(good), included: [] } });
+    const withIncluded = await t.request('POST', '/api/v1/payment-intents', {
+      as: bm,
+      body: { ...intentBody(good), included: [] },
+    });
     assertError(withIncluded, 400, 'ValidationError', { pointer: '/included' });
     // Every identified problem is reported.
     const several = await postIntent(t, bm, { ...good, amount: 0, email: 'nope' });
-    assert.deepEqual(errorsOf(several).map((e) => e.source?.pointer).sort(), ['/data/attributes/amount', '/data/attributes/email']);
+    assert.deepEqual(
+      errorsOf(several)
+        .map((e) => e.source?.pointer)
+        .sort(),
+      ['/data/attributes/amount', '/data/attributes/email'],
+    );
     assert.equal((await listIntents(t, bm)).body.meta.total, 0, 'nothing created');
     // The smallest amount is 1 cent.
     assert.equal((await createIntent(t, bm, good)).attributes.amount, 1000);
@@ -404,9 +508,17 @@ describe('payment intents: the balance block', () => {
     const { wallet } = await fundedWallet(t, m, 10_000);
     await issueReward(t, m, wallet.id, 1500);
     const big = await createIntent(t, m, { amount: 5000, walletId: wallet.id });
-    assert.deepEqual(big.attributes.balance, { available: 11_500, eligibleReward: 1500, upperLimit: 11_500 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(big.attributes.balance, {
+      available: 11_500,
+      eligibleReward: 1500,
+      upperLimit: 11_500 + BANK_FUNDING_LIMIT,
+    });
     const small = await createIntent(t, m, { amount: 1000, walletId: wallet.id });
-    assert.deepEqual(small.attributes.balance, { available: 11_000, eligibleReward: 1000, upperLimit: 11_000 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(small.attributes.balance, {
+      available: 11_000,
+      eligibleReward: 1000,
+      upperLimit: 11_000 + BANK_FUNDING_LIMIT,
+    });
     // Same numbers as the wallet balance for that purchase amount.
     const b = await balanceOf(t, m, wallet.id, '?purchaseAmount=1000');
     assert.equal(b.available.total, small.attributes.balance.available);
@@ -418,9 +530,17 @@ describe('payment intents: the balance block', () => {
     const { wallet } = await fundedWallet(t, am, 10_000); // 1% accrues: 100
     await issueReward(t, am, wallet.id, 50);
     const i = await createIntent(t, am, { amount: 5000, walletId: wallet.id });
-    assert.deepEqual(i.attributes.balance, { available: 10_150, eligibleReward: 150, upperLimit: 10_150 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(i.attributes.balance, {
+      available: 10_150,
+      eligibleReward: 150,
+      upperLimit: 10_150 + BANK_FUNDING_LIMIT,
+    });
     const tiny = await createIntent(t, am, { amount: 120, walletId: wallet.id });
-    assert.deepEqual(tiny.attributes.balance, { available: 10_120, eligibleReward: 120, upperLimit: 10_120 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(tiny.attributes.balance, {
+      available: 10_120,
+      eligibleReward: 120,
+      upperLimit: 10_120 + BANK_FUNDING_LIMIT,
+    });
   });
 
   test('rewardMinimumPurchase: below it no reward is usable, from it on they are', async () => {
@@ -428,9 +548,17 @@ describe('payment intents: the balance block', () => {
     const { wallet } = await fundedWallet(t, rm, 3000);
     await issueReward(t, rm, wallet.id, 500);
     const below = await createIntent(t, rm, { amount: 1999, walletId: wallet.id });
-    assert.deepEqual(below.attributes.balance, { available: 3000, eligibleReward: 0, upperLimit: 3000 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(below.attributes.balance, {
+      available: 3000,
+      eligibleReward: 0,
+      upperLimit: 3000 + BANK_FUNDING_LIMIT,
+    });
     const at = await createIntent(t, rm, { amount: 2000, walletId: wallet.id });
-    assert.deepEqual(at.attributes.balance, { available: 3500, eligibleReward: 500, upperLimit: 3500 + BANK_FUNDING_LIMIT });
+    assert.deepEqual(at.attributes.balance, {
+      available: 3500,
+      eligibleReward: 500,
+      upperLimit: 3500 + BANK_FUNDING_LIMIT,
+    });
   });
 
   test("upperLimit adds the merchant's bankFundingLimit only while the user has a connected linked account", async () => {
@@ -438,17 +566,40 @@ describe('payment intents: the balance block', () => {
     const user = await approvedUser(t, lm);
     const wallet = await createWallet(t, lm, user.id);
     // Nothing at all: no money, no account.
-    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, { available: 0, eligibleReward: 0, upperLimit: 0 });
+    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, {
+      available: 0,
+      eligibleReward: 0,
+      upperLimit: 0,
+    });
     const account = await linkAccount(t, lm, user.id);
-    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, { available: 0, eligibleReward: 0, upperLimit: 25_000 });
+    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, {
+      available: 0,
+      eligibleReward: 0,
+      upperLimit: 25_000,
+    });
     assert.equal((await deposit(t, lm, wallet.id, 4000, account.id)).status, 201);
     await clearPending(t, lm, wallet.id);
-    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, { available: 4000, eligibleReward: 0, upperLimit: 29_000 });
+    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, {
+      available: 4000,
+      eligibleReward: 0,
+      upperLimit: 29_000,
+    });
     // Disconnected: the bank no longer counts.
-    assert.equal((await t.request('DELETE', `/api/v1/users/${user.id}/linked-accounts/${account.id}`, { as: lm })).status, 204);
-    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, { available: 4000, eligibleReward: 0, upperLimit: 4000 });
+    assert.equal(
+      (await t.request('DELETE', `/api/v1/users/${user.id}/linked-accounts/${account.id}`, { as: lm })).status,
+      204,
+    );
+    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, {
+      available: 4000,
+      eligibleReward: 0,
+      upperLimit: 4000,
+    });
     await linkAccount(t, lm, user.id);
-    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, { available: 4000, eligibleReward: 0, upperLimit: 29_000 });
+    assert.deepEqual((await createIntent(t, lm, { amount: 1000, walletId: wallet.id })).attributes.balance, {
+      available: 4000,
+      eligibleReward: 0,
+      upperLimit: 29_000,
+    });
   });
 
   test('the block is taken at creation; list include=balance recomputes it now (wallet and gift)', async () => {
@@ -461,9 +612,17 @@ describe('payment intents: the balance block', () => {
     const p = await authorize(t, bm, (await createIntent(t, bm, { amount: 300, lookUpId: code })).id, 300);
     assert.equal((await t.request('POST', `/api/v1/simulation/${p.id}/card/auth-capture`, { as: bm })).status, 200);
     // Read plainly: as created.
-    assert.deepEqual((await getIntent(t, bm, w.id)).data.attributes.balance, { available: 2000, eligibleReward: 0, upperLimit: 2000 + BANK_FUNDING_LIMIT });
+    assert.deepEqual((await getIntent(t, bm, w.id)).data.attributes.balance, {
+      available: 2000,
+      eligibleReward: 0,
+      upperLimit: 2000 + BANK_FUNDING_LIMIT,
+    });
     const plain = (await listIntents(t, bm)).body.data;
-    assert.deepEqual(plain.find((i: { id: string }) => i.id === g.id).attributes.balance, { available: 900, eligibleReward: 0, upperLimit: 900 });
+    assert.deepEqual(plain.find((i: { id: string }) => i.id === g.id).attributes.balance, {
+      available: 900,
+      eligibleReward: 0,
+      upperLimit: 900,
+    });
     // Recomputed.
     const fresh = await listIntents(t, bm, 'include=balance');
     const byId = new Map(fresh.body.data.map((i: { id: string; attributes: any }) => [i.id, i.attributes.balance]));
@@ -490,7 +649,10 @@ describe('payment intents: list and get', () => {
     await authorize(t, lm, promoted.id, 1000);
     const scanned = await createIntent(t, lm, { amount: 200, lookUpId: await barcode(t, lm, wallet.id) });
     const gifted = await createIntent(t, lm, { amount: 300, lookUpId: await gift(t, lm, 300) });
-    const invalid = await createIntent(t, lm, { amount: 400, walletId: (await unapprovedWallet(t, lm, 'NotStarted')).wallet.id });
+    const invalid = await createIntent(t, lm, {
+      amount: 400,
+      walletId: (await unapprovedWallet(t, lm, 'NotStarted')).wallet.id,
+    });
     const canceled = await createIntent(t, lm, { amount: 500, walletId: wallet.id });
     assert.equal((await cancel(t, lm, canceled.id)).status, 200);
     const all = await listIntents(t, lm);
@@ -515,7 +677,12 @@ describe('payment intents: list and get', () => {
       assert.deepEqual(sorted(res.body.data.map((i: { id: string }) => i.id)), sorted(ids), q);
       assert.equal(res.body.meta.total, ids.length, q);
     }
-    for (const q of ['filter[status]=Done', 'filter[initiator]=Bank', 'filter[paymentMethod]=Card', 'filter[walletId]=x']) {
+    for (const q of [
+      'filter[status]=Done',
+      'filter[initiator]=Bank',
+      'filter[paymentMethod]=Card',
+      'filter[walletId]=x',
+    ]) {
       const res = await t.request('GET', `/api/v1/payment-intents?${q}`, { as: lm });
       assertError(res, 400, 'BadRequest', { parameter: q.split('=')[0] });
     }
@@ -572,13 +739,17 @@ describe('payment intents: list and get', () => {
     assert.equal((await cancel(t, sm, canceled.id)).status, 200);
     const promotable = await createIntent(t, sm, { amount: 300, walletId: wallet.id });
     t.clock.advance(30_001); // the first is past expiresAt; the sweeper has not run
-    const listed = (await listIntents(t, sm, 'sort=status')).body.data.map((i: { id: string; attributes: { status: string } }) => [i.id, i.attributes.status]);
+    const listed = (await listIntents(t, sm, 'sort=status')).body.data.map(
+      (i: { id: string; attributes: { status: string } }) => [i.id, i.attributes.status],
+    );
     assert.deepEqual(listed, [
       [canceled.id, 'Canceled'],
       [expired.id, 'Expired'],
       [promotable.id, 'Promotable'],
     ]);
-    const desc = (await listIntents(t, sm, 'sort=-status')).body.data.map((i: { attributes: { status: string } }) => i.attributes.status);
+    const desc = (await listIntents(t, sm, 'sort=-status')).body.data.map(
+      (i: { attributes: { status: string } }) => i.attributes.status,
+    );
     assert.deepEqual(desc, ['Promotable', 'Expired', 'Canceled']);
   });
 
@@ -591,12 +762,18 @@ describe('payment intents: list and get', () => {
       t.clock.advance(1000);
     }
     const first = await listIntents(t, pm, 'page[limit]=2');
-    assert.deepEqual(first.body.data.map((i: { id: string }) => i.id), ids.slice(0, 2));
+    assert.deepEqual(
+      first.body.data.map((i: { id: string }) => i.id),
+      ids.slice(0, 2),
+    );
     assert.deepEqual(first.body.meta, { total: 3, limit: 2, offset: 0 });
     assert.equal(first.body.links.next, 'http://api.test/api/v1/payment-intents?page[limit]=2&page[offset]=2');
     assert.equal(first.body.links.prev, null);
     const second = await listIntents(t, pm, 'page[limit]=2&page[offset]=2');
-    assert.deepEqual(second.body.data.map((i: { id: string }) => i.id), ids.slice(2));
+    assert.deepEqual(
+      second.body.data.map((i: { id: string }) => i.id),
+      ids.slice(2),
+    );
     assert.deepEqual(second.body.meta, { total: 3, limit: 2, offset: 2 });
     assert.equal(second.body.links.next, null);
     assert.equal(second.body.links.prev, 'http://api.test/api/v1/payment-intents?page[limit]=2&page[offset]=0');
@@ -623,7 +800,9 @@ describe('payment intents: list and get', () => {
     assert.equal(plain.body.included, undefined);
     const byId = (res: Response) => new Map(res.body.data.map((i: { id: string }) => [i.id, i]));
     // The payments relationship is always there.
-    assert.deepEqual((byId(plain).get(paid.id) as any).relationships.payments.data, [{ type: 'Payment', id: payment.id }]);
+    assert.deepEqual((byId(plain).get(paid.id) as any).relationships.payments.data, [
+      { type: 'Payment', id: payment.id },
+    ]);
     assert.deepEqual((byId(plain).get(unpaid.id) as any).relationships.payments.data, []);
 
     assert.deepEqual((await listIntents(t, im, 'include=client')).body.included, [client]);
@@ -637,9 +816,14 @@ describe('payment intents: list and get', () => {
     // Only the listed intents' payments.
     assert.deepEqual((await listIntents(t, im, 'include=payments&filter[status]=Promotable')).body.included, []);
     const both = await listIntents(t, im, 'include=client,payments');
-    assert.deepEqual(both.body.included.map((r: { type: string; id: string }) => `${r.type}:${r.id}`).sort(), [`Client:${im.clientId}`, `Payment:${payment.id}`].sort());
+    assert.deepEqual(
+      both.body.included.map((r: { type: string; id: string }) => `${r.type}:${r.id}`).sort(),
+      [`Client:${im.clientId}`, `Payment:${payment.id}`].sort(),
+    );
     for (const q of ['include=wallet', 'include=client,user', 'include=paymentIntent']) {
-      assertError(await t.request('GET', `/api/v1/payment-intents?${q}`, { as: im }), 400, 'BadRequest', { parameter: 'include' });
+      assertError(await t.request('GET', `/api/v1/payment-intents?${q}`, { as: im }), 400, 'BadRequest', {
+        parameter: 'include',
+      });
     }
   });
 
@@ -651,11 +835,18 @@ describe('payment intents: list and get', () => {
     const payment = await authorize(t, gm, i.id, 1000);
 
     const plain = await getIntent(t, gm, i.id);
-    assert.deepEqual(plain.included.map((r: { type: string; id: string }) => `${r.type}:${r.id}`), [`Payment:${payment.id}`], 'the payments without include');
+    assert.deepEqual(
+      plain.included.map((r: { type: string; id: string }) => `${r.type}:${r.id}`),
+      [`Payment:${payment.id}`],
+      'the payments without include',
+    );
     assert.equal(plain.data.attributes.status, 'PromotedToPayment');
     assert.deepEqual(plain.data.relationships.payments.data, [{ type: 'Payment', id: payment.id }]);
     const withClient = (await getIntent(t, gm, i.id, '?include=client')).included;
-    assert.deepEqual(withClient.find((r: { type: string }) => r.type === 'Client'), { type: 'Client', id: gm.clientId, attributes: { name } });
+    assert.deepEqual(
+      withClient.find((r: { type: string }) => r.type === 'Client'),
+      { type: 'Client', id: gm.clientId, attributes: { name } },
+    );
     assert.deepEqual(withClient.map((r: { type: string }) => r.type).sort(), ['Client', 'Payment']);
     const withPayments = await getIntent(t, gm, i.id, '?include=payments');
     assert.equal(withPayments.included.length, 1);
@@ -670,14 +861,24 @@ describe('payment intents: list and get', () => {
     assert.deepEqual((await getIntent(t, gm, fresh.id)).included, []);
 
     for (const q of ['?include=balance', '?include=wallet']) {
-      assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}${q}`, { as: gm }), 400, 'BadRequest', { parameter: 'include' });
+      assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}${q}`, { as: gm }), 400, 'BadRequest', {
+        parameter: 'include',
+      });
     }
-    assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}?filter[status]=Promotable`, { as: gm }), 400, 'BadRequest');
+    assertError(
+      await t.request('GET', `/api/v1/payment-intents/${i.id}?filter[status]=Promotable`, { as: gm }),
+      400,
+      'BadRequest',
+    );
     for (const id of [UNKNOWN_ID]) {
       assertError(await t.request('GET', `/api/v1/payment-intents/${id}`, { as: gm }), 404, 'PaymentIntentNotFound');
     }
     assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}`, { as: other }), 404, 'PaymentIntentNotFound');
-    assertError(await t.request('GET', `/api/v1/payment-intents/${i.id}?include=client,payments`, { as: other }), 404, 'PaymentIntentNotFound');
+    assertError(
+      await t.request('GET', `/api/v1/payment-intents/${i.id}?include=client,payments`, { as: other }),
+      404,
+      'PaymentIntentNotFound',
+    );
     assertError(await t.request('GET', '/api/v1/payment-intents/not-a-uuid', { as: gm }), 400, 'BadRequest');
     assert.equal((await t.request('GET', `/api/v1/payment-intents/${i.id}`)).status, 401);
   });
@@ -778,7 +979,10 @@ describe('payment intents: cancel', () => {
     assert.equal(after.available.reward.merchant, 1000);
     assert.equal(after.reserved.total, 0);
     // The canceled payment cannot be captured; the intent cannot be canceled again.
-    const capture = await t.request('POST', `/api/v1/payments/${payment.id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 100 } } } });
+    const capture = await t.request('POST', `/api/v1/payments/${payment.id}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 100 } } },
+    });
     assertError(capture, 400, 'IllegalOperation');
     assertError(await cancel(t, m, i.id), 400, 'IllegalOperation');
     assert.deepEqual(await balanceOf(t, m, wallet.id), before);
@@ -804,7 +1008,10 @@ describe('payment intents: cancel', () => {
     const { wallet } = await fundedWallet(t, m, 5000);
     const i = await createIntent(t, m, { amount: 2000, walletId: wallet.id });
     const payment = await authorize(t, m, i.id, 2000);
-    const cap = await t.request('POST', `/api/v1/payments/${payment.id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 2000 } } } });
+    const cap = await t.request('POST', `/api/v1/payments/${payment.id}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 2000 } } },
+    });
     assert.equal(cap.status, 200, cap.raw);
     assert.equal(cap.body.data.attributes.status, 'Processing');
     const captured = await balanceOf(t, m, wallet.id);
@@ -867,7 +1074,10 @@ describe('payment intents: cancel', () => {
 
   test('an intent cancel racing a capture, or a payment cancel: exactly one wins, the money follows it, never a 500', async () => {
     const capture = (paymentId: string) =>
-      t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 600 } } } });
+      t.request('POST', `/api/v1/payments/${paymentId}/capture`, {
+        as: m,
+        body: { data: { type: 'CapturePayment', attributes: { amount: 600 } } },
+      });
     const cancelPayment = (paymentId: string) => t.request('POST', `/api/v1/payments/${paymentId}/cancel`, { as: m });
     // Several rounds, so that on PostgreSQL both orders of arrival happen.
     for (let round = 0; round < 8; round++) {
@@ -968,9 +1178,12 @@ describe('payment intents: expiry', () => {
     assert.doesNotMatch(plan, /Seq Scan/, plan);
   });
 
-  test("filter[status]=Expired and =Promotable count the due intents by index, the statuses literals of the generic plan (so payment_intents_expiring_idx can serve it)", async () => {
+  test('filter[status]=Expired and =Promotable count the due intents by index, the statuses literals of the generic plan (so payment_intents_expiring_idx can serve it)', async () => {
     for (const status of ['Expired', 'Promotable']) {
-      const plan = await genericPlan(t.ctx.db, new PgDialect().sqlToQuery(sql`select ${intentTotal(m.clientId, { status }, t.clock.now())}`));
+      const plan = await genericPlan(
+        t.ctx.db,
+        new PgDialect().sqlToQuery(sql`select ${intentTotal(m.clientId, { status }, t.clock.now())}`),
+      );
       // Which index the planner picks depends on the table's statistics; a literal status is what
       // makes the partial index one it can pick at all.
       assert.match(plan, /status = 'Promotable'::text/, plan);
@@ -1024,7 +1237,10 @@ describe('payment intents: events', () => {
     const rx = await startReceiver();
     try {
       const m = await t.createMerchant({ paymentIntentTtlSeconds: 60 });
-      const hook = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: rx.url, topics: ['PaymentIntentCreated', 'PaymentIntentUpdated'] }) });
+      const hook = await t.request('POST', '/api/v1/webhooks', {
+        as: m,
+        body: webhookBody({ url: rx.url, topics: ['PaymentIntentCreated', 'PaymentIntentUpdated'] }),
+      });
       assert.equal(hook.status, 201, hook.raw);
       const { user, wallet } = await fundedWallet(t, m, 5000);
       const noAccount = await approvedUser(t, m);
@@ -1048,9 +1264,14 @@ describe('payment intents: events', () => {
       await t.ctx.webhooks.runOnce();
 
       const events = rx.received.map((r) => JSON.parse(r.body));
-      const of = (topic: string, id: string) => events.filter((e) => e.data.attributes.topic === topic && e.included[0].id === id);
+      const of = (topic: string, id: string) =>
+        events.filter((e) => e.data.attributes.topic === topic && e.included[0].id === id);
       // 4 created; updated: 1 cancel, 1 authorize, 1 requires action, 2 expiries (gift, requires action).
-      assert.equal(events.length, 9, JSON.stringify(events.map((e) => [e.data.attributes.topic, e.included[0].attributes.status])));
+      assert.equal(
+        events.length,
+        9,
+        JSON.stringify(events.map((e) => [e.data.attributes.topic, e.included[0].attributes.status])),
+      );
       for (const e of events) {
         assert.equal(e.data.type, 'WebhookEvent');
         assert.equal(e.data.attributes.clientId, m.clientId);
@@ -1077,10 +1298,18 @@ describe('payment intents: events', () => {
       const promotedEvents = of('PaymentIntentUpdated', promoted.id);
       assert.equal(promotedEvents.length, 1, 'an authorized intent does not expire');
       assert.equal(promotedEvents[0].included[0].attributes.status, 'PromotedToPayment');
-      assert.deepEqual(promotedEvents[0].included[0].relationships.payments.data, [{ type: 'Payment', id: payment.id }]);
+      assert.deepEqual(promotedEvents[0].included[0].relationships.payments.data, [
+        { type: 'Payment', id: payment.id },
+      ]);
 
       const actionEvents = of('PaymentIntentUpdated', needsAction.id).map((e) => e.included[0].attributes);
-      assert.deepEqual(actionEvents.map((a) => [a.status, a.error]).sort(), [['Expired', 'LinkedAccountMissing'], ['RequiresAction', 'LinkedAccountMissing']].sort());
+      assert.deepEqual(
+        actionEvents.map((a) => [a.status, a.error]).sort(),
+        [
+          ['Expired', 'LinkedAccountMissing'],
+          ['RequiresAction', 'LinkedAccountMissing'],
+        ].sort(),
+      );
 
       const giftEvents = of('PaymentIntentUpdated', giftIntent.id);
       assert.equal(giftEvents.length, 1, 'expired once, however often the sweeper runs');

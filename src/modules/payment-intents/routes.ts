@@ -13,7 +13,15 @@ import { submitAuthorize } from './authorize-groups.ts';
 import { submitIntentCancel } from './cancel-groups.ts';
 import { createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
 import { intentResource } from './render.ts';
-import { AuthorizeBody, ClientSummary, CreateIntentBody, IntentQuery, ListIntentsQuery, PaymentIntent, PROCESSOR_META_MAX_BYTES } from './schemas.ts';
+import {
+  AuthorizeBody,
+  ClientSummary,
+  CreateIntentBody,
+  IntentQuery,
+  ListIntentsQuery,
+  PaymentIntent,
+  PROCESSOR_META_MAX_BYTES,
+} from './schemas.ts';
 import { INTENT_SORT_FIELDS, type IntentRow } from './sql.ts';
 import { authorizations } from '../../observability/metrics.ts';
 
@@ -37,7 +45,11 @@ export function authorizeDeps(ctx: AppContext): AuthorizeDeps {
   };
 }
 
-const clientResource = (c: AuthenticatedClient) => ({ id: c.id, type: 'Client' as const, attributes: { name: c.name } });
+const clientResource = (c: AuthenticatedClient) => ({
+  id: c.id,
+  type: 'Client' as const,
+  attributes: { name: c.name },
+});
 
 export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
@@ -75,13 +87,18 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         description:
           'Exactly one of `walletId` or `lookUpId`. A `lookUpId` is resolved as a wallet barcode (scan-and-pay) first, then as a gift. ' +
           'Wallet intents need KYC `Approved` and an `Active` wallet; otherwise the intent is created `Invalid` with `error`. Gift intents skip KYC. ' +
-          '`balance` shows what can be put toward `amount`. The intent expires after the merchant\'s `paymentIntentTtlSeconds`.',
+          "`balance` shows what can be put toward `amount`. The intent expires after the merchant's `paymentIntentTtlSeconds`.",
         body: CreateIntentBody,
         response: responses({ 201: document(ref(PaymentIntent)) }, COMMON_ERRORS),
       },
     },
     async (req, reply) => {
-      const intent = await createIntent(ctx.db, { client: req.client, ...req.body.data.attributes, rc, now: ctx.clock.now() });
+      const intent = await createIntent(ctx.db, {
+        client: req.client,
+        ...req.body.data.attributes,
+        rc,
+        now: ctx.clock.now(),
+      });
       reply.code(201).header('location', `${base}/api/v1/payment-intents/${intent.id}`);
       return { data: intentResource(intent, [], base, ctx.clock.now()) };
     },
@@ -94,9 +111,13 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         tags: TAGS,
         operationId: 'listPaymentIntents',
         summary: 'List payment intents',
-        description: 'Default sort `-createdAt`. `filter[status]` matches the status as read (an intent past expiresAt is Expired). `include=balance` recomputes each balance block now.',
+        description:
+          'Default sort `-createdAt`. `filter[status]` matches the status as read (an intent past expiresAt is Expired). `include=balance` recomputes each balance block now.',
         querystring: ListIntentsQuery,
-        response: responses({ 200: listDocument(ref(PaymentIntent), [ref(ClientSummary), ref(Payment)]) }, COMMON_ERRORS),
+        response: responses(
+          { 200: listDocument(ref(PaymentIntent), [ref(ClientSummary), ref(Payment)]) },
+          COMMON_ERRORS,
+        ),
       },
     },
     async (req) => {
@@ -105,13 +126,22 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       const sort = parseSort(req.query.sort, INTENT_SORT_FIELDS, '-createdAt');
       const { rows, total } = await listIntents(ctx.db, {
         clientId: req.client.id,
-        filters: { initiator: req.query['filter[initiator]'], status: req.query['filter[status]'], paymentMethod: req.query['filter[paymentMethod]'] },
+        filters: {
+          initiator: req.query['filter[initiator]'],
+          status: req.query['filter[status]'],
+          paymentMethod: req.query['filter[paymentMethod]'],
+        },
         sort,
         page,
         now: ctx.clock.now(),
       });
       const { data, included } = await render(req.client, rows, include);
-      return { data, ...(included.length > 0 || include.size > 0 ? { included } : {}), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data,
+        ...(included.length > 0 || include.size > 0 ? { included } : {}),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -124,7 +154,10 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         summary: 'Get a payment intent',
         params: idParams('paymentIntentId'),
         querystring: IntentQuery,
-        response: responses({ 200: document(ref(PaymentIntent), [ref(ClientSummary), ref(Payment)]) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: document(ref(PaymentIntent), [ref(ClientSummary), ref(Payment)]) }, [
+          ...COMMON_ERRORS,
+          404,
+        ]),
       },
     },
     async (req) => {
@@ -150,7 +183,12 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       },
     },
     async (req) => {
-      const { intent, paymentIds } = await submitIntentCancel(ctx.db, { clientId: req.client.id, intentId: req.params.paymentIntentId, rc, now: ctx.clock.now() });
+      const { intent, paymentIds } = await submitIntentCancel(ctx.db, {
+        clientId: req.client.id,
+        intentId: req.params.paymentIntentId,
+        rc,
+        now: ctx.clock.now(),
+      });
       return { data: intentResource(intent, paymentIds, base, ctx.clock.now()) };
     },
   );
@@ -163,12 +201,12 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         operationId: 'authorizePayment',
         summary: 'Authorize a payment intent',
         description:
-          'Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet\'s money is reserved ' +
-          '(merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent\'s amount or upper limit: 402 `Failed`. ' +
+          "Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet's money is reserved " +
+          "(merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent's amount or upper limit: 402 `Failed`. " +
           'No connected account for the rest: 402, and the intent requires action (`error` LinkedAccountMissing). ' +
           'Send `idempotencyKey` on every authorize and reuse it for every retry: the same key and attributes replay the first response byte for byte; while the first runs, 409 ' +
           '`IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (200) without authorizing again. ' +
-          'With the merchant\'s card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 ' +
+          "With the merchant's card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 " +
           '`AlreadyExists` (retry the same request) and are never charged twice.',
         params: idParams('paymentIntentId'),
         body: AuthorizeBody,
@@ -181,7 +219,11 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     async (req, reply) => {
       const a = req.body.data.attributes;
       if (a.meta?.processor && Buffer.byteLength(JSON.stringify(a.meta.processor)) > PROCESSOR_META_MAX_BYTES) {
-        throw apiError('ValidationError', `\`meta.processor\` must be at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.`, { pointer: '/data/attributes/meta/processor' });
+        throw apiError(
+          'ValidationError',
+          `\`meta.processor\` must be at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.`,
+          { pointer: '/data/attributes/meta/processor' },
+        );
       }
       let outcome: Awaited<ReturnType<typeof submitAuthorize>>;
       try {
@@ -204,7 +246,9 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       }
       // 200 (authorized before) and replays decide nothing.
       if (!outcome.replayed && (outcome.status === 201 || outcome.status === 402)) {
-        authorizations.labels(outcome.status === 201 ? 'approved' : outcome.requiresAction ? 'requires_action' : 'declined').inc();
+        authorizations
+          .labels(outcome.status === 201 ? 'approved' : outcome.requiresAction ? 'requires_action' : 'declined')
+          .inc();
       }
       return sendOutcome(reply, outcome);
     },

@@ -3,7 +3,14 @@ import { listQuery, query } from '../../http/paging.ts';
 import { Cents, Email, E164, Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
 
-export const INTENT_STATUSES = ['Promotable', 'PromotedToPayment', 'Invalid', 'Expired', 'Canceled', 'RequiresAction'] as const;
+export const INTENT_STATUSES = [
+  'Promotable',
+  'PromotedToPayment',
+  'Invalid',
+  'Expired',
+  'Canceled',
+  'RequiresAction',
+] as const;
 
 const Address = Type.Object(
   {
@@ -25,15 +32,25 @@ export const PaymentIntent = resource(
     walletId: Nullable(Type.String()),
     userId: Nullable(Type.String()),
     status: Type.Enum([...INTENT_STATUSES]),
-    error: Nullable(Type.String({ description: 'Why the intent is Invalid or RequiresAction: InvalidKycStatus, WalletClosed, LinkedAccountMissing, ...' })),
+    error: Nullable(
+      Type.String({
+        description:
+          'Why the intent is Invalid or RequiresAction: InvalidKycStatus, WalletClosed, LinkedAccountMissing, ...',
+      }),
+    ),
     reference: Nullable(Type.String()),
-    initiator: Type.Enum(['Merchant', 'Customer'], { description: 'Merchant: created with walletId; Customer: from a scanned lookUpId' }),
+    initiator: Type.Enum(['Merchant', 'Customer'], {
+      description: 'Merchant: created with walletId; Customer: from a scanned lookUpId',
+    }),
     paymentMethod: Type.Enum(['Wallet', 'Gift']),
     lookUpId: Nullable(Type.String()),
     balance: Type.Object({
       available: Type.Integer({ description: 'Wallet money spendable on this amount, or the gift remaining' }),
       eligibleReward: Type.Integer({ description: 'Rewards usable on this amount' }),
-      upperLimit: Type.Integer({ description: 'The most an authorization may be: available, plus the bank funding limit with a connected account' }),
+      upperLimit: Type.Integer({
+        description:
+          'The most an authorization may be: available, plus the bank funding limit with a connected account',
+      }),
     }),
     billingAddress: Nullable(Type.Object({}, { additionalProperties: Type.String() })),
     email: Nullable(Type.String()),
@@ -44,12 +61,19 @@ export const PaymentIntent = resource(
     createdAt: Timestamp(),
   },
   {
-    relationships: { payments: Type.Object({ data: Type.Array(Type.Object({ type: Type.Literal('Payment'), id: Type.String() })) }) },
+    relationships: {
+      payments: Type.Object({ data: Type.Array(Type.Object({ type: Type.Literal('Payment'), id: Type.String() })) }),
+    },
     links: { self: Type.String() },
   },
 );
 
-export const ClientSummary = resource('ClientSummary', 'Client', { name: Type.String() }, { description: 'The merchant, as included on payment intents' });
+export const ClientSummary = resource(
+  'ClientSummary',
+  'Client',
+  { name: Type.String() },
+  { description: 'The merchant, as included on payment intents' },
+);
 
 export const CreateIntentBody = requestBody(
   'CreatePaymentIntent',
@@ -57,7 +81,14 @@ export const CreateIntentBody = requestBody(
     {
       amount: Cents({ minimum: 1 }),
       walletId: Type.Optional(Uuid()),
-      lookUpId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Za-z_-]+$', 'x-pattern-hint': 'a scanned wallet barcode or gift id' })),
+      lookUpId: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 64,
+          pattern: '^[0-9A-Za-z_-]+$',
+          'x-pattern-hint': 'a scanned wallet barcode or gift id',
+        }),
+      ),
       reference: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
       billingAddress: Type.Optional(Address),
       email: Type.Optional(Email()),
@@ -83,17 +114,31 @@ export const AuthorizeBody = requestBody(
         Type.Union(
           [
             Type.String({ minLength: 1, maxLength: 64 }),
-            Type.Object({ type: Type.Enum(['App', 'Store']), id: Type.String({ minLength: 1, maxLength: 58 }) }, { additionalProperties: false }),
+            Type.Object(
+              { type: Type.Enum(['App', 'Store']), id: Type.String({ minLength: 1, maxLength: 58 }) },
+              { additionalProperties: false },
+            ),
           ],
-          { description: "A string, or Accrue's object form `{type: App|Store, id}`, which the payment's `channel` records as `{type}:{id}` (e.g. `Store:nyc-1`)" },
+          {
+            description:
+              "A string, or Accrue's object form `{type: App|Store, id}`, which the payment's `channel` records as `{type}:{id}` (e.g. `Store:nyc-1`)",
+          },
         ),
       ),
-      risk: Type.Optional(Type.Object({ deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false })),
+      risk: Type.Optional(
+        Type.Object(
+          { deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) },
+          { additionalProperties: false },
+        ),
+      ),
       meta: Type.Optional(
         Type.Object(
           {
             processor: Type.Optional(
-              Type.Record(Type.String(), Type.Unknown(), { maxProperties: 50, description: `Passed to the card processor as is; at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.` }),
+              Type.Record(Type.String(), Type.Unknown(), {
+                maxProperties: 50,
+                description: `Passed to the card processor as is; at most ${PROCESSOR_META_MAX_BYTES} bytes as JSON.`,
+              }),
             ),
           },
           { additionalProperties: false },
@@ -108,10 +153,21 @@ export const ListIntentsQuery = listQuery({
   'filter[initiator]': Type.Optional(Type.Enum(['Merchant', 'Customer'])),
   'filter[status]': Type.Optional(Type.Enum([...INTENT_STATUSES])),
   'filter[paymentMethod]': Type.Optional(Type.Enum(['Wallet', 'Gift'])),
-  sort: Type.Optional(Type.String({ description: 'Comma-separated of createdAt, updatedAt, amount, expiresAt, status; leading - for descending. Default -createdAt' })),
-  include: Type.Optional(Type.String({ description: 'Comma-separated of client, payments, balance (balance: recompute the balance block now)' })),
+  sort: Type.Optional(
+    Type.String({
+      description:
+        'Comma-separated of createdAt, updatedAt, amount, expiresAt, status; leading - for descending. Default -createdAt',
+    }),
+  ),
+  include: Type.Optional(
+    Type.String({
+      description: 'Comma-separated of client, payments, balance (balance: recompute the balance block now)',
+    }),
+  ),
 });
 
-export const IntentQuery = query({ include: Type.Optional(Type.String({ description: 'Comma-separated of client, payments' })) });
+export const IntentQuery = query({
+  include: Type.Optional(Type.String({ description: 'Comma-separated of client, payments' })),
+});
 
 export const schemas = [PaymentIntent, ClientSummary];

@@ -30,7 +30,8 @@ export async function insertIntent(db: Executor, row: typeof paymentIntents.$inf
 }
 
 export const insertIntentPart = (row: IntentRow): WritePart => insertPart(paymentIntents, row);
-export const updateIntentPart = (id: string, patch: Partial<IntentRow>): WritePart => updatePart(paymentIntents, id, patch);
+export const updateIntentPart = (id: string, patch: Partial<IntentRow>): WritePart =>
+  updatePart(paymentIntents, id, patch);
 export const intentFromJson = (raw: Record<string, unknown>): IntentRow => rowFrom(paymentIntents, raw);
 
 /** What creating a wallet intent needs to know about the wallet, in one read. */
@@ -55,7 +56,11 @@ const walletContexts = new CoalescedRead<WalletIntentContext>(
    join users u on u.id = w.user_id`,
 );
 
-export function walletIntentContext(db: Executor, clientId: string, walletId: string): Promise<WalletIntentContext | undefined> {
+export function walletIntentContext(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+): Promise<WalletIntentContext | undefined> {
   return walletContexts.get(db, clientId, walletId);
 }
 
@@ -86,7 +91,10 @@ export interface AuthorizeContext {
 }
 
 /** The context of one authorize (authorizeGroupContext); the wallet's accounts locked when asked. */
-export async function authorizeContext(db: Executor, i: { clientId: string; intent: IntentRow; lockWallet: boolean }): Promise<AuthorizeContext> {
+export async function authorizeContext(
+  db: Executor,
+  i: { clientId: string; intent: IntentRow; lockWallet: boolean },
+): Promise<AuthorizeContext> {
   const [row] = await authorizeGroupContext(db, [i], i.lockWallet && i.intent.walletId ? [i.intent.walletId] : []);
   return row!;
 }
@@ -105,7 +113,10 @@ export interface GroupRead extends GroupCheck, AuthorizeContext {}
  * has the locked wallets' accounts in a CTE `acc`: the same read for an authorize alone
  * (GROUP_CONTEXT) and for a group (GROUP_READ).
  */
-function contextSelect(e: { intentId: string; clientId: string; walletId: string; giftId: string }): { columns: string; joins: string } {
+function contextSelect(e: { intentId: string; clientId: string; walletId: string; giftId: string }): {
+  columns: string;
+  joins: string;
+} {
   return {
     columns: `(select coalesce(json_agg(p.id order by p.created_at, p.id), '[]'::json) from payments p where p.intent_id = ${e.intentId}) as "paymentIds",
       (select row_to_json(p) from payments p where p.intent_id = ${e.intentId} and p.status <> 'Failed' order by p.created_at desc limit 1) as "activePayment",
@@ -121,7 +132,12 @@ function contextSelect(e: { intentId: string; clientId: string; walletId: string
   };
 }
 
-const GROUP_READ_CONTEXT = contextSelect({ intentId: '(chk.i).id', clientId: 'chk.client_id', walletId: '(chk.i).wallet_id', giftId: '(chk.i).gift_id' });
+const GROUP_READ_CONTEXT = contextSelect({
+  intentId: '(chk.i).id',
+  clientId: 'chk.client_id',
+  walletId: '(chk.i).wallet_id',
+  giftId: '(chk.i).gift_id',
+});
 
 /**
  * A group of authorizes' one read, in one statement and in order. First each one's idempotency
@@ -187,7 +203,12 @@ export async function readAuthorizeGroup(
  * ledger accounts are locked first, all of them in id order (two groups locking the same
  * wallets cannot deadlock), and each member gets its wallet's accounts with their balances.
  */
-const GROUP_CONTEXT_SELECT = contextSelect({ intentId: 'm.intent_id', clientId: 'm.client_id', walletId: 'm.wallet_id', giftId: 'm.gift_id' });
+const GROUP_CONTEXT_SELECT = contextSelect({
+  intentId: 'm.intent_id',
+  clientId: 'm.client_id',
+  walletId: 'm.wallet_id',
+  giftId: 'm.gift_id',
+});
 
 const GROUP_CONTEXT = statement(
   'authorize_group_context',
@@ -203,7 +224,11 @@ const GROUP_CONTEXT = statement(
     order by m.n`,
 );
 
-export async function authorizeGroupContext(tx: Executor, members: { clientId: string; intent: IntentRow }[], lockWallets: string[]): Promise<AuthorizeContext[]> {
+export async function authorizeGroupContext(
+  tx: Executor,
+  members: { clientId: string; intent: IntentRow }[],
+  lockWallets: string[],
+): Promise<AuthorizeContext[]> {
   return run<AuthorizeContext>(tx, GROUP_CONTEXT, [
     members.map((m) => m.intent.id),
     members.map((m) => m.clientId),
@@ -214,7 +239,10 @@ export async function authorizeGroupContext(tx: Executor, members: { clientId: s
 }
 
 export async function findIntent(db: Executor, clientId: string, id: string): Promise<IntentRow | undefined> {
-  const [row] = await db.select().from(paymentIntents).where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, id)));
+  const [row] = await db
+    .select()
+    .from(paymentIntents)
+    .where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, id)));
   return row;
 }
 
@@ -223,7 +251,11 @@ export async function findIntent(db: Executor, clientId: string, id: string): Pr
  * and the caller answers 409 instead of queueing behind it. Undefined when not found;
  * 'busy' when another transaction holds it.
  */
-export async function lockIntentNoWait(db: Executor, clientId: string, id: string): Promise<IntentRow | undefined | 'busy'> {
+export async function lockIntentNoWait(
+  db: Executor,
+  clientId: string,
+  id: string,
+): Promise<IntentRow | undefined | 'busy'> {
   try {
     const [row] = await db
       .select()
@@ -255,7 +287,10 @@ const LOCK_INTENTS = statement(
 );
 
 export async function lockIntents(db: Executor, keys: { clientId: string; intentId: string }[]): Promise<IntentRow[]> {
-  const rows = await run<{ intent: Record<string, unknown> }>(db, LOCK_INTENTS, [keys.map((k) => k.clientId), keys.map((k) => k.intentId)]);
+  const rows = await run<{ intent: Record<string, unknown> }>(db, LOCK_INTENTS, [
+    keys.map((k) => k.clientId),
+    keys.map((k) => k.intentId),
+  ]);
   return rows.map((r) => intentFromJson(r.intent));
 }
 
@@ -270,7 +305,11 @@ export async function lockIntent(db: Executor, clientId: string, id: string): Pr
 
 /** True when the intent is now locked; false when another transaction holds it (SKIP LOCKED). */
 export async function lockIntentSkipLocked(db: Executor, id: string): Promise<boolean> {
-  const rows = await db.select({ id: paymentIntents.id }).from(paymentIntents).where(eq(paymentIntents.id, id)).for('update', { skipLocked: true });
+  const rows = await db
+    .select({ id: paymentIntents.id })
+    .from(paymentIntents)
+    .where(eq(paymentIntents.id, id))
+    .for('update', { skipLocked: true });
   return rows.length > 0;
 }
 
@@ -281,7 +320,10 @@ export async function updateIntent(db: Executor, id: string, patch: Partial<Inte
 
 export async function intentsByIds(db: Executor, clientId: string, ids: string[]): Promise<IntentRow[]> {
   if (ids.length === 0) return [];
-  return db.select().from(paymentIntents).where(and(eq(paymentIntents.clientId, clientId), inArray(paymentIntents.id, ids)));
+  return db
+    .select()
+    .from(paymentIntents)
+    .where(and(eq(paymentIntents.clientId, clientId), inArray(paymentIntents.id, ids)));
 }
 
 export interface IntentFilters {
@@ -316,13 +358,20 @@ function sortable(field: IntentSortField, now: Date | Placeholder): SQLWrapper {
  * on payment_intents_client_status_idx (the expiry job stores Expired within a second); the API
  * by the status as read: an expiring intent past expiresAt reads Expired.
  */
-function intentConditions(clientId: V, f: { initiator?: V; paymentMethod?: V; status?: string }, now: Date | Placeholder, o: { storedStatus: boolean }): SQL {
+function intentConditions(
+  clientId: V,
+  f: { initiator?: V; paymentMethod?: V; status?: string },
+  now: Date | Placeholder,
+  o: { storedStatus: boolean },
+): SQL {
   const conds: SQL[] = [eq(paymentIntents.clientId, clientId)];
   if (f.initiator) conds.push(eq(paymentIntents.initiator, f.initiator));
   if (f.paymentMethod) conds.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
   if (f.status && o.storedStatus) conds.push(eq(paymentIntents.status, f.status));
-  else if (f.status === 'Expired') conds.push(or(eq(paymentIntents.status, 'Expired'), and(EXPIRING_STATUS, lte(paymentIntents.expiresAt, now)))!);
-  else if (f.status && EXPIRING.includes(f.status)) conds.push(and(eq(paymentIntents.status, f.status), sql`${paymentIntents.expiresAt} > ${now}`)!);
+  else if (f.status === 'Expired')
+    conds.push(or(eq(paymentIntents.status, 'Expired'), and(EXPIRING_STATUS, lte(paymentIntents.expiresAt, now)))!);
+  else if (f.status && EXPIRING.includes(f.status))
+    conds.push(and(eq(paymentIntents.status, f.status), sql`${paymentIntents.expiresAt} > ${now}`)!);
   else if (f.status) conds.push(eq(paymentIntents.status, f.status));
   return and(...conds)!;
 }
@@ -335,7 +384,10 @@ function intentConditions(clientId: V, f: { initiator?: V; paymentMethod?: V; st
 const intentPage = coalescedPages((db: Executor, shape: string) => {
   const { f, sort } = shapeOf(shape);
   const now = ph('now');
-  const order = [...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))), desc(paymentIntents.id)];
+  const order = [
+    ...sort.map((k) => (k.descending ? desc(sortable(k.field, now)) : asc(sortable(k.field, now)))),
+    desc(paymentIntents.id),
+  ];
   return countedPage(db, {
     table: paymentIntents,
     where: intentConditions(ph('clientId'), f, now, { storedStatus: false }),
@@ -345,16 +397,38 @@ const intentPage = coalescedPages((db: Executor, shape: string) => {
 });
 
 /** An empty page's total, built once per shape as its page is. */
-const intentsTotal = totalAlone((shape: string) => intentTotal(ph('clientId'), shapeOf(shape).f, ph('now'), ph('match')));
+const intentsTotal = totalAlone((shape: string) =>
+  intentTotal(ph('clientId'), shapeOf(shape).f, ph('now'), ph('match')),
+);
 
 /** A page's shape (JSON): its filters as placeholders (the status a literal) and its sort. */
 function shapeOf(shape: string) {
-  const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as { initiator: boolean; paymentMethod: boolean; status?: string; sort: SortKey<IntentSortField>[] };
-  return { f: { initiator: initiator ? ph('initiator') : undefined, paymentMethod: paymentMethod ? ph('paymentMethod') : undefined, status }, sort };
+  const { initiator, paymentMethod, status, sort } = JSON.parse(shape) as {
+    initiator: boolean;
+    paymentMethod: boolean;
+    status?: string;
+    sort: SortKey<IntentSortField>[];
+  };
+  return {
+    f: {
+      initiator: initiator ? ph('initiator') : undefined,
+      paymentMethod: paymentMethod ? ph('paymentMethod') : undefined,
+      status,
+    },
+    sort,
+  };
 }
 
 /** A page of intents and their total; with `totalCap` (the console), newest first, as listPaymentRows's. */
-export async function listIntentRows(db: Executor, clientId: string, f: IntentFilters, sort: SortKey<IntentSortField>[], page: Page, now: Date, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+export async function listIntentRows(
+  db: Executor,
+  clientId: string,
+  f: IntentFilters,
+  sort: SortKey<IntentSortField>[],
+  page: Page,
+  now: Date,
+  opts: { totalCap?: number; cursor?: Cursor } = {},
+) {
   if (opts.totalCap !== undefined) {
     return cappedPage(db, {
       table: paymentIntents,
@@ -363,11 +437,31 @@ export async function listIntentRows(db: Executor, clientId: string, f: IntentFi
       page,
       cursor: opts.cursor,
       totalCap: opts.totalCap,
-      rows: (w, orderBy, limit, offset) => db.select().from(paymentIntents).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+      rows: (w, orderBy, limit, offset) =>
+        db
+          .select()
+          .from(paymentIntents)
+          .where(w)
+          .orderBy(...orderBy)
+          .limit(limit)
+          .offset(offset),
     });
   }
-  const shape = JSON.stringify({ initiator: !!f.initiator, paymentMethod: !!f.paymentMethod, status: f.status || undefined, sort });
-  const values = { clientId, initiator: f.initiator, paymentMethod: f.paymentMethod, now, match: JSON.stringify(matchOf(f)), limit: page.limit, offset: page.offset };
+  const shape = JSON.stringify({
+    initiator: !!f.initiator,
+    paymentMethod: !!f.paymentMethod,
+    status: f.status || undefined,
+    sort,
+  });
+  const values = {
+    clientId,
+    initiator: f.initiator,
+    paymentMethod: f.paymentMethod,
+    now,
+    match: JSON.stringify(matchOf(f)),
+    limit: page.limit,
+    offset: page.offset,
+  };
   const rows = await intentPage(db, shape, values);
   if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
@@ -390,13 +484,22 @@ function matchOf(f: IntentFilters): Record<string, string> {
  * a second, so few; counted through payment_intents_expiring_idx) move from their stored status
  * to Expired. `match` is the counters' key (matchOf), or a placeholder for it.
  */
-export function intentTotal(clientId: V, f: { initiator?: V; paymentMethod?: V; status?: string }, now: Date | Placeholder, match: Record<string, string> | Placeholder = matchOf(f as IntentFilters)): SQL {
+export function intentTotal(
+  clientId: V,
+  f: { initiator?: V; paymentMethod?: V; status?: string },
+  now: Date | Placeholder,
+  match: Record<string, string> | Placeholder = matchOf(f as IntentFilters),
+): SQL {
   const counted = countedTotal(clientId, 'payment_intents', match);
   if (!f.status || (f.status !== 'Expired' && !EXPIRING.includes(f.status))) return counted;
   // One count per stored status, named as a literal: a generic plan then walks
   // payment_intents_expiring_idx from its start to now (the due ones only, not every live one).
   const dueOf = (status: string) => {
-    const due = [eq(paymentIntents.clientId, clientId), sql`${paymentIntents.status} = ${sql.raw(`'${status}'`)}`, lte(paymentIntents.expiresAt, now)];
+    const due = [
+      eq(paymentIntents.clientId, clientId),
+      sql`${paymentIntents.status} = ${sql.raw(`'${status}'`)}`,
+      lte(paymentIntents.expiresAt, now),
+    ];
     if (f.initiator) due.push(eq(paymentIntents.initiator, f.initiator));
     if (f.paymentMethod) due.push(eq(paymentIntents.paymentMethod, f.paymentMethod));
     return sql`(select count(*) from ${paymentIntents} where ${and(...due)})`;

@@ -23,24 +23,37 @@ import { walletOfPayment } from './wallet-hints.ts';
 type Member = GroupMember<CancelInput, ChangedPayment>;
 
 /** Cancels a Created payment in the next group to run. */
-export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, { name: 'cancel', rowOf: (r) => walletOfPayment(r.paymentId) });
+export const submitCancel = groupCommit<CancelInput, ChangedPayment>(runGroup, {
+  name: 'cancel',
+  rowOf: (r) => walletOfPayment(r.paymentId),
+});
 
 function runGroup(db: Db, members: Member[]): Promise<void> {
-  return runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
-    const settle: (() => void)[] = [];
-    await q.lockIntentsOfPayments(tx, group);
-    const locked = await q.lockPaymentsWithIntents(tx, group);
-    const created = locked.flatMap((l) => (l?.payment.status === 'Created' ? [l.payment] : []));
-    const held = new Set<string>();
-    for (const p of created) for (const id of await releasedAccounts(tx, p)) held.add(id);
-    if (held.size > 1) await lockAccounts(tx, [...held].sort());
-    const row = new Map(group.map((m, n) => [m, locked[n]]));
-    const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
-      const l = row.get(m);
-      if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-      return cancelLockedPayment(tx, l, { ...m, batch, held });
-    });
-    await WriteBatch.merged(batches).flushWithCommit(tx);
-    return settle;
-  });
+  return runRowGroup(
+    db,
+    members,
+    (m) => m.paymentId,
+    async (tx, group) => {
+      const settle: (() => void)[] = [];
+      await q.lockIntentsOfPayments(tx, group);
+      const locked = await q.lockPaymentsWithIntents(tx, group);
+      const created = locked.flatMap((l) => (l?.payment.status === 'Created' ? [l.payment] : []));
+      const held = new Set<string>();
+      for (const p of created) for (const id of await releasedAccounts(tx, p)) held.add(id);
+      if (held.size > 1) await lockAccounts(tx, [...held].sort());
+      const row = new Map(group.map((m, n) => [m, locked[n]]));
+      const batches = await decideEach(
+        group,
+        settle,
+        (err) => err instanceof ApiError,
+        async (m, batch) => {
+          const l = row.get(m);
+          if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
+          return cancelLockedPayment(tx, l, { ...m, batch, held });
+        },
+      );
+      await WriteBatch.merged(batches).flushWithCommit(tx);
+      return settle;
+    },
+  );
 }

@@ -20,12 +20,21 @@ describe('captures in groups', () => {
 
   const authorized = (walletId: string, amount: number) => authorizedPayment(t, m, walletId, amount);
   const capture = (paymentId: string, amount: number) =>
-    t.request('POST', `/api/v1/payments/${paymentId}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+    t.request('POST', `/api/v1/payments/${paymentId}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount } } },
+    });
 
   test('captures sent together share one transaction, and each gets its own outcome', async () => {
     const a = await fundedWallet(t, m, 5000);
     const b = await fundedWallet(t, m, 5000);
-    const [a1, a2, b1, twice, over] = [await authorized(a.wallet.id, 2000), await authorized(a.wallet.id, 1500), await authorized(b.wallet.id, 1000), await authorized(b.wallet.id, 700), await authorized(b.wallet.id, 300)];
+    const [a1, a2, b1, twice, over] = [
+      await authorized(a.wallet.id, 2000),
+      await authorized(a.wallet.id, 1500),
+      await authorized(b.wallet.id, 1000),
+      await authorized(b.wallet.id, 700),
+      await authorized(b.wallet.id, 300),
+    ];
     const [ra1, ra2, rb1, first, second, missing, tooMuch] = await Promise.all([
       capture(a1, 2000),
       capture(a2, 1000),
@@ -58,11 +67,18 @@ describe('captures in groups', () => {
 
   test('a group the database fails: each capture runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
-    const payments = [await authorized(w.wallet.id, 1000), await authorized(w.wallet.id, 4444), await authorized(w.wallet.id, 2000)];
+    const payments = [
+      await authorized(w.wallet.id, 1000),
+      await authorized(w.wallet.id, 4444),
+      await authorized(w.wallet.id, 2000),
+    ];
     // A fault only this amount hits.
     await withRefusal(t, { table: 'payments', on: 'update', when: 'new.captured_amount = 4444' }, async () => {
       const results = await Promise.all(payments.map((id, n) => capture(id, [1000, 4444, 2000][n]!)));
-      assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 503, 200],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await paymentXmins(t, [payments[0]!, payments[2]!]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

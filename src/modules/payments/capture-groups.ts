@@ -25,33 +25,53 @@ import { walletOfPayment } from './wallet-hints.ts';
 type Member = GroupMember<CaptureInput, ChangedPayment>;
 
 /** Captures a bank-rail payment in the next group to run. */
-export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup, { name: 'capture', rowOf: (r) => walletOfPayment(r.paymentId) });
+export const submitCapture = groupCommit<CaptureInput, ChangedPayment>(runGroup, {
+  name: 'capture',
+  rowOf: (r) => walletOfPayment(r.paymentId),
+});
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
   // Outside the transaction: a merchant's accounts are created (once) and committed before their ids are cached.
   const ext = new Map<string, Record<ClientCode, string>>();
   for (const m of members) if (!ext.has(m.clientId)) ext.set(m.clientId, await clientAccountIds(db, m.clientId));
-  await runRowGroup(db, members, (m) => m.paymentId, async (tx, group) => {
-    const settle: (() => void)[] = [];
-    const locked = await q.lockPaymentsWithIntents(tx, group);
-    // The accounts each capture will move, locked together in id order before any moves.
-    const heldSet = new Set<string>();
-    for (const [n, m] of group.entries()) {
-      const p = locked[n]?.payment;
-      if (p?.status !== 'Created' || !p.walletId || m.amount > p.amount) continue; // refused: moves nothing
-      const { captured, released } = splitCapture(p.sourcing, m.amount);
-      const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
-      for (const id of movedWalletAccounts(w, captured, released)) heldSet.add(id);
-    }
-    if (heldSet.size > 1) await lockAccounts(tx, [...heldSet].sort());
-    const row = new Map(group.map((m, n) => [m, locked[n]]));
-    const batches = await decideEach(group, settle, (err) => err instanceof ApiError, async (m, batch) => {
-      const l = row.get(m);
-      if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
-      const payment = await captureBankPayment(tx, l.payment, m.amount, { clientId: m.clientId, rc: m.rc, now: m.now, ext: ext.get(m.clientId)!, batch, locked: heldSet });
-      return capturedOf(payment, l.intent);
-    });
-    await WriteBatch.merged(batches).flushWithCommit(tx);
-    return settle;
-  });
+  await runRowGroup(
+    db,
+    members,
+    (m) => m.paymentId,
+    async (tx, group) => {
+      const settle: (() => void)[] = [];
+      const locked = await q.lockPaymentsWithIntents(tx, group);
+      // The accounts each capture will move, locked together in id order before any moves.
+      const heldSet = new Set<string>();
+      for (const [n, m] of group.entries()) {
+        const p = locked[n]?.payment;
+        if (p?.status !== 'Created' || !p.walletId || m.amount > p.amount) continue; // refused: moves nothing
+        const { captured, released } = splitCapture(p.sourcing, m.amount);
+        const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: p.walletId });
+        for (const id of movedWalletAccounts(w, captured, released)) heldSet.add(id);
+      }
+      if (heldSet.size > 1) await lockAccounts(tx, [...heldSet].sort());
+      const row = new Map(group.map((m, n) => [m, locked[n]]));
+      const batches = await decideEach(
+        group,
+        settle,
+        (err) => err instanceof ApiError,
+        async (m, batch) => {
+          const l = row.get(m);
+          if (!l) throw apiError('PaymentNotFound', `No payment ${m.paymentId}.`);
+          const payment = await captureBankPayment(tx, l.payment, m.amount, {
+            clientId: m.clientId,
+            rc: m.rc,
+            now: m.now,
+            ext: ext.get(m.clientId)!,
+            batch,
+            locked: heldSet,
+          });
+          return capturedOf(payment, l.intent);
+        },
+      );
+      await WriteBatch.merged(batches).flushWithCommit(tx);
+      return settle;
+    },
+  );
 }

@@ -10,18 +10,33 @@ import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test
 import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
 
 async function authorizedOn(t: TestApp, m: Merchant, attributes: Record<string, unknown>, amount: number) {
-  const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount, ...attributes } } } });
+  const intent = await t.request('POST', '/api/v1/payment-intents', {
+    as: m,
+    body: { data: { type: 'CreatePaymentIntent', attributes: { amount, ...attributes } } },
+  });
   assert.equal(intent.status, 201, intent.raw);
-  const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } } });
+  const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
+    as: m,
+    body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.included[0].id as string;
 }
 
-const step = (t: TestApp, m: Merchant, id: string, path: 'auth' | 'capture' | 'auth-capture', type: string, attributes: Record<string, unknown> = {}) =>
-  t.request('POST', `/api/v1/simulation/${id}/card/${path}`, { as: m, body: { data: { type, attributes } } });
-const auths = (t: TestApp, m: Merchant, id: string, query = '') => t.request('GET', `/api/v1/simulation/${id}/card/auth${query}`, { as: m });
-const captures = (t: TestApp, m: Merchant, id: string, query = '') => t.request('GET', `/api/v1/simulation/${id}/card/capture${query}`, { as: m });
-const summary = (res: { body: any }) => (res.body.data as any[]).map((r) => [r.attributes.status ?? r.attributes.success, r.attributes.amount]);
+const step = (
+  t: TestApp,
+  m: Merchant,
+  id: string,
+  path: 'auth' | 'capture' | 'auth-capture',
+  type: string,
+  attributes: Record<string, unknown> = {},
+) => t.request('POST', `/api/v1/simulation/${id}/card/${path}`, { as: m, body: { data: { type, attributes } } });
+const auths = (t: TestApp, m: Merchant, id: string, query = '') =>
+  t.request('GET', `/api/v1/simulation/${id}/card/auth${query}`, { as: m });
+const captures = (t: TestApp, m: Merchant, id: string, query = '') =>
+  t.request('GET', `/api/v1/simulation/${id}/card/capture${query}`, { as: m });
+const summary = (res: { body: any }) =>
+  (res.body.data as any[]).map((r) => [r.attributes.status ?? r.attributes.success, r.attributes.amount]);
 
 describe('the sandbox card network: authorization requests and captures', () => {
   let t: TestApp;
@@ -43,7 +58,14 @@ describe('the sandbox card network: authorization requests and captures', () => 
     assert.equal(request.type, 'AuthorizationRequest');
     assert.deepEqual(
       { ...request.attributes, createdAt: undefined, updatedAt: undefined },
-      { paymentId: id, walletId: wallet.id, status: 'Approved', amount: 1000, createdAt: undefined, updatedAt: undefined },
+      {
+        paymentId: id,
+        walletId: wallet.id,
+        status: 'Approved',
+        amount: 1000,
+        createdAt: undefined,
+        updatedAt: undefined,
+      },
     );
     t.clock.advance(1000);
     const declined = await step(t, cm, id, 'auth', 'SimulateCardAuthorization', { amount: 2001 });
@@ -53,34 +75,70 @@ describe('the sandbox card network: authorization requests and captures', () => 
     assert.equal((await step(t, cm, id, 'auth', 'CardNetworkEvent', { amount: 500 })).status, 200);
     const list = await auths(t, cm, id);
     assert.equal(list.status, 200, list.raw);
-    assert.deepEqual(summary(list), [['Approved', 500], ['Declined', 2001], ['Approved', 1000]], 'newest first');
+    assert.deepEqual(
+      summary(list),
+      [
+        ['Approved', 500],
+        ['Declined', 2001],
+        ['Approved', 1000],
+      ],
+      'newest first',
+    );
     assert.equal(list.body.meta.total, 3);
     const paged = await auths(t, cm, id, '?page[limit]=1&page[offset]=1');
     assert.deepEqual(summary(paged), [['Declined', 2001]]);
-    assert.equal(paged.body.links.next, `http://api.test/api/v1/simulation/${id}/card/auth?page[limit]=1&page[offset]=2`);
+    assert.equal(
+      paged.body.links.next,
+      `http://api.test/api/v1/simulation/${id}/card/auth?page[limit]=1&page[offset]=2`,
+    );
     assert.equal((await balanceOf(t, cm, wallet.id)).reserved.total, 3000, 'a decline moves nothing');
 
     // The capture's type names: its own, not the authorization's.
     assert.equal((await step(t, cm, id, 'capture', 'SimulateCardAuthorization', { amount: 100 })).status, 400);
-    const unknownRequest = await step(t, cm, id, 'capture', 'SimulateCardCapture', { amount: 100, authorizationRequestId: randomUUID() });
+    const unknownRequest = await step(t, cm, id, 'capture', 'SimulateCardCapture', {
+      amount: 100,
+      authorizationRequestId: randomUUID(),
+    });
     assert.equal(unknownRequest.status, 400);
     assert.equal(errorsOf(unknownRequest)[0]!.source?.pointer, '/data/attributes/authorizationRequestId');
     const declinedId = (list.body.data as any[]).find((r) => r.attributes.status === 'Declined').id;
-    assert.equal((await step(t, cm, id, 'capture', 'SimulateCardCapture', { amount: 100, authorizationRequestId: declinedId })).status, 400, 'not an Approved one');
+    assert.equal(
+      (await step(t, cm, id, 'capture', 'SimulateCardCapture', { amount: 100, authorizationRequestId: declinedId }))
+        .status,
+      400,
+      'not an Approved one',
+    );
     assert.equal((await captures(t, cm, id)).body.meta.total, 0, 'bad input writes nothing');
 
-    const cap = await step(t, cm, id, 'capture', 'SimulateCardCapture', { amount: 1200, authorizationRequestId: request.id });
+    const cap = await step(t, cm, id, 'capture', 'SimulateCardCapture', {
+      amount: 1200,
+      authorizationRequestId: request.id,
+    });
     assert.equal(cap.status, 200, cap.raw);
     assert.equal(cap.body.data.attributes.status, 'Sent');
     const c = cap.body.included[0];
     assert.equal(c.type, 'Capture');
     assert.deepEqual(
       { ...c.attributes, createdAt: undefined, updatedAt: undefined, capturedAt: undefined },
-      { id: c.id, paymentId: id, amount: 1200, success: true, method: 'VirtualDebitCard', reference: null, authorizationRequestId: request.id, capturedAt: undefined, createdAt: undefined, updatedAt: undefined },
+      {
+        id: c.id,
+        paymentId: id,
+        amount: 1200,
+        success: true,
+        method: 'VirtualDebitCard',
+        reference: null,
+        authorizationRequestId: request.id,
+        capturedAt: undefined,
+        createdAt: undefined,
+        updatedAt: undefined,
+      },
     );
     const listed = await captures(t, cm, id, '?include=payment');
     assert.deepEqual(listed.body.data, [c]);
-    assert.deepEqual(listed.body.included.map((p: any) => [p.type, p.id]), [['Payment', id]]);
+    assert.deepEqual(
+      listed.body.included.map((p: any) => [p.type, p.id]),
+      [['Payment', id]],
+    );
     const b = await balanceOf(t, cm, wallet.id);
     assert.equal(b.reserved.total, 0);
     assert.equal(b.available.deposit, 3800);
@@ -98,21 +156,40 @@ describe('the sandbox card network: authorization requests and captures', () => 
     t.clock.advance(1000);
     const ok = await step(t, cm, id, 'capture', 'SimulateCardCapture', { amount: 900 });
     assert.equal(ok.status, 200, ok.raw);
-    assert.deepEqual(summary(await captures(t, cm, id)), [[true, 900], [false, 1600]]);
-    assert.deepEqual(summary(await captures(t, cm, id, '?sort=amount')), [[true, 900], [false, 1600]]);
-    assert.deepEqual(summary(await captures(t, cm, id, '?sort=-amount')), [[false, 1600], [true, 900]]);
+    assert.deepEqual(summary(await captures(t, cm, id)), [
+      [true, 900],
+      [false, 1600],
+    ]);
+    assert.deepEqual(summary(await captures(t, cm, id, '?sort=amount')), [
+      [true, 900],
+      [false, 1600],
+    ]);
+    assert.deepEqual(summary(await captures(t, cm, id, '?sort=-amount')), [
+      [false, 1600],
+      [true, 900],
+    ]);
     assert.deepEqual(summary(await captures(t, cm, id, '?filter[success]=false')), [[false, 1600]]);
     const refused = (await captures(t, cm, id, '?filter[success]=false')).body.data[0];
     assert.equal(refused.attributes.capturedAt, null);
     assert.deepEqual(summary(await captures(t, cm, id, '?filter[method]=BankRails')), []);
     assert.equal((await captures(t, cm, id, '?filter[method]=VirtualDebitCard')).body.meta.total, 2);
-    const page = await t.request('GET', `/api/v1/payments?include=captures&filter[paymentIntentId]=${(await t.request('GET', `/api/v1/payments/${id}`, { as: cm })).body.data.relationships.paymentIntent.data.id}`, { as: cm });
+    const page = await t.request(
+      'GET',
+      `/api/v1/payments?include=captures&filter[paymentIntentId]=${(await t.request('GET', `/api/v1/payments/${id}`, { as: cm })).body.data.relationships.paymentIntent.data.id}`,
+      { as: cm },
+    );
     assert.deepEqual(
       page.body.included.filter((r: any) => r.type === 'Capture').map((r: any) => [r.id, r.attributes.amount]),
       [[ok.body.included[0].id, 900]],
       'include=captures lists the successful capture',
     );
-    for (const q of ['?filter[method]=Card', '?filter[success]=maybe', '?sort=reference', '?include=wallet', '?filter[status]=Approved']) {
+    for (const q of [
+      '?filter[method]=Card',
+      '?filter[success]=maybe',
+      '?sort=reference',
+      '?include=wallet',
+      '?filter[status]=Approved',
+    ]) {
       assert.equal((await captures(t, cm, id, q)).status, 400, q);
     }
     assert.equal((await auths(t, cm, id, '?sort=amount')).status, 400);
@@ -136,7 +213,10 @@ describe('the sandbox card network: authorization requests and captures', () => 
 
   test("a canceled gift payment releases the network's hold as a release, not a capture (the chaos campaign counted it as one)", async () => {
     const gm = await t.createMerchant();
-    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: gm, body: { data: { type: 'Gift', attributes: { amount: 1000 } } } });
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: gm,
+      body: { data: { type: 'Gift', attributes: { amount: 1000 } } },
+    });
     const lookUpId = gift.body.data.id as string;
     const id = await authorizedOn(t, gm, { lookUpId }, 700);
     assert.equal((await step(t, gm, id, 'auth', 'SimulateCardAuthorization', { amount: 500 })).status, 200);
@@ -150,13 +230,19 @@ describe('the sandbox card network: authorization requests and captures', () => 
       { kind: 'gift.hold', postings: 2 },
       { kind: 'gift.release', postings: 2 },
     ]);
-    assert.equal((await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: gm })).body.data.attributes.available, 1000);
+    assert.equal(
+      (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: gm })).body.data.attributes.available,
+      1000,
+    );
     await assertLedgerSound(t);
   });
 
   test('a gift payment: walletId null, a hold the gift cannot cover is Declined; bank rails list their one capture (BankRails, Direct); another merchant gets 404', async () => {
     const gm = await t.createMerchant();
-    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: gm, body: { data: { type: 'Gift', attributes: { amount: 1000 } } } });
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: gm,
+      body: { data: { type: 'Gift', attributes: { amount: 1000 } } },
+    });
     const lookUpId = gift.body.data.id as string;
     const a = await authorizedOn(t, gm, { lookUpId }, 800);
     const b = await authorizedOn(t, gm, { lookUpId }, 800);
@@ -166,24 +252,46 @@ describe('the sandbox card network: authorization requests and captures', () => 
     const listed = await auths(t, gm, b);
     assert.deepEqual(summary(listed), [['Declined', 800]]);
     assert.equal(listed.body.data[0].attributes.walletId, null);
-    assert.equal((await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: gm })).body.data.attributes.available, 200, 'only the first hold');
+    assert.equal(
+      (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: gm })).body.data.attributes.available,
+      200,
+      'only the first hold',
+    );
 
     const bm = await t.createMerchant();
     const { wallet } = await fundedWallet(t, bm, 3000);
     const bank = await authorizedOn(t, bm, { walletId: wallet.id }, 700);
     assert.deepEqual((await captures(t, bm, bank)).body.data, [], 'not captured yet');
-    await t.request('POST', `/api/v1/payments/${bank}/capture`, { as: bm, body: { data: { type: 'CapturePayment', attributes: { amount: 600 } } } });
+    await t.request('POST', `/api/v1/payments/${bank}/capture`, {
+      as: bm,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 600 } } },
+    });
     const bankCaptures = await captures(t, bm, bank);
-    assert.deepEqual(bankCaptures.body.data.map((c: any) => [c.id, c.attributes.method, c.attributes.amount, c.attributes.success]), [[bank, 'BankRails', 600, true]]);
+    assert.deepEqual(
+      bankCaptures.body.data.map((c: any) => [c.id, c.attributes.method, c.attributes.amount, c.attributes.success]),
+      [[bank, 'BankRails', 600, true]],
+    );
     assert.deepEqual((await auths(t, bm, bank)).body.data, [], 'a bank-rail payment has no card authorizations');
-    const direct = await t.request('POST', '/api/v1/payments', { as: bm, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 100 } } } });
-    assert.deepEqual((await captures(t, bm, direct.body.data.id, '?filter[method]=Direct')).body.data.map((c: any) => c.attributes.amount), [100]);
+    const direct = await t.request('POST', '/api/v1/payments', {
+      as: bm,
+      body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 100 } } },
+    });
+    assert.deepEqual(
+      (await captures(t, bm, direct.body.data.id, '?filter[method]=Direct')).body.data.map(
+        (c: any) => c.attributes.amount,
+      ),
+      [100],
+    );
 
-    for (const res of [await auths(t, other, a), await captures(t, other, a), await captures(t, other, bank), await auths(t, bm, randomUUID())]) {
+    for (const res of [
+      await auths(t, other, a),
+      await captures(t, other, a),
+      await captures(t, other, bank),
+      await auths(t, bm, randomUUID()),
+    ]) {
       assert.equal(res.status, 404, res.raw);
       assert.equal(errorsOf(res)[0]!.code, 'PaymentNotFound');
     }
     await assertLedgerSound(t);
   });
 });
-

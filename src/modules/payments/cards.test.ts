@@ -13,12 +13,22 @@ import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts'
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 
 const DAY = 86_400_000;
-const ADDRESS = { street: '1 Main St', street2: 'Suite 4', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' };
+const ADDRESS = {
+  street: '1 Main St',
+  street2: 'Suite 4',
+  city: 'Springfield',
+  state: 'IL',
+  postalCode: '62701',
+  country: 'US',
+};
 
 // ----- helpers ------------------------------------------------------------------------------
 
 async function createIntent(t: TestApp, m: Merchant, attributes: Record<string, unknown>) {
-  const res = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes } } });
+  const res = await t.request('POST', '/api/v1/payment-intents', {
+    as: m,
+    body: { data: { type: 'CreatePaymentIntent', attributes } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data as { id: string; attributes: Record<string, any> };
 }
@@ -29,7 +39,12 @@ const authorize = (t: TestApp, m: Merchant, intentId: string, amount: number) =>
     body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID() } } },
   });
 
-async function authorized(t: TestApp, m: Merchant, intentAttributes: Record<string, unknown>, amount = intentAttributes.amount as number) {
+async function authorized(
+  t: TestApp,
+  m: Merchant,
+  intentAttributes: Record<string, unknown>,
+  amount = intentAttributes.amount as number,
+) {
   const intent = await createIntent(t, m, intentAttributes);
   const res = await authorize(t, m, intent.id, amount);
   assert.equal(res.status, 201, res.raw);
@@ -53,13 +68,22 @@ const getPayment = async (t: TestApp, m: Merchant, id: string) => {
   return res.body.data.attributes as Record<string, any>;
 };
 const capture = (t: TestApp, m: Merchant, id: string, amount: number) =>
-  t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+  t.request('POST', `/api/v1/payments/${id}/capture`, {
+    as: m,
+    body: { data: { type: 'CapturePayment', attributes: { amount } } },
+  });
 const cancel = (t: TestApp, m: Merchant, id: string) => t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m });
 const refund = (t: TestApp, m: Merchant, id: string, amount: number) =>
-  t.request('POST', `/api/v1/payments/${id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount, idempotencyKey: randomUUID() } } } });
+  t.request('POST', `/api/v1/payments/${id}/refund`, {
+    as: m,
+    body: { data: { type: 'Refund', attributes: { amount, idempotencyKey: randomUUID() } } },
+  });
 
 async function createGift(t: TestApp, m: Merchant, amount: number): Promise<string> {
-  const res = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount } } } });
+  const res = await t.request('POST', '/api/v1/simulation/gifts', {
+    as: m,
+    body: { data: { type: 'Gift', attributes: { amount } } },
+  });
   assert.equal(res.status, 201, res.raw);
   return res.body.data.id;
 }
@@ -70,7 +94,9 @@ async function giftOf(t: TestApp, m: Merchant, lookUpId: string) {
 }
 
 async function cardReads(t: TestApp, paymentId: string): Promise<number> {
-  const [row] = rowsOf<{ n: number | string }>(await t.ctx.db.execute(sql`select count(*) as n from card_reads where payment_id = ${paymentId}`));
+  const [row] = rowsOf<{ n: number | string }>(
+    await t.ctx.db.execute(sql`select count(*) as n from card_reads where payment_id = ${paymentId}`),
+  );
   return Number(row!.n);
 }
 
@@ -108,7 +134,10 @@ async function topicsOf(t: TestApp, rx: Receiver, resourceId: string): Promise<{
 function assertCardEvents(events: { topic: string; status?: string }[]) {
   assert.deepEqual(events[0], { topic: 'PaymentCreated', status: 'Created' });
   assert.deepEqual(events.at(-1), { topic: 'PaymentCaptured', status: 'Sent' });
-  assert.ok(events.slice(1, -1).every((e) => e.topic === 'PaymentUpdated' && e.status === 'Created'), JSON.stringify(events));
+  assert.ok(
+    events.slice(1, -1).every((e) => e.topic === 'PaymentUpdated' && e.status === 'Created'),
+    JSON.stringify(events),
+  );
 }
 
 // ----- card rails ---------------------------------------------------------------------------
@@ -174,7 +203,9 @@ describe('card rails: the virtual debit card', () => {
       assert.equal(card.status, 200, card.raw);
       assert.deepEqual(
         { number: card.body.data.attributes.number, cvc: card.body.data.attributes.cvc },
-        await real.issue({ reference: asked[0]!, amount: 1200, now: ft.clock.now() }).then((c) => ({ number: c.number, cvc: c.cvc })),
+        await real
+          .issue({ reference: asked[0]!, amount: 1200, now: ft.clock.now() })
+          .then((c) => ({ number: c.number, cvc: c.cvc })),
         'the card the issuer gives for that reference',
       );
       assert.equal((await balanceOf(ft, fm, wallet.id)).reserved.total, 1200);
@@ -199,7 +230,10 @@ describe('card rails: the virtual debit card', () => {
     assert.match(a.expirationMonth, /^(0[1-9]|1[0-2])$/);
     assert.match(a.expirationYear, /^\d{4}$/);
     const now = t.clock.now();
-    assert.ok(Number(a.expirationYear) * 12 + Number(a.expirationMonth) > now.getUTCFullYear() * 12 + now.getUTCMonth() + 1, 'not expired');
+    assert.ok(
+      Number(a.expirationYear) * 12 + Number(a.expirationMonth) > now.getUTCFullYear() * 12 + now.getUTCMonth() + 1,
+      'not expired',
+    );
     assert.match(a.cvc, /^\d{3}$/);
     assert.deepEqual(a.billingAddress, ADDRESS);
     assert.equal(await cardReads(t, id), 1);
@@ -210,7 +244,9 @@ describe('card rails: the virtual debit card', () => {
 
     // At rest, the number and cvc are sealed.
     const rows = rowsOf<{ j: string; number_sealed: string; cvc_sealed: string; last4: string }>(
-      await t.ctx.db.execute(sql`select row_to_json(v)::text as j, v.number_sealed, v.cvc_sealed, v.last4 from virtual_cards v where v.payment_id = ${id}`),
+      await t.ctx.db.execute(
+        sql`select row_to_json(v)::text as j, v.number_sealed, v.cvc_sealed, v.last4 from virtual_cards v where v.payment_id = ${id}`,
+      ),
     );
     assert.equal(rows.length, 1);
     assert.ok(!rows[0]!.j.includes(a.number), 'the number is not stored in clear');
@@ -225,11 +261,17 @@ describe('card rails: the virtual debit card', () => {
     assert.equal(other2.status, 200);
     assert.notEqual(other2.body.data.attributes.number, a.number);
     assert.notEqual(other2.body.data.id, card.id);
-    assert.deepEqual(other2.body.data.attributes.billingAddress, kycApplication('x@example.com').data.attributes.address);
-    assert.deepEqual(other2.body.data.relationships, { payment: { data: { type: 'Payment', id: second.id } }, paymentIntent: { data: { type: 'PaymentIntent', id: second.intentId } } });
+    assert.deepEqual(
+      other2.body.data.attributes.billingAddress,
+      kycApplication('x@example.com').data.attributes.address,
+    );
+    assert.deepEqual(other2.body.data.relationships, {
+      payment: { data: { type: 'Payment', id: second.id } },
+      paymentIntent: { data: { type: 'PaymentIntent', id: second.intentId } },
+    });
   });
 
-  test('only the secure listener serves it, to the payment\'s merchant: 401 without credentials, 404 PaymentNotFound for another merchant (not recorded)', async () => {
+  test("only the secure listener serves it, to the payment's merchant: 401 without credentials, 404 PaymentNotFound for another merchant (not recorded)", async () => {
     const { wallet } = await fundedWallet(t, cm, 1000);
     const { id } = await authorized(t, cm, { amount: 500, walletId: wallet.id });
     const onApi = await t.request('GET', `/api/v1/payments/${id}/card`, { as: cm });
@@ -382,7 +424,7 @@ describe('card rails: the sandbox card network', () => {
     await assertLedgerSound(t);
   });
 
-  test('a bank-rail payment has no card (400 IllegalOperation); another merchant\'s payment is 404 PaymentNotFound; bodies are validated', async () => {
+  test("a bank-rail payment has no card (400 IllegalOperation); another merchant's payment is 404 PaymentNotFound; bodies are validated", async () => {
     const { wallet } = await fundedWallet(t, cm, 2000);
     const { id } = await authorized(t, cm, { amount: 1000, walletId: wallet.id });
     for (const step of ['auth', 'capture', 'auth-capture'] as const) {
@@ -390,8 +432,12 @@ describe('card rails: the sandbox card network', () => {
       assert.equal(res.status, 404, step);
       assert.equal(errorsOf(res)[0]!.code, 'PaymentNotFound');
     }
-    for (const amount of [0, -1, 1.5, '100']) assert.equal((await network(t, cm, id, 'auth', amount)).status, 400, String(amount));
-    const extra = await t.request('POST', `/api/v1/simulation/${id}/card/auth`, { as: cm, body: { data: { type: 'CardNetworkEvent', attributes: { amount: 10, currency: 'USD' } } } });
+    for (const amount of [0, -1, 1.5, '100'])
+      assert.equal((await network(t, cm, id, 'auth', amount)).status, 400, String(amount));
+    const extra = await t.request('POST', `/api/v1/simulation/${id}/card/auth`, {
+      as: cm,
+      body: { data: { type: 'CardNetworkEvent', attributes: { amount: 10, currency: 'USD' } } },
+    });
     assert.equal(extra.status, 400);
     assert.equal((await getPayment(t, cm, id)).status, 'Created');
     assert.equal((await balanceOf(t, cm, wallet.id)).reserved.total, 1000);
@@ -452,7 +498,7 @@ describe('card rails: the gift flow', () => {
     await t.close();
   });
 
-  test('end to end: gift → remaining → intent by lookUpId (no KYC) → authorize (gift untouched) → the gift\'s card → card auth holds → capture spends → Sent', async () => {
+  test("end to end: gift → remaining → intent by lookUpId (no KYC) → authorize (gift untouched) → the gift's card → card auth holds → capture spends → Sent", async () => {
     const lookUpId = await createGift(t, m, 5000);
     assert.match(lookUpId, /^\d{19}$/);
     assert.deepEqual(await giftOf(t, m, lookUpId), { available: 5000, originalAmount: 5000 });
@@ -470,7 +516,11 @@ describe('card rails: the gift flow', () => {
     assert.equal(payment.attributes.status, 'Created');
     assert.equal(payment.attributes.rail, 'gift');
     assert.equal(payment.links.virtualDebitCard, `http://card.test/api/v1/payments/${id}/card`);
-    assert.deepEqual(await giftOf(t, m, lookUpId), { available: 5000, originalAmount: 5000 }, 'authorize does not debit the gift');
+    assert.deepEqual(
+      await giftOf(t, m, lookUpId),
+      { available: 5000, originalAmount: 5000 },
+      'authorize does not debit the gift',
+    );
 
     const card = await readCard(t, m, id);
     assert.equal(card.status, 200, card.raw);
@@ -479,7 +529,9 @@ describe('card rails: the gift flow', () => {
     assert.match(card.body.data.attributes.number, /^\d{16}$/);
     assert.deepEqual(card.body.data.attributes.billingAddress, ADDRESS);
     const [giftCard] = rowsOf<{ id: string; last4: string }>(
-      await t.ctx.db.execute(sql`select v.id, v.last4 from virtual_cards v join gifts g on g.id = v.gift_id where g.look_up_id = ${lookUpId}`),
+      await t.ctx.db.execute(
+        sql`select v.id, v.last4 from virtual_cards v join gifts g on g.id = v.gift_id where g.look_up_id = ${lookUpId}`,
+      ),
     );
     assert.equal(card.body.data.id, giftCard!.id, "it is the gift's card");
     assert.equal(card.body.data.attributes.number.slice(-4), giftCard!.last4);
@@ -489,7 +541,11 @@ describe('card rails: the gift flow', () => {
     const held = await network(t, m, id, 'auth');
     assert.equal(held.status, 200, held.raw);
     assert.equal(held.body.data.attributes.status, 'Created');
-    assert.deepEqual(await giftOf(t, m, lookUpId), { available: 2000, originalAmount: 5000 }, 'the card auth holds the gift');
+    assert.deepEqual(
+      await giftOf(t, m, lookUpId),
+      { available: 2000, originalAmount: 5000 },
+      'the card auth holds the gift',
+    );
     const spent = await network(t, m, id, 'capture');
     assert.equal(spent.status, 200, spent.raw);
     assert.equal(spent.body.data.attributes.status, 'Sent');
@@ -502,13 +558,19 @@ describe('card rails: the gift flow', () => {
     // A refund goes back to the gift.
     const r = await refund(t, m, id, 1000);
     assert.equal(r.status, 200, r.raw);
-    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 0, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 1000 });
+    assert.deepEqual(r.body.included[0].attributes.returned, {
+      linked: 0,
+      deposit: 0,
+      accrueReward: 0,
+      merchantReward: 0,
+      gift: 1000,
+    });
     assert.deepEqual(await giftOf(t, m, lookUpId), { available: 3000, originalAmount: 5000 });
     assert.equal((await money(t, m)).cardNetwork - before.cardNetwork, 2000);
     await assertLedgerSound(t);
   });
 
-  test('authorize over what the gift has left is 402 Failed; every payment of a gift uses the gift\'s one card; holds compete for what is left; cancel releases a hold', async () => {
+  test("authorize over what the gift has left is 402 Failed; every payment of a gift uses the gift's one card; holds compete for what is left; cancel releases a hold", async () => {
     const lookUpId = await createGift(t, m, 1000);
     const a = await createIntent(t, m, { amount: 1500, lookUpId });
     const over = await authorize(t, m, a.id, 1001);
@@ -547,7 +609,7 @@ describe('card rails: the gift flow', () => {
     await assertLedgerSound(t);
   });
 
-  test('a held gift is released when the authorization expires; gifts are the merchant\'s own', async () => {
+  test("a held gift is released when the authorization expires; gifts are the merchant's own", async () => {
     const lookUpId = await createGift(t, m, 900);
     const p = await authorized(t, m, { amount: 600, lookUpId });
     assert.equal((await network(t, m, p.id, 'auth', 400)).status, 200);
@@ -557,7 +619,10 @@ describe('card rails: the gift flow', () => {
     assert.equal((await getPayment(t, m, p.id)).status, 'Canceled');
     assert.deepEqual(await giftOf(t, m, lookUpId), { available: 900, originalAmount: 900 });
 
-    const theirs = await t.request('POST', '/api/v1/payment-intents', { as: other, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } } });
+    const theirs = await t.request('POST', '/api/v1/payment-intents', {
+      as: other,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } },
+    });
     assert.equal(theirs.status, 400);
     assert.equal(errorsOf(theirs)[0]!.code, 'LookUpIdNotFound');
     assert.equal((await readCard(t, other, p.id)).status, 404);
@@ -609,7 +674,10 @@ describe('scan-and-pay: a wallet barcode', () => {
     assert.equal(b.reserved.total, 0);
     assert.equal((await money(t, m)).settlement - before.settlement, 2000);
 
-    const reuse = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } } });
+    const reuse = await t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } },
+    });
     assert.equal(reuse.status, 400, reuse.raw);
     assert.equal(errorsOf(reuse)[0]!.code, 'WalletIdentifierExpired');
     await assertLedgerSound(t);
@@ -618,7 +686,8 @@ describe('scan-and-pay: a wallet barcode', () => {
   test('at a card-rail merchant the scanned wallet pays with a virtual card', async () => {
     const cm = await t.createMerchant({ rails: 'card' });
     const { wallet } = await fundedWallet(t, cm, 1000);
-    const lookUpId = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: cm })).body.data.attributes.lookUpId;
+    const lookUpId = (await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: cm })).body.data
+      .attributes.lookUpId;
     const { id, payment } = await authorized(t, cm, { amount: 600, lookUpId });
     assert.equal(payment.attributes.rail, 'card');
     assert.equal((await readCard(t, cm, id)).status, 200);

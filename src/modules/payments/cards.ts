@@ -14,19 +14,37 @@ import { getPayment } from './domain.ts';
 import { VirtualDebitCard } from './schemas.ts';
 import * as q from './sql.ts';
 
-export async function readCard(db: Db, sealer: Sealer, opts: { clientId: string; paymentId: string; requestId: string; ip: string; now: Date }) {
+export async function readCard(
+  db: Db,
+  sealer: Sealer,
+  opts: { clientId: string; paymentId: string; requestId: string; ip: string; now: Date },
+) {
   return db.transaction(async (tx) => {
     const payment = await getPayment(tx, opts);
     if (payment.rail === 'bank') throw apiError('CardNotFound', 'A bank-rail payment has no virtual card.');
     if (payment.status !== 'Created') {
-      throw apiError('IllegalOperation', `The card can be read only while the payment is Created; it is ${payment.status}.`);
+      throw apiError(
+        'IllegalOperation',
+        `The card can be read only while the payment is Created; it is ${payment.status}.`,
+      );
     }
     const card = payment.giftId ? await q.cardOfGift(tx, payment.giftId) : await q.cardOfPayment(tx, payment.id);
     if (!card) throw apiError('CardNotFound');
-    await q.recordCardRead(tx, { id: uuidv7(), clientId: opts.clientId, cardId: card.id, paymentId: payment.id, requestId: opts.requestId, ip: opts.ip, readAt: opts.now });
+    await q.recordCardRead(tx, {
+      id: uuidv7(),
+      clientId: opts.clientId,
+      cardId: card.id,
+      paymentId: payment.id,
+      requestId: opts.requestId,
+      ip: opts.ip,
+      readAt: opts.now,
+    });
     const intent = payment.intentId ? await findIntent(tx, opts.clientId, payment.intentId) : undefined;
     // The intent's billing address, else the address the user gave in their latest KYC application.
-    const billingAddress = intent?.billingAddress ?? (payment.userId ? await q.latestKycAddress(tx, opts.clientId, payment.userId) : undefined) ?? null;
+    const billingAddress =
+      intent?.billingAddress ??
+      (payment.userId ? await q.latestKycAddress(tx, opts.clientId, payment.userId) : undefined) ??
+      null;
     return {
       id: card.id,
       type: 'VirtualDebitCard' as const,
@@ -54,7 +72,7 @@ export async function cardRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'getVirtualDebitCard',
         summary: "Read a payment's virtual debit card",
         description:
-          'On the secure card listener, with the same headers. Card-rail payments have a single-use card for exactly the authorized amount; gift payments return the gift\'s card. ' +
+          "On the secure card listener, with the same headers. Card-rail payments have a single-use card for exactly the authorized amount; gift payments return the gift's card. " +
           'Readable only while the payment is `Created`. Process it at once through your gateway and never store it; every read is recorded.',
         params: idParams('paymentId'),
         querystring: Type.Object({}, { additionalProperties: false }),
@@ -63,7 +81,13 @@ export async function cardRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req, reply) => {
       reply.header('cache-control', 'no-store');
-      const data = await readCard(ctx.db, ctx.sealer, { clientId: req.client.id, paymentId: req.params.paymentId, requestId: req.id, ip: req.ip, now: ctx.clock.now() });
+      const data = await readCard(ctx.db, ctx.sealer, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        requestId: req.id,
+        ip: req.ip,
+        now: ctx.clock.now(),
+      });
       return { data };
     },
   );

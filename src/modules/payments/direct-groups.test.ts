@@ -24,11 +24,18 @@ describe('direct payments in groups', () => {
   const xminOf = (ids: string[]) => writersOf(t, 'payments', ids);
 
   test('payments sent together share one transaction, and each gets its own outcome', async () => {
-    const [a, b, c] = await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)]).then((w) => w.map((x) => x.wallet));
+    const [a, b, c] = await Promise.all([
+      fundedWallet(t, m, 10_000),
+      fundedWallet(t, m, 10_000),
+      fundedWallet(t, m, 10_000),
+    ]).then((w) => w.map((x) => x.wallet));
     const unapproved = await createWallet(t, m, (await createUser(t, m)).id);
     const earlier = await createPayment(t, m, { walletId: a!.id, amount: 700, idempotencyKey: 'earlier' });
     assert.equal(earlier.status, 200, earlier.raw);
-    assert.equal((await createPayment(t, m, { walletId: b!.id, amount: 800, idempotencyKey: 'earlier-2' })).status, 200);
+    assert.equal(
+      (await createPayment(t, m, { walletId: b!.id, amount: 800, idempotencyKey: 'earlier-2' })).status,
+      200,
+    );
 
     const [a1, b1, c1, replay, reused, noWallet, noKyc, twice] = await Promise.all([
       createPayment(t, m, { walletId: a!.id, amount: 1000, idempotencyKey: 'g-a1' }),
@@ -64,8 +71,14 @@ describe('direct payments in groups', () => {
 
   test('payments of one wallet sent together share the group, each planned on what the ones before it left', async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
-    const results = await Promise.all([300, 300, 600].map((amount) => createPayment(t, m, { walletId: wallet.id, amount })));
-    assert.deepEqual(results.map((r) => r.status), [200, 200, 402], results.map((r) => r.raw).join('\n'));
+    const results = await Promise.all(
+      [300, 300, 600].map((amount) => createPayment(t, m, { walletId: wallet.id, amount })),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [200, 200, 402],
+      results.map((r) => r.raw).join('\n'),
+    );
     // The third was planned on the 400 cents the first two left: the wallet cannot cover it.
     assert.equal(errorsOf(results[2]!)[0]!.code, 'Failed');
     const rows = await xminOf(results.slice(0, 2).map((r) => r.body.data.id));
@@ -75,13 +88,26 @@ describe('direct payments in groups', () => {
   });
 
   test('a group whose write the ledger refuses (a stale plan): that payment alone is 402 Failed, the others are written one transaction each', async () => {
-    const wallets = (await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)])).map((w) => w.wallet);
+    const wallets = (
+      await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)])
+    ).map((w) => w.wallet);
     // Stands in for a concurrent spend that made one plan stale: the ledger's refusal, raised
     // only for this amount's payment.
-    const stale = { table: 'payments', on: 'insert' as const, when: 'new.amount = 7777', raise: "errcode = '23514', constraint = 'ledger_accounts_non_negative'" };
+    const stale = {
+      table: 'payments',
+      on: 'insert' as const,
+      when: 'new.amount = 7777',
+      raise: "errcode = '23514', constraint = 'ledger_accounts_non_negative'",
+    };
     await withRefusal(t, stale, async () => {
-      const results = await Promise.all([1000, 7777, 2000].map((amount, n) => createPayment(t, m, { walletId: wallets[n]!.id, amount })));
-      assert.deepEqual(results.map((r) => r.status), [200, 402, 200], results.map((r) => r.raw).join('\n'));
+      const results = await Promise.all(
+        [1000, 7777, 2000].map((amount, n) => createPayment(t, m, { walletId: wallets[n]!.id, amount })),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 402, 200],
+        results.map((r) => r.raw).join('\n'),
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'Failed');
       const rows = await xminOf([results[0]!, results[2]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
@@ -91,10 +117,17 @@ describe('direct payments in groups', () => {
   });
 
   test('a group the database fails: each payment runs again alone, and only the failing one fails', async () => {
-    const wallets = (await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)])).map((w) => w.wallet);
+    const wallets = (
+      await Promise.all([fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000), fundedWallet(t, m, 10_000)])
+    ).map((w) => w.wallet);
     await withRefusal(t, { table: 'payments', on: 'insert', when: 'new.amount = 6666' }, async () => {
-      const results = await Promise.all([1000, 6666, 2000].map((amount, n) => createPayment(t, m, { walletId: wallets[n]!.id, amount })));
-      assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
+      const results = await Promise.all(
+        [1000, 6666, 2000].map((amount, n) => createPayment(t, m, { walletId: wallets[n]!.id, amount })),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 503, 200],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await xminOf([results[0]!, results[2]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

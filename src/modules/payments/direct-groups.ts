@@ -23,7 +23,16 @@ import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from
 import type { Db, Tx } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
 import { ApiError } from '../../http/errors.ts';
-import { checkedKeyOf, keyedScope, replayOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type OptionalKeyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  checkedKeyOf,
+  keyedScope,
+  replayOf,
+  storeOutcomesPart,
+  withoutRepeatedKeys,
+  type IdempotencyScope,
+  type OptionalKeyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import { accountIds, type WalletCode } from '../../ledger/accounts.ts';
 import { lockAccounts } from '../../ledger/post.ts';
 import { createDirectPayment, directPaymentRefused, type DirectPaymentInput } from './domain.ts';
@@ -44,7 +53,10 @@ type Member = GroupMember<DirectPaymentRequest, StoredOutcome>;
 const SPENT: WalletCode[] = ['reward.merchant.available', 'reward.accrue.available', 'deposit.available'];
 
 /** Takes a direct payment (or replays its key's outcome) in the next group to run. */
-export const submitDirectPayment = groupCommit<DirectPaymentRequest, StoredOutcome>(runGroup, { name: 'payment', rowOf: (r) => r.input.walletId });
+export const submitDirectPayment = groupCommit<DirectPaymentRequest, StoredOutcome>(runGroup, {
+  name: 'payment',
+  rowOf: (r) => r.input.walletId,
+});
 
 const keyed = (m: Member) => keyedScope(m.scope);
 
@@ -98,17 +110,25 @@ async function paymentGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
   // Each wallet's balances as the payments before it in the group have left them.
   const balances = new Map<string, Record<string, number>>();
-  const batches = await decideEach([...runs.keys()], settle, (err) => err instanceof ApiError, async (m, batch): Promise<StoredOutcome> => {
-    const c = runs.get(m)!;
-    const buckets = balances.get(m.input.walletId) ?? { ...c.buckets };
-    balances.set(m.input.walletId, buckets);
-    const p = await createDirectPayment(tx, Object.assign({}, m.input, { context: Object.assign({}, c, { buckets }), batch, locked }));
-    spend(buckets, p.sourcing);
-    const body = m.render(p);
-    const scope = keyed(m);
-    if (scope) stored.push({ scope, status: 200, body, now: m.input.now });
-    return { status: 200, body, replayed: false };
-  });
+  const batches = await decideEach(
+    [...runs.keys()],
+    settle,
+    (err) => err instanceof ApiError,
+    async (m, batch): Promise<StoredOutcome> => {
+      const c = runs.get(m)!;
+      const buckets = balances.get(m.input.walletId) ?? { ...c.buckets };
+      balances.set(m.input.walletId, buckets);
+      const p = await createDirectPayment(
+        tx,
+        Object.assign({}, m.input, { context: Object.assign({}, c, { buckets }), batch, locked }),
+      );
+      spend(buckets, p.sourcing);
+      const body = m.render(p);
+      const scope = keyed(m);
+      if (scope) stored.push({ scope, status: 200, body, now: m.input.now });
+      return { status: 200, body, replayed: false };
+    },
+  );
   if (batches.length === 0) return settle;
   const all = WriteBatch.merged(batches);
   if (stored.length > 0) all.add(storeOutcomesPart(stored));

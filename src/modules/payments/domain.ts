@@ -14,7 +14,15 @@ import type { Sourcing } from '../../db/schema.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
 import type { Page, SortKey } from '../../http/paging.ts';
 import { checkBodyId } from '../../http/patch-body.ts';
-import { accountIds, balancesOf, clientAccountIds, WALLET_CODES, type ClientCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
+import {
+  accountIds,
+  balancesOf,
+  clientAccountIds,
+  WALLET_CODES,
+  type ClientCode,
+  type GiftCode,
+  type WalletCode,
+} from '../../ledger/accounts.ts';
 import { InsufficientFundsError, lockAccounts, refusedByLedger } from '../../ledger/post.ts';
 import { countMovement } from '../../observability/metrics.ts';
 import type { ClientSettings } from '../clients/settings.ts';
@@ -23,7 +31,14 @@ import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { intentFromJson, lockIntent, lockIntentSkipLocked, updateIntent, updateIntentPart, type IntentRow } from '../payment-intents/sql.ts';
+import {
+  intentFromJson,
+  lockIntent,
+  lockIntentSkipLocked,
+  updateIntent,
+  updateIntentPart,
+  type IntentRow,
+} from '../payment-intents/sql.ts';
 import { findUser } from '../users/sql.ts';
 import type { Buckets } from '../wallets/balance.ts';
 import { findWallet } from '../wallets/sql.ts';
@@ -53,7 +68,14 @@ export const AUTHORIZATION_LIFETIME_MS = 7 * 86_400_000;
 /** The sandbox bank settles a captured payment this long after capture. */
 export const SANDBOX_SETTLE_DELAY_MS = 1_000;
 
-export async function emitPayment(tx: Executor, topic: Topic, p: q.PaymentRow, rc: RenderContext, now: Date, batch?: WriteBatch): Promise<void> {
+export async function emitPayment(
+  tx: Executor,
+  topic: Topic,
+  p: q.PaymentRow,
+  rc: RenderContext,
+  now: Date,
+  batch?: WriteBatch,
+): Promise<void> {
   await recordEvent(
     tx,
     {
@@ -69,7 +91,14 @@ export async function emitPayment(tx: Executor, topic: Topic, p: q.PaymentRow, r
 }
 
 /** An intent event; `paymentIds` (the intent's payments, oldest first) saves reading them. */
-export async function emitIntent(tx: Executor, topic: Topic, i: IntentRow, rc: RenderContext, now: Date, opts: { batch?: WriteBatch; paymentIds?: string[] } = {}): Promise<void> {
+export async function emitIntent(
+  tx: Executor,
+  topic: Topic,
+  i: IntentRow,
+  rc: RenderContext,
+  now: Date,
+  opts: { batch?: WriteBatch; paymentIds?: string[] } = {},
+): Promise<void> {
   const paymentIds = opts.paymentIds ?? (await q.paymentsOfIntents(tx, [i.id])).map((p) => p.id);
   await recordEvent(
     tx,
@@ -89,7 +118,10 @@ export async function walletBuckets(db: Executor, walletId: string): Promise<Buc
   return ((await balancesOf(db, 'wallet', [walletId])).get(walletId) ?? {}) as Buckets;
 }
 
-export async function getPayment(db: Executor, opts: { clientId: string; paymentId: string; forUpdate?: boolean }): Promise<q.PaymentRow> {
+export async function getPayment(
+  db: Executor,
+  opts: { clientId: string; paymentId: string; forUpdate?: boolean },
+): Promise<q.PaymentRow> {
   const p = await q.findPayment(db, opts.clientId, opts.paymentId, { forUpdate: opts.forUpdate });
   if (!p) throw apiError('PaymentNotFound', `No payment ${opts.paymentId}.`);
   return p;
@@ -117,12 +149,38 @@ export async function captureBankPayment(
   c: Ctx & { ext: Record<ClientCode, string>; batch?: WriteBatch; locked?: ReadonlySet<string> },
 ): Promise<q.PaymentRow> {
   if (p.status !== 'Created') illegal(p, 'captured');
-  if (p.rail !== 'bank') throw apiError('IllegalOperation', 'Card-rail and gift payments are captured through the card network, not this endpoint.');
-  if (amount > p.amount) throw apiError('ValidationError', `\`amount\` is more than the ${p.amount} cents authorized.`, { pointer: '/data/attributes/amount' });
+  if (p.rail !== 'bank')
+    throw apiError(
+      'IllegalOperation',
+      'Card-rail and gift payments are captured through the card network, not this endpoint.',
+    );
+  if (amount > p.amount)
+    throw apiError('ValidationError', `\`amount\` is more than the ${p.amount} cents authorized.`, {
+      pointer: '/data/attributes/amount',
+    });
   const own = c.batch ?? new WriteBatch();
   const { captured, released } = splitCapture(p.sourcing, amount);
-  await captureWallet(tx, { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId!, captured, released, to: 'settlement', ext: c.ext, batch: own, locked: c.locked });
-  const patch = { status: 'Processing', capturedAmount: amount, captured, capturedAt: c.now, settleAfter: new Date(c.now.getTime() + SANDBOX_SETTLE_DELAY_MS), updatedAt: c.now };
+  await captureWallet(tx, {
+    clientId: c.clientId,
+    refType: 'payment',
+    refId: p.id,
+    now: c.now,
+    walletId: p.walletId!,
+    captured,
+    released,
+    to: 'settlement',
+    ext: c.ext,
+    batch: own,
+    locked: c.locked,
+  });
+  const patch = {
+    status: 'Processing',
+    capturedAmount: amount,
+    captured,
+    capturedAt: c.now,
+    settleAfter: new Date(c.now.getTime() + SANDBOX_SETTLE_DELAY_MS),
+    updatedAt: c.now,
+  };
   // An automatic capture updates the payment its authorization inserts in the same batch.
   await own.put(tx, q.updatePaymentPart(p.id, patch));
   const updated: q.PaymentRow = { ...p, ...patch };
@@ -161,7 +219,8 @@ export async function cancelCreatedPayment(
   const batch = c.batch ?? new WriteBatch();
   const ref = { clientId: c.clientId, refType: 'payment', refId: p.id, now: c.now, batch, locked: c.locked };
   if (p.walletId) await releaseWallet(tx, { ...ref, walletId: p.walletId, sourcing: p.sourcing });
-  if (p.giftId && p.networkAuthorized > 0) await releaseGift(tx, { ...ref, giftId: p.giftId, amount: p.networkAuthorized });
+  if (p.giftId && p.networkAuthorized > 0)
+    await releaseGift(tx, { ...ref, giftId: p.giftId, amount: p.networkAuthorized });
   if (p.networkAuthorized > 0) await q.cancelCardAuthorizations(tx, p.id, c.now);
   const patch = { status: 'Canceled', canceledAt: c.now, failureReason: c.reason, updatedAt: c.now };
   await batch.put(tx, q.updatePaymentPart(p.id, patch));
@@ -192,8 +251,16 @@ export type CancelInput = Ctx & { paymentId: string };
  * Cancels a payment locked with its intent (read after the intent's lock), whose released
  * accounts the caller holds locked: the release, both updates and both events go to `batch`.
  */
-export async function cancelLockedPayment(tx: Executor, locked: { payment: q.PaymentRow; intent: Record<string, unknown> | null }, c: CancelInput & { batch: WriteBatch; held: ReadonlySet<string> }): Promise<ChangedPayment> {
-  const canceled = await cancelCreatedPayment(tx, locked.payment, { ...c, reason: 'Canceled by the merchant.', locked: c.held });
+export async function cancelLockedPayment(
+  tx: Executor,
+  locked: { payment: q.PaymentRow; intent: Record<string, unknown> | null },
+  c: CancelInput & { batch: WriteBatch; held: ReadonlySet<string> },
+): Promise<ChangedPayment> {
+  const canceled = await cancelCreatedPayment(tx, locked.payment, {
+    ...c,
+    reason: 'Canceled by the merchant.',
+    locked: c.held,
+  });
   const { intent: before, paymentIds } = capturedOf(locked.payment, locked.intent);
   if (!before) return { payment: canceled, intent: undefined, paymentIds: [] };
   const patch = { status: 'Canceled', updatedAt: c.now };
@@ -216,7 +283,12 @@ export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; no
       if (due.intentId && !(await lockIntentSkipLocked(tx, due.intentId))) continue;
       const p = await q.lockPaymentSkipLocked(tx, due.id);
       if (!p || p.status !== 'Created' || p.expiresAt > now) continue;
-      await cancelCreatedPayment(tx, p, { clientId: p.clientId, rc: opts.rc, now, reason: 'The authorization expired uncaptured.' });
+      await cancelCreatedPayment(tx, p, {
+        clientId: p.clientId,
+        rc: opts.rc,
+        now,
+        reason: 'The authorization expired uncaptured.',
+      });
       if (p.intentId) {
         const intent = await updateIntent(tx, p.intentId, { status: 'Canceled', updatedAt: now });
         await emitIntent(tx, 'PaymentIntentUpdated', intent, opts.rc, now);
@@ -232,10 +304,23 @@ export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; no
  * fully refunded while still processing ends Returned and pays no disbursement: the purchase
  * was undone before any money arrived, so there is nothing to share out.
  */
-async function settle(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<ClientCode, string>; batch?: WriteBatch }): Promise<q.PaymentRow> {
+async function settle(
+  tx: Executor,
+  p: q.PaymentRow,
+  c: Ctx & { ext: Record<ClientCode, string>; batch?: WriteBatch },
+): Promise<q.PaymentRow> {
   const own = c.batch ?? new WriteBatch();
   const fullyRefunded = p.refundedAmount > 0 && p.refundedAmount === p.capturedAmount;
-  if (!fullyRefunded) await disburse(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, disbursement: p.disbursement, ext: c.ext, batch: own });
+  if (!fullyRefunded)
+    await disburse(tx, {
+      clientId: p.clientId,
+      refType: 'payment',
+      refId: p.id,
+      now: c.now,
+      disbursement: p.disbursement,
+      ext: c.ext,
+      batch: own,
+    });
   const patch = { status: fullyRefunded ? 'Returned' : 'Sent', settledAt: c.now, updatedAt: c.now };
   await own.put(tx, q.updatePaymentPart(p.id, patch));
   const updated: q.PaymentRow = { ...p, ...patch };
@@ -269,7 +354,10 @@ export const SETTLE_BATCH_BEHIND = 200;
  * so settling a backlog behind busy captures costs the database little per payment. Each run
  * takes SETTLE_BATCH payments, or SETTLE_BATCH_BEHIND after a run found settlement behind.
  */
-export function settlementJob(db: Db, opts: { rc: RenderContext; now: () => Date; withoutBankPart?: boolean }): () => Promise<number> {
+export function settlementJob(
+  db: Db,
+  opts: { rc: RenderContext; now: () => Date; withoutBankPart?: boolean },
+): () => Promise<number> {
   let limit = SETTLE_BATCH;
   return async () => {
     const now = opts.now();
@@ -280,14 +368,23 @@ export function settlementJob(db: Db, opts: { rc: RenderContext; now: () => Date
 }
 
 /** One settlement run: up to `limit` due payments settled, and when the oldest of them was due. */
-async function settleDuePayments(db: Db, opts: { rc: RenderContext; now: Date; limit: number; withoutBankPart?: boolean }): Promise<{ settled: number; oldestDue: Date | null }> {
+async function settleDuePayments(
+  db: Db,
+  opts: { rc: RenderContext; now: Date; limit: number; withoutBankPart?: boolean },
+): Promise<{ settled: number; oldestDue: Date | null }> {
   return db.transaction(async (tx) => {
     const now = opts.now;
     const due = await q.lockDueSettlements(tx, now, opts.limit, { withoutBankPart: opts.withoutBankPart });
     const batches: WriteBatch[] = [];
     for (const p of due) {
       const batch = new WriteBatch();
-      await settle(tx, p, { clientId: p.clientId, rc: opts.rc, now, ext: await clientAccountIds(tx, p.clientId), batch });
+      await settle(tx, p, {
+        clientId: p.clientId,
+        rc: opts.rc,
+        now,
+        ext: await clientAccountIds(tx, p.clientId),
+        batch,
+      });
       batches.push(batch);
     }
     await WriteBatch.merged(batches).flush(tx);
@@ -316,12 +413,35 @@ export async function failBankPull(db: Db, opts: Ctx & { paymentId: string; reas
 }
 
 /** Processing → Failed: the bank pull failed and the captured money goes back. */
-async function failProcessing(tx: Executor, p: q.PaymentRow, c: Ctx & { ext: Record<ClientCode, string>; reason?: string }): Promise<q.PaymentRow> {
+async function failProcessing(
+  tx: Executor,
+  p: q.PaymentRow,
+  c: Ctx & { ext: Record<ClientCode, string>; reason?: string },
+): Promise<q.PaymentRow> {
   // What refunds already returned is not returned again.
-  const returned = planRefund(p.captured ?? NO_SOURCING, await alreadyReturned(tx, p.id), p.capturedAmount - p.refundedAmount);
+  const returned = planRefund(
+    p.captured ?? NO_SOURCING,
+    await alreadyReturned(tx, p.id),
+    p.capturedAmount - p.refundedAmount,
+  );
   // Nothing arrived from the bank: its part is simply not owed.
-  await returnCaptured(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: c.now, walletId: p.walletId, giftId: null, returned, from: 'settlement', ext: c.ext, kind: 'payment.fail' });
-  const updated = await q.updatePayment(tx, p.id, { status: 'Failed', failureReason: c.reason ?? 'The bank returned the transfer (R01: insufficient funds).', updatedAt: c.now });
+  await returnCaptured(tx, {
+    clientId: p.clientId,
+    refType: 'payment',
+    refId: p.id,
+    now: c.now,
+    walletId: p.walletId,
+    giftId: null,
+    returned,
+    from: 'settlement',
+    ext: c.ext,
+    kind: 'payment.fail',
+  });
+  const updated = await q.updatePayment(tx, p.id, {
+    status: 'Failed',
+    failureReason: c.reason ?? 'The bank returned the transfer (R01: insufficient funds).',
+    updatedAt: c.now,
+  });
   await emitPayment(tx, 'PaymentUpdated', updated, c.rc, c.now);
   return updated;
 }
@@ -338,20 +458,42 @@ export const PAYMENT_PULL_BATCH = 100;
  * instead of settling at a time of its own. A pull the bank did not take is sent again when its
  * lease runs out.
  */
-export async function sendPaymentPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+export async function sendPaymentPulls(
+  db: Db,
+  opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger },
+): Promise<number> {
   const now = opts.now();
   const due = await q.claimDueBankPulls(db, now, new Date(now.getTime() + PULL_LEASE_MS), PAYMENT_PULL_BATCH);
   const sent = await startPulls(
     opts.provider,
-    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'payment', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    due.map((p) => ({
+      reference: p.id,
+      clientId: p.clientId,
+      purpose: 'payment',
+      subjectId: p.id,
+      amount: p.amount,
+      externalId: p.externalId,
+    })),
     { log: opts.log, what: 'payment pulls' },
   );
-  await recordSentTransfers(db, { track: true, transfers: sent, now, record: (tx) => q.awaitBankReport(tx, sent.map((t) => t.reference)) });
+  await recordSentTransfers(db, {
+    track: true,
+    transfers: sent,
+    now,
+    record: (tx) =>
+      q.awaitBankReport(
+        tx,
+        sent.map((t) => t.reference),
+      ),
+  });
   return sent.length;
 }
 
 /** The bank reported how a payment's pull ended: Processing → Sent (settled) or Failed. A payment no longer Processing is left alone. */
-export async function finishPaymentPull(tx: Executor, o: { paymentId: string; settled: boolean; reason?: string; rc: RenderContext; now: Date }): Promise<void> {
+export async function finishPaymentPull(
+  tx: Executor,
+  o: { paymentId: string; settled: boolean; reason?: string; rc: RenderContext; now: Date },
+): Promise<void> {
   const p = await q.lockPaymentById(tx, o.paymentId);
   if (!p || p.status !== 'Processing') return;
   const c = { clientId: p.clientId, rc: o.rc, now: o.now, ext: await clientAccountIds(tx, p.clientId) };
@@ -385,19 +527,34 @@ export async function creditedAccounts(tx: Executor, p: q.PaymentRow): Promise<s
 export async function refundPayment(
   tx: Executor,
   p: q.PaymentRow,
-  opts: Ctx & { amount: number; ext: Record<ClientCode, string>; earlier: q.RefundRow[]; batch: WriteBatch; locked: ReadonlySet<string> },
+  opts: Ctx & {
+    amount: number;
+    ext: Record<ClientCode, string>;
+    earlier: q.RefundRow[];
+    batch: WriteBatch;
+    locked: ReadonlySet<string>;
+  },
 ): Promise<{ refund: q.RefundRow; payment: q.PaymentRow }> {
   if (p.status !== 'Processing' && p.status !== 'Sent') illegal(p, 'refunded');
   const refundable = p.capturedAmount - p.refundedAmount;
   if (opts.amount > refundable) {
-    throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, { pointer: '/data/attributes/amount' });
+    throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, {
+      pointer: '/data/attributes/amount',
+    });
   }
   const returned = planRefund(
     p.captured ?? NO_SOURCING,
     opts.earlier.reduce((acc, r) => addSourcing(acc, r.returned), NO_SOURCING),
     opts.amount,
   );
-  const refund: q.RefundRow = { id: uuidv7(), clientId: p.clientId, paymentId: p.id, amount: opts.amount, returned, createdAt: opts.now };
+  const refund: q.RefundRow = {
+    id: uuidv7(),
+    clientId: p.clientId,
+    paymentId: p.id,
+    amount: opts.amount,
+    returned,
+    createdAt: opts.now,
+  };
   const batch = opts.batch;
   await returnCaptured(tx, {
     clientId: p.clientId,
@@ -415,10 +572,25 @@ export async function refundPayment(
   });
   batch.add(q.insertRefundPart(refund));
   const refundedAmount = p.refundedAmount + opts.amount;
-  const patch = { refundedAmount, ...(refundedAmount === p.capturedAmount && p.status === 'Sent' ? { status: 'Returned' } : {}), updatedAt: opts.now };
+  const patch = {
+    refundedAmount,
+    ...(refundedAmount === p.capturedAmount && p.status === 'Sent' ? { status: 'Returned' } : {}),
+    updatedAt: opts.now,
+  };
   await batch.put(tx, q.updatePaymentPart(p.id, patch));
   const payment: q.PaymentRow = { ...p, ...patch };
-  await recordEvent(tx, { clientId: p.clientId, topic: 'RefundCreated', ...(p.userId ? { userId: p.userId } : {}), ...(p.walletId ? { walletId: p.walletId } : {}), resource: refundResource(refund), now: opts.now }, { batch });
+  await recordEvent(
+    tx,
+    {
+      clientId: p.clientId,
+      topic: 'RefundCreated',
+      ...(p.userId ? { userId: p.userId } : {}),
+      ...(p.walletId ? { walletId: p.walletId } : {}),
+      resource: refundResource(refund),
+      now: opts.now,
+    },
+    { batch },
+  );
   if (payment.status !== p.status) await emitPayment(tx, 'PaymentUpdated', payment, opts.rc, opts.now, batch);
   return { refund, payment };
 }
@@ -456,20 +628,33 @@ const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
  */
 export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): Promise<q.PaymentRow> {
   const external = (i.externalPayments ?? []).reduce((s, e) => s + e.amount, 0);
-  if (external > i.amount) throw apiError('ValidationError', '`externalPayments` add up to more than `amount`.', ptr('externalPayments'));
+  if (external > i.amount)
+    throw apiError('ValidationError', '`externalPayments` add up to more than `amount`.', ptr('externalPayments'));
   const disbursement = i.disbursement ?? [];
   const disbursed = disbursement.reduce((s, d) => s + d.amount, 0);
-  if (disbursed > i.amount - external) throw apiError('ValidationError', '`disbursement` adds up to more than Coffer takes (`amount` less `externalPayments`).', ptr('disbursement'));
+  if (disbursed > i.amount - external)
+    throw apiError(
+      'ValidationError',
+      '`disbursement` adds up to more than Coffer takes (`amount` less `externalPayments`).',
+      ptr('disbursement'),
+    );
   const ids = disbursement.map((d) => d.counterpartyId);
-  if (new Set(ids).size !== ids.length) throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
+  if (new Set(ids).size !== ids.length)
+    throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
   const c = i.context;
   const known = new Set(c?.counterpartyIds ?? []);
   const missing = disbursement.findIndex((d) => !known.has(d.counterpartyId));
-  if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
+  if (missing >= 0)
+    throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, {
+      status: 400,
+      ...ptr(`disbursement/${missing}/counterpartyId`),
+    });
 
-  if (!c?.walletStatus) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, ...ptr('walletId') });
+  if (!c?.walletStatus)
+    throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, ...ptr('walletId') });
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed', undefined, ptr('walletId'));
-  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
+  if (c.kycStatus !== 'Approved')
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; payments need Approved.`);
 
   const due = i.amount - external;
   const sourcing = planWalletSourcing((c.buckets ?? {}) as Buckets, due, {
@@ -478,15 +663,37 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
     purchaseAmount: i.amount,
   });
   if (sourcing.linked > 0) {
-    if (!i.linkedAccountId) throw apiError('Failed', `The wallet covers ${due - sourcing.linked} of ${due} cents; send a linkedAccountId for the rest.`, ptr('linkedAccountId'));
-    if (!c.linkedStatus) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+    if (!i.linkedAccountId)
+      throw apiError(
+        'Failed',
+        `The wallet covers ${due - sourcing.linked} of ${due} cents; send a linkedAccountId for the rest.`,
+        ptr('linkedAccountId'),
+      );
+    if (!c.linkedStatus)
+      throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", {
+        status: 400,
+        ...ptr('linkedAccountId'),
+      });
     if (c.linkedStatus !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
     if (sourcing.linked > i.settings.bankFundingLimit) {
-      throw apiError('Failed', `The linked account may fund at most ${i.settings.bankFundingLimit} cents of a payment.`);
+      throw apiError(
+        'Failed',
+        `The linked account may fund at most ${i.settings.bankFundingLimit} cents of a payment.`,
+      );
     }
   }
   const id = uuidv7();
-  await payFromWallet(tx, { clientId: i.clientId, refType: 'payment', refId: id, now: i.now, walletId: i.walletId, sourcing, ext: i.ext, batch: i.batch, locked: i.locked });
+  await payFromWallet(tx, {
+    clientId: i.clientId,
+    refType: 'payment',
+    refId: id,
+    now: i.now,
+    walletId: i.walletId,
+    sourcing,
+    ext: i.ext,
+    batch: i.batch,
+    locked: i.locked,
+  });
   const payment: q.PaymentRow = {
     id,
     clientId: i.clientId,
@@ -505,7 +712,12 @@ export async function createDirectPayment(tx: Executor, i: DirectPaymentInput): 
     sourcing,
     captured: sourcing,
     externalPayments: i.externalPayments ?? [],
-    disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: d.remit ?? false })),
+    disbursement: disbursement.map((d) => ({
+      counterpartyId: d.counterpartyId,
+      amount: d.amount,
+      fee: 0,
+      remit: d.remit ?? false,
+    })),
     processor: null,
     networkAuthorized: 0,
     failureReason: null,
@@ -550,7 +762,10 @@ async function recordedDecline<T>(db: Db, step: (tx: Executor) => Promise<T | Ap
  * authorizes an amount on it. For a gift, that holds the gift's money. Over what the payment
  * (or the gift) has left, the authorization is Declined.
  */
-export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; amount?: number }): Promise<{ payment: q.PaymentRow; authorization: q.CardAuthorizationRow }> {
+export async function networkAuthorize(
+  db: Db,
+  opts: Ctx & { paymentId: string; amount?: number },
+): Promise<{ payment: q.PaymentRow; authorization: q.CardAuthorizationRow }> {
   await clientAccountIds(db, opts.clientId);
   return recordedDecline(db, async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
@@ -559,7 +774,16 @@ export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; 
     const room = p.amount - p.networkAuthorized;
     const amount = opts.amount ?? room;
     if (amount <= 0) throw apiError('Failed', 'The card is authorized for the whole payment already.', amountPointer);
-    const request = (status: string) => q.insertCardAuthorization(tx, { id: uuidv7(), clientId: p.clientId, paymentId: p.id, status, amount, createdAt: opts.now, updatedAt: opts.now });
+    const request = (status: string) =>
+      q.insertCardAuthorization(tx, {
+        id: uuidv7(),
+        clientId: p.clientId,
+        paymentId: p.id,
+        status,
+        amount,
+        createdAt: opts.now,
+        updatedAt: opts.now,
+      });
     const decline = async (detail: string) => {
       await request('Declined');
       return apiError('Failed', detail, amountPointer);
@@ -568,14 +792,26 @@ export async function networkAuthorize(db: Db, opts: Ctx & { paymentId: string; 
     if (p.giftId) {
       try {
         // A savepoint: a hold the gift cannot cover leaves the transaction usable for the Declined row.
-        await tx.transaction((sp) => holdGift(sp, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId!, amount }));
+        await tx.transaction((sp) =>
+          holdGift(sp, {
+            clientId: p.clientId,
+            refType: 'payment',
+            refId: p.id,
+            now: opts.now,
+            giftId: p.giftId!,
+            amount,
+          }),
+        );
       } catch (err) {
         if (err instanceof InsufficientFundsError) return decline('The gift does not have that much left.');
         throw err;
       }
     }
     const authorization = await request('Approved');
-    const updated = await q.updatePayment(tx, p.id, { networkAuthorized: p.networkAuthorized + amount, updatedAt: opts.now });
+    const updated = await q.updatePayment(tx, p.id, {
+      networkAuthorized: p.networkAuthorized + amount,
+      updatedAt: opts.now,
+    });
     await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
     return { payment: updated, authorization };
   });
@@ -600,7 +836,11 @@ export async function networkCapture(
     if (opts.authorizationRequestId !== undefined) {
       const a = await q.findCardAuthorization(tx, p.id, opts.authorizationRequestId);
       if (a?.status !== 'Approved') {
-        throw apiError('ValidationError', '`authorizationRequestId` is not an Approved authorization request of this payment.', { pointer: '/data/attributes/authorizationRequestId' });
+        throw apiError(
+          'ValidationError',
+          '`authorizationRequestId` is not an Approved authorization request of this payment.',
+          { pointer: '/data/attributes/authorizationRequestId' },
+        );
       }
     }
     const amount = opts.amount ?? p.networkAuthorized;
@@ -617,18 +857,53 @@ export async function networkCapture(
       createdAt: opts.now,
       updatedAt: opts.now,
     };
-    await q.insertCardCapture(tx, { id: capture.id, clientId: p.clientId, paymentId: p.id, authorizationId: capture.authorizationId, amount, success, createdAt: opts.now, updatedAt: opts.now });
-    if (!success) return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
+    await q.insertCardCapture(tx, {
+      id: capture.id,
+      clientId: p.clientId,
+      paymentId: p.id,
+      authorizationId: capture.authorizationId,
+      amount,
+      success,
+      createdAt: opts.now,
+      updatedAt: opts.now,
+    });
+    if (!success)
+      return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
     let captured: Sourcing;
     if (p.giftId) {
-      await captureGift(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, giftId: p.giftId, captured: amount, released: p.networkAuthorized - amount, ext });
+      await captureGift(tx, {
+        clientId: p.clientId,
+        refType: 'payment',
+        refId: p.id,
+        now: opts.now,
+        giftId: p.giftId,
+        captured: amount,
+        released: p.networkAuthorized - amount,
+        ext,
+      });
       captured = { ...NO_SOURCING, gift: amount };
     } else {
       const split = splitCapture(p.sourcing, amount);
-      await captureWallet(tx, { clientId: p.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: p.walletId!, ...split, to: 'card_network', ext });
+      await captureWallet(tx, {
+        clientId: p.clientId,
+        refType: 'payment',
+        refId: p.id,
+        now: opts.now,
+        walletId: p.walletId!,
+        ...split,
+        to: 'card_network',
+        ext,
+      });
       captured = split.captured;
     }
-    const updated = await q.updatePayment(tx, p.id, { status: 'Sent', capturedAmount: amount, captured, capturedAt: opts.now, settledAt: opts.now, updatedAt: opts.now });
+    const updated = await q.updatePayment(tx, p.id, {
+      status: 'Sent',
+      capturedAmount: amount,
+      captured,
+      capturedAt: opts.now,
+      settledAt: opts.now,
+      updatedAt: opts.now,
+    });
     await emitPayment(tx, 'PaymentCaptured', updated, opts.rc, opts.now);
     return { payment: updated, capture };
   });
@@ -643,7 +918,14 @@ export async function listCardAuthorizations(db: Executor, opts: { clientId: str
 /** GET /simulation/{paymentId}/card/capture: the payment's captures (card network or bank). */
 export async function listCaptures(
   db: Executor,
-  opts: { clientId: string; paymentId: string; method?: string; success?: boolean; sort: SortKey<(typeof q.CAPTURE_SORT_FIELDS)[number]>[]; page: Page },
+  opts: {
+    clientId: string;
+    paymentId: string;
+    method?: string;
+    success?: boolean;
+    sort: SortKey<(typeof q.CAPTURE_SORT_FIELDS)[number]>[];
+    page: Page;
+  },
 ) {
   const payment = await getPayment(db, opts);
   return { payment, ...(await q.captureRows(db, opts.clientId, [payment.id], opts)) };
@@ -652,14 +934,20 @@ export async function listCaptures(
 // ----- Accrue's payment operations: update, increase-authorization, complete -----------------
 
 /** Locks a payment for a change, in the one order: its intent first, then the payment. */
-async function lockForChange(tx: Executor, opts: { clientId: string; paymentId: string }): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined }> {
+async function lockForChange(
+  tx: Executor,
+  opts: { clientId: string; paymentId: string },
+): Promise<{ payment: q.PaymentRow; intent: IntentRow | undefined }> {
   const seen = await getPayment(tx, opts);
   const intent = seen.intentId ? await lockIntent(tx, opts.clientId, seen.intentId) : undefined;
   return { payment: await getPayment(tx, { ...opts, forUpdate: true }), intent };
 }
 
 /** PATCH /payments/{id}: the merchant's `reference`, in any status. PaymentUpdated when it changes. */
-export async function updatePaymentReference(db: Db, opts: Ctx & { paymentId: string; bodyId?: string; reference: string | null }): Promise<q.PaymentRow> {
+export async function updatePaymentReference(
+  db: Db,
+  opts: Ctx & { paymentId: string; bodyId?: string; reference: string | null },
+): Promise<q.PaymentRow> {
   return db.transaction(async (tx) => {
     const { payment } = await lockForChange(tx, opts);
     checkBodyId(opts.bodyId, payment.id);
@@ -689,11 +977,16 @@ export async function increaseAuthorization(
 ): Promise<ChangedPayment> {
   const { payment: p, intent } = await lockForChange(tx, opts);
   if (p.status !== 'Created') illegal(p, 'increased');
-  if (!p.walletId) throw apiError('IllegalOperation', "A gift payment is held on the gift by the card network; its authorization cannot be increased.");
+  if (!p.walletId)
+    throw apiError(
+      'IllegalOperation',
+      'A gift payment is held on the gift by the card network; its authorization cannot be increased.',
+    );
   const wallet = (await findWallet(tx, opts.clientId, p.walletId))!;
   if (wallet.status !== 'Active') throw apiError('WalletClosed');
   const user = (await findUser(tx, opts.clientId, wallet.userId))!;
-  if (user.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
+  if (user.kycStatus !== 'Approved')
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
   const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
   const held = MOVED_WALLET_CODES.map((c) => ids[c]).sort();
   await lockAccounts(tx, held);
@@ -703,10 +996,26 @@ export async function increaseAuthorization(
     purchaseAmount: p.amount + opts.increase,
   });
   if (plan.linked > 0) {
-    throw apiError('Failed', `The wallet can cover ${opts.increase - plan.linked} of the ${opts.increase} cents; the authorization is unchanged.`, { pointer: '/data/attributes/increase' });
+    throw apiError(
+      'Failed',
+      `The wallet can cover ${opts.increase - plan.linked} of the ${opts.increase} cents; the authorization is unchanged.`,
+      { pointer: '/data/attributes/increase' },
+    );
   }
-  await reserveWallet(tx, { clientId: opts.clientId, refType: 'payment', refId: p.id, now: opts.now, walletId: wallet.id, sourcing: plan, locked: new Set(held) });
-  const updated = await q.updatePayment(tx, p.id, { amount: p.amount + opts.increase, sourcing: addSourcing(p.sourcing, plan), updatedAt: opts.now });
+  await reserveWallet(tx, {
+    clientId: opts.clientId,
+    refType: 'payment',
+    refId: p.id,
+    now: opts.now,
+    walletId: wallet.id,
+    sourcing: plan,
+    locked: new Set(held),
+  });
+  const updated = await q.updatePayment(tx, p.id, {
+    amount: p.amount + opts.increase,
+    sourcing: addSourcing(p.sourcing, plan),
+    updatedAt: opts.now,
+  });
   await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
   return { payment: updated, intent, paymentIds: intent ? await q.paymentIdsOfIntent(tx, intent.id) : [] };
 }
@@ -716,12 +1025,22 @@ export async function increaseAuthorization(
  * completes the payment (the uncaptured rest is released then), so a Sent or Returned payment
  * is complete already and is returned as it is. A Created one has nothing captured: 402.
  */
-export async function completePayment(db: Executor, opts: { clientId: string; paymentId: string }): Promise<q.PaymentRow> {
+export async function completePayment(
+  db: Executor,
+  opts: { clientId: string; paymentId: string },
+): Promise<q.PaymentRow> {
   const p = await getPayment(db, opts);
-  if (p.rail === 'bank') throw apiError('IllegalOperation', 'Only card-rail and gift payments are completed; a bank-rail payment is captured with /capture.');
+  if (p.rail === 'bank')
+    throw apiError(
+      'IllegalOperation',
+      'Only card-rail and gift payments are completed; a bank-rail payment is captured with /capture.',
+    );
   if (p.status === 'Sent' || p.status === 'Returned') return p;
   if (p.status !== 'Created') illegal(p, 'completed');
-  throw apiError('Failed', 'Nothing has been captured on the card: capture it through the card network first, or cancel the payment.');
+  throw apiError(
+    'Failed',
+    'Nothing has been captured on the card: capture it through the card network first, or cancel the payment.',
+  );
 }
 
 /** Reads for `include`: refunds of these payments. */
@@ -730,4 +1049,3 @@ export async function refundsByPayment(db: Executor, paymentIds: string[]): Prom
   for (const r of await q.refundsOf(db, paymentIds)) out.set(r.paymentId, [...(out.get(r.paymentId) ?? []), r]);
   return out;
 }
-

@@ -12,7 +12,13 @@
 import type { WriteBatch } from '../../db/batch.ts';
 import type { Executor } from '../../db/open.ts';
 import type { Sourcing } from '../../db/schema.ts';
-import { accountIds, type ClientCode, type CounterpartyCode, type GiftCode, type WalletCode } from '../../ledger/accounts.ts';
+import {
+  accountIds,
+  type ClientCode,
+  type CounterpartyCode,
+  type GiftCode,
+  type WalletCode,
+} from '../../ledger/accounts.ts';
 import { postEntry, type Posting } from '../../ledger/post.ts';
 import { usableRewards, type Buckets } from '../wallets/balance.ts';
 
@@ -21,7 +27,9 @@ export const NO_SOURCING: Sourcing = { merchantReward: 0, accrueReward: 0, depos
 export const sourcedTotal = (s: Sourcing) => s.merchantReward + s.accrueReward + s.deposit + s.linked + s.gift;
 
 /** What a sourcing takes from each of the wallet's available accounts (a reservation's or a direct payment's debits). */
-export const availableDebits = (s: Pick<Sourcing, 'merchantReward' | 'accrueReward' | 'deposit'>): Partial<Record<WalletCode, number>> => ({
+export const availableDebits = (
+  s: Pick<Sourcing, 'merchantReward' | 'accrueReward' | 'deposit'>,
+): Partial<Record<WalletCode, number>> => ({
   'reward.merchant.available': s.merchantReward,
   'reward.accrue.available': s.accrueReward,
   'deposit.available': s.deposit,
@@ -33,11 +41,24 @@ export const availableDebits = (s: Pick<Sourcing, 'merchantReward' | 'accrueRewa
  * from the linked account. `purchaseAmount` (default `amount`) is the whole purchase the reward
  * minimum is checked against: a direct payment partly paid in cash still counts as one purchase.
  */
-export function planWalletSourcing(b: Buckets, amount: number, opts: { applyWalletBalance: boolean; rewardMinimumPurchase: number; purchaseAmount?: number }): Sourcing {
+export function planWalletSourcing(
+  b: Buckets,
+  amount: number,
+  opts: { applyWalletBalance: boolean; rewardMinimumPurchase: number; purchaseAmount?: number },
+): Sourcing {
   if (!opts.applyWalletBalance) return { ...NO_SOURCING, linked: amount };
-  const rewards = (opts.purchaseAmount ?? amount) < opts.rewardMinimumPurchase ? { merchant: 0, accrue: 0 } : usableRewards(b, amount, 0);
+  const rewards =
+    (opts.purchaseAmount ?? amount) < opts.rewardMinimumPurchase
+      ? { merchant: 0, accrue: 0 }
+      : usableRewards(b, amount, 0);
   const deposit = Math.min(b['deposit.available'], amount - rewards.merchant - rewards.accrue);
-  return { merchantReward: rewards.merchant, accrueReward: rewards.accrue, deposit, linked: amount - rewards.merchant - rewards.accrue - deposit, gift: 0 };
+  return {
+    merchantReward: rewards.merchant,
+    accrueReward: rewards.accrue,
+    deposit,
+    linked: amount - rewards.merchant - rewards.accrue - deposit,
+    gift: 0,
+  };
 }
 
 interface Ref {
@@ -51,46 +72,57 @@ interface Ref {
   locked?: ReadonlySet<string>;
 }
 
-const walletAccounts = (tx: Executor, walletId: string) => accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: walletId });
+const walletAccounts = (tx: Executor, walletId: string) =>
+  accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: walletId });
 
 /** Wallet money moves from available to reserved, bucket by bucket. */
 export async function reserveWallet(tx: Executor, r: Ref & { walletId: string; sourcing: Sourcing }): Promise<void> {
   const w = await walletAccounts(tx, r.walletId);
-  await postEntry(tx, {
-    clientId: r.clientId,
-    kind: 'payment.reserve',
-    refType: r.refType,
-    refId: r.refId,
-    now: r.now,
-    postings: [
-      { accountId: w['reward.merchant.available'], amount: -r.sourcing.merchantReward },
-      { accountId: w['reward.merchant.reserved'], amount: r.sourcing.merchantReward },
-      { accountId: w['reward.accrue.available'], amount: -r.sourcing.accrueReward },
-      { accountId: w['reward.accrue.reserved'], amount: r.sourcing.accrueReward },
-      { accountId: w['deposit.available'], amount: -r.sourcing.deposit },
-      { accountId: w['deposit.reserved'], amount: r.sourcing.deposit },
-    ],
-  }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind: 'payment.reserve',
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: w['reward.merchant.available'], amount: -r.sourcing.merchantReward },
+        { accountId: w['reward.merchant.reserved'], amount: r.sourcing.merchantReward },
+        { accountId: w['reward.accrue.available'], amount: -r.sourcing.accrueReward },
+        { accountId: w['reward.accrue.reserved'], amount: r.sourcing.accrueReward },
+        { accountId: w['deposit.available'], amount: -r.sourcing.deposit },
+        { accountId: w['deposit.reserved'], amount: r.sourcing.deposit },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /** Reserved wallet money goes back to available. */
 export async function releaseWallet(tx: Executor, r: Ref & { walletId: string; sourcing: Sourcing }): Promise<void> {
   const w = await walletAccounts(tx, r.walletId);
-  await postEntry(tx, {
-    clientId: r.clientId,
-    kind: 'payment.release',
-    refType: r.refType,
-    refId: r.refId,
-    now: r.now,
-    postings: [
-      { accountId: w['reward.merchant.reserved'], amount: -r.sourcing.merchantReward },
-      { accountId: w['reward.merchant.available'], amount: r.sourcing.merchantReward },
-      { accountId: w['reward.accrue.reserved'], amount: -r.sourcing.accrueReward },
-      { accountId: w['reward.accrue.available'], amount: r.sourcing.accrueReward },
-      { accountId: w['deposit.reserved'], amount: -r.sourcing.deposit },
-      { accountId: w['deposit.available'], amount: r.sourcing.deposit },
-    ],
-  }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind: 'payment.release',
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: w['reward.merchant.reserved'], amount: -r.sourcing.merchantReward },
+        { accountId: w['reward.merchant.available'], amount: r.sourcing.merchantReward },
+        { accountId: w['reward.accrue.reserved'], amount: -r.sourcing.accrueReward },
+        { accountId: w['reward.accrue.available'], amount: r.sourcing.accrueReward },
+        { accountId: w['deposit.reserved'], amount: -r.sourcing.deposit },
+        { accountId: w['deposit.available'], amount: r.sourcing.deposit },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /** Splits a capture of `amount` from a reservation, in the spending order; the rest is released. */
@@ -141,66 +173,105 @@ export function movedWalletAccounts(w: Record<WalletCode, string>, captured: Sou
  */
 export async function captureWallet(
   tx: Executor,
-  r: Ref & { walletId: string; captured: Sourcing; released: Sourcing; to: 'settlement' | 'card_network'; ext: Record<ClientCode, string> },
+  r: Ref & {
+    walletId: string;
+    captured: Sourcing;
+    released: Sourcing;
+    to: 'settlement' | 'card_network';
+    ext: Record<ClientCode, string>;
+  },
 ): Promise<void> {
   const w = await walletAccounts(tx, r.walletId);
   const target = r.to === 'settlement' ? r.ext['merchant.settlement'] : r.ext['external.card_network'];
   const c = r.captured;
-  await postEntry(tx, {
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind: 'payment.capture',
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: w['reward.merchant.reserved'], amount: -c.merchantReward },
+        { accountId: w['reward.accrue.reserved'], amount: -c.accrueReward },
+        { accountId: w['deposit.reserved'], amount: -c.deposit },
+        // The linked account's part is pulled from the bank now.
+        { accountId: r.ext['external.bank'], amount: -c.linked },
+        { accountId: target, amount: c.merchantReward + c.accrueReward + c.deposit + c.linked },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
+  // Named fields, not `{ ...r }`: the callers' shapes differ, and such a spread made a map per capture.
+  await releaseWallet(tx, {
     clientId: r.clientId,
-    kind: 'payment.capture',
     refType: r.refType,
     refId: r.refId,
     now: r.now,
-    postings: [
-      { accountId: w['reward.merchant.reserved'], amount: -c.merchantReward },
-      { accountId: w['reward.accrue.reserved'], amount: -c.accrueReward },
-      { accountId: w['deposit.reserved'], amount: -c.deposit },
-      // The linked account's part is pulled from the bank now.
-      { accountId: r.ext['external.bank'], amount: -c.linked },
-      { accountId: target, amount: c.merchantReward + c.accrueReward + c.deposit + c.linked },
-    ],
-  }, r.batch, { locked: r.locked });
-  // Named fields, not `{ ...r }`: the callers' shapes differ, and such a spread made a map per capture.
-  await releaseWallet(tx, { clientId: r.clientId, refType: r.refType, refId: r.refId, now: r.now, batch: r.batch, locked: r.locked, walletId: r.walletId, sourcing: r.released });
+    batch: r.batch,
+    locked: r.locked,
+    walletId: r.walletId,
+    sourcing: r.released,
+  });
 }
 
 /** A payment straight from the wallet (POST /payments): available → settlement in one entry. */
-export async function payFromWallet(tx: Executor, r: Ref & { walletId: string; sourcing: Sourcing; ext: Record<ClientCode, string> }): Promise<void> {
+export async function payFromWallet(
+  tx: Executor,
+  r: Ref & { walletId: string; sourcing: Sourcing; ext: Record<ClientCode, string> },
+): Promise<void> {
   const w = await walletAccounts(tx, r.walletId);
   const s = r.sourcing;
-  await postEntry(tx, {
-    clientId: r.clientId,
-    kind: 'payment.direct',
-    refType: r.refType,
-    refId: r.refId,
-    now: r.now,
-    postings: [
-      { accountId: w['reward.merchant.available'], amount: -s.merchantReward },
-      { accountId: w['reward.accrue.available'], amount: -s.accrueReward },
-      { accountId: w['deposit.available'], amount: -s.deposit },
-      { accountId: r.ext['external.bank'], amount: -s.linked },
-      { accountId: r.ext['merchant.settlement'], amount: s.merchantReward + s.accrueReward + s.deposit + s.linked },
-    ],
-  }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind: 'payment.direct',
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: w['reward.merchant.available'], amount: -s.merchantReward },
+        { accountId: w['reward.accrue.available'], amount: -s.accrueReward },
+        { accountId: w['deposit.available'], amount: -s.deposit },
+        { accountId: r.ext['external.bank'], amount: -s.linked },
+        { accountId: r.ext['merchant.settlement'], amount: s.merchantReward + s.accrueReward + s.deposit + s.linked },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 const giftAccounts = (tx: Executor, giftId: string) => accountIds<GiftCode>(tx, { ownerType: 'gift', ownerId: giftId });
 
 /** Moves `amount` of a gift between its available and reserved accounts, as one entry of `kind`. */
-async function moveGift(tx: Executor, r: Ref & { giftId: string; amount: number }, kind: string, from: GiftCode, to: GiftCode): Promise<void> {
+async function moveGift(
+  tx: Executor,
+  r: Ref & { giftId: string; amount: number },
+  kind: string,
+  from: GiftCode,
+  to: GiftCode,
+): Promise<void> {
   const g = await giftAccounts(tx, r.giftId);
-  await postEntry(tx, {
-    clientId: r.clientId,
-    kind,
-    refType: r.refType,
-    refId: r.refId,
-    now: r.now,
-    postings: [
-      { accountId: g[from], amount: -r.amount },
-      { accountId: g[to], amount: r.amount },
-    ],
-  }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind,
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: g[from], amount: -r.amount },
+        { accountId: g[to], amount: r.amount },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /** The card network holds part of a gift (card-present authorization). */
@@ -209,20 +280,28 @@ export function holdGift(tx: Executor, r: Ref & { giftId: string; amount: number
 }
 
 /** The held gift money goes to the card network; whatever was held beyond it is released. */
-export async function captureGift(tx: Executor, r: Ref & { giftId: string; captured: number; released: number; ext: Record<ClientCode, string> }): Promise<void> {
+export async function captureGift(
+  tx: Executor,
+  r: Ref & { giftId: string; captured: number; released: number; ext: Record<ClientCode, string> },
+): Promise<void> {
   const g = await giftAccounts(tx, r.giftId);
-  await postEntry(tx, {
-    clientId: r.clientId,
-    kind: 'gift.capture',
-    refType: r.refType,
-    refId: r.refId,
-    now: r.now,
-    postings: [
-      { accountId: g['gift.reserved'], amount: -(r.captured + r.released) },
-      { accountId: r.ext['external.card_network'], amount: r.captured },
-      { accountId: g['gift.available'], amount: r.released },
-    ],
-  }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    {
+      clientId: r.clientId,
+      kind: 'gift.capture',
+      refType: r.refType,
+      refId: r.refId,
+      now: r.now,
+      postings: [
+        { accountId: g['gift.reserved'], amount: -(r.captured + r.released) },
+        { accountId: r.ext['external.card_network'], amount: r.captured },
+        { accountId: g['gift.available'], amount: r.released },
+      ],
+    },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /** The card network's hold on a gift ends uncaptured (the payment is canceled or expires): all of it is available again. */
@@ -231,7 +310,10 @@ export function releaseGift(tx: Executor, r: Ref & { giftId: string; amount: num
 }
 
 /** Disbursements leave the merchant's settlement for the counterparties' balances. */
-export async function disburse(tx: Executor, r: Ref & { disbursement: { counterpartyId: string; amount: number }[]; ext: Record<ClientCode, string> }): Promise<void> {
+export async function disburse(
+  tx: Executor,
+  r: Ref & { disbursement: { counterpartyId: string; amount: number }[]; ext: Record<ClientCode, string> },
+): Promise<void> {
   if (r.disbursement.length === 0) return;
   const postings: Posting[] = [];
   for (const d of r.disbursement) {
@@ -239,7 +321,12 @@ export async function disburse(tx: Executor, r: Ref & { disbursement: { counterp
     postings.push({ accountId: c['counterparty.available'], amount: d.amount });
   }
   postings.push({ accountId: r.ext['merchant.settlement'], amount: -r.disbursement.reduce((s, d) => s + d.amount, 0) });
-  await postEntry(tx, { clientId: r.clientId, kind: 'payment.disburse', refType: r.refType, refId: r.refId, now: r.now, postings }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    { clientId: r.clientId, kind: 'payment.disburse', refType: r.refType, refId: r.refId, now: r.now, postings },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /**
@@ -248,11 +335,21 @@ export async function disburse(tx: Executor, r: Ref & { disbursement: { counterp
  */
 export async function returnCaptured(
   tx: Executor,
-  r: Ref & { walletId: string | null; giftId: string | null; returned: Sourcing; from: 'settlement' | 'card_network'; ext: Record<ClientCode, string>; kind: string },
+  r: Ref & {
+    walletId: string | null;
+    giftId: string | null;
+    returned: Sourcing;
+    from: 'settlement' | 'card_network';
+    ext: Record<ClientCode, string>;
+    kind: string;
+  },
 ): Promise<void> {
   const s = r.returned;
   const postings: Posting[] = [
-    { accountId: r.from === 'settlement' ? r.ext['merchant.settlement'] : r.ext['external.card_network'], amount: -sourcedTotal(s) },
+    {
+      accountId: r.from === 'settlement' ? r.ext['merchant.settlement'] : r.ext['external.card_network'],
+      amount: -sourcedTotal(s),
+    },
     { accountId: r.ext['external.bank'], amount: s.linked },
   ];
   if (r.walletId) {
@@ -267,7 +364,12 @@ export async function returnCaptured(
     const g = await giftAccounts(tx, r.giftId);
     postings.push({ accountId: g['gift.available'], amount: s.gift });
   }
-  await postEntry(tx, { clientId: r.clientId, kind: r.kind, refType: r.refType, refId: r.refId, now: r.now, postings }, r.batch, { locked: r.locked });
+  await postEntry(
+    tx,
+    { clientId: r.clientId, kind: r.kind, refType: r.refType, refId: r.refId, now: r.now, postings },
+    r.batch,
+    { locked: r.locked },
+  );
 }
 
 /**

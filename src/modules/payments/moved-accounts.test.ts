@@ -24,11 +24,18 @@ describe('a capture or cancel locks only the wallet accounts it moves', { skip }
   after(() => t.close());
 
   const capture = (id: string, amount: number) =>
-    t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+    t.request('POST', `/api/v1/payments/${id}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount } } },
+    });
   const cancel = (id: string) => t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m });
   /** Runs `body` while another transaction holds the wallet's accounts whose codes are `codes`. */
   const holding = (walletId: string, codes: readonly string[], body: () => Promise<void>) =>
-    whileLocked(t, sql`select id from ledger_accounts where owner_id = ${walletId} and code in ${codes} order by id for update`, body);
+    whileLocked(
+      t,
+      sql`select id from ledger_accounts where owner_id = ${walletId} and code in ${codes} order by id for update`,
+      body,
+    );
 
   // The wallets are funded by deposits only: their payments hold deposit money, no rewards.
   for (const [name, amount, send, moved] of [
@@ -47,7 +54,8 @@ describe('a capture or cancel locks only the wallet accounts it moves', { skip }
       });
       const held = await authorizedPayment(t, m, wallet.id, amount);
       let sent!: Promise<Response>;
-      await holding(wallet.id, [moved.at(-1)!], async () => { // the last account it moves
+      await holding(wallet.id, [moved.at(-1)!], async () => {
+        // the last account it moves
         sent = send(held);
         assert.equal(await within(sent, 300), 'pending', 'the request did not wait for an account it moves');
       });

@@ -9,8 +9,24 @@ import { sql } from 'drizzle-orm';
 import { TestClock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
-import { BEFORE_THE_SUITE, createTestApp, LOCAL_RECEIVERS, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, createWallet, fundedWallet, linkAccount, paymentXmins } from '../../test/money.ts';
+import {
+  BEFORE_THE_SUITE,
+  createTestApp,
+  LOCAL_RECEIVERS,
+  createUser,
+  errorsOf,
+  type Merchant,
+  type TestApp,
+} from '../../test/harness.ts';
+import {
+  approvedUser,
+  assertLedgerSound,
+  balanceOf,
+  createWallet,
+  fundedWallet,
+  linkAccount,
+  paymentXmins,
+} from '../../test/money.ts';
 import { genericPlan } from '../../test/plans.ts';
 import { startReceiver, type Receiver } from '../../test/receiver.ts';
 import { SANDBOX_SETTLE_DELAY_MS, SETTLE_BATCH, SETTLE_BATCH_BEHIND, SETTLE_BEHIND_MS } from './domain.ts';
@@ -21,30 +37,56 @@ const ROUTING = '011000015';
 
 // ----- helpers ------------------------------------------------------------------------------
 
-async function authorized(t: TestApp, m: Merchant, walletId: string, amount: number, attributes: Record<string, unknown> = {}, intentAmount = amount) {
-  const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: intentAmount, walletId } } } });
+async function authorized(
+  t: TestApp,
+  m: Merchant,
+  walletId: string,
+  amount: number,
+  attributes: Record<string, unknown> = {},
+  intentAmount = amount,
+) {
+  const intent = await t.request('POST', '/api/v1/payment-intents', {
+    as: m,
+    body: { data: { type: 'CreatePaymentIntent', attributes: { amount: intentAmount, walletId } } },
+  });
   assert.equal(intent.status, 201, intent.raw);
   const res = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
     as: m,
-    body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID(), ...attributes } } },
+    body: {
+      data: { type: 'AuthorizePaymentIntent', attributes: { amount, idempotencyKey: randomUUID(), ...attributes } },
+    },
   });
   assert.equal(res.status, 201, res.raw);
-  return { intent: res.body.data, payment: res.body.included[0], id: res.body.included[0].id as string, intentId: intent.body.data.id as string };
+  return {
+    intent: res.body.data,
+    payment: res.body.included[0],
+    id: res.body.included[0].id as string,
+    intentId: intent.body.data.id as string,
+  };
 }
 
 const capture = (t: TestApp, m: Merchant, id: string, amount: unknown) =>
-  t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
+  t.request('POST', `/api/v1/payments/${id}/capture`, {
+    as: m,
+    body: { data: { type: 'CapturePayment', attributes: { amount } } },
+  });
 const cancel = (t: TestApp, m: Merchant, id: string) => t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m });
 const refund = (t: TestApp, m: Merchant, id: string, amount: unknown, idempotencyKey: string = randomUUID()) =>
-  t.request('POST', `/api/v1/payments/${id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount, idempotencyKey } } } });
-const failPull = (t: TestApp, m: Merchant, id: string, body?: unknown) => t.request('POST', `/api/v1/simulation/payments/${id}/fail-bank-pull`, { as: m, ...(body ? { body } : {}) });
-const getPayment = (t: TestApp, m: Merchant, id: string, query = '') => t.request('GET', `/api/v1/payments/${id}${query}`, { as: m });
+  t.request('POST', `/api/v1/payments/${id}/refund`, {
+    as: m,
+    body: { data: { type: 'Refund', attributes: { amount, idempotencyKey } } },
+  });
+const failPull = (t: TestApp, m: Merchant, id: string, body?: unknown) =>
+  t.request('POST', `/api/v1/simulation/payments/${id}/fail-bank-pull`, { as: m, ...(body ? { body } : {}) });
+const getPayment = (t: TestApp, m: Merchant, id: string, query = '') =>
+  t.request('GET', `/api/v1/payments/${id}${query}`, { as: m });
 const statusOf = async (t: TestApp, m: Merchant, id: string) => {
   const res = await getPayment(t, m, id);
   assert.equal(res.status, 200, res.raw);
   return res.body.data.attributes.status as string;
 };
-const intentStatus = async (t: TestApp, m: Merchant, id: string) => (await t.request('GET', `/api/v1/payment-intents/${id}`, { as: m })).body.data.attributes.status as string;
+const intentStatus = async (t: TestApp, m: Merchant, id: string) =>
+  (await t.request('GET', `/api/v1/payment-intents/${id}`, { as: m })).body.data.attributes.status as string;
 
 /** The sandbox bank settles a second after capture. */
 async function settle(t: TestApp) {
@@ -56,17 +98,26 @@ const createPayment = (t: TestApp, m: Merchant, attributes: Record<string, unkno
   t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes } } });
 
 const reward = (t: TestApp, m: Merchant, walletId: string, amount: number) =>
-  t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: randomUUID() } } } });
+  t.request('POST', '/api/v1/rewards', {
+    as: m,
+    body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: randomUUID() } } },
+  });
 
 async function counterparty(t: TestApp, m: Merchant, label = 'Payee') {
   const res = await t.request('POST', '/api/v1/counterparties', {
     as: m,
-    body: { data: { type: 'Counterparty', attributes: { label, accountNumber: '000123456789', routingNumber: ROUTING, accountType: 'checking' } } },
+    body: {
+      data: {
+        type: 'Counterparty',
+        attributes: { label, accountNumber: '000123456789', routingNumber: ROUTING, accountType: 'checking' },
+      },
+    },
   });
   assert.equal(res.status, 201, res.raw);
   return res.body.data.id as string;
 }
-const cpBalance = async (t: TestApp, m: Merchant, id: string) => (await t.request('GET', `/api/v1/counterparties/${id}`, { as: m })).body.data.attributes.balance;
+const cpBalance = async (t: TestApp, m: Merchant, id: string) =>
+  (await t.request('GET', `/api/v1/counterparties/${id}`, { as: m })).body.data.attributes.balance;
 
 /** The merchant-level ledger account's balance (sum of its postings). */
 async function clientLedger(t: TestApp, m: Merchant, code: string): Promise<number> {
@@ -78,7 +129,10 @@ async function clientLedger(t: TestApp, m: Merchant, code: string): Promise<numb
   );
   return Number(row!.n);
 }
-const money = async (t: TestApp, m: Merchant) => ({ settlement: await clientLedger(t, m, 'merchant.settlement'), bank: await clientLedger(t, m, 'external.bank') });
+const money = async (t: TestApp, m: Merchant) => ({
+  settlement: await clientLedger(t, m, 'merchant.settlement'),
+  bank: await clientLedger(t, m, 'external.bank'),
+});
 
 /** A receiver subscribed to every topic of the merchant. */
 async function eventsOf(t: TestApp, m: Merchant): Promise<Receiver> {
@@ -129,18 +183,28 @@ describe('payments: the state machine', () => {
       assert.equal(payment.attributes.amount, 3000);
       assert.equal(payment.attributes.capturedAmount, 0);
       assert.equal(payment.attributes.rail, 'bank');
-      assert.equal(payment.attributes.expiresAt, new Date(t.clock.now().getTime() + 7 * DAY).toISOString(), 'an authorization lives 7 days');
-      assert.deepEqual(payment.relationships.paymentIntent, { data: { type: 'PaymentIntent', id: intent.id }, links: { self: `http://api.test/api/v1/payment-intents/${intent.id}` } });
+      assert.equal(
+        payment.attributes.expiresAt,
+        new Date(t.clock.now().getTime() + 7 * DAY).toISOString(),
+        'an authorization lives 7 days',
+      );
+      assert.deepEqual(payment.relationships.paymentIntent, {
+        data: { type: 'PaymentIntent', id: intent.id },
+        links: { self: `http://api.test/api/v1/payment-intents/${intent.id}` },
+      });
       assert.equal(payment.links.self, `http://api.test/api/v1/payments/${id}`);
       assert.equal(payment.links.virtualDebitCard, null, 'bank rails have no card');
       assert.equal(intent.attributes.status, 'PromotedToPayment');
       const b = await balanceOf(t, am, wallet.id);
       assert.deepEqual(b.available, { deposit: 0, reward: { accrue: 0, merchant: 0, total: 0 }, total: 0 });
       assert.deepEqual(b.reserved, { total: 2350 });
-      assert.equal(b.total.total, 2350, 'reserved money is still the wallet\'s');
+      assert.equal(b.total.total, 2350, "reserved money is still the wallet's");
       assert.deepEqual(await money(t, am), before, 'nothing leaves before capture');
       const evs = await delivered(t, arx, id);
-      assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated']);
+      assert.deepEqual(
+        evs.map((e) => e.data.attributes.topic),
+        ['PaymentCreated'],
+      );
       assert.equal(evs[0]!.included[0]!.type, 'Payment');
       assert.equal(evs[0]!.included[0]!.attributes.status, 'Created');
       assert.equal(evs[0]!.data.attributes.walletId, wallet.id);
@@ -170,7 +234,13 @@ describe('payments: the state machine', () => {
     assert.equal(b.available.reward.merchant, 0, 'the reward was captured');
     assert.equal(b.available.deposit, 900, '300 of deposit released');
     const r = await refund(t, rm, id, 700);
-    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 0, deposit: 200, accrueReward: 0, merchantReward: 500, gift: 0 });
+    assert.deepEqual(r.body.included[0].attributes.returned, {
+      linked: 0,
+      deposit: 200,
+      accrueReward: 0,
+      merchantReward: 500,
+      gift: 0,
+    });
     await assertLedgerSound(t);
   });
 
@@ -204,13 +274,16 @@ describe('payments: the state machine', () => {
     assert.equal(after.settlement - before.settlement, 2000, 'captured money is owed to the merchant');
     assert.equal(after.bank, before.bank, 'the wallet covered it all');
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentCaptured'],
+    );
     assert.equal(evs[1]!.included[0]!.attributes.status, 'Processing');
     assert.equal(evs[1]!.included[0]!.attributes.capturedAmount, 2000);
     await assertLedgerSound(t);
   });
 
-  test('capture with a linked-account part: the wallet\'s reservation first, then the bank pull', async () => {
+  test("capture with a linked-account part: the wallet's reservation first, then the bank pull", async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const { id } = await authorized(t, m, wallet.id, 1500);
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 1000);
@@ -235,7 +308,13 @@ describe('payments: the state machine', () => {
     assert.equal(before.bank - after.bank, 800);
     assert.equal(after.settlement - before.settlement, 800);
     const r = await refund(t, m, id, 800);
-    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 800, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 });
+    assert.deepEqual(r.body.included[0].attributes.returned, {
+      linked: 800,
+      deposit: 0,
+      accrueReward: 0,
+      merchantReward: 0,
+      gift: 0,
+    });
     after = await money(t, m);
     assert.deepEqual(after, before);
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1000);
@@ -275,7 +354,10 @@ describe('payments: the state machine', () => {
     assert.equal(p.updatedAt, t.clock.now().toISOString());
     assert.equal((await balanceOf(t, m, wallet.id)).total.total, 800);
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated'],
+    );
     assert.equal(evs[2]!.included[0]!.attributes.status, 'Sent');
     await assertLedgerSound(t);
   });
@@ -298,7 +380,10 @@ describe('payments: the state machine', () => {
     assert.equal(again.status, 400, again.raw);
     assert.equal(errorsOf(again)[0]!.code, 'IllegalOperation');
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated'],
+    );
     await assertLedgerSound(t);
   });
 
@@ -307,7 +392,9 @@ describe('payments: the state machine', () => {
     const before = await money(t, m);
     const { id } = await authorized(t, m, wallet.id, 1500);
     assert.equal((await capture(t, m, id, 1500)).status, 200);
-    const res = await failPull(t, m, id, { data: { type: 'SimulateBankPullFailure', attributes: { reason: 'R02: account closed' } } });
+    const res = await failPull(t, m, id, {
+      data: { type: 'SimulateBankPullFailure', attributes: { reason: 'R02: account closed' } },
+    });
     assert.equal(res.status, 200, res.raw);
     assert.equal(res.body.data.attributes.status, 'Failed');
     assert.equal(res.body.data.attributes.failureReason, 'R02: account closed');
@@ -319,7 +406,10 @@ describe('payments: the state machine', () => {
     await settle(t);
     assert.equal(await statusOf(t, m, id), 'Failed');
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated'],
+    );
     assert.equal(evs[2]!.included[0]!.attributes.status, 'Failed');
     // Without a body, a default reason is recorded.
     const other = await authorized(t, m, wallet.id, 300);
@@ -339,10 +429,18 @@ describe('payments: the state machine', () => {
     await capture(t, m, id, 1500);
     const r = await refund(t, m, id, 500);
     assert.equal(r.status, 200, r.raw);
-    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 500, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 }, 'the bank part first');
+    assert.deepEqual(
+      r.body.included[0].attributes.returned,
+      { linked: 500, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 },
+      'the bank part first',
+    );
     assert.equal((await failPull(t, m, id)).status, 200);
     const b = await balanceOf(t, m, wallet.id);
-    assert.equal(b.available.deposit, 1000, 'the wallet paid 1000 and none of it was refunded yet: all of it comes back');
+    assert.equal(
+      b.available.deposit,
+      1000,
+      'the wallet paid 1000 and none of it was refunded yet: all of it comes back',
+    );
     assert.deepEqual(await money(t, m), before, 'the bank got back only the 500 it gave');
     await assertLedgerSound(t);
   });
@@ -363,7 +461,10 @@ describe('payments: the state machine', () => {
     assert.equal(b.available.deposit, 2000);
     assert.deepEqual(await money(t, m), before);
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentUpdated'],
+    );
     assert.equal(evs[1]!.included[0]!.attributes.status, 'Canceled');
     const intentEvents = await delivered(t, rx, intentId);
     assert.equal(intentEvents.at(-1)!.data.attributes.topic, 'PaymentIntentUpdated');
@@ -390,7 +491,10 @@ describe('payments: the state machine', () => {
       await settle(t);
       assert.equal(await statusOf(t, am, id), 'Sent');
       const evs = await delivered(t, arx, id);
-      assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated']);
+      assert.deepEqual(
+        evs.map((e) => e.data.attributes.topic),
+        ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated'],
+      );
       await assertLedgerSound(t);
     } finally {
       await arx.close();
@@ -491,7 +595,10 @@ describe('payments: authorization expiry', () => {
       await t.ctx.jobs.runOnce('authorization-expiry');
       assert.equal(errorsOf(await capture(t, m, id, 100))[0]!.code, 'IllegalOperation');
       const evs = await delivered(t, rx, id);
-      assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentUpdated']);
+      assert.deepEqual(
+        evs.map((e) => e.data.attributes.topic),
+        ['PaymentCreated', 'PaymentUpdated'],
+      );
       assert.equal(evs[1]!.included[0]!.attributes.status, 'Canceled');
       await assertLedgerSound(t);
     } finally {
@@ -537,10 +644,26 @@ describe('payments: refunds', () => {
     assert.equal((await balanceOf(t, m, wallet.id)).total.total, 0);
 
     const steps: [number, Record<string, number>, { deposit: number; accrue: number; merchant: number }][] = [
-      [400, { linked: 400, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 }, { deposit: 0, accrue: 0, merchant: 0 }],
-      [300, { linked: 100, deposit: 200, accrueReward: 0, merchantReward: 0, gift: 0 }, { deposit: 200, accrue: 0, merchant: 0 }],
-      [850, { linked: 0, deposit: 800, accrueReward: 50, merchantReward: 0, gift: 0 }, { deposit: 1000, accrue: 50, merchant: 0 }],
-      [100, { linked: 0, deposit: 0, accrueReward: 50, merchantReward: 50, gift: 0 }, { deposit: 1000, accrue: 100, merchant: 50 }],
+      [
+        400,
+        { linked: 400, deposit: 0, accrueReward: 0, merchantReward: 0, gift: 0 },
+        { deposit: 0, accrue: 0, merchant: 0 },
+      ],
+      [
+        300,
+        { linked: 100, deposit: 200, accrueReward: 0, merchantReward: 0, gift: 0 },
+        { deposit: 200, accrue: 0, merchant: 0 },
+      ],
+      [
+        850,
+        { linked: 0, deposit: 800, accrueReward: 50, merchantReward: 0, gift: 0 },
+        { deposit: 1000, accrue: 50, merchant: 0 },
+      ],
+      [
+        100,
+        { linked: 0, deposit: 0, accrueReward: 50, merchantReward: 50, gift: 0 },
+        { deposit: 1000, accrue: 100, merchant: 50 },
+      ],
     ];
     const refundIds: string[] = [];
     for (const [amount, returned, wallet_] of steps) {
@@ -552,7 +675,14 @@ describe('payments: refunds', () => {
       assert.deepEqual(res.body.data.relationships.refunds.data.at(-1), { type: 'Refund', id: r.id });
       refundIds.push(r.id);
       assert.equal(r.type, 'Refund');
-      assert.deepEqual(r.attributes, { paymentId: id, amount, status: 'Sent', returned, updatedAt: t.clock.now().toISOString(), createdAt: t.clock.now().toISOString() });
+      assert.deepEqual(r.attributes, {
+        paymentId: id,
+        amount,
+        status: 'Sent',
+        returned,
+        updatedAt: t.clock.now().toISOString(),
+        createdAt: t.clock.now().toISOString(),
+      });
       const b = await balanceOf(t, m, wallet.id);
       assert.deepEqual(
         { deposit: b.available.deposit, accrue: b.available.reward.accrue, merchant: b.available.reward.merchant },
@@ -566,7 +696,10 @@ describe('payments: refunds', () => {
     assert.equal(p.refundedAmount, 1650);
     assert.deepEqual(await money(t, m), start, 'the merchant gave back everything, the bank got its 500 back');
     const evs = await delivered(t, rx, id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentCaptured', 'PaymentUpdated', 'PaymentUpdated'],
+    );
     assert.equal(evs[3]!.included[0]!.attributes.status, 'Returned');
     for (const rid of refundIds) {
       const [ev] = await delivered(t, rx, rid);
@@ -600,7 +733,10 @@ describe('payments: refunds', () => {
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.available.deposit, 3000);
     for (const amount of [0, -5, 1.5, '10']) assert.equal((await refund(t, m, id, amount)).status, 400, String(amount));
-    const noKey = await t.request('POST', `/api/v1/payments/${id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount: 1 } } } });
+    const noKey = await t.request('POST', `/api/v1/payments/${id}/refund`, {
+      as: m,
+      body: { data: { type: 'Refund', attributes: { amount: 1 } } },
+    });
     assert.equal(noKey.status, 400, 'idempotencyKey is required');
     assert.equal(errorsOf(noKey)[0]!.source?.pointer, '/data/attributes/idempotencyKey');
     await assertLedgerSound(t);
@@ -624,8 +760,16 @@ describe('payments: refunds', () => {
     // The bank's 600 first, then deposit money: a refund that planned without an earlier one
     // would send the bank more than it paid.
     const returned = ok.map((r) => r.body.included[0].attributes.returned);
-    assert.equal(returned.reduce((s, r) => s + r.linked, 0), 600, JSON.stringify(returned));
-    assert.equal(returned.reduce((s, r) => s + r.deposit, 0), 300, JSON.stringify(returned));
+    assert.equal(
+      returned.reduce((s, r) => s + r.linked, 0),
+      600,
+      JSON.stringify(returned),
+    );
+    assert.equal(
+      returned.reduce((s, r) => s + r.deposit, 0),
+      300,
+      JSON.stringify(returned),
+    );
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 300);
     await assertLedgerSound(t);
   });
@@ -684,10 +828,15 @@ describe('payments: refunds', () => {
     await assertLedgerSound(t);
   });
 
-  test('a direct payment\'s refund returns the wallet\'s part and the bank\'s, never the external (cash) part', async () => {
+  test("a direct payment's refund returns the wallet's part and the bank's, never the external (cash) part", async () => {
     const { wallet, account } = await fundedWallet(t, m, 1000);
     const before = await money(t, m);
-    const res = await createPayment(t, m, { walletId: wallet.id, amount: 2000, linkedAccountId: account.id, externalPayments: [{ method: 'Cash', amount: 500 }] });
+    const res = await createPayment(t, m, {
+      walletId: wallet.id,
+      amount: 2000,
+      linkedAccountId: account.id,
+      externalPayments: [{ method: 'Cash', amount: 500 }],
+    });
     assert.equal(res.status, 200, res.raw);
     const id = res.body.data.id;
     assert.equal(res.body.data.attributes.capturedAmount, 1500);
@@ -695,7 +844,13 @@ describe('payments: refunds', () => {
     assert.equal(over.status, 400);
     const r = await refund(t, m, id, 1500);
     assert.equal(r.status, 200, r.raw);
-    assert.deepEqual(r.body.included[0].attributes.returned, { linked: 500, deposit: 1000, accrueReward: 0, merchantReward: 0, gift: 0 });
+    assert.deepEqual(r.body.included[0].attributes.returned, {
+      linked: 500,
+      deposit: 1000,
+      accrueReward: 0,
+      merchantReward: 0,
+      gift: 0,
+    });
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1000);
     assert.deepEqual(await money(t, m), before);
     await settle(t);
@@ -725,7 +880,11 @@ describe('payments: direct payments (POST /payments)', () => {
   test('direct payments racing for one balance: never more than it holds, the rest 402 Failed to retry', async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     // Each is planned from the balance as read; the ledger refuses the ones it no longer covers.
-    const results = await Promise.all(Array.from({ length: 5 }, (_, n) => createPayment(t, m, { walletId: wallet.id, amount: 300, ...(n % 2 ? { idempotencyKey: randomUUID() } : {}) })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, n) =>
+        createPayment(t, m, { walletId: wallet.id, amount: 300, ...(n % 2 ? { idempotencyKey: randomUUID() } : {}) }),
+      ),
+    );
     assert.equal(results.filter((r) => r.status === 200).length, 3, results.map((r) => r.raw).join('\n'));
     for (const r of results.filter((r) => r.status !== 200)) {
       assert.equal(r.status, 402, r.raw);
@@ -772,10 +931,14 @@ describe('payments: direct payments (POST /payments)', () => {
     await settle(t);
     assert.equal(await statusOf(t, m, p.id), 'Sent');
     const evs = await delivered(t, rx, p.id);
-    assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentUpdated']);
+    assert.deepEqual(
+      evs.map((e) => e.data.attributes.topic),
+      ['PaymentCreated', 'PaymentUpdated'],
+    );
     assert.equal(evs[0]!.included[0]!.attributes.status, 'Processing');
     // A direct payment never was an authorization: no capture, no cancel.
-    const second = (await createPayment(t, m, { walletId: wallet.id, amount: 10, linkedAccountId: account.id })).body.data.id;
+    const second = (await createPayment(t, m, { walletId: wallet.id, amount: 10, linkedAccountId: account.id })).body
+      .data.id;
     assert.equal(errorsOf(await capture(t, m, second, 10))[0]!.code, 'IllegalOperation');
     assert.equal(errorsOf(await cancel(t, m, second))[0]!.code, 'IllegalOperation');
     await assertLedgerSound(t);
@@ -790,10 +953,18 @@ describe('payments: direct payments (POST /payments)', () => {
     let b = await balanceOf(t, rm, wallet.id);
     assert.equal(b.available.reward.merchant, 500, 'a 900 purchase cannot use rewards');
     assert.equal(b.available.deposit, 1100);
-    const res = await createPayment(t, rm, { walletId: wallet.id, amount: 1200, externalPayments: [{ method: 'Cash', amount: 500 }] });
+    const res = await createPayment(t, rm, {
+      walletId: wallet.id,
+      amount: 1200,
+      externalPayments: [{ method: 'Cash', amount: 500 }],
+    });
     assert.equal(res.status, 200, res.raw);
     b = await balanceOf(t, rm, wallet.id);
-    assert.equal(b.available.reward.merchant, 0, 'a 1200 purchase is at least 1000: the merchant reward is spent first');
+    assert.equal(
+      b.available.reward.merchant,
+      0,
+      'a 1200 purchase is at least 1000: the merchant reward is spent first',
+    );
     assert.equal(b.available.deposit, 900);
     await assertLedgerSound(t);
   });
@@ -805,7 +976,11 @@ describe('payments: direct payments (POST /payments)', () => {
     assert.equal(res.status, 200, res.raw);
     assert.equal((await balanceOf(t, m, wallet.id)).total.total, 0);
     assert.equal((await money(t, m)).bank, before.bank);
-    const cashOnly = await createPayment(t, m, { walletId: wallet.id, amount: 300, externalPayments: [{ method: 'Cash', amount: 300 }] });
+    const cashOnly = await createPayment(t, m, {
+      walletId: wallet.id,
+      amount: 300,
+      externalPayments: [{ method: 'Cash', amount: 300 }],
+    });
     assert.equal(cashOnly.status, 200, cashOnly.raw);
     assert.equal(cashOnly.body.data.attributes.capturedAmount, 0);
     await assertLedgerSound(t);
@@ -871,18 +1046,26 @@ describe('payments: direct payments (POST /payments)', () => {
     assert.equal((await money(t, m)).settlement - before.settlement, 4500 - 420, 'the merchant keeps the rest');
     for (const id of ids) {
       const evs = await delivered(t, rx, id);
-      assert.deepEqual(evs.map((e) => e.data.attributes.topic), ['PaymentCreated', 'PaymentUpdated']);
+      assert.deepEqual(
+        evs.map((e) => e.data.attributes.topic),
+        ['PaymentCreated', 'PaymentUpdated'],
+      );
       assert.equal(evs[1]!.included[0]!.attributes.status, 'Sent');
       assert.equal(evs[1]!.included[0]!.attributes.updatedAt, t.clock.now().toISOString());
     }
     await assertLedgerSound(t);
   });
 
-  test('a failed bank pull returns the wallet\'s money and the disbursements never happen', async () => {
+  test("a failed bank pull returns the wallet's money and the disbursements never happen", async () => {
     const { wallet, account } = await fundedWallet(t, m, 1000);
     const a = await counterparty(t, m, 'A');
     const before = await money(t, m);
-    const res = await createPayment(t, m, { walletId: wallet.id, amount: 1800, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 900 }] });
+    const res = await createPayment(t, m, {
+      walletId: wallet.id,
+      amount: 1800,
+      linkedAccountId: account.id,
+      disbursement: [{ counterpartyId: a, amount: 900 }],
+    });
     assert.equal(res.status, 200, res.raw);
     const failed = await failPull(t, m, res.body.data.id);
     assert.equal(failed.status, 200, failed.raw);
@@ -899,8 +1082,18 @@ describe('payments: direct payments (POST /payments)', () => {
     const { wallet, account } = await fundedWallet(t, m, 5000);
     const a = await counterparty(t, m, 'A');
     const before = await money(t, m);
-    const full = await createPayment(t, m, { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 400 }] });
-    const partial = await createPayment(t, m, { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, disbursement: [{ counterpartyId: a, amount: 300 }] });
+    const full = await createPayment(t, m, {
+      walletId: wallet.id,
+      amount: 1000,
+      linkedAccountId: account.id,
+      disbursement: [{ counterpartyId: a, amount: 400 }],
+    });
+    const partial = await createPayment(t, m, {
+      walletId: wallet.id,
+      amount: 1000,
+      linkedAccountId: account.id,
+      disbursement: [{ counterpartyId: a, amount: 300 }],
+    });
     assert.equal(full.status, 200, full.raw);
     assert.equal(partial.status, 200, partial.raw);
     assert.equal((await refund(t, m, full.body.data.id, 1000)).status, 200);
@@ -908,20 +1101,58 @@ describe('payments: direct payments (POST /payments)', () => {
     await settle(t);
     assert.equal(await statusOf(t, m, full.body.data.id), 'Returned');
     assert.equal(await statusOf(t, m, partial.body.data.id), 'Sent');
-    assert.deepEqual(await cpBalance(t, m, a), { pending: 0, available: 300 }, 'only the partially refunded payment disburses');
-    assert.equal((await money(t, m)).settlement - before.settlement, 1000 - 200 - 300, 'the merchant keeps what is left of the partial payment');
+    assert.deepEqual(
+      await cpBalance(t, m, a),
+      { pending: 0, available: 300 },
+      'only the partially refunded payment disburses',
+    );
+    assert.equal(
+      (await money(t, m)).settlement - before.settlement,
+      1000 - 200 - 300,
+      'the merchant keeps what is left of the partial payment',
+    );
     await assertLedgerSound(t);
   });
 
-  test('body rules: externalPayments and disbursements within the amount, counterparties the merchant\'s own, each once', async () => {
+  test("body rules: externalPayments and disbursements within the amount, counterparties the merchant's own, each once", async () => {
     const { wallet, account } = await fundedWallet(t, m, 5000);
     const a = await counterparty(t, m);
     const theirs = await counterparty(t, other);
     const cases: [Record<string, unknown>, number, string, string?][] = [
-      [{ externalPayments: [{ method: 'Cash', amount: 1001 }] }, 400, 'ValidationError', '/data/attributes/externalPayments'],
-      [{ externalPayments: [{ method: 'Cash', amount: 300 }], disbursement: [{ counterpartyId: a, amount: 701 }] }, 400, 'ValidationError', '/data/attributes/disbursement'],
-      [{ disbursement: [{ counterpartyId: a, amount: 10 }, { counterpartyId: theirs, amount: 10 }] }, 400, 'CounterpartyNotFound', '/data/attributes/disbursement/1/counterpartyId'],
-      [{ disbursement: [{ counterpartyId: a, amount: 10 }, { counterpartyId: a, amount: 20 }] }, 400, 'ValidationError', '/data/attributes/disbursement'],
+      [
+        { externalPayments: [{ method: 'Cash', amount: 1001 }] },
+        400,
+        'ValidationError',
+        '/data/attributes/externalPayments',
+      ],
+      [
+        { externalPayments: [{ method: 'Cash', amount: 300 }], disbursement: [{ counterpartyId: a, amount: 701 }] },
+        400,
+        'ValidationError',
+        '/data/attributes/disbursement',
+      ],
+      [
+        {
+          disbursement: [
+            { counterpartyId: a, amount: 10 },
+            { counterpartyId: theirs, amount: 10 },
+          ],
+        },
+        400,
+        'CounterpartyNotFound',
+        '/data/attributes/disbursement/1/counterpartyId',
+      ],
+      [
+        {
+          disbursement: [
+            { counterpartyId: a, amount: 10 },
+            { counterpartyId: a, amount: 20 },
+          ],
+        },
+        400,
+        'ValidationError',
+        '/data/attributes/disbursement',
+      ],
       [{ amount: 0 }, 400, 'ValidationError', '/data/attributes/amount'],
       [{ amount: '1000' }, 400, 'ValidationError', '/data/attributes/amount'],
       [{ walletId: 'nope' }, 400, 'ValidationError', '/data/attributes/walletId'],
@@ -929,9 +1160,17 @@ describe('payments: direct payments (POST /payments)', () => {
       [{ currency: 'USD' }, 400, 'ValidationError', '/data/attributes/currency'],
     ];
     for (const [over, status, code, pointer] of cases) {
-      const res = await createPayment(t, m, { walletId: wallet.id, amount: 1000, linkedAccountId: account.id, ...over });
+      const res = await createPayment(t, m, {
+        walletId: wallet.id,
+        amount: 1000,
+        linkedAccountId: account.id,
+        ...over,
+      });
       assert.equal(res.status, status, `${JSON.stringify(over)}: ${res.raw}`);
-      assert.ok(errorsOf(res).some((e) => e.code === code && (!pointer || e.source?.pointer === pointer)), `${JSON.stringify(over)}: ${res.raw}`);
+      assert.ok(
+        errorsOf(res).some((e) => e.code === code && (!pointer || e.source?.pointer === pointer)),
+        `${JSON.stringify(over)}: ${res.raw}`,
+      );
     }
     const theirWallet = (await fundedWallet(t, other, 0)).wallet;
     const crossWallet = await createPayment(t, m, { walletId: theirWallet.id, amount: 100 });
@@ -971,7 +1210,7 @@ describe('payments: direct payments (POST /payments)', () => {
     await assertLedgerSound(t);
   });
 
-  test('the user\'s KYC must be Approved (400 InvalidKycStatus)', async () => {
+  test("the user's KYC must be Approved (400 InvalidKycStatus)", async () => {
     const u = await createUser(t, m);
     const account = await linkAccount(t, m, u.id);
     const wallet = await createWallet(t, m, u.id);
@@ -984,7 +1223,13 @@ describe('payments: direct payments (POST /payments)', () => {
   test('idempotencyKey, when sent: the same request replays, other attributes are 409 IdempotencyKeyReused', async () => {
     const { wallet, account } = await fundedWallet(t, m, 3000);
     const key = randomUUID();
-    const attributes = { walletId: wallet.id, amount: 1200, linkedAccountId: account.id, reference: 'r-1', idempotencyKey: key };
+    const attributes = {
+      walletId: wallet.id,
+      amount: 1200,
+      linkedAccountId: account.id,
+      reference: 'r-1',
+      idempotencyKey: key,
+    };
     const first = await createPayment(t, m, attributes);
     assert.equal(first.status, 200, first.raw);
     const again = await createPayment(t, m, attributes);
@@ -1013,12 +1258,15 @@ describe('payments: settlement runs', () => {
     const { wallet } = await fundedWallet(t, lm, 100_000);
     const pay = async (n: number) => {
       for (let i = 0; i < n; i += 25) {
-        const made = await Promise.all(Array.from({ length: Math.min(25, n - i) }, () => createPayment(t, lm, { walletId: wallet.id, amount: 10 })));
+        const made = await Promise.all(
+          Array.from({ length: Math.min(25, n - i) }, () => createPayment(t, lm, { walletId: wallet.id, amount: 10 })),
+        );
         for (const r of made) assert.equal(r.status, 200, r.raw);
       }
     };
     const run = () => t.ctx.jobs.runOnce('payment-settlement');
-    const processing = async () => (await t.request('GET', '/api/v1/payments?filter[status]=Processing', { as: lm })).body.meta.total as number;
+    const processing = async () =>
+      (await t.request('GET', '/api/v1/payments?filter[status]=Processing', { as: lm })).body.meta.total as number;
 
     await pay(SETTLE_BATCH + 5);
     t.clock.advance(SANDBOX_SETTLE_DELAY_MS + SETTLE_BEHIND_MS / 2);
@@ -1027,7 +1275,11 @@ describe('payments: settlement runs', () => {
 
     await pay(SETTLE_BATCH + SETTLE_BATCH_BEHIND + 10);
     t.clock.advance(SANDBOX_SETTLE_DELAY_MS + SETTLE_BEHIND_MS + 500);
-    assert.deepEqual([await run(), await run(), await run(), await run()], [SETTLE_BATCH, SETTLE_BATCH_BEHIND, 10, 0], 'behind: the run after the first takes SETTLE_BATCH_BEHIND');
+    assert.deepEqual(
+      [await run(), await run(), await run(), await run()],
+      [SETTLE_BATCH, SETTLE_BATCH_BEHIND, 10, 0],
+      'behind: the run after the first takes SETTLE_BATCH_BEHIND',
+    );
     assert.equal(await processing(), 0);
     await assertLedgerSound(t);
   });
@@ -1046,7 +1298,7 @@ describe('payments: reads and lists', () => {
   });
   after(() => t.close());
 
-  test('filters, sorts, paging, include; the merchant\'s own payments only', async () => {
+  test("filters, sorts, paging, include; the merchant's own payments only", async () => {
     const lm = await t.createMerchant();
     const { wallet, account } = await fundedWallet(t, lm, 10_000);
     const p1 = await authorized(t, lm, wallet.id, 100, { reference: 'order-1', channel: 'web' });
@@ -1055,7 +1307,15 @@ describe('payments: reads and lists', () => {
     await capture(t, lm, p2.id, 300);
     assert.equal((await refund(t, lm, p2.id, 100)).status, 200);
     t.clock.advance(1000);
-    const p3 = (await createPayment(t, lm, { walletId: wallet.id, amount: 200, linkedAccountId: account.id, reference: 'order-3', channel: 'pos' })).body.data.id as string;
+    const p3 = (
+      await createPayment(t, lm, {
+        walletId: wallet.id,
+        amount: 200,
+        linkedAccountId: account.id,
+        reference: 'order-3',
+        channel: 'pos',
+      })
+    ).body.data.id as string;
     t.clock.advance(1000);
     const p4 = await authorized(t, lm, wallet.id, 400);
     await cancel(t, lm, p4.id);
@@ -1072,7 +1332,10 @@ describe('payments: reads and lists', () => {
     assert.deepEqual(all.body.meta, { total: 5, limit: 10, offset: 0 });
     assert.equal(all.body.included, undefined);
     for (const p of all.body.data) assert.equal(p.type, 'Payment');
-    assert.deepEqual(all.body.data[0].relationships.paymentIntent, { data: { type: 'PaymentIntent', id: p5.intentId }, links: { self: `http://api.test/api/v1/payment-intents/${p5.intentId}` } });
+    assert.deepEqual(all.body.data[0].relationships.paymentIntent, {
+      data: { type: 'PaymentIntent', id: p5.intentId },
+      links: { self: `http://api.test/api/v1/payment-intents/${p5.intentId}` },
+    });
 
     const cases: [string, string[]][] = [
       ['?filter[status]=Processing', [p3, p2.id, p1.id]],
@@ -1101,7 +1364,11 @@ describe('payments: reads and lists', () => {
     const inc = await list('?include=paymentIntent,captures,refunds');
     assert.equal(inc.status, 200, inc.raw);
     const included = inc.body.included as { type: string; id: string; attributes: Record<string, any> }[];
-    const byType = (type: string) => included.filter((r) => r.type === type).map((r) => r.id).sort();
+    const byType = (type: string) =>
+      included
+        .filter((r) => r.type === type)
+        .map((r) => r.id)
+        .sort();
     assert.deepEqual(byType('PaymentIntent'), [p1.intentId, p2.intentId, p4.intentId, p5.intentId].sort());
     assert.deepEqual(byType('Capture'), [p1.id, p2.id, p3].sort(), 'captured payments only');
     const refunds = included.filter((r) => r.type === 'Refund');
@@ -1114,7 +1381,14 @@ describe('payments: reads and lists', () => {
     const cap = included.find((r) => r.type === 'Capture' && r.id === p2.id)!;
     assert.equal(cap.attributes.amount, 300);
 
-    for (const q of ['?sort=reference', '?include=wallet', '?filter[status]=Authorized', '?filter[paymentIntentId]=abc', '?page[limit]=0', '?filter[color]=red']) {
+    for (const q of [
+      '?sort=reference',
+      '?include=wallet',
+      '?filter[status]=Authorized',
+      '?filter[paymentIntentId]=abc',
+      '?page[limit]=0',
+      '?filter[color]=red',
+    ]) {
       const res = await list(q);
       assert.equal(res.status, 400, `${q}: ${res.raw}`);
     }
@@ -1135,15 +1409,34 @@ describe('payments: reads and lists', () => {
     assert.deepEqual(plain.body.included, [], 'included is always present (Accrue requires it)');
     const a = plain.body.data.attributes;
     assert.deepEqual(
-      { status: a.status, amount: a.amount, capturedAmount: a.capturedAmount, refundedAmount: a.refundedAmount, reference: a.reference, channel: a.channel, rail: a.rail },
-      { status: 'Processing', amount: 900, capturedAmount: 900, refundedAmount: 200, reference: 'inv-9', channel: 'web', rail: 'bank' },
+      {
+        status: a.status,
+        amount: a.amount,
+        capturedAmount: a.capturedAmount,
+        refundedAmount: a.refundedAmount,
+        reference: a.reference,
+        channel: a.channel,
+        rail: a.rail,
+      },
+      {
+        status: 'Processing',
+        amount: 900,
+        capturedAmount: 900,
+        refundedAmount: 200,
+        reference: 'inv-9',
+        channel: 'web',
+        rail: 'bank',
+      },
     );
     const inc = await getPayment(t, m, id, '?include=paymentIntent,refunds');
     assert.equal(inc.status, 200, inc.raw);
-    assert.deepEqual(inc.body.included.map((x: { type: string; id: string }) => [x.type, x.id]), [
-      ['PaymentIntent', intentId],
-      ['Refund', r.id],
-    ]);
+    assert.deepEqual(
+      inc.body.included.map((x: { type: string; id: string }) => [x.type, x.id]),
+      [
+        ['PaymentIntent', intentId],
+        ['Refund', r.id],
+      ],
+    );
     assert.equal(inc.body.included[0].attributes.status, 'PromotedToPayment');
     assert.deepEqual(inc.body.included[0].relationships.payments.data, [{ type: 'Payment', id }]);
     assert.deepEqual(inc.body.data.relationships.refunds, { data: [{ type: 'Refund', id: r.id }] });
@@ -1168,7 +1461,9 @@ describe('payments: reads and lists', () => {
       assert.match(plan, /payments_intent_idx/, `${what}:\n${plan}`);
       assert.doesNotMatch(plan, /Seq Scan on payments/, `${what}:\n${plan}`);
     }
-    const [index] = rowsOf<{ def: string }>(await t.ctx.db.execute(sql`select indexdef as def from pg_indexes where indexname = 'payments_intent_idx'`));
+    const [index] = rowsOf<{ def: string }>(
+      await t.ctx.db.execute(sql`select indexdef as def from pg_indexes where indexname = 'payments_intent_idx'`),
+    );
     assert.match(index!.def, /WHERE \(intent_id IS NOT NULL\)/);
   });
 
@@ -1184,7 +1479,11 @@ describe('payments: reads and lists', () => {
       ['cancel', created.id, () => cancel(t, other, created.id)],
       ['refund', processing.id, () => refund(t, other, processing.id, 100)],
       ['fail-bank-pull', processing.id, () => failPull(t, other, processing.id)],
-      ['settle', processing.id, () => t.request('POST', `/api/v1/simulation/payments/${processing.id}/settle`, { as: other })],
+      [
+        'settle',
+        processing.id,
+        () => t.request('POST', `/api/v1/simulation/payments/${processing.id}/settle`, { as: other }),
+      ],
     ];
     for (const [what, , run] of attempts) {
       const res = await run();

@@ -22,9 +22,14 @@ describe('refunds in groups', () => {
 
   const captured = (walletId: string, amount: number) => capturedPayment(t, m, walletId, amount);
   const refund = (paymentId: string, amount: number, idempotencyKey: string = randomUUID()) =>
-    t.request('POST', `/api/v1/payments/${paymentId}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount, idempotencyKey } } } });
+    t.request('POST', `/api/v1/payments/${paymentId}/refund`, {
+      as: m,
+      body: { data: { type: 'Refund', attributes: { amount, idempotencyKey } } },
+    });
   const refundXmins = async (paymentIds: string[]) =>
-    rowsOf<{ payment_id: string; xmin: string }>(await t.ctx.db.execute(sql`select payment_id, xmin::text as xmin from refunds where payment_id in ${paymentIds}`));
+    rowsOf<{ payment_id: string; xmin: string }>(
+      await t.ctx.db.execute(sql`select payment_id, xmin::text as xmin from refunds where payment_id in ${paymentIds}`),
+    );
 
   test('refunds sent together share one transaction, and each gets its own outcome', async () => {
     const a = await fundedWallet(t, m, 5000);
@@ -70,7 +75,10 @@ describe('refunds in groups', () => {
     const twiceRows = await refundXmins([twice]);
     assert.equal(new Set(twiceRows.map((r) => r.xmin)).size, 2, 'the second refund of a payment waits for the group');
     assert.equal(twice2!.body.data.attributes.refundedAmount, 700);
-    assert.deepEqual(twice2!.body.data.relationships.refunds.data.map((r: { id: string }) => r.id), [twice1!.body.meta.refundId, twice2!.body.meta.refundId]);
+    assert.deepEqual(
+      twice2!.body.data.relationships.refunds.data.map((r: { id: string }) => r.id),
+      [twice1!.body.meta.refundId, twice2!.body.meta.refundId],
+    );
     assert.equal(ra1!.body.data.relationships.captures.data[0].id, a1, "a bank-rail payment's capture is the payment");
     // Wallet A got 2,000 + 500 + 1 back; wallet B 1,000 + 700 + 100.
     assert.equal((await balanceOf(t, m, a.wallet.id)).available.deposit, 5000 - 3500 + 2501);
@@ -80,11 +88,18 @@ describe('refunds in groups', () => {
 
   test('a group the database fails: each refund runs again alone, and only the failing one fails', async () => {
     const w = await fundedWallet(t, m, 10_000);
-    const payments = [await captured(w.wallet.id, 1000), await captured(w.wallet.id, 4444), await captured(w.wallet.id, 2000)];
+    const payments = [
+      await captured(w.wallet.id, 1000),
+      await captured(w.wallet.id, 4444),
+      await captured(w.wallet.id, 2000),
+    ];
     // A fault only this amount hits.
     await withRefusal(t, { table: 'refunds', on: 'insert', when: 'new.amount = 4444' }, async () => {
       const results = await Promise.all(payments.map((id, n) => refund(id, [1000, 4444, 2000][n]!)));
-      assert.deepEqual(results.map((r) => r.status), [200, 503, 200]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 503, 200],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await refundXmins([payments[0]!, payments[2]!]);
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

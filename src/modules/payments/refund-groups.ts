@@ -16,7 +16,14 @@ import { WriteBatch } from '../../db/batch.ts';
 import { decideEach, groupCommit, runRowGroup, type Member as GroupMember } from '../../db/groups.ts';
 import type { Db, Tx } from '../../db/open.ts';
 import { apiError, ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, lockKeyOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  interpretKeyCheck,
+  lockKeyOf,
+  storeOutcomesPart,
+  withoutRepeatedKeys,
+  type IdempotencyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import type { ClientCode } from '../../ledger/accounts.ts';
 import { creditedAccounts, refundPayment } from './domain.ts';
 import type { RenderContext } from './render.ts';
@@ -46,17 +53,31 @@ export interface RefundMade {
 type Member = GroupMember<RefundRequest, StoredOutcome>;
 
 /** Makes a refund (or replays its key's outcome) in the next group to run. */
-export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, { name: 'refund', rowOf: (r) => walletOfPayment(r.paymentId) });
+export const submitRefund = groupCommit<RefundRequest, StoredOutcome>(runGroup, {
+  name: 'refund',
+  rowOf: (r) => walletOfPayment(r.paymentId),
+});
 
 async function runGroup(db: Db, members: Member[]): Promise<void> {
-  await runRowGroup(db, withoutRepeatedKeys(members, (m) => m.scope), (m) => m.paymentId, refundGroup);
+  await runRowGroup(
+    db,
+    withoutRepeatedKeys(members, (m) => m.scope),
+    (m) => m.paymentId,
+    refundGroup,
+  );
 }
 
 async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   const settle: (() => void)[] = [];
   const checks = await q.checkRefundGroup(
     tx,
-    group.map((m) => ({ lockKey: lockKeyOf(m.scope), clientId: m.clientId, key: m.scope.key, paymentId: m.paymentId, now: m.now })),
+    group.map((m) => ({
+      lockKey: lockKeyOf(m.scope),
+      clientId: m.clientId,
+      key: m.scope.key,
+      paymentId: m.paymentId,
+      now: m.now,
+    })),
   );
   const runs = new Map<Member, q.PaymentRow>();
   for (const [n, m] of group.entries()) {
@@ -77,20 +98,47 @@ async function refundGroup(tx: Tx, group: Member[]): Promise<(() => void)[]> {
   if (runs.size === 0) return settle;
   const lock = new Set<string>();
   for (const p of runs.values()) for (const id of await creditedAccounts(tx, p)) lock.add(id);
-  const earlier = await q.refundContext(tx, [...runs.values()].map((p) => p.id), [...lock].sort());
+  const earlier = await q.refundContext(
+    tx,
+    [...runs.values()].map((p) => p.id),
+    [...lock].sort(),
+  );
   const stored: { scope: IdempotencyScope; status: number; body: string; now: Date }[] = [];
-  const batches = await decideEach([...runs.keys()], settle, (err) => err instanceof ApiError, async (m, batch): Promise<StoredOutcome> => {
-    const p = runs.get(m)!;
-    const before = earlier.get(p.id)!;
-    const { refund, payment } = await refundPayment(tx, p, { clientId: m.clientId, rc: m.rc, now: m.now, amount: m.amount, ext: m.ext, earlier: before, batch, locked: lock });
-    // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
-    const bank = q.bankCaptureOf(payment);
-    const captures =
-      payment.rail === 'bank' ? (bank ? [bank] : []) : (await q.captureRows(tx, m.clientId, [payment.id], { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows;
-    const body = m.render({ refund, payment, refunds: [...before, refund], captures });
-    stored.push({ scope: m.scope, status: 200, body, now: m.now });
-    return { status: 200, body, replayed: false };
-  });
+  const batches = await decideEach(
+    [...runs.keys()],
+    settle,
+    (err) => err instanceof ApiError,
+    async (m, batch): Promise<StoredOutcome> => {
+      const p = runs.get(m)!;
+      const before = earlier.get(p.id)!;
+      const { refund, payment } = await refundPayment(tx, p, {
+        clientId: m.clientId,
+        rc: m.rc,
+        now: m.now,
+        amount: m.amount,
+        ext: m.ext,
+        earlier: before,
+        batch,
+        locked: lock,
+      });
+      // A bank-rail payment's one capture is the payment itself; the card network's are rows of their own.
+      const bank = q.bankCaptureOf(payment);
+      const captures =
+        payment.rail === 'bank'
+          ? bank
+            ? [bank]
+            : []
+          : (
+              await q.captureRows(tx, m.clientId, [payment.id], {
+                success: true,
+                sort: [{ field: 'createdAt', descending: false }],
+              })
+            ).rows;
+      const body = m.render({ refund, payment, refunds: [...before, refund], captures });
+      stored.push({ scope: m.scope, status: 200, body, now: m.now });
+      return { status: 200, body, replayed: false };
+    },
+  );
   if (batches.length > 0) {
     const all = WriteBatch.merged(batches);
     all.add(storeOutcomesPart(stored));

@@ -6,7 +6,11 @@ export interface RenderContext {
   secureUrl: string;
 }
 
-export function paymentResource(p: PaymentRow, c: RenderContext, opts: { refunds?: RefundRow[]; captures?: CaptureRow[]; withProcessor?: boolean } = {}) {
+export function paymentResource(
+  p: PaymentRow,
+  c: RenderContext,
+  opts: { refunds?: RefundRow[]; captures?: CaptureRow[]; withProcessor?: boolean } = {},
+) {
   const hasCard = p.rail === 'card' || p.rail === 'gift';
   return {
     id: p.id,
@@ -29,10 +33,15 @@ export function paymentResource(p: PaymentRow, c: RenderContext, opts: { refunds
     },
     relationships: {
       paymentIntent: p.intentId
-        ? { data: { type: 'PaymentIntent' as const, id: p.intentId }, links: { self: `${c.baseUrl}/api/v1/payment-intents/${p.intentId}` } }
+        ? {
+            data: { type: 'PaymentIntent' as const, id: p.intentId },
+            links: { self: `${c.baseUrl}/api/v1/payment-intents/${p.intentId}` },
+          }
         : { data: null },
       ...(opts.refunds ? { refunds: { data: opts.refunds.map((r) => ({ type: 'Refund' as const, id: r.id })) } } : {}),
-      ...(opts.captures ? { captures: { data: opts.captures.map((x) => ({ type: 'Capture' as const, id: x.id })) } } : {}),
+      ...(opts.captures
+        ? { captures: { data: opts.captures.map((x) => ({ type: 'Capture' as const, id: x.id })) } }
+        : {}),
     },
     links: {
       self: `${c.baseUrl}/api/v1/payments/${p.id}`,

@@ -5,7 +5,17 @@ import type { Tx } from '../../db/open.ts';
 import { fingerprintOf, keyedOrPlain, sendOutcome, type Outcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts';
 import { wrappedOrBare } from '../../http/patch-body.ts';
-import { COMMON_ERRORS, JSONAPI, defaultBody, document, idParams, listDocument, ref, requestBody, responses } from '../../http/schemas.ts';
+import {
+  COMMON_ERRORS,
+  JSONAPI,
+  defaultBody,
+  document,
+  idParams,
+  listDocument,
+  ref,
+  requestBody,
+  responses,
+} from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { intentResource } from '../payment-intents/render.ts';
@@ -48,20 +58,35 @@ import {
   RefundBody,
   UpdatePaymentBodies,
 } from './schemas.ts';
-import { CAPTURE_SORT_FIELDS, PAYMENT_SORT_FIELDS, captureRows, listPaymentRows, paymentIdsOfIntent, paymentIdsOfListedIntents, type PaymentRow } from './sql.ts';
+import {
+  CAPTURE_SORT_FIELDS,
+  PAYMENT_SORT_FIELDS,
+  captureRows,
+  listPaymentRows,
+  paymentIdsOfIntent,
+  paymentIdsOfListedIntents,
+  type PaymentRow,
+} from './sql.ts';
 
 const TAGS = ['Payments'];
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** Accrue's answer to a payment action: the payment, `links.self` (this request) and its intent in `included` (always present). */
-const PaymentActionDocument = Type.Object({ data: ref(Payment), links: Type.Object({ self: Type.String() }), included: Type.Array(ref(PaymentIntent)) });
+const PaymentActionDocument = Type.Object({
+  data: ref(Payment),
+  links: Type.Object({ self: Type.String() }),
+  included: Type.Array(ref(PaymentIntent)),
+});
 
 /** Accrue's answer to a refund: the payment with its refunds and captures, the new Refund in `included`, `meta.refundId` naming it. */
 const RefundDocument = Type.Object({
   data: ref(Payment),
   links: Type.Object({ self: Type.String() }),
   included: Type.Array(ref(Refund)),
-  meta: Type.Object({ message: Type.String(), refundId: Type.String({ description: 'The id of the Refund this request made (in `included`)' }) }),
+  meta: Type.Object({
+    message: Type.String(),
+    refundId: Type.String({ description: 'The id of the Refund this request made (in `included`)' }),
+  }),
 });
 
 export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
@@ -69,25 +94,60 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
 
   /** Payments with what `include` asks for. */
   const render = async (clientId: string, rows: PaymentRow[], include: Set<string>) => {
-    const refunds = include.has('refunds') ? await refundsByPayment(ctx.db, rows.map((p) => p.id)) : undefined;
-    const data = rows.map((p) => paymentResource(p, rc, { refunds: refunds ? (refunds.get(p.id) ?? []) : undefined, withProcessor: true }));
+    const refunds = include.has('refunds')
+      ? await refundsByPayment(
+          ctx.db,
+          rows.map((p) => p.id),
+        )
+      : undefined;
+    const data = rows.map((p) =>
+      paymentResource(p, rc, { refunds: refunds ? (refunds.get(p.id) ?? []) : undefined, withProcessor: true }),
+    );
     const included: unknown[] = [];
     if (include.has('paymentIntent')) {
-      const intents = await intentsByIds(ctx.db, clientId, [...new Set(rows.flatMap((p) => (p.intentId ? [p.intentId] : [])))]);
-      const theirPayments = await paymentIdsOfListedIntents(ctx.db, intents.map((i) => i.id));
+      const intents = await intentsByIds(ctx.db, clientId, [
+        ...new Set(rows.flatMap((p) => (p.intentId ? [p.intentId] : []))),
+      ]);
+      const theirPayments = await paymentIdsOfListedIntents(
+        ctx.db,
+        intents.map((i) => i.id),
+      );
       const now = ctx.clock.now();
       included.push(...intents.map((i) => intentResource(i, theirPayments.get(i.id)!, rc.baseUrl, now)));
     }
-    if (include.has('captures')) included.push(...(await captureRows(ctx.db, clientId, rows.map((p) => p.id), { success: true, sort: [{ field: 'createdAt', descending: false }] })).rows.map(captureResource));
+    if (include.has('captures'))
+      included.push(
+        ...(
+          await captureRows(
+            ctx.db,
+            clientId,
+            rows.map((p) => p.id),
+            { success: true, sort: [{ field: 'createdAt', descending: false }] },
+          )
+        ).rows.map(captureResource),
+      );
     if (refunds) included.push(...[...refunds.values()].flat().map(refundResource));
     return { data, included };
   };
 
   const self = (req: FastifyRequest) => ({ self: `${rc.baseUrl}${req.url}` });
-  const includedIntent = (c: ChangedPayment) => (c.intent ? [intentResource(c.intent, c.paymentIds, rc.baseUrl, ctx.clock.now())] : []);
+  const includedIntent = (c: ChangedPayment) =>
+    c.intent ? [intentResource(c.intent, c.paymentIds, rc.baseUrl, ctx.clock.now())] : [];
   /** Runs a write under its idempotency key when the caller sent one (same rules as deposits), else in a plain transaction. */
-  const keyed = async (reply: FastifyReply, scope: { clientId: string; operation: string; key?: string; fingerprint: unknown }, run: (tx: Tx) => Promise<Outcome>) =>
-    sendOutcome(reply, await keyedOrPlain(reply, { ...scope, key: scope.key, fingerprint: fingerprintOf(scope.fingerprint) }, { db: ctx.db, clock: ctx.clock }, run));
+  const keyed = async (
+    reply: FastifyReply,
+    scope: { clientId: string; operation: string; key?: string; fingerprint: unknown },
+    run: (tx: Tx) => Promise<Outcome>,
+  ) =>
+    sendOutcome(
+      reply,
+      await keyedOrPlain(
+        reply,
+        { ...scope, key: scope.key, fingerprint: fingerprintOf(scope.fingerprint) },
+        { db: ctx.db, clock: ctx.clock },
+        run,
+      ),
+    );
 
   app.post(
     '/api/v1/payments',
@@ -98,7 +158,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Take a payment from a wallet (and linked account)',
         description:
           '`amount` is the whole purchase. `externalPayments` (cash and the like) are recorded, not moved; the rest is paid from the wallet (merchant rewards, accrue rewards, deposit), ' +
-          'then the `linkedAccountId` (up to the merchant\'s bankFundingLimit). The payment starts `Processing` and settles to `Sent`, when `disbursement` reaches its counterparties. ' +
+          "then the `linkedAccountId` (up to the merchant's bankFundingLimit). The payment starts `Processing` and settles to `Sent`, when `disbursement` reaches its counterparties. " +
           'Needs KYC `Approved`. `idempotencyKey` optional (same rules as deposits).',
         body: CreatePaymentBody,
         response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 402, 409]),
@@ -109,7 +169,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const ext = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('200', JSONAPI) ?? JSON.stringify;
       const outcome = await submitDirectPayment(ctx.db, {
-        scope: { clientId: req.client.id, operation: 'payment', key: idempotencyKey, fingerprint: fingerprintOf(attributes) },
+        scope: {
+          clientId: req.client.id,
+          operation: 'payment',
+          key: idempotencyKey,
+          fingerprint: fingerprintOf(attributes),
+        },
         input: { clientId: req.client.id, settings: req.client.settings, ...attributes, ext, rc, now: ctx.clock.now() },
         render: (p) => serialize({ data: paymentResource(p, rc) }),
       });
@@ -126,7 +191,10 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'List payments',
         description: 'Default sort `-createdAt`.',
         querystring: ListPaymentsQuery,
-        response: responses({ 200: listDocument(ref(Payment), [ref(PaymentIntent), ref(Capture), ref(Refund)]) }, COMMON_ERRORS),
+        response: responses(
+          { 200: listDocument(ref(Payment), [ref(PaymentIntent), ref(Capture), ref(Refund)]) },
+          COMMON_ERRORS,
+        ),
       },
     },
     async (req) => {
@@ -136,12 +204,22 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const { rows, total } = await listPaymentRows(
         ctx.db,
         req.client.id,
-        { status: req.query['filter[status]'], paymentIntentId: req.query['filter[paymentIntentId]'], reference: req.query['filter[reference]'], channel: req.query['filter[channel]'] },
+        {
+          status: req.query['filter[status]'],
+          paymentIntentId: req.query['filter[paymentIntentId]'],
+          reference: req.query['filter[reference]'],
+          channel: req.query['filter[channel]'],
+        },
         sort,
         page,
       );
       const { data, included } = await render(req.client.id, rows, include);
-      return { data, ...(include.size > 0 ? { included } : {}), meta: { total, ...page }, links: pageLinks(rc.baseUrl, req.url, page, total) };
+      return {
+        data,
+        ...(include.size > 0 ? { included } : {}),
+        meta: { total, ...page },
+        links: pageLinks(rc.baseUrl, req.url, page, total),
+      };
     },
   );
 
@@ -155,7 +233,15 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         description: '`included` is always present (empty without `include`).',
         params: idParams('paymentId'),
         querystring: PaymentQuery,
-        response: responses({ 200: Type.Object({ data: ref(Payment), included: Type.Array(Type.Union([ref(PaymentIntent), ref(Refund)])) }) }, [...COMMON_ERRORS, 404]),
+        response: responses(
+          {
+            200: Type.Object({
+              data: ref(Payment),
+              included: Type.Array(Type.Union([ref(PaymentIntent), ref(Refund)])),
+            }),
+          },
+          [...COMMON_ERRORS, 404],
+        ),
       },
     },
     async (req) => {
@@ -173,14 +259,21 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (bank rails)',
-        description: '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.',
+        description:
+          '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.',
         params: idParams('paymentId'),
         body: CaptureBody,
         response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
-      const captured = await submitCapture(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, amount: req.body.data.attributes.amount, rc, now: ctx.clock.now() });
+      const captured = await submitCapture(ctx.db, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        amount: req.body.data.attributes.amount,
+        rc,
+        now: ctx.clock.now(),
+      });
       return { data: paymentResource(captured.payment, rc), links: self(req), included: includedIntent(captured) };
     },
   );
@@ -201,7 +294,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req) => {
       parseInclude(req.query.include, ['paymentIntent'] as const);
-      const canceled = await submitCancel(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() });
+      const canceled = await submitCancel(ctx.db, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        rc,
+        now: ctx.clock.now(),
+      });
       return { data: paymentResource(canceled.payment, rc), links: self(req), included: includedIntent(canceled) };
     },
   );
@@ -225,7 +323,14 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req) => {
       const { data } = req.body as { data: { id?: string; attributes: { reference: string | null } } };
-      const p = await updatePaymentReference(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, bodyId: data.id, reference: data.attributes.reference, rc, now: ctx.clock.now() });
+      const p = await updatePaymentReference(ctx.db, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        bodyId: data.id,
+        reference: data.attributes.reference,
+        rc,
+        now: ctx.clock.now(),
+      });
       return { data: paymentResource(p, rc) };
     },
   );
@@ -238,7 +343,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'increaseAuthorization',
         summary: 'Increase the authorized amount of a Created payment',
         description:
-          'Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment\'s `amount`; a card-rail payment\'s card may then be authorized for the new amount. ' +
+          "Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment's `amount`; a card-rail payment's card may then be authorized for the new amount. " +
           'The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments (400 `IllegalOperation` otherwise). ' +
           '`idempotencyKey` is optional (same rules as deposits).',
         params: idParams('paymentId'),
@@ -248,10 +353,33 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req, reply) => {
       const { increase, idempotencyKey } = req.body.data.attributes;
-      return keyed(reply, { clientId: req.client.id, operation: 'increase-authorization', key: idempotencyKey, fingerprint: [req.params.paymentId, { increase }] }, async (tx) => {
-        const increased = await increaseAuthorization(tx, { clientId: req.client.id, paymentId: req.params.paymentId, increase, settings: req.client.settings, rc, now: ctx.clock.now() });
-        return { status: 200, body: { data: paymentResource(increased.payment, rc), links: self(req), included: includedIntent(increased) } };
-      });
+      return keyed(
+        reply,
+        {
+          clientId: req.client.id,
+          operation: 'increase-authorization',
+          key: idempotencyKey,
+          fingerprint: [req.params.paymentId, { increase }],
+        },
+        async (tx) => {
+          const increased = await increaseAuthorization(tx, {
+            clientId: req.client.id,
+            paymentId: req.params.paymentId,
+            increase,
+            settings: req.client.settings,
+            rc,
+            now: ctx.clock.now(),
+          });
+          return {
+            status: 200,
+            body: {
+              data: paymentResource(increased.payment, rc),
+              links: self(req),
+              included: includedIntent(increased),
+            },
+          };
+        },
+      );
     },
   );
 
@@ -263,7 +391,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'completePayment',
         summary: 'Complete a card-rail payment',
         description:
-          'Card-rail and gift payments. The card network\'s capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, ' +
+          "Card-rail and gift payments. The card network's capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, " +
           'and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.',
         params: idParams('paymentId'),
         querystring: IntentIncludeQuery,
@@ -274,7 +402,11 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       parseInclude(req.query.include, ['paymentIntent'] as const);
       const p = await completePayment(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId });
       const intent = p.intentId ? await findIntent(ctx.db, req.client.id, p.intentId) : undefined;
-      const included = includedIntent({ payment: p, intent, paymentIds: intent ? await paymentIdsOfIntent(ctx.db, intent.id) : [] });
+      const included = includedIntent({
+        payment: p,
+        intent,
+        paymentIds: intent ? await paymentIdsOfIntent(ctx.db, intent.id) : [],
+      });
       return { data: paymentResource(p, rc), links: self(req), included };
     },
   );
@@ -287,7 +419,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'refund',
         summary: 'Refund a payment',
         description:
-          '`Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet\'s deposit, accrue and merchant ' +
+          "`Processing` or `Sent` payments; the refunds of a payment add up to at most what was captured. The money goes back where it came from: the bank first, then the wallet's deposit, accrue and merchant " +
           'rewards (or the gift). A `Sent` payment refunded in full becomes `Returned`. `idempotencyKey` is required. ' +
           "Answers 200 (Accrue's status) with the payment, its `refunds` and `captures` relationships, the new Refund in `included` and its id in `meta.refundId`.",
         params: idParams('paymentId'),
@@ -300,7 +432,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
       const ext = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('200', JSONAPI) ?? JSON.stringify;
       const outcome = await submitRefund(ctx.db, {
-        scope: { clientId: req.client.id, operation: 'refund', key: idempotencyKey, fingerprint: fingerprintOf([req.params.paymentId, { amount }]) },
+        scope: {
+          clientId: req.client.id,
+          operation: 'refund',
+          key: idempotencyKey,
+          fingerprint: fingerprintOf([req.params.paymentId, { amount }]),
+        },
         clientId: req.client.id,
         paymentId: req.params.paymentId,
         amount,
@@ -324,7 +461,12 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
 export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promise<void> {
   const rc = renderContext(ctx);
   const SIM = ['Sandbox simulations'];
-  const cardRoute = (step: 'auth' | 'capture' | 'auth-capture', operationId: string, summary: string, description: string) =>
+  const cardRoute = (
+    step: 'auth' | 'capture' | 'auth-capture',
+    operationId: string,
+    summary: string,
+    description: string,
+  ) =>
     app.post(
       `/api/v1/simulation/:paymentId/card/${step}`,
       {
@@ -343,7 +485,9 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
                   ? Type.Object({
                       data: ref(Payment),
                       included: Type.Array(Type.Union([ref(AuthorizationRequest), ref(Capture)])),
-                      success: Type.Boolean({ description: "Accrue's member: true (a declined step is a 402 error document)" }),
+                      success: Type.Boolean({
+                        description: "Accrue's member: true (a declined step is a 402 error document)",
+                      }),
                       error: Type.Null({ description: "Accrue's member: null on success" }),
                     })
                   : document(ref(Payment), [ref(AuthorizationRequest), ref(Capture)]),
@@ -354,8 +498,15 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
         preValidation: defaultBody({ data: { type: 'CardNetworkEvent', attributes: {} } }),
       },
       async (req) => {
-        const attributes = (req.body as { data: { attributes: { amount?: number; authorizationRequestId?: string } } }).data.attributes;
-        const o = { clientId: req.client.id, paymentId: req.params.paymentId, amount: attributes.amount, rc, now: ctx.clock.now() };
+        const attributes = (req.body as { data: { attributes: { amount?: number; authorizationRequestId?: string } } })
+          .data.attributes;
+        const o = {
+          clientId: req.client.id,
+          paymentId: req.params.paymentId,
+          amount: attributes.amount,
+          rc,
+          now: ctx.clock.now(),
+        };
         let payment: PaymentRow | undefined;
         const included: unknown[] = [];
         if (step !== 'capture') {
@@ -364,14 +515,23 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
           included.push(authorizationRequestResource(auth.authorization, auth.payment.walletId));
         }
         if (step !== 'auth') {
-          const cap = await networkCapture(ctx.db, { ...o, authorizationRequestId: attributes.authorizationRequestId, now: ctx.clock.now() });
+          const cap = await networkCapture(ctx.db, {
+            ...o,
+            authorizationRequestId: attributes.authorizationRequestId,
+            now: ctx.clock.now(),
+          });
           payment = cap.payment;
           included.push(captureResource(cap.capture));
         }
-        return { data: paymentResource(payment!, rc), included, ...(step === 'auth-capture' ? { success: true, error: null } : {}) };
+        return {
+          data: paymentResource(payment!, rc),
+          included,
+          ...(step === 'auth-capture' ? { success: true, error: null } : {}),
+        };
       },
     );
-  const recorded = 'A decline (over what the payment or the gift has left) is recorded as a `Declined` AuthorizationRequest and answered 402.';
+  const recorded =
+    'A decline (over what the payment or the gift has left) is recorded as a `Declined` AuthorizationRequest and answered 402.';
   cardRoute(
     'auth',
     'simulateCardAuthorization',
@@ -399,7 +559,8 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
         tags: SIM,
         operationId: 'getAuthorizationRequestList',
         summary: "The card network's authorization requests of a payment (sandbox)",
-        description: 'Newest first: `Approved`, `Declined`, and `Canceled` (approved, then the payment was canceled or expired uncaptured).',
+        description:
+          'Newest first: `Approved`, `Declined`, and `Canceled` (approved, then the payment was canceled or expired uncaptured).',
         params: idParams('paymentId'),
         querystring: ListAuthorizationRequestsQuery,
         response: responses({ 200: listDocument(ref(AuthorizationRequest)) }, [...COMMON_ERRORS, 404]),
@@ -407,8 +568,16 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
     },
     async (req) => {
       const page = pageOf(req.query);
-      const { payment, rows, total } = await listCardAuthorizations(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, page });
-      return { data: rows.map((a) => authorizationRequestResource(a, payment.walletId)), meta: { total, ...page }, links: pageLinks(rc.baseUrl, req.url, page, total) };
+      const { payment, rows, total } = await listCardAuthorizations(ctx.db, {
+        clientId: req.client.id,
+        paymentId: req.params.paymentId,
+        page,
+      });
+      return {
+        data: rows.map((a) => authorizationRequestResource(a, payment.walletId)),
+        meta: { total, ...page },
+        links: pageLinks(rc.baseUrl, req.url, page, total),
+      };
     },
   );
 
@@ -420,7 +589,7 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
         operationId: 'getCapturesList',
         summary: 'The captures of a payment (sandbox)',
         description:
-          'The card network\'s captures (`VirtualDebitCard`, refused ones with `success: false`), or a captured bank-rail payment\'s one capture (`BankRails`, `Direct` for POST /payments). ' +
+          "The card network's captures (`VirtualDebitCard`, refused ones with `success: false`), or a captured bank-rail payment's one capture (`BankRails`, `Direct` for POST /payments). " +
           'Default sort `-createdAt`; `include=payment` adds the Payment.',
         params: idParams('paymentId'),
         querystring: ListCapturesQuery,
@@ -463,7 +632,17 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
         response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: paymentResource(await settlePaymentNow(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, rc, now: ctx.clock.now() }), rc) }),
+    async (req) => ({
+      data: paymentResource(
+        await settlePaymentNow(ctx.db, {
+          clientId: req.client.id,
+          paymentId: req.params.paymentId,
+          rc,
+          now: ctx.clock.now(),
+        }),
+        rc,
+      ),
+    }),
   );
 
   app.post(
@@ -476,11 +655,28 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
         description: '`Processing` → `Failed`: the captured money goes back to the wallet. 200 with the payment.',
         params: idParams('paymentId'),
         querystring: NoQuery,
-        body: requestBody(['Payment', 'SimulateBankPullFailure'], Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) }, { additionalProperties: false })),
+        body: requestBody(
+          ['Payment', 'SimulateBankPullFailure'],
+          Type.Object(
+            { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })) },
+            { additionalProperties: false },
+          ),
+        ),
         response: responses({ 200: document(ref(Payment)) }, [...COMMON_ERRORS, 404]),
       },
       preValidation: defaultBody({ data: { type: 'Payment', attributes: {} } }),
     },
-    async (req) => ({ data: paymentResource(await failBankPull(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, reason: req.body.data.attributes.reason, rc, now: ctx.clock.now() }), rc) }),
+    async (req) => ({
+      data: paymentResource(
+        await failBankPull(ctx.db, {
+          clientId: req.client.id,
+          paymentId: req.params.paymentId,
+          reason: req.body.data.attributes.reason,
+          rc,
+          now: ctx.clock.now(),
+        }),
+        rc,
+      ),
+    }),
   );
 }

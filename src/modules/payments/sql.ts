@@ -7,7 +7,16 @@ import { rowsOf, type Executor } from '../../db/open.ts';
 import { coalescedLookups } from '../../db/coalesce.ts';
 import { countedPage, countedTotal, emptyPageCountsNothing, totalAlone } from '../../db/list-counts.ts';
 import { insertPart, rowFrom, updatePart } from '../../db/rows.ts';
-import { authorizationAttempts, cardAuthorizations, cardCaptures, cardReads, kycApplications, payments, refunds, virtualCards } from '../../db/schema.ts';
+import {
+  authorizationAttempts,
+  cardAuthorizations,
+  cardCaptures,
+  cardReads,
+  kycApplications,
+  payments,
+  refunds,
+  virtualCards,
+} from '../../db/schema.ts';
 import { cappedPage, type Cursor } from '../../db/paged.ts';
 import { run, runWithNext, statement } from '../../db/statements.ts';
 import type { KeyCheck } from '../../http/idempotency.ts';
@@ -23,7 +32,8 @@ export const insertPaymentPart = (row: PaymentRow): WritePart => insertPart(paym
 export const updatePaymentPart = (id: string, patch: Partial<PaymentRow>): WritePart => updatePart(payments, id, patch);
 export const insertCardPart = (row: CardRow): WritePart => insertPart(virtualCards, row);
 export const insertAttemptPart = (row: AttemptRow): WritePart => insertPart(authorizationAttempts, row);
-export const updateAttemptPart = (id: string, patch: Partial<AttemptRow>): WritePart => updatePart(authorizationAttempts, id, patch);
+export const updateAttemptPart = (id: string, patch: Partial<AttemptRow>): WritePart =>
+  updatePart(authorizationAttempts, id, patch);
 export const paymentFromJson = (raw: Record<string, unknown>): PaymentRow => rowFrom(payments, raw);
 export const attemptFromJson = (raw: Record<string, unknown>): AttemptRow => rowFrom(authorizationAttempts, raw);
 
@@ -48,8 +58,15 @@ export const LOCK_PAYMENTS = statement(
    order by m.n`,
 );
 
-export async function lockPaymentsWithIntents(db: Executor, keys: { clientId: string; paymentId: string }[]): Promise<({ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined)[]> {
-  const rows = await run<{ payment: Record<string, unknown> | null; intent: Record<string, unknown> | null }>(db, LOCK_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
+export async function lockPaymentsWithIntents(
+  db: Executor,
+  keys: { clientId: string; paymentId: string }[],
+): Promise<({ payment: PaymentRow; intent: Record<string, unknown> | null } | undefined)[]> {
+  const rows = await run<{ payment: Record<string, unknown> | null; intent: Record<string, unknown> | null }>(
+    db,
+    LOCK_PAYMENTS,
+    [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)],
+  );
   return rows.map((r) => (r.payment ? { payment: paymentFromJson(r.payment), intent: r.intent } : undefined));
 }
 
@@ -68,12 +85,18 @@ const LOCK_INTENTS_OF_PAYMENTS = statement(
    for update of i`,
 );
 
-export async function lockIntentsOfPayments(db: Executor, keys: { clientId: string; paymentId: string }[]): Promise<void> {
+export async function lockIntentsOfPayments(
+  db: Executor,
+  keys: { clientId: string; paymentId: string }[],
+): Promise<void> {
   await runWithNext(db, LOCK_INTENTS_OF_PAYMENTS, [keys.map((k) => k.clientId), keys.map((k) => k.paymentId)]);
 }
 
 /** The payments of intents, oldest first (a cancel reads them after the intents' locks, so none is missed). */
-export const PAYMENTS_OF_INTENTS = statement('payments_of_intents', 'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id');
+export const PAYMENTS_OF_INTENTS = statement(
+  'payments_of_intents',
+  'select id, intent_id from payments where intent_id = any($1::uuid[]) order by created_at, id',
+);
 
 /** The payments' ids of intents, oldest first, by intent. */
 export async function paymentIdsOfIntents(db: Executor, intentIds: string[]): Promise<Map<string, string[]>> {
@@ -125,8 +148,16 @@ export async function paymentIdsOfIntent(db: Executor, intentId: string): Promis
   return (await paymentIdsOfIntents(db, [intentId])).get(intentId)!;
 }
 
-export async function findPayment(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<PaymentRow | undefined> {
-  const q = db.select().from(payments).where(and(eq(payments.clientId, clientId), eq(payments.id, id)));
+export async function findPayment(
+  db: Executor,
+  clientId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<PaymentRow | undefined> {
+  const q = db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.clientId, clientId), eq(payments.id, id)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
@@ -138,7 +169,12 @@ export async function updatePayment(db: Executor, id: string, patch: Partial<Pay
 
 /** The payments of intents, as one statement whatever their number (an array; built once: built-once.ts). */
 const intentsPayments = builtOnce((db: Executor, _shape: '') =>
-  db.select().from(payments).where(sql`${payments.intentId} = any(${ph('intentIds')}::uuid[])`).orderBy(asc(payments.createdAt), asc(payments.id)).prepare(''),
+  db
+    .select()
+    .from(payments)
+    .where(sql`${payments.intentId} = any(${ph('intentIds')}::uuid[])`)
+    .orderBy(asc(payments.createdAt), asc(payments.id))
+    .prepare(''),
 );
 
 const paymentsOfIntentsTogether = coalescedLookups<PaymentRow>(
@@ -154,7 +190,10 @@ export async function paymentsOfIntents(db: Executor, intentIds: string[]): Prom
 
 export async function paymentsByIds(db: Executor, clientId: string, ids: string[]): Promise<PaymentRow[]> {
   if (ids.length === 0) return [];
-  return db.select().from(payments).where(and(eq(payments.clientId, clientId), inArray(payments.id, ids)));
+  return db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.clientId, clientId), inArray(payments.id, ids)));
 }
 
 export interface PaymentFilters {
@@ -164,7 +203,12 @@ export interface PaymentFilters {
   channel?: string;
 }
 
-const SORTABLE = { createdAt: payments.createdAt, updatedAt: payments.updatedAt, amount: payments.amount, status: payments.status } as const;
+const SORTABLE = {
+  createdAt: payments.createdAt,
+  updatedAt: payments.updatedAt,
+  amount: payments.amount,
+  status: payments.status,
+} as const;
 export type PaymentSortField = keyof typeof SORTABLE;
 export const PAYMENT_SORT_FIELDS = Object.keys(SORTABLE) as PaymentSortField[];
 
@@ -195,7 +239,10 @@ const paymentPage = coalescedPages((db: Executor, shape: string) => {
     channel: has.channel ? ph('channel') : undefined,
   };
   const where = paymentConditions(ph('clientId'), f);
-  const order = [...has.sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))), desc(payments.id)];
+  const order = [
+    ...has.sort.map((k) => (k.descending ? desc(SORTABLE[k.field]) : asc(SORTABLE[k.field]))),
+    desc(payments.id),
+  ];
   if (has.paymentIntentId || has.reference) {
     // A few payments, counted as they are read.
     return db
@@ -206,7 +253,12 @@ const paymentPage = coalescedPages((db: Executor, shape: string) => {
       .limit(ph('limit'))
       .offset(ph('offset'));
   }
-  return countedPage(db, { table: payments, where, orderBy: order, total: countedTotal(ph('clientId'), ph('list'), ph('match')) });
+  return countedPage(db, {
+    table: payments,
+    where,
+    orderBy: order,
+    total: countedTotal(ph('clientId'), ph('list'), ph('match')),
+  });
 });
 
 const paymentsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), ph('list'), ph('match')));
@@ -216,7 +268,14 @@ const paymentsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), ph('lis
  * counted no further than the cap (`capped` says there are more) and the page found by `cursor`
  * when given, so a page costs only its rows (cappedPage).
  */
-export async function listPaymentRows(db: Executor, clientId: string, f: PaymentFilters, sort: SortKey<PaymentSortField>[], page: Page, opts: { totalCap?: number; cursor?: Cursor } = {}) {
+export async function listPaymentRows(
+  db: Executor,
+  clientId: string,
+  f: PaymentFilters,
+  sort: SortKey<PaymentSortField>[],
+  page: Page,
+  opts: { totalCap?: number; cursor?: Cursor } = {},
+) {
   const where = paymentConditions(clientId, f);
   if (opts.totalCap !== undefined) {
     // The console: newest first, by cursor or offset (cappedPage).
@@ -227,23 +286,55 @@ export async function listPaymentRows(db: Executor, clientId: string, f: Payment
       page,
       cursor: opts.cursor,
       totalCap: opts.totalCap,
-      rows: (w, orderBy, limit, offset) => db.select().from(payments).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+      rows: (w, orderBy, limit, offset) =>
+        db
+          .select()
+          .from(payments)
+          .where(w)
+          .orderBy(...orderBy)
+          .limit(limit)
+          .offset(offset),
     });
   }
   const selective = !!f.paymentIntentId || !!f.reference;
   const list = f.channel ? `payments/channel=${f.channel}` : 'payments';
   const match: Record<string, string> = f.status ? { status: f.status } : {};
-  const shape = JSON.stringify({ status: !!f.status, paymentIntentId: !!f.paymentIntentId, reference: !!f.reference, channel: !!f.channel, sort });
-  const rows = await paymentPage(db, shape, { clientId, ...f, list, match: JSON.stringify(match), limit: page.limit, offset: page.offset });
+  const shape = JSON.stringify({
+    status: !!f.status,
+    paymentIntentId: !!f.paymentIntentId,
+    reference: !!f.reference,
+    channel: !!f.channel,
+    sort,
+  });
+  const rows = await paymentPage(db, shape, {
+    clientId,
+    ...f,
+    list,
+    match: JSON.stringify(match),
+    limit: page.limit,
+    offset: page.offset,
+  });
   if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total, capped: false };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0, capped: false };
-  if (!selective) return { rows: [], total: await paymentsTotal(db, '', { clientId, list, match: JSON.stringify(match) }), capped: false };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(payments).where(where);
+  if (!selective)
+    return {
+      rows: [],
+      total: await paymentsTotal(db, '', { clientId, list, match: JSON.stringify(match) }),
+      capped: false,
+    };
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(payments)
+    .where(where);
   return { rows: [], total: c?.n ?? 0, capped: false };
 }
 
 /** Uncaptured authorizations past their expiry (read only: the job locks each in order). */
-export async function expiredAuthorizations(db: Executor, now: Date, limit: number): Promise<{ id: string; intentId: string | null }[]> {
+export async function expiredAuthorizations(
+  db: Executor,
+  now: Date,
+  limit: number,
+): Promise<{ id: string; intentId: string | null }[]> {
   return db
     .select({ id: payments.id, intentId: payments.intentId })
     .from(payments)
@@ -265,11 +356,22 @@ const BANK_PART = sql`coalesce((${payments.captured}->>'linked')::bigint, 0)`;
  * Processing payments due to settle, locked (SKIP LOCKED). `withoutBankPart`: only those with
  * nothing to pull from a bank (a bank that reports status settles the others).
  */
-export async function lockDueSettlements(db: Executor, now: Date, limit: number, opts: { withoutBankPart?: boolean } = {}): Promise<PaymentRow[]> {
+export async function lockDueSettlements(
+  db: Executor,
+  now: Date,
+  limit: number,
+  opts: { withoutBankPart?: boolean } = {},
+): Promise<PaymentRow[]> {
   return db
     .select()
     .from(payments)
-    .where(and(eq(payments.status, 'Processing'), lte(payments.settleAfter, now), opts.withoutBankPart ? sql`${BANK_PART} = 0` : undefined))
+    .where(
+      and(
+        eq(payments.status, 'Processing'),
+        lte(payments.settleAfter, now),
+        opts.withoutBankPart ? sql`${BANK_PART} = 0` : undefined,
+      ),
+    )
     .orderBy(asc(payments.settleAfter))
     .limit(limit)
     .for('update', { skipLocked: true });
@@ -280,7 +382,12 @@ export async function lockDueSettlements(db: Executor, now: Date, limit: number,
  * to `leaseUntil` (another process skips them meanwhile; a crashed sender's come due again).
  * With the amount to pull and the linked account's provider id.
  */
-export async function claimDueBankPulls(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
+export async function claimDueBankPulls(
+  db: Executor,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
   const rows = rowsOf<{ id: string; client_id: string; amount: string | number; external_id: string }>(
     await db.execute(sql`
       with due as (
@@ -354,7 +461,14 @@ const DIRECT_GROUP_CHECK = statement(
 
 export async function checkDirectPaymentGroup(
   tx: Executor,
-  members: { lockKey: string | null; clientId: string; key: string | null; walletId: string; counterpartyIds: string[]; linkedAccountId: string | null }[],
+  members: {
+    lockKey: string | null;
+    clientId: string;
+    key: string | null;
+    walletId: string;
+    counterpartyIds: string[];
+    linkedAccountId: string | null;
+  }[],
 ): Promise<DirectPaymentCheck[]> {
   return run<DirectPaymentCheck>(tx, DIRECT_GROUP_CHECK, [
     members.map((m) => m.lockKey),
@@ -389,8 +503,17 @@ const REFUND_GROUP_CHECK = statement(
     order by m.i`,
 );
 
-export async function checkRefundGroup(tx: Executor, keys: { lockKey: string; clientId: string; key: string; paymentId: string; now: Date }[]): Promise<RefundCheck[]> {
-  return run<RefundCheck>(tx, REFUND_GROUP_CHECK, [keys.map((k) => k.lockKey), keys.map((k) => k.clientId), keys.map((k) => k.key), keys.map((k) => k.paymentId), keys.map((k) => k.now)]);
+export async function checkRefundGroup(
+  tx: Executor,
+  keys: { lockKey: string; clientId: string; key: string; paymentId: string; now: Date }[],
+): Promise<RefundCheck[]> {
+  return run<RefundCheck>(tx, REFUND_GROUP_CHECK, [
+    keys.map((k) => k.lockKey),
+    keys.map((k) => k.clientId),
+    keys.map((k) => k.key),
+    keys.map((k) => k.paymentId),
+    keys.map((k) => k.now),
+  ]);
 }
 
 /**
@@ -406,7 +529,11 @@ const REFUND_CONTEXT = statement(
 );
 
 /** Each payment's refunds (refundContext), with `lock` (sorted) locked. */
-export async function refundContext(db: Executor, paymentIds: string[], lock: string[]): Promise<Map<string, RefundRow[]>> {
+export async function refundContext(
+  db: Executor,
+  paymentIds: string[],
+  lock: string[],
+): Promise<Map<string, RefundRow[]>> {
   const [row] = await run<{ refunds: Record<string, unknown>[] }>(db, REFUND_CONTEXT, [paymentIds, lock]);
   const out = new Map<string, RefundRow[]>(paymentIds.map((id) => [id, []]));
   for (const r of row!.refunds.map(refundFromJson)) out.get(r.paymentId)!.push(r);
@@ -415,7 +542,11 @@ export async function refundContext(db: Executor, paymentIds: string[], lock: st
 
 export async function refundsOf(db: Executor, paymentIds: string[]): Promise<RefundRow[]> {
   if (paymentIds.length === 0) return [];
-  return db.select().from(refunds).where(inArray(refunds.paymentId, paymentIds)).orderBy(asc(refunds.createdAt), asc(refunds.id));
+  return db
+    .select()
+    .from(refunds)
+    .where(inArray(refunds.paymentId, paymentIds))
+    .orderBy(asc(refunds.createdAt), asc(refunds.id));
 }
 
 // ----- authorization attempts
@@ -434,7 +565,11 @@ export async function openAttemptOfIntent(db: Executor, intentId: string): Promi
   return row;
 }
 
-export async function findAttempt(db: Executor, id: string, opts: { forUpdate?: boolean } = {}): Promise<AttemptRow | undefined> {
+export async function findAttempt(
+  db: Executor,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<AttemptRow | undefined> {
   const q = db.select().from(authorizationAttempts).where(eq(authorizationAttempts.id, id));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
@@ -445,7 +580,12 @@ export async function updateAttempt(db: Executor, id: string, patch: Partial<Att
 }
 
 /** Attempts whose process died (lease run out), claimed for recovery by pushing the lease on. */
-export async function claimOrphanedAttempts(db: Executor, now: Date, leaseUntil: Date, limit: number): Promise<AttemptRow[]> {
+export async function claimOrphanedAttempts(
+  db: Executor,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<AttemptRow[]> {
   return db.transaction(async (tx) => {
     const due = await tx
       .select({ id: authorizationAttempts.id })
@@ -457,7 +597,12 @@ export async function claimOrphanedAttempts(db: Executor, now: Date, leaseUntil:
     return tx
       .update(authorizationAttempts)
       .set({ leaseUntil, updatedAt: now })
-      .where(inArray(authorizationAttempts.id, due.map((d) => d.id)))
+      .where(
+        inArray(
+          authorizationAttempts.id,
+          due.map((d) => d.id),
+        ),
+      )
       .returning();
   });
 }
@@ -488,7 +633,11 @@ export async function cardReadsOf(db: Executor, cardId: string) {
 }
 
 /** The address of the user's latest KYC application (a card's billing address when the intent has none). */
-export async function latestKycAddress(db: Executor, clientId: string, userId: string): Promise<Record<string, string> | undefined> {
+export async function latestKycAddress(
+  db: Executor,
+  clientId: string,
+  userId: string,
+): Promise<Record<string, string> | undefined> {
   const [row] = await db
     .select({ address: kycApplications.address })
     .from(kycApplications)
@@ -500,13 +649,23 @@ export async function latestKycAddress(db: Executor, clientId: string, userId: s
 
 // ----- the sandbox card network: authorization requests and captures
 
-export async function insertCardAuthorization(db: Executor, row: typeof cardAuthorizations.$inferInsert): Promise<CardAuthorizationRow> {
+export async function insertCardAuthorization(
+  db: Executor,
+  row: typeof cardAuthorizations.$inferInsert,
+): Promise<CardAuthorizationRow> {
   const [out] = await db.insert(cardAuthorizations).values(row).returning();
   return out!;
 }
 
-export async function findCardAuthorization(db: Executor, paymentId: string, id: string): Promise<CardAuthorizationRow | undefined> {
-  const [row] = await db.select().from(cardAuthorizations).where(and(eq(cardAuthorizations.paymentId, paymentId), eq(cardAuthorizations.id, id)));
+export async function findCardAuthorization(
+  db: Executor,
+  paymentId: string,
+  id: string,
+): Promise<CardAuthorizationRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(cardAuthorizations)
+    .where(and(eq(cardAuthorizations.paymentId, paymentId), eq(cardAuthorizations.id, id)));
   return row;
 }
 
@@ -528,7 +687,10 @@ export async function listCardAuthorizations(db: Executor, clientId: string, pay
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0 || page.offset === 0) return { rows: rows.map((r) => r.a), total: rows[0]?.total ?? 0 };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(cardAuthorizations).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(cardAuthorizations)
+    .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
 
@@ -554,11 +716,25 @@ export interface CaptureRow {
 export function bankCaptureOf(p: PaymentRow): CaptureRow | undefined {
   if (p.rail !== 'bank' || !p.capturedAt) return undefined;
   const at = p.capturedAt;
-  return { id: p.id, paymentId: p.id, amount: p.capturedAmount, success: true, method: p.intentId ? 'BankRails' : 'Direct', reference: p.reference, authorizationId: null, capturedAt: at, createdAt: at, updatedAt: at };
+  return {
+    id: p.id,
+    paymentId: p.id,
+    amount: p.capturedAmount,
+    success: true,
+    method: p.intentId ? 'BankRails' : 'Direct',
+    reference: p.reference,
+    authorizationId: null,
+    capturedAt: at,
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 export const CAPTURE_SORT_FIELDS = ['createdAt', 'amount'] as const;
-const CAPTURE_SORT_COLUMNS: Record<(typeof CAPTURE_SORT_FIELDS)[number], string> = { createdAt: 'created_at', amount: 'amount' };
+const CAPTURE_SORT_COLUMNS: Record<(typeof CAPTURE_SORT_FIELDS)[number], string> = {
+  createdAt: 'created_at',
+  amount: 'amount',
+};
 
 /**
  * Captures of payments: the card network's (successful or refused) and, for a captured bank-rail
@@ -569,13 +745,23 @@ export async function captureRows(
   db: Executor,
   clientId: string,
   paymentIds: string[],
-  opts: { method?: string; success?: boolean; sort?: SortKey<(typeof CAPTURE_SORT_FIELDS)[number]>[]; page?: Page } = {},
+  opts: {
+    method?: string;
+    success?: boolean;
+    sort?: SortKey<(typeof CAPTURE_SORT_FIELDS)[number]>[];
+    page?: Page;
+  } = {},
 ): Promise<{ rows: CaptureRow[]; total: number }> {
   if (paymentIds.length === 0) return { rows: [], total: 0 };
   const conds: SQL[] = [sql`true`];
   if (opts.method) conds.push(sql`x.method = ${opts.method}`);
   if (opts.success !== undefined) conds.push(sql`x.success = ${opts.success}`);
-  const order = [...(opts.sort ?? [{ field: 'createdAt' as const, descending: true }]).map((k) => `x.${CAPTURE_SORT_COLUMNS[k.field]} ${k.descending ? 'desc' : 'asc'}`), 'x.id desc'].join(', ');
+  const order = [
+    ...(opts.sort ?? [{ field: 'createdAt' as const, descending: true }]).map(
+      (k) => `x.${CAPTURE_SORT_COLUMNS[k.field]} ${k.descending ? 'desc' : 'asc'}`,
+    ),
+    'x.id desc',
+  ].join(', ');
   const paging = opts.page ? sql`limit ${opts.page.limit} offset ${opts.page.offset}` : sql``;
   // One row at least (the count), with the page's captures joined to it.
   const rows = rowsOf<Record<string, unknown>>(
@@ -596,18 +782,20 @@ export async function captureRows(
   );
   const date = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string));
   return {
-    rows: rows.filter((r) => r.id !== null && r.id !== undefined).map((r) => ({
-      id: r.id as string,
-      paymentId: r.payment_id as string,
-      amount: Number(r.amount),
-      success: r.success === true || r.success === 't',
-      method: r.method as CaptureRow['method'],
-      reference: (r.reference as string | null) ?? null,
-      authorizationId: (r.authorization_id as string | null) ?? null,
-      capturedAt: date(r.captured_at),
-      createdAt: date(r.created_at)!,
-      updatedAt: date(r.updated_at)!,
-    })),
+    rows: rows
+      .filter((r) => r.id !== null && r.id !== undefined)
+      .map((r) => ({
+        id: r.id as string,
+        paymentId: r.payment_id as string,
+        amount: Number(r.amount),
+        success: r.success === true || r.success === 't',
+        method: r.method as CaptureRow['method'],
+        reference: (r.reference as string | null) ?? null,
+        authorizationId: (r.authorization_id as string | null) ?? null,
+        capturedAt: date(r.captured_at),
+        createdAt: date(r.created_at)!,
+        updatedAt: date(r.updated_at)!,
+      })),
     total: rows.length > 0 ? Number(rows[0]!.total) : 0,
   };
 }
@@ -680,11 +868,21 @@ export async function foldPaymentRollup(db: Executor, limit: number): Promise<nu
 }
 
 /** The authorization attempts that made a payment (through its intent's index); the console's timeline. */
-export async function attemptsOfPayment(db: Executor, clientId: string, p: { id: string; intentId: string | null }): Promise<AttemptRow[]> {
+export async function attemptsOfPayment(
+  db: Executor,
+  clientId: string,
+  p: { id: string; intentId: string | null },
+): Promise<AttemptRow[]> {
   if (!p.intentId) return [];
   return db
     .select()
     .from(authorizationAttempts)
-    .where(and(eq(authorizationAttempts.clientId, clientId), eq(authorizationAttempts.intentId, p.intentId), eq(authorizationAttempts.paymentId, p.id)))
+    .where(
+      and(
+        eq(authorizationAttempts.clientId, clientId),
+        eq(authorizationAttempts.intentId, p.intentId),
+        eq(authorizationAttempts.paymentId, p.id),
+      ),
+    )
     .orderBy(asc(authorizationAttempts.createdAt));
 }

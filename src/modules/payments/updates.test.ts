@@ -19,14 +19,24 @@ async function authorized(t: TestApp, m: Merchant, walletId: string, amount: num
   return { id: res.body.included[0].id as string, intentId };
 }
 
-const patch = (t: TestApp, m: Merchant, id: string, body: unknown) => t.request('PATCH', `/api/v1/payments/${id}`, { as: m, body });
+const patch = (t: TestApp, m: Merchant, id: string, body: unknown) =>
+  t.request('PATCH', `/api/v1/payments/${id}`, { as: m, body });
 const increase = (t: TestApp, m: Merchant, id: string, amount: unknown, extra: Record<string, unknown> = {}) =>
-  t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, { as: m, body: { data: { type: 'IncreaseAuthorization', attributes: { increase: amount, ...extra } } } });
+  t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, {
+    as: m,
+    body: { data: { type: 'IncreaseAuthorization', attributes: { increase: amount, ...extra } } },
+  });
 const capture = (t: TestApp, m: Merchant, id: string, amount: number) =>
-  t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount } } } });
-const cancel = (t: TestApp, m: Merchant, id: string, query = '') => t.request('POST', `/api/v1/payments/${id}/cancel${query}`, { as: m });
-const complete = (t: TestApp, m: Merchant, id: string, query = '') => t.request('POST', `/api/v1/payments/${id}/complete${query}`, { as: m });
-const payment = async (t: TestApp, m: Merchant, id: string) => (await t.request('GET', `/api/v1/payments/${id}`, { as: m })).body.data;
+  t.request('POST', `/api/v1/payments/${id}/capture`, {
+    as: m,
+    body: { data: { type: 'CapturePayment', attributes: { amount } } },
+  });
+const cancel = (t: TestApp, m: Merchant, id: string, query = '') =>
+  t.request('POST', `/api/v1/payments/${id}/cancel${query}`, { as: m });
+const complete = (t: TestApp, m: Merchant, id: string, query = '') =>
+  t.request('POST', `/api/v1/payments/${id}/complete${query}`, { as: m });
+const payment = async (t: TestApp, m: Merchant, id: string) =>
+  (await t.request('GET', `/api/v1/payments/${id}`, { as: m })).body.data;
 
 /** The outbox's events about one resource, oldest first: topic and the resource as sent. */
 async function eventsAbout(t: TestApp, m: Merchant, resourceId: string): Promise<{ topic: string; resource: any }[]> {
@@ -63,7 +73,9 @@ describe('PATCH /payments/{id}: the reference', () => {
     assert.equal(same.status, 200);
     const cleared = await patch(t, m, id, { type: 'Payment', attributes: { reference: null } });
     assert.equal(cleared.body.data.attributes.reference, null);
-    const updates = (await eventsAbout(t, m, id)).filter((e) => e.topic === 'PaymentUpdated').map((e) => e.resource.attributes.reference);
+    const updates = (await eventsAbout(t, m, id))
+      .filter((e) => e.topic === 'PaymentUpdated')
+      .map((e) => e.resource.attributes.reference);
     assert.deepEqual(updates, ['INV-7', 'INV-8', null], 'one event per change, none for the same value');
     // Any status: a settled payment's reference can change too.
     await capture(t, m, id, 500);
@@ -72,7 +84,7 @@ describe('PATCH /payments/{id}: the reference', () => {
     await assertLedgerSound(t);
   });
 
-  test('an id in the body that is not the path\'s is 409 Conflict and nothing changes; bad bodies are 400 with pointers into the body as sent', async () => {
+  test("an id in the body that is not the path's is 409 Conflict and nothing changes; bad bodies are 400 with pointers into the body as sent", async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const { id } = await authorized(t, m, wallet.id, 300);
     const wrong = randomUUID();
@@ -85,7 +97,11 @@ describe('PATCH /payments/{id}: the reference', () => {
       assert.equal(errorsOf(res)[0]!.code, 'Conflict');
       assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
     }
-    const upper = await patch(t, m, id, { id: id.toUpperCase(), type: 'Payment', attributes: { reference: 'same id, other case' } });
+    const upper = await patch(t, m, id, {
+      id: id.toUpperCase(),
+      type: 'Payment',
+      attributes: { reference: 'same id, other case' },
+    });
     assert.equal(upper.status, 200, upper.raw);
     for (const [body, pointer] of [
       [{ type: 'Payment', attributes: { reference: 'x', amount: 5 } }, '/attributes'],
@@ -97,7 +113,10 @@ describe('PATCH /payments/{id}: the reference', () => {
     ] as const) {
       const res = await patch(t, m, id, body);
       assert.equal(res.status, 400, JSON.stringify(body));
-      assert.ok(errorsOf(res).some((e) => e.source?.pointer?.startsWith(pointer)), `${JSON.stringify(body)}: ${res.raw}`);
+      assert.ok(
+        errorsOf(res).some((e) => e.source?.pointer?.startsWith(pointer)),
+        `${JSON.stringify(body)}: ${res.raw}`,
+      );
     }
     assert.equal((await payment(t, m, id)).attributes.reference, 'same id, other case');
   });
@@ -105,7 +124,10 @@ describe('PATCH /payments/{id}: the reference', () => {
   test("another merchant's payment, or an unknown one, is 404 PaymentNotFound, even with a mismatched body id", async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
     const { id } = await authorized(t, m, wallet.id, 300);
-    for (const body of [{ type: 'Payment', attributes: { reference: 'theirs' } }, { id: randomUUID(), type: 'Payment', attributes: { reference: 'theirs' } }]) {
+    for (const body of [
+      { type: 'Payment', attributes: { reference: 'theirs' } },
+      { id: randomUUID(), type: 'Payment', attributes: { reference: 'theirs' } },
+    ]) {
       const res = await patch(t, other, id, body);
       assert.equal(res.status, 404, res.raw);
       assert.equal(errorsOf(res)[0]!.code, 'PaymentNotFound');
@@ -129,14 +151,22 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
   test('reserves more of the wallet (merchant rewards first): amount grows, links.self and the intent in included; PaymentUpdated; capture takes the new amount', async () => {
     const { wallet } = await fundedWallet(t, m, 3000);
     const { id, intentId } = await authorized(t, m, wallet.id, 1000); // deposit
-    const r = await t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 200, idempotencyKey: randomUUID() } } } });
+    const r = await t.request('POST', '/api/v1/rewards', {
+      as: m,
+      body: {
+        data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 200, idempotencyKey: randomUUID() } },
+      },
+    });
     assert.equal(r.status, 200, r.raw);
     const res = await increase(t, m, id, 500); // 200 merchant reward + 300 deposit
     assert.equal(res.status, 200, res.raw);
     assert.equal(res.body.data.attributes.amount, 1500);
     assert.equal(res.body.data.attributes.status, 'Created');
     assert.equal(res.body.links.self, `http://api.test/api/v1/payments/${id}/increase-authorization`);
-    assert.deepEqual(res.body.included.map((i: any) => [i.type, i.id]), [['PaymentIntent', intentId]]);
+    assert.deepEqual(
+      res.body.included.map((i: any) => [i.type, i.id]),
+      [['PaymentIntent', intentId]],
+    );
     let b = await balanceOf(t, m, wallet.id);
     assert.equal(b.reserved.total, 1500);
     assert.equal(b.available.deposit, 1700);
@@ -161,11 +191,24 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
     assert.equal(errorsOf(short)[0]!.source?.pointer, '/data/attributes/increase');
     assert.equal((await payment(t, m, id)).attributes.amount, 800);
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 800);
-    for (const body of [{ increase: 0 }, { increase: -5 }, { increase: 1.5 }, { increase: '10' }, {}, { increase: 10, amount: 10 }]) {
-      const res = await t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, { as: m, body: { data: { type: 'IncreaseAuthorization', attributes: body } } });
+    for (const body of [
+      { increase: 0 },
+      { increase: -5 },
+      { increase: 1.5 },
+      { increase: '10' },
+      {},
+      { increase: 10, amount: 10 },
+    ]) {
+      const res = await t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, {
+        as: m,
+        body: { data: { type: 'IncreaseAuthorization', attributes: body } },
+      });
       assert.equal(res.status, 400, JSON.stringify(body));
     }
-    const wrongType = await t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, { as: m, body: { data: { type: 'CapturePayment', attributes: { increase: 10 } } } });
+    const wrongType = await t.request('PATCH', `/api/v1/payments/${id}/increase-authorization`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { increase: 10 } } },
+    });
     assert.equal(wrongType.status, 400);
     const theirs = await increase(t, other, id, 100);
     assert.equal(theirs.status, 404);
@@ -188,9 +231,18 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
     const closed = await increase(t, m, id, 100);
     assert.equal(closed.status, 400, closed.raw);
     assert.equal(errorsOf(closed)[0]!.code, 'WalletClosed');
-    const gift = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 1000 } } } });
-    const intent = await t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 400, lookUpId: gift.body.data.id } } } });
-    const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, { as: m, body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 400 } } } });
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: m,
+      body: { data: { type: 'Gift', attributes: { amount: 1000 } } },
+    });
+    const intent = await t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 400, lookUpId: gift.body.data.id } } },
+    });
+    const auth = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
+      as: m,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 400 } } },
+    });
     const onGift = await increase(t, m, auth.body.included[0].id, 100);
     assert.equal(onGift.status, 400, onGift.raw);
     assert.equal(errorsOf(onGift)[0]!.code, 'IllegalOperation');
@@ -227,7 +279,9 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
     await assertLedgerSound(t);
   });
 
-  test('racing a capture or a cancel of the same payment: one order wins, the other sees its result; the ledger stays sound', { timeout: 120_000 }, async () => {
+  test('racing a capture or a cancel of the same payment: one order wins, the other sees its result; the ledger stays sound', {
+    timeout: 120_000,
+  }, async () => {
     // On PostgreSQL these are real races (intent, payment, then ledger locks); PGlite runs them one after the other.
     const rounds = dbKind === 'postgres' ? 12 : 4;
     for (let i = 0; i < rounds; i++) {
@@ -278,13 +332,24 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
     assert.equal(early.status, 402, early.raw);
     assert.equal(errorsOf(early)[0]!.code, 'Failed');
     assert.equal((await payment(t, cm, id)).attributes.status, 'Created');
-    assert.equal((await t.request('POST', `/api/v1/simulation/${id}/card/auth-capture`, { as: cm, body: { data: { type: 'SimulateCardAuthorizationCapture', attributes: { amount: 600 } } } })).status, 200);
+    assert.equal(
+      (
+        await t.request('POST', `/api/v1/simulation/${id}/card/auth-capture`, {
+          as: cm,
+          body: { data: { type: 'SimulateCardAuthorizationCapture', attributes: { amount: 600 } } },
+        })
+      ).status,
+      200,
+    );
     const before = await eventsAbout(t, cm, id);
     const done = await complete(t, cm, id, '?include=paymentIntent');
     assert.equal(done.status, 200, done.raw);
     assert.equal(done.body.data.attributes.status, 'Sent');
     assert.equal(done.body.links.self, `http://api.test/api/v1/payments/${id}/complete?include=paymentIntent`);
-    assert.deepEqual(done.body.included.map((i: any) => i.id), [intentId]);
+    assert.deepEqual(
+      done.body.included.map((i: any) => i.id),
+      [intentId],
+    );
     assert.deepEqual(await eventsAbout(t, cm, id), before, 'nothing changed, no event');
     const b = await balanceOf(t, cm, wallet.id);
     assert.equal(b.reserved.total, 0, 'the uncaptured 400 went back at capture');
@@ -308,17 +373,26 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
     const a = await authorized(t, m, wallet.id, 700);
     const cap = await capture(t, m, a.id, 700);
     assert.equal(cap.body.links.self, `http://api.test/api/v1/payments/${a.id}/capture`);
-    assert.deepEqual(cap.body.included.map((i: any) => i.id), [a.intentId]);
+    assert.deepEqual(
+      cap.body.included.map((i: any) => i.id),
+      [a.intentId],
+    );
     assert.equal(cap.body.data.links.virtualDebitCard, null);
     const c = await authorized(t, m, wallet.id, 300);
     const can = await cancel(t, m, c.id, '?include=paymentIntent');
     assert.equal(can.status, 200, can.raw);
     assert.equal(can.body.links.self, `http://api.test/api/v1/payments/${c.id}/cancel?include=paymentIntent`);
-    assert.deepEqual(can.body.included.map((i: any) => [i.id, i.attributes.status]), [[c.intentId, 'Canceled']]);
+    assert.deepEqual(
+      can.body.included.map((i: any) => [i.id, i.attributes.status]),
+      [[c.intentId, 'Canceled']],
+    );
     assert.equal((await cancel(t, m, c.id, '?include=captures')).status, 400);
     const got = await t.request('GET', `/api/v1/payments/${a.id}`, { as: m });
     assert.deepEqual(got.body.included, []);
-    const direct = await t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 100 } } } });
+    const direct = await t.request('POST', '/api/v1/payments', {
+      as: m,
+      body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 100 } } },
+    });
     assert.equal(direct.body.data.links.virtualDebitCard, null);
   });
 });

@@ -27,19 +27,34 @@ describe('requests of a wallet a running group locks wait for a later group', { 
 
   const authorized = (walletId: string) => authorizedPayment(t, m, walletId, 1000);
   const captured = (walletId: string) => capturedPayment(t, m, walletId, 1000);
-  const capture = (id: string) => t.request('POST', `/api/v1/payments/${id}/capture`, { as: m, body: { data: { type: 'CapturePayment', attributes: { amount: 1000 } } } });
-  const refund = (id: string) => t.request('POST', `/api/v1/payments/${id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount: 1000, idempotencyKey: `${id}-r` } } } });
+  const capture = (id: string) =>
+    t.request('POST', `/api/v1/payments/${id}/capture`, {
+      as: m,
+      body: { data: { type: 'CapturePayment', attributes: { amount: 1000 } } },
+    });
+  const refund = (id: string) =>
+    t.request('POST', `/api/v1/payments/${id}/refund`, {
+      as: m,
+      body: { data: { type: 'Refund', attributes: { amount: 1000, idempotencyKey: `${id}-r` } } },
+    });
   const cancel = (id: string) => t.request('POST', `/api/v1/payments/${id}/cancel`, { as: m });
 
   /** A payment made by POST /payments (Processing at once). */
   async function direct(walletId: string): Promise<string> {
-    const res = await t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes: { amount: 1000, walletId, idempotencyKey: randomUUID() } } } });
+    const res = await t.request('POST', '/api/v1/payments', {
+      as: m,
+      body: { data: { type: 'CreatePayment', attributes: { amount: 1000, walletId, idempotencyKey: randomUUID() } } },
+    });
     assert.equal(res.status, 200, res.raw);
     return res.body.data.id;
   }
 
   const waitingOnLocks = async () =>
-    rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`))[0]!.n;
+    rowsOf<{ n: number }>(
+      await t.ctx.db.execute(
+        sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+      ),
+    )[0]!.n;
   async function until(check: () => Promise<boolean>, what: string): Promise<void> {
     for (const started = Date.now(); !(await check()); ) {
       assert.ok(Date.now() - started < 10_000, `timed out waiting: ${what}`);
@@ -57,21 +72,29 @@ describe('requests of a wallet a running group locks wait for a later group', { 
     test(`${name}: a request of another wallet is not held up by the locked wallet`, async () => {
       const held = await fundedWallet(t, m, 5000);
       const other = await fundedWallet(t, m, 5000);
-      const [first, second, free] = [await make(held.wallet.id), await make(held.wallet.id), await make(other.wallet.id)];
+      const [first, second, free] = [
+        await make(held.wallet.id),
+        await make(held.wallet.id),
+        await make(other.wallet.id),
+      ];
 
       let one!: Promise<Response>;
       let two!: Promise<Response>;
-      await whileLocked(t, sql`select id from ledger_accounts where owner_id = ${held.wallet.id} order by id for no key update`, async () => {
-        // The first request's group runs, and waits on the held wallet's lock.
-        one = send(first);
-        await until(async () => (await waitingOnLocks()) >= 1, "the first group waiting on the wallet's lock");
-        let three: Promise<Response>;
-        [two, three] = [send(second), send(free)];
-        const answered = await within(three, 5_000);
-        assert.notEqual(answered, 'pending', 'the other wallet was held up by the locked one');
-        assert.equal((answered as Response).status, 200, (answered as Response).raw);
-        assert.equal(await within(two, 200), 'pending', 'the held wallet waits for its lock');
-      });
+      await whileLocked(
+        t,
+        sql`select id from ledger_accounts where owner_id = ${held.wallet.id} order by id for no key update`,
+        async () => {
+          // The first request's group runs, and waits on the held wallet's lock.
+          one = send(first);
+          await until(async () => (await waitingOnLocks()) >= 1, "the first group waiting on the wallet's lock");
+          let three: Promise<Response>;
+          [two, three] = [send(second), send(free)];
+          const answered = await within(three, 5_000);
+          assert.notEqual(answered, 'pending', 'the other wallet was held up by the locked one');
+          assert.equal((answered as Response).status, 200, (answered as Response).raw);
+          assert.equal(await within(two, 200), 'pending', 'the held wallet waits for its lock');
+        },
+      );
       for (const r of await Promise.all([one, two])) assert.equal(r.status, 200, r.raw);
       await assertLedgerSound(t);
     });

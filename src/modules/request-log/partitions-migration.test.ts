@@ -30,7 +30,9 @@ test('the request log moves with its rows into weekly partitions', async () => {
 
   const week = (ms: number) => isoDate(weekOf(new Date(ms))).replaceAll('-', '');
   const rows = rowsOf<{ id: string; request_id: string; part: string; body: string }>(
-    await db.execute(sql`select id::text as id, request_id, tableoid::regclass::text as part, body from request_log order by id`),
+    await db.execute(
+      sql`select id::text as id, request_id, tableoid::regclass::text as part, body from request_log order by id`,
+    ),
   );
   assert.deepEqual(
     rows.map((r) => [r.request_id, r.part]),
@@ -40,16 +42,33 @@ test('the request log moves with its rows into weekly partitions', async () => {
       ['now', `request_log_p${week(now)}`],
     ],
   );
-  assert.ok(rows.every((r) => r.body === '{"a":1}'), 'the rows are whole');
+  assert.ok(
+    rows.every((r) => r.body === '{"a":1}'),
+    'the rows are whole',
+  );
   for (let w = 0; w <= 2; w++) {
-    const [r] = rowsOf<{ t: string | null }>(await db.execute(sql.raw(`select to_regclass('request_log_p${week(now + w * 7 * DAY)}')::text as t`)));
+    const [r] = rowsOf<{ t: string | null }>(
+      await db.execute(sql.raw(`select to_regclass('request_log_p${week(now + w * 7 * DAY)}')::text as t`)),
+    );
     assert.ok(r?.t, `week ${w} ahead`);
   }
-  const indexes = rowsOf<{ n: string }>(await db.execute(sql`select indexname as n from pg_indexes where tablename = 'request_log' order by 1`)).map((r) => r.n);
-  assert.deepEqual(indexes, ['request_log_client_class_idx', 'request_log_client_idx', 'request_log_client_method_idx', 'request_log_client_path_idx', 'request_log_pkey']);
+  const indexes = rowsOf<{ n: string }>(
+    await db.execute(sql`select indexname as n from pg_indexes where tablename = 'request_log' order by 1`),
+  ).map((r) => r.n);
+  assert.deepEqual(indexes, [
+    'request_log_client_class_idx',
+    'request_log_client_idx',
+    'request_log_client_method_idx',
+    'request_log_client_path_idx',
+    'request_log_pkey',
+  ]);
   // A write after the migration finds its week.
   const id = uuidv7At(Date.now());
-  await db.execute(sql`insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms) values (${id}, ${client}, 'after', 'GET', '/', '/', 200, 1)`);
-  const [after] = rowsOf<{ part: string }>(await db.execute(sql`select tableoid::regclass::text as part from request_log where id = ${id}`));
+  await db.execute(
+    sql`insert into request_log (id, client_id, request_id, method, route, path, status, duration_ms) values (${id}, ${client}, 'after', 'GET', '/', '/', 200, 1)`,
+  );
+  const [after] = rowsOf<{ part: string }>(
+    await db.execute(sql`select tableoid::regclass::text as part from request_log where id = ${id}`),
+  );
   assert.equal(after?.part, `request_log_p${week(Date.now())}`);
 });

@@ -18,7 +18,8 @@ export const BODY_LIMIT = 4_096;
 
 const REDACTED = '[redacted]';
 /** Keys whose values are never stored: secrets, credentials, card and bank account data. */
-const SECRET_KEY = /secret|password|passcode|token|authorization|signature|cardnumber|card_number|^pan$|cvv|cvc|securitycode|expir|accountnumber|account_number|routingnumber|routing_number|^ssn$|taxid|^pin$|dateofbirth/i;
+const SECRET_KEY =
+  /secret|password|passcode|token|authorization|signature|cardnumber|card_number|^pan$|cvv|cvc|securitycode|expir|accountnumber|account_number|routingnumber|routing_number|^ssn$|taxid|^pin$|dateofbirth/i;
 /** Card numbers and other long digit runs (12 to 19 digits, spaces or dashes allowed) inside any string. */
 const LONG_DIGITS = /\d(?:[ -]?\d){11,18}/g;
 
@@ -39,7 +40,8 @@ export function redactBody(value: unknown, depth = 0): unknown {
 function idempotencyKeyOf(req: FastifyRequest): string | null {
   const header = req.headers['idempotency-key'];
   if (typeof header === 'string' && header.length > 0) return header.slice(0, 255);
-  const key = (req.body as { data?: { attributes?: { idempotencyKey?: unknown } } } | undefined)?.data?.attributes?.idempotencyKey;
+  const key = (req.body as { data?: { attributes?: { idempotencyKey?: unknown } } } | undefined)?.data?.attributes
+    ?.idempotencyKey;
   return typeof key === 'string' ? key.slice(0, 255) : null;
 }
 
@@ -66,7 +68,10 @@ export class RequestLogBuffer {
     if (this.#enabled && client) {
       if (this.#rows.length >= REQUEST_LOG_BUFFER) this.#dropped++;
       else {
-        const body = req.body === undefined || req.body === null ? null : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
+        const body =
+          req.body === undefined || req.body === null
+            ? null
+            : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
         const path = req.url.split('?')[0]!;
         this.#rows.push(
           requestRowJson({

@@ -39,17 +39,36 @@ describe('request log retention', () => {
   }
   /** The merchant's logged requests and the partitions holding them. */
   const logged = async (as: Merchant) =>
-    rowsOf<{ id: string; part: string }>(await t.ctx.db.execute(sql`select id::text as id, tableoid::regclass::text as part from request_log where client_id = ${as.clientId} order by id`));
+    rowsOf<{ id: string; part: string }>(
+      await t.ctx.db.execute(
+        sql`select id::text as id, tableoid::regclass::text as part from request_log where client_id = ${as.clientId} order by id`,
+      ),
+    );
   const partitionOf = (at: Date) => `request_log_p${isoDate(weekOf(at)).replaceAll('-', '')}`;
   /** The job's run as if at real time + `laterMs`. */
-  const retainAt = (laterMs: number) => maintainRequestLog(t.ctx.db, { now: new Date(Date.now() + laterMs), retentionDays: RETENTION_DAYS });
-  const defaultCount = async () => rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from request_log_default`))[0]!.n;
-  const row = (id: string, as: Merchant): RequestLogRow => ({ id, clientId: as.clientId, requestId: 'r', method: 'GET', route: '/api/v1/users', path: '/api/v1/users', status: 200, durationMs: 1, idempotencyKey: null, body: null, createdAt: new Date() });
+  const retainAt = (laterMs: number) =>
+    maintainRequestLog(t.ctx.db, { now: new Date(Date.now() + laterMs), retentionDays: RETENTION_DAYS });
+  const defaultCount = async () =>
+    rowsOf<{ n: number }>(await t.ctx.db.execute(sql`select count(*)::int as n from request_log_default`))[0]!.n;
+  const row = (id: string, as: Merchant): RequestLogRow => ({
+    id,
+    clientId: as.clientId,
+    requestId: 'r',
+    method: 'GET',
+    route: '/api/v1/users',
+    path: '/api/v1/users',
+    status: 200,
+    durationMs: 1,
+    idempotencyKey: null,
+    body: null,
+    createdAt: new Date(),
+  });
 
   test('the job creates this week and the weeks ahead; requests land in their week', async () => {
     await t.ctx.jobs.runOnce('request-log-retention');
     const weeks = (await partitionWeeks(t.ctx.db, 'request_log')).map(isoDate);
-    for (let w = 0; w <= WEEKS_AHEAD; w++) assert.ok(weeks.includes(isoDate(weekOf(new Date(Date.now() + w * 7 * DAY)))), `week ${w} ahead`);
+    for (let w = 0; w <= WEEKS_AHEAD; w++)
+      assert.ok(weeks.includes(isoDate(weekOf(new Date(Date.now() + w * 7 * DAY)))), `week ${w} ahead`);
     const as = await t.createMerchant();
     await someRequests(as);
     const rows = await logged(as);
@@ -57,7 +76,7 @@ describe('request log retention', () => {
     for (const r of rows) assert.equal(r.part, partitionOf(new Date()));
   });
 
-  test("a week wholly past the retention is dropped with its requests; nothing goes before", async () => {
+  test('a week wholly past the retention is dropped with its requests; nothing goes before', async () => {
     const as = await t.createMerchant();
     await someRequests(as);
     const before = await logged(as);
@@ -70,12 +89,18 @@ describe('request log retention', () => {
     // A week and the retention later, this whole week is past it.
     run = await retainAt((RETENTION_DAYS + 8) * DAY);
     assert.ok(run.dropped >= 1);
-    assert.ok(!(await partitionWeeks(t.ctx.db, 'request_log')).map(isoDate).includes(isoDate(weekOf(new Date()))), 'the week is dropped');
+    assert.ok(
+      !(await partitionWeeks(t.ctx.db, 'request_log')).map(isoDate).includes(isoDate(weekOf(new Date()))),
+      'the week is dropped',
+    );
     assert.deepEqual(await logged(as), []);
     // Requests are still recorded: with this week gone, a new one lands in the default partition.
     assert.equal((await t.request('GET', '/api/v1/users', { as })).status, 200);
     await t.ctx.jobs.runOnce('request-log-flush');
-    assert.deepEqual((await logged(as)).map((r) => r.part), ['request_log_default']);
+    assert.deepEqual(
+      (await logged(as)).map((r) => r.part),
+      ['request_log_default'],
+    );
     assert.equal(await defaultCount(), 1);
   });
 
@@ -100,7 +125,10 @@ describe('request log retention', () => {
     const as = await t.createMerchant();
     const at = (day: number) => Date.UTC(1990, 0, day);
     const ids = new Map([3, 1, 4, 2, 9].map((d) => [uuidv7At(at(d)), d]));
-    await insertRequestRows(t.ctx.db, [...ids.keys()].map((id) => row(id, as)));
+    await insertRequestRows(
+      t.ctx.db,
+      [...ids.keys()].map((id) => row(id, as)),
+    );
     const left = async () => (await logged(as)).map((r) => ids.get(r.id));
     // Cut on the 5th: 1, 2, 3 and 4 go, 9 stays.
     const purge = () => purgeDefaultRequestRows(t.ctx.db, new Date(at(5)), 3);

@@ -16,7 +16,10 @@ export const REQUEST_LOG_PURGE_BATCH = 5_000;
  * with rows in the default partition), drops the weeks wholly older than the retention, and
  * deletes from the default partition the rows older than it.
  */
-export async function maintainRequestLog(db: Db, o: { now: Date; retentionDays: number; batch?: number }): Promise<Omit<WeeksRun, 'kept'> & { deleted: number }> {
+export async function maintainRequestLog(
+  db: Db,
+  o: { now: Date; retentionDays: number; batch?: number },
+): Promise<Omit<WeeksRun, 'kept'> & { deleted: number }> {
   const cutoff = new Date(o.now.getTime() - o.retentionDays * DAY);
   const { created, dropped } = await keepWeeks(db, {
     table: 'request_log',

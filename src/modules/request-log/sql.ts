@@ -79,11 +79,18 @@ export interface RequestLogFilters {
  * request_log_client_class_idx (an exact status its class's range), a path prefix
  * request_log_client_path_idx, a method request_log_client_method_idx.
  */
-export function listRequestRows(db: Executor, clientId: string, f: RequestLogFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<RequestLogRow>> {
+export function listRequestRows(
+  db: Executor,
+  clientId: string,
+  f: RequestLogFilters,
+  page: Page,
+  o: { totalCap: number; cursor?: Cursor },
+): Promise<CappedPage<RequestLogRow>> {
   const conds: SQL[] = [eq(requestLog.clientId, clientId)];
   const statusClass = sql`(${requestLog.status} / 100)`;
   if (f.status && /^[1-5]xx$/i.test(f.status)) conds.push(sql`${statusClass} = ${Number(f.status[0])}`);
-  else if (f.status && /^\d{3}$/.test(f.status)) conds.push(sql`${statusClass} = ${Math.floor(Number(f.status) / 100)}`, eq(requestLog.status, Number(f.status)));
+  else if (f.status && /^\d{3}$/.test(f.status))
+    conds.push(sql`${statusClass} = ${Math.floor(Number(f.status) / 100)}`, eq(requestLog.status, Number(f.status)));
   if (f.path) conds.push(like(requestLog.path, `${f.path.replace(/[\\%_]/g, (c) => `\\${c}`)}%`));
   if (f.method) conds.push(eq(requestLog.method, f.method.toUpperCase()));
   return cappedPage(db, {
@@ -92,12 +99,21 @@ export function listRequestRows(db: Executor, clientId: string, f: RequestLogFil
     where: and(...conds),
     page,
     ...o,
-    rows: (w, orderBy, limit, offset) => db.select().from(requestLog).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+    rows: (w, orderBy, limit, offset) =>
+      db
+        .select()
+        .from(requestLog)
+        .where(w)
+        .orderBy(...orderBy)
+        .limit(limit)
+        .offset(offset),
   });
 }
 
 export async function findRequestRow(db: Executor, clientId: string, id: string): Promise<RequestLogRow | undefined> {
-  const [row] = await db.select().from(requestLog).where(and(eq(requestLog.clientId, clientId), eq(requestLog.id, id)));
+  const [row] = await db
+    .select()
+    .from(requestLog)
+    .where(and(eq(requestLog.clientId, clientId), eq(requestLog.id, id)));
   return row;
 }
-

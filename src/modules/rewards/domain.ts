@@ -37,7 +37,12 @@ interface Ctx {
 }
 
 /** The event of a reward change; `unspent` is what of a credited reward is still in its wallet. */
-async function emitReward(tx: Executor, topic: Topic, r: q.RewardRow, c: { baseUrl: string; now: Date; unspent?: number }): Promise<void> {
+async function emitReward(
+  tx: Executor,
+  topic: Topic,
+  r: q.RewardRow,
+  c: { baseUrl: string; now: Date; unspent?: number },
+): Promise<void> {
   await recordEvent(tx, {
     clientId: r.clientId,
     topic,
@@ -48,7 +53,17 @@ async function emitReward(tx: Executor, topic: Topic, r: q.RewardRow, c: { baseU
 }
 
 /** Merchant reward funding → the wallet's merchant reward bucket. */
-async function credit(tx: Executor, r: { clientId: string; rewardId: string; walletId: string; amount: number; ext: Record<ClientCode, string>; now: Date }): Promise<void> {
+async function credit(
+  tx: Executor,
+  r: {
+    clientId: string;
+    rewardId: string;
+    walletId: string;
+    amount: number;
+    ext: Record<ClientCode, string>;
+    now: Date;
+  },
+): Promise<void> {
   const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: r.walletId });
   await postEntry(tx, {
     clientId: r.clientId,
@@ -78,43 +93,86 @@ export interface IssueInput extends Ctx, RewardMetadata {
  */
 export async function issueReward(tx: Executor, i: IssueInput): Promise<q.RewardRow> {
   if ((i.walletId === undefined) === (i.phoneNumber === undefined)) {
-    throw apiError('ValidationError', 'Send exactly one of `walletId` and `phoneNumber`.', { pointer: '/data/attributes' });
+    throw apiError('ValidationError', 'Send exactly one of `walletId` and `phoneNumber`.', {
+      pointer: '/data/attributes',
+    });
   }
-  const meta = { message: i.message ?? null, reasonCode: i.reasonCode ?? null, costCenter: i.costCenter ?? null, notificationEmail: i.notificationEmail ?? null };
-  const base = { id: uuidv7(), clientId: i.clientId, amount: i.amount, phoneNumber: i.phoneNumber ?? null, ...meta, createdAt: i.now, updatedAt: i.now };
+  const meta = {
+    message: i.message ?? null,
+    reasonCode: i.reasonCode ?? null,
+    costCenter: i.costCenter ?? null,
+    notificationEmail: i.notificationEmail ?? null,
+  };
+  const base = {
+    id: uuidv7(),
+    clientId: i.clientId,
+    amount: i.amount,
+    phoneNumber: i.phoneNumber ?? null,
+    ...meta,
+    createdAt: i.now,
+    updatedAt: i.now,
+  };
   let walletId: string | undefined;
   if (i.walletId !== undefined) {
     const wallet = await findWallet(tx, i.clientId, i.walletId);
-    if (!wallet) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, { status: 400, pointer: '/data/attributes/walletId' });
-    if (wallet.status !== 'Active') throw apiError('WalletNotIssuable', `The wallet is ${wallet.status}.`, { pointer: '/data/attributes/walletId' });
+    if (!wallet)
+      throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, {
+        status: 400,
+        pointer: '/data/attributes/walletId',
+      });
+    if (wallet.status !== 'Active')
+      throw apiError('WalletNotIssuable', `The wallet is ${wallet.status}.`, { pointer: '/data/attributes/walletId' });
     walletId = wallet.id;
   } else {
     const recipient = await q.recipientByPhone(tx, i.clientId, i.phoneNumber!);
     if (recipient?.walletId && recipient.walletStatus !== 'Active') {
-      throw apiError('WalletNotIssuable', `The wallet of ${i.phoneNumber} is ${recipient.walletStatus}.`, { pointer: '/data/attributes/phoneNumber' });
+      throw apiError('WalletNotIssuable', `The wallet of ${i.phoneNumber} is ${recipient.walletStatus}.`, {
+        pointer: '/data/attributes/phoneNumber',
+      });
     }
     walletId = recipient?.walletId ?? undefined;
     // A reward that waited for this number (its user has a wallet now, under a changed number) is claimed first.
-    if (walletId) await claimWaitingRewards(tx, { ...i, walletId, phoneNumber: i.phoneNumber!, clientAccounts: i.clientAccounts });
+    if (walletId)
+      await claimWaitingRewards(tx, { ...i, walletId, phoneNumber: i.phoneNumber!, clientAccounts: i.clientAccounts });
   }
   let reward: q.RewardRow;
   if (walletId) {
-    await credit(tx, { clientId: i.clientId, rewardId: base.id, walletId, amount: i.amount, ext: i.clientAccounts, now: i.now });
+    await credit(tx, {
+      clientId: i.clientId,
+      rewardId: base.id,
+      walletId,
+      amount: i.amount,
+      ext: i.clientAccounts,
+      now: i.now,
+    });
     reward = await q.insertReward(tx, { ...base, walletId, kind: 'immediate', status: 'Credited', creditedAt: i.now });
   } else {
     for (const waiting of await q.lockWaitingRewards(tx, i.clientId, i.phoneNumber!)) {
       if (effectiveStatus(waiting, i.now) === 'Created') {
-        throw apiError('PreIssuedConflict', `Reward ${waiting.id} already waits for ${i.phoneNumber}; update or cancel it.`, { pointer: '/data/attributes/phoneNumber' });
+        throw apiError(
+          'PreIssuedConflict',
+          `Reward ${waiting.id} already waits for ${i.phoneNumber}; update or cancel it.`,
+          { pointer: '/data/attributes/phoneNumber' },
+        );
       }
       await expire(tx, waiting, i);
     }
     try {
       // A savepoint: a concurrent pre-issue for the same number fails only this insert.
       reward = await tx.transaction((sp) =>
-        q.insertReward(sp, { ...base, walletId: null, kind: 'preIssued', status: 'Created', claimExpiresAt: new Date(i.now.getTime() + CLAIM_WINDOW_MS) }),
+        q.insertReward(sp, {
+          ...base,
+          walletId: null,
+          kind: 'preIssued',
+          status: 'Created',
+          claimExpiresAt: new Date(i.now.getTime() + CLAIM_WINDOW_MS),
+        }),
       );
     } catch (err) {
-      if (uniqueViolation(err) === 'rewards_pre_issued_phone_uq') throw apiError('PreIssuedConflict', `A reward already waits for ${i.phoneNumber}.`, { pointer: '/data/attributes/phoneNumber' });
+      if (uniqueViolation(err) === 'rewards_pre_issued_phone_uq')
+        throw apiError('PreIssuedConflict', `A reward already waits for ${i.phoneNumber}.`, {
+          pointer: '/data/attributes/phoneNumber',
+        });
       throw err;
     }
   }
@@ -131,43 +189,81 @@ async function expire(tx: Executor, r: q.RewardRow, c: { baseUrl: string; now: D
  * A wallet was opened for `phoneNumber` (in the wallet's transaction): the reward waiting for
  * that number is credited to it (Claimed); one past its window is recorded Expired instead.
  */
-export async function claimWaitingRewards(tx: Executor, c: Ctx & { walletId: string; phoneNumber: string; clientAccounts: Record<ClientCode, string> }): Promise<void> {
+export async function claimWaitingRewards(
+  tx: Executor,
+  c: Ctx & { walletId: string; phoneNumber: string; clientAccounts: Record<ClientCode, string> },
+): Promise<void> {
   for (const r of await q.lockWaitingRewards(tx, c.clientId, c.phoneNumber)) {
     if (effectiveStatus(r, c.now) !== 'Created') {
       await expire(tx, r, c);
       continue;
     }
-    await credit(tx, { clientId: c.clientId, rewardId: r.id, walletId: c.walletId, amount: r.amount, ext: c.clientAccounts, now: c.now });
-    const claimed = await q.updateReward(tx, r.id, { walletId: c.walletId, status: 'Claimed', creditedAt: c.now, updatedAt: c.now });
+    await credit(tx, {
+      clientId: c.clientId,
+      rewardId: r.id,
+      walletId: c.walletId,
+      amount: r.amount,
+      ext: c.clientAccounts,
+      now: c.now,
+    });
+    const claimed = await q.updateReward(tx, r.id, {
+      walletId: c.walletId,
+      status: 'Claimed',
+      creditedAt: c.now,
+      updatedAt: c.now,
+    });
     await emitReward(tx, 'RewardUpdated', claimed, { ...c, unspent: claimed.amount });
   }
 }
 
 /** A reward named in the path: 404 when unknown or another merchant's. */
-async function getReward(db: Executor, opts: { clientId: string; rewardId: string; forUpdate?: boolean }): Promise<q.RewardRow> {
+async function getReward(
+  db: Executor,
+  opts: { clientId: string; rewardId: string; forUpdate?: boolean },
+): Promise<q.RewardRow> {
   const r = await q.findReward(db, opts.clientId, opts.rewardId, { forUpdate: opts.forUpdate });
   if (!r) throw apiError('RewardNotFound', `No reward ${opts.rewardId}.`);
   return r;
 }
 
 /** A reward with what its credited part still holds (for canCancel). */
-export async function showReward(db: Executor, opts: { clientId: string; rewardId: string }): Promise<{ reward: q.RewardRow; unspent: number }> {
+export async function showReward(
+  db: Executor,
+  opts: { clientId: string; rewardId: string },
+): Promise<{ reward: q.RewardRow; unspent: number }> {
   const reward = await getReward(db, opts);
   return { reward, unspent: (await q.unspentOf(db, [reward.id])).get(reward.id) ?? 0 };
 }
 
-export async function listRewards(db: Executor, opts: { clientId: string; filters: q.RewardFilters; page: Page; now: Date }) {
+export async function listRewards(
+  db: Executor,
+  opts: { clientId: string; filters: q.RewardFilters; page: Page; now: Date },
+) {
   const { rows, total } = await q.listRewardRows(db, opts.clientId, opts.filters, opts.page, opts.now);
-  return { rows, total, unspent: await q.unspentOf(db, rows.filter((r) => q.CREDITED.includes(r.status)).map((r) => r.id)) };
+  return {
+    rows,
+    total,
+    unspent: await q.unspentOf(
+      db,
+      rows.filter((r) => q.CREDITED.includes(r.status)).map((r) => r.id),
+    ),
+  };
 }
 
 /** PATCH /rewards/{id}: only a waiting pre-issued reward (no money has moved). RewardUpdated. */
-export async function updateReward(db: Db, opts: Ctx & { rewardId: string; bodyId?: string; patch: RewardMetadata & { amount?: number } }): Promise<q.RewardRow> {
+export async function updateReward(
+  db: Db,
+  opts: Ctx & { rewardId: string; bodyId?: string; patch: RewardMetadata & { amount?: number } },
+): Promise<q.RewardRow> {
   return db.transaction(async (tx) => {
     const r = await getReward(tx, { ...opts, forUpdate: true });
     checkBodyId(opts.bodyId, r.id);
     const status = effectiveStatus(r, opts.now);
-    if (r.kind !== 'preIssued' || status !== 'Created') throw apiError('InvalidState', `A ${status} ${r.kind} reward cannot be changed; only a pre-issued reward waiting to be claimed can.`);
+    if (r.kind !== 'preIssued' || status !== 'Created')
+      throw apiError(
+        'InvalidState',
+        `A ${status} ${r.kind} reward cannot be changed; only a pre-issued reward waiting to be claimed can.`,
+      );
     const updated = await q.updateReward(tx, r.id, { ...opts.patch, updatedAt: opts.now });
     await emitReward(tx, 'RewardUpdated', updated, opts);
     return updated;
@@ -192,7 +288,8 @@ export async function cancelReward(db: Db, opts: Ctx & { rewardId: string }): Pr
       // The bucket locked before it is read: a checkout spending from it waits, and so does another cancel.
       await lockAccounts(tx, [held]);
       reversedAmount = (await q.unspentOf(tx, [r.id])).get(r.id) ?? 0;
-      if (reversedAmount === 0) throw apiError('InvalidState', 'All of this reward has been spent; there is nothing to take back.');
+      if (reversedAmount === 0)
+        throw apiError('InvalidState', 'All of this reward has been spent; there is nothing to take back.');
       await postEntry(
         tx,
         {
@@ -212,7 +309,12 @@ export async function cancelReward(db: Db, opts: Ctx & { rewardId: string }): Pr
     } else if (status !== 'Created') {
       throw apiError('InvalidState', `A ${status} reward cannot be cancelled.`);
     }
-    const cancelled = await q.updateReward(tx, r.id, { status: 'Cancelled', cancelledAt: opts.now, reversedAmount, updatedAt: opts.now });
+    const cancelled = await q.updateReward(tx, r.id, {
+      status: 'Cancelled',
+      cancelledAt: opts.now,
+      reversedAmount,
+      updatedAt: opts.now,
+    });
     await emitReward(tx, 'RewardUpdated', cancelled, opts);
     return cancelled;
   });

@@ -13,14 +13,29 @@ import { assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../
 const DAY = 86_400_000;
 
 const issue = (t: TestApp, m: Merchant, attributes: Record<string, unknown>) =>
-  t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { amount: 100, idempotencyKey: randomUUID(), ...attributes } } } });
+  t.request('POST', '/api/v1/rewards', {
+    as: m,
+    body: { data: { type: 'IssueReward', attributes: { amount: 100, idempotencyKey: randomUUID(), ...attributes } } },
+  });
 const get = (t: TestApp, m: Merchant, id: string) => t.request('GET', `/api/v1/rewards/${id}`, { as: m });
 const list = (t: TestApp, m: Merchant, query = '') => t.request('GET', `/api/v1/rewards${query}`, { as: m });
-const update = (t: TestApp, m: Merchant, id: string, attributes: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  t.request('PATCH', `/api/v1/rewards/${id}`, { as: m, body: { data: { type: 'UpdateReward', attributes, ...extra } } });
+const update = (
+  t: TestApp,
+  m: Merchant,
+  id: string,
+  attributes: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) =>
+  t.request('PATCH', `/api/v1/rewards/${id}`, {
+    as: m,
+    body: { data: { type: 'UpdateReward', attributes, ...extra } },
+  });
 const cancel = (t: TestApp, m: Merchant, id: string) => t.request('DELETE', `/api/v1/rewards/${id}`, { as: m });
 const spend = (t: TestApp, m: Merchant, walletId: string, amount: number) =>
-  t.request('POST', '/api/v1/payments', { as: m, body: { data: { type: 'CreatePayment', attributes: { walletId, amount } } } });
+  t.request('POST', '/api/v1/payments', {
+    as: m,
+    body: { data: { type: 'CreatePayment', attributes: { walletId, amount } } },
+  });
 
 /** What the merchant has funded in rewards so far (its funding account runs negative). */
 async function funded(t: TestApp, m: Merchant): Promise<number> {
@@ -35,7 +50,10 @@ async function funded(t: TestApp, m: Merchant): Promise<number> {
 
 async function topicsAbout(t: TestApp, m: Merchant, id: string): Promise<string[]> {
   const res = await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as: m });
-  return (res.body.data as any[]).filter((e) => e.relationships.event.data.id === id).reverse().map((e) => `${e.attributes.topic}:${e.attributes.payload.included[0].attributes.status}`);
+  return (res.body.data as any[])
+    .filter((e) => e.relationships.event.data.id === id)
+    .reverse()
+    .map((e) => `${e.attributes.topic}:${e.attributes.payload.included[0].attributes.status}`);
 }
 
 describe('rewards', () => {
@@ -52,7 +70,14 @@ describe('rewards', () => {
   test('to a wallet, or to a phone number whose user has one: credited at once (immediate, Credited), 200 with every member Accrue requires; RewardCreated; idempotent', async () => {
     const { wallet, user } = await fundedWallet(t, m, 0);
     const before = await funded(t, m);
-    const byWallet = await issue(t, m, { walletId: wallet.id, amount: 300, message: 'Thanks!', reasonCode: 'CX-1', costCenter: 'SUPPORT', notificationEmail: 'agent@shop.example' });
+    const byWallet = await issue(t, m, {
+      walletId: wallet.id,
+      amount: 300,
+      message: 'Thanks!',
+      reasonCode: 'CX-1',
+      costCenter: 'SUPPORT',
+      notificationEmail: 'agent@shop.example',
+    });
     assert.equal(byWallet.status, 200, byWallet.raw);
     const r = byWallet.body.data;
     assert.equal(r.type, 'Reward');
@@ -78,7 +103,12 @@ describe('rewards', () => {
     const byPhone = await issue(t, m, { phoneNumber: user.attributes.profile.phoneNumber, amount: 200 });
     assert.equal(byPhone.status, 200, byPhone.raw);
     assert.deepEqual(
-      [byPhone.body.data.attributes.kind, byPhone.body.data.attributes.status, byPhone.body.data.attributes.walletId, byPhone.body.data.attributes.phoneNumber],
+      [
+        byPhone.body.data.attributes.kind,
+        byPhone.body.data.attributes.status,
+        byPhone.body.data.attributes.walletId,
+        byPhone.body.data.attributes.phoneNumber,
+      ],
       ['immediate', 'Credited', wallet.id, user.attributes.profile.phoneNumber],
     );
     assert.equal((await balanceOf(t, m, wallet.id)).available.reward.merchant, 500);
@@ -104,7 +134,13 @@ describe('rewards', () => {
     assert.equal(res.status, 200, res.raw);
     const r = res.body.data;
     assert.deepEqual(
-      { kind: r.attributes.kind, status: r.attributes.status, walletId: r.attributes.walletId, canUpdate: r.attributes.canUpdate, canCancel: r.attributes.canCancel },
+      {
+        kind: r.attributes.kind,
+        status: r.attributes.status,
+        walletId: r.attributes.walletId,
+        canUpdate: r.attributes.canUpdate,
+        canCancel: r.attributes.canCancel,
+      },
       { kind: 'preIssued', status: 'Created', walletId: null, canUpdate: true, canCancel: true },
     );
     assert.equal(r.attributes.claimExpiresAt, new Date(t.clock.now().getTime() + 90 * DAY).toISOString());
@@ -112,7 +148,11 @@ describe('rewards', () => {
     const twice = await issue(t, m, { phoneNumber: number });
     assert.equal(twice.status, 409);
     assert.equal(errorsOf(twice)[0]!.code, 'PreIssuedConflict');
-    assert.equal((await issue(t, other, { phoneNumber: number })).status, 200, "another merchant's rewards are its own");
+    assert.equal(
+      (await issue(t, other, { phoneNumber: number })).status,
+      200,
+      "another merchant's rewards are its own",
+    );
 
     const changed = await update(t, m, r.id, { amount: 450, message: 'Welcome!' });
     assert.equal(changed.status, 200, changed.raw);
@@ -123,10 +163,17 @@ describe('rewards', () => {
     assert.equal((await issue(t, m, { phoneNumber: number })).status, 409, 'a user without a wallet still waits');
     const wallet = await createWallet(t, m, user.id);
     const claimed = (await get(t, m, r.id)).body.data.attributes;
-    assert.deepEqual([claimed.status, claimed.walletId, claimed.canUpdate, claimed.canCancel], ['Claimed', wallet.id, false, true]);
+    assert.deepEqual(
+      [claimed.status, claimed.walletId, claimed.canUpdate, claimed.canCancel],
+      ['Claimed', wallet.id, false, true],
+    );
     assert.equal((await balanceOf(t, m, wallet.id)).available.reward.merchant, 450);
     assert.equal((await funded(t, m)) - before, 450);
-    assert.deepEqual(await topicsAbout(t, m, r.id), ['RewardCreated:Created', 'RewardUpdated:Created', 'RewardUpdated:Claimed']);
+    assert.deepEqual(await topicsAbout(t, m, r.id), [
+      'RewardCreated:Created',
+      'RewardUpdated:Created',
+      'RewardUpdated:Claimed',
+    ]);
     const late = await update(t, m, r.id, { message: 'too late' });
     assert.equal(late.status, 409);
     assert.equal(errorsOf(late)[0]!.code, 'InvalidState');
@@ -175,7 +222,10 @@ describe('rewards', () => {
     const one = await get(t, lm, credited.id);
     assert.equal(one.status, 200);
     assert.deepEqual(one.body.data, credited);
-    for (const [as, id] of [[other, credited.id], [lm, randomUUID()]] as const) {
+    for (const [as, id] of [
+      [other, credited.id],
+      [lm, randomUUID()],
+    ] as const) {
       const res = await get(t, as, id);
       assert.equal(res.status, 404, res.raw);
       assert.equal(errorsOf(res)[0]!.code, 'RewardNotFound');
@@ -183,19 +233,47 @@ describe('rewards', () => {
     assert.equal((await get(t, lm, 'nope')).status, 400);
 
     const all = await list(t, lm);
-    assert.deepEqual(all.body.data.map((r: any) => r.id), [cancelled.id, waiting.id, credited.id], 'newest first');
+    assert.deepEqual(
+      all.body.data.map((r: any) => r.id),
+      [cancelled.id, waiting.id, credited.id],
+      'newest first',
+    );
     assert.equal(all.body.meta.total, 3);
-    const byHolder = await list(t, lm, `?filter[phoneNumber]=${encodeURIComponent(user.attributes.profile.phoneNumber)}`);
-    assert.deepEqual(byHolder.body.data.map((r: any) => r.id), [credited.id], "the wallet's user's number");
+    const byHolder = await list(
+      t,
+      lm,
+      `?filter[phoneNumber]=${encodeURIComponent(user.attributes.profile.phoneNumber)}`,
+    );
+    assert.deepEqual(
+      byHolder.body.data.map((r: any) => r.id),
+      [credited.id],
+      "the wallet's user's number",
+    );
     const byIssued = await list(t, lm, `?filter[phoneNumber]=${encodeURIComponent(waiting.attributes.phoneNumber)}`);
-    assert.deepEqual(byIssued.body.data.map((r: any) => r.id), [waiting.id]);
-    assert.deepEqual((await list(t, lm, '?filter[status]=Cancelled')).body.data.map((r: any) => r.id), [cancelled.id]);
-    assert.deepEqual((await list(t, lm, '?filter[status]=Created')).body.data.map((r: any) => r.id), [waiting.id]);
+    assert.deepEqual(
+      byIssued.body.data.map((r: any) => r.id),
+      [waiting.id],
+    );
+    assert.deepEqual(
+      (await list(t, lm, '?filter[status]=Cancelled')).body.data.map((r: any) => r.id),
+      [cancelled.id],
+    );
+    assert.deepEqual(
+      (await list(t, lm, '?filter[status]=Created')).body.data.map((r: any) => r.id),
+      [waiting.id],
+    );
     const page = await list(t, lm, '?page[limit]=1&page[offset]=1');
-    assert.deepEqual(page.body.data.map((r: any) => r.id), [waiting.id]);
+    assert.deepEqual(
+      page.body.data.map((r: any) => r.id),
+      [waiting.id],
+    );
     assert.equal(page.body.links.next, 'http://api.test/api/v1/rewards?page[limit]=1&page[offset]=2');
-    assert.equal((await list(t, other)).body.data.filter((r: any) => [credited.id, waiting.id].includes(r.id)).length, 0);
-    for (const q of ['?filter[status]=Spent', '?filter[walletId]=x', '?page[limit]=0', '?sort=amount']) assert.equal((await list(t, lm, q)).status, 400, q);
+    assert.equal(
+      (await list(t, other)).body.data.filter((r: any) => [credited.id, waiting.id].includes(r.id)).length,
+      0,
+    );
+    for (const q of ['?filter[status]=Spent', '?filter[walletId]=x', '?page[limit]=0', '?sort=amount'])
+      assert.equal((await list(t, lm, q)).status, 400, q);
   });
 
   test("PATCH: only a waiting pre-issued reward; an id in the body must be the path's (409 Conflict); bad bodies 400; another merchant's 404", async () => {
@@ -209,7 +287,13 @@ describe('rewards', () => {
     assert.equal(conflict.status, 409);
     assert.equal(errorsOf(conflict)[0]!.code, 'Conflict');
     assert.equal(errorsOf(conflict)[0]!.source?.pointer, '/data/id');
-    for (const attributes of [{}, { amount: 0 }, { phoneNumber: phone() }, { walletId: wallet.id }, { notificationEmail: 'x' }]) {
+    for (const attributes of [
+      {},
+      { amount: 0 },
+      { phoneNumber: phone() },
+      { walletId: wallet.id },
+      { notificationEmail: 'x' },
+    ]) {
       assert.equal((await update(t, m, waiting.id, attributes)).status, 400, JSON.stringify(attributes));
     }
     const theirs = await update(t, other, waiting.id, { amount: 1 });
@@ -253,7 +337,10 @@ describe('rewards', () => {
     assert.equal((await get(t, m, waiting.id)).body.data.attributes.status, 'Cancelled');
     assert.equal((await funded(t, m)) - before, 150, 'a waiting reward had moved nothing');
     // A refund brings reward money back: a credited reward is cancellable again for what returned.
-    const refund = await t.request('POST', `/api/v1/payments/${paid.body.data.id}/refund`, { as: m, body: { data: { type: 'Refund', attributes: { amount: 150, idempotencyKey: randomUUID() } } } });
+    const refund = await t.request('POST', `/api/v1/payments/${paid.body.data.id}/refund`, {
+      as: m,
+      body: { data: { type: 'Refund', attributes: { amount: 150, idempotencyKey: randomUUID() } } },
+    });
     assert.equal(refund.status, 200, refund.raw);
     assert.equal((await balanceOf(t, m, wallet.id)).available.reward.merchant, 150);
     assert.equal((await get(t, m, older.id)).body.data.attributes.canCancel, true);
@@ -288,7 +375,10 @@ describe('rewards', () => {
       const r = (await issue(t, m, { walletId: wallet.id, amount: 300 })).body.data;
       // The cancel starts a little later in some rounds, so both orders happen (on PostgreSQL; PGlite runs them in turn).
       const lag = [0, 5, 15][i % 3]!;
-      const [c, p] = await Promise.all([new Promise((ok) => setTimeout(ok, lag)).then(() => cancel(t, m, r.id)), spend(t, m, wallet.id, 200)]);
+      const [c, p] = await Promise.all([
+        new Promise((ok) => setTimeout(ok, lag)).then(() => cancel(t, m, r.id)),
+        spend(t, m, wallet.id, 200),
+      ]);
       const reversed = (await get(t, m, r.id)).body.data.attributes.reversedAmount;
       const spentAmount = p.status === 200 ? 200 : 0;
       assert.ok(c.status === 204, c.raw);
@@ -298,7 +388,11 @@ describe('rewards', () => {
     const number = phone();
     const results = await Promise.all(Array.from({ length: 5 }, () => issue(t, m, { phoneNumber: number })));
     assert.equal(results.filter((r) => r.status === 200).length, 1, results.map((r) => r.status).join(','));
-    assert.ok(results.filter((r) => r.status !== 200).every((r) => r.status === 409 && errorsOf(r)[0]!.code === 'PreIssuedConflict'));
+    assert.ok(
+      results
+        .filter((r) => r.status !== 200)
+        .every((r) => r.status === 409 && errorsOf(r)[0]!.code === 'PreIssuedConflict'),
+    );
     await assertLedgerSound(t);
   });
 });

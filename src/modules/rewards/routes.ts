@@ -31,7 +31,7 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
           'To a wallet (`walletId`) or a phone number (`phoneNumber`, E.164), exactly one. A wallet, or a number whose user has an Active wallet, is credited at once ' +
           '(`kind: immediate`, `Credited`: the merchant reward balance, spent first at checkout). A number with no wallet gets a pre-issued reward (`kind: preIssued`, `Created`), ' +
           'credited when a wallet is opened for it (`Claimed`), else `Expired` after 90 days; one may wait per number (409 `PreIssuedConflict`). ' +
-          'A Closed wallet: 409 `WalletNotIssuable`. 200 in every case (Accrue\'s status). `idempotencyKey` is required, with the same rules as deposits.',
+          "A Closed wallet: 409 `WalletNotIssuable`. 200 in every case (Accrue's status). `idempotencyKey` is required, with the same rules as deposits.",
         body: IssueRewardBody,
         response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 409]),
       },
@@ -76,7 +76,11 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
         page,
         now,
       });
-      return { data: rows.map((r) => rewardResource(r, { baseUrl, now, unspent: unspent.get(r.id) ?? 0 })), meta: { total, ...page }, links: pageLinks(baseUrl, req.url, page, total) };
+      return {
+        data: rows.map((r) => rewardResource(r, { baseUrl, now, unspent: unspent.get(r.id) ?? 0 })),
+        meta: { total, ...page },
+        links: pageLinks(baseUrl, req.url, page, total),
+      };
     },
   );
 
@@ -87,7 +91,8 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'getIssuedRewardById',
         summary: 'Get a reward',
-        description: 'Unknown, or another merchant\'s: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).',
+        description:
+          "Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).",
         params: idParams('id'),
         querystring: NoQuery,
         response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 404]),
@@ -119,7 +124,14 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
     async (req) => {
       const { data } = req.body as { data: { id?: string; attributes: RewardMetadata & { amount?: number } } };
       const now = ctx.clock.now();
-      const r = await updateReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id, bodyId: data.id, patch: data.attributes, baseUrl, now });
+      const r = await updateReward(ctx.db, {
+        clientId: req.client.id,
+        rewardId: req.params.id,
+        bodyId: data.id,
+        patch: data.attributes,
+        baseUrl,
+        now,
+      });
       return { data: rewardResource(r, { baseUrl, now, unspent: 0 }) };
     },
   );

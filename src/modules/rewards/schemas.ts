@@ -10,12 +10,18 @@ export const Reward = resource(
   'Reward',
   'Reward',
   {
-    kind: Type.Enum(['immediate', 'preIssued'], { description: '`immediate`: credited to a wallet at issue; `preIssued`: issued to a phone number without a wallet, credited when one is opened' }),
+    kind: Type.Enum(['immediate', 'preIssued'], {
+      description:
+        '`immediate`: credited to a wallet at issue; `preIssued`: issued to a phone number without a wallet, credited when one is opened',
+    }),
     amount: Type.Integer(),
     walletId: Nullable(Type.String({ description: 'The wallet credited; null while a pre-issued reward waits' })),
     status: Type.Enum([...REWARD_STATUSES]),
     canUpdate: Type.Boolean({ description: 'PATCH is allowed: a pre-issued reward still waiting (`Created`)' }),
-    canCancel: Type.Boolean({ description: 'DELETE is allowed: a waiting pre-issued reward, or a credited one with money still unspent in the wallet' }),
+    canCancel: Type.Boolean({
+      description:
+        'DELETE is allowed: a waiting pre-issued reward, or a credited one with money still unspent in the wallet',
+    }),
     claimExpiresAt: Nullable(Timestamp({ description: 'A pre-issued reward not claimed by then is Expired' })),
     message: Nullable(Type.String()),
     reasonCode: Nullable(Type.String()),
@@ -52,7 +58,10 @@ export const IssueRewardBody = requestBody(
 
 export const UpdateRewardBodies = updateBodies(
   ['UpdateReward', 'Reward'],
-  Type.Object({ amount: Type.Optional(Cents({ minimum: 1 })), ...metadata }, { additionalProperties: false, minProperties: 1 }),
+  Type.Object(
+    { amount: Type.Optional(Cents({ minimum: 1 })), ...metadata },
+    { additionalProperties: false, minProperties: 1 },
+  ),
 );
 
 export const ListRewardsQuery = listQuery({

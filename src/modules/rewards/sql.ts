@@ -15,8 +15,16 @@ export async function insertReward(db: Executor, row: typeof rewards.$inferInser
   return out!;
 }
 
-export async function findReward(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<RewardRow | undefined> {
-  const q = db.select().from(rewards).where(and(eq(rewards.clientId, clientId), eq(rewards.id, id)));
+export async function findReward(
+  db: Executor,
+  clientId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<RewardRow | undefined> {
+  const q = db
+    .select()
+    .from(rewards)
+    .where(and(eq(rewards.clientId, clientId), eq(rewards.id, id)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
@@ -96,7 +104,10 @@ export async function listRewardRows(db: Executor, clientId: string, f: RewardFi
       .where(and(eq(users.clientId, clientId), eq(users.phoneNumber, f.phoneNumber)));
     conds.push(or(eq(rewards.phoneNumber, f.phoneNumber), inArray(rewards.walletId, holders))!);
   }
-  if (f.status === 'Expired') conds.push(or(eq(rewards.status, 'Expired'), and(eq(rewards.status, 'Created'), lte(rewards.claimExpiresAt, now)))!);
+  if (f.status === 'Expired')
+    conds.push(
+      or(eq(rewards.status, 'Expired'), and(eq(rewards.status, 'Created'), lte(rewards.claimExpiresAt, now)))!,
+    );
   else if (f.status === 'Created') conds.push(eq(rewards.status, 'Created'), gt(rewards.claimExpiresAt, now));
   else if (f.status) conds.push(eq(rewards.status, f.status));
   const where = and(...conds);
@@ -108,6 +119,9 @@ export async function listRewardRows(db: Executor, clientId: string, f: RewardFi
     .limit(page.limit)
     .offset(page.offset);
   if (rows.length > 0 || page.offset === 0) return { rows: rows.map((r) => r.r), total: rows[0]?.total ?? 0 };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(rewards).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(rewards)
+    .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }

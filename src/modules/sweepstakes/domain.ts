@@ -18,17 +18,30 @@ export interface SweepstakesCustomer {
 const POINTER = '/data/attributes/customer/id';
 
 /** Records the customer's result once per sweepstakes; an unknown customer is 400 UserNotFound. */
-export async function addSweepstakesResult(db: Executor, opts: { clientId: string; sweepstakesId: string; customer: SweepstakesCustomer; now: Date }): Promise<void> {
+export async function addSweepstakesResult(
+  db: Executor,
+  opts: { clientId: string; sweepstakesId: string; customer: SweepstakesCustomer; now: Date },
+): Promise<void> {
   const idType = opts.customer.idType ?? 'PhoneNumber';
   const userId =
     idType === 'PhoneNumber'
       ? await q.findUserIdByPhone(db, opts.clientId, opts.customer.id)
-      : (await resolveUserReference(db, { clientId: opts.clientId, reference: opts.customer.id, notFound: { code: 'UserNotFound', status: 400 } }).catch((err: unknown) => {
-          // One pointer for every way the customer fails to resolve.
-          (err as { items?: { source?: unknown }[] }).items?.forEach((i) => (i.source = { pointer: POINTER }));
-          throw err;
-        })).id;
-  if (!userId) throw apiError('UserNotFound', `No user has the phone number ${opts.customer.id}.`, { status: 400, pointer: POINTER });
+      : (
+          await resolveUserReference(db, {
+            clientId: opts.clientId,
+            reference: opts.customer.id,
+            notFound: { code: 'UserNotFound', status: 400 },
+          }).catch((err: unknown) => {
+            // One pointer for every way the customer fails to resolve.
+            (err as { items?: { source?: unknown }[] }).items?.forEach((i) => (i.source = { pointer: POINTER }));
+            throw err;
+          })
+        ).id;
+  if (!userId)
+    throw apiError('UserNotFound', `No user has the phone number ${opts.customer.id}.`, {
+      status: 400,
+      pointer: POINTER,
+    });
   await q.insertResultOnce(db, {
     id: uuidv7(),
     clientId: opts.clientId,

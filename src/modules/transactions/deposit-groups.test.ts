@@ -29,7 +29,10 @@ describe('deposits in groups', () => {
     const a = await wallet();
     const b = await wallet();
     const unapproved = await createUser(t, m);
-    const c = { walletId: (await createWallet(t, m, unapproved.id)).id, accountId: (await linkAccount(t, m, unapproved.id)).id };
+    const c = {
+      walletId: (await createWallet(t, m, unapproved.id)).id,
+      accountId: (await linkAccount(t, m, unapproved.id)).id,
+    };
     const earlier = await deposit(t, m, a.walletId, 700, a.accountId, { idempotencyKey: 'earlier' });
     assert.equal(earlier.status, 201, earlier.raw);
     assert.equal((await deposit(t, m, a.walletId, 800, a.accountId, { idempotencyKey: 'earlier-2' })).status, 201);
@@ -70,8 +73,13 @@ describe('deposits in groups', () => {
     const w = await wallet();
     // A fault only this amount hits.
     await withRefusal(t, { table: 'transactions', on: 'insert', when: 'new.amount = 66666' }, async () => {
-      const results = await Promise.all([1000, 66_666, 2000, 3000].map((amount) => deposit(t, m, w.walletId, amount, w.accountId)));
-      assert.deepEqual(results.map((r) => r.status), [201, 503, 201, 201]);
+      const results = await Promise.all(
+        [1000, 66_666, 2000, 3000].map((amount) => deposit(t, m, w.walletId, amount, w.accountId)),
+      );
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [201, 503, 201, 201],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await xminOf([results[0]!, results[2]!, results[3]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 3, 'one transaction each after the group failed');

@@ -20,7 +20,14 @@ import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { ApiError } from '../../http/errors.ts';
-import { interpretKeyCheck, lockKeyOf, storeOutcomesPart, withoutRepeatedKeys, type IdempotencyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  interpretKeyCheck,
+  lockKeyOf,
+  storeOutcomesPart,
+  withoutRepeatedKeys,
+  type IdempotencyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import { postEntries, type EntryInput } from '../../ledger/post.ts';
 import { planDeposit, type DepositInput } from './domain.ts';
 import { checkDepositGroup, depositsInsertPart, type TransactionRow } from './sql.ts';
@@ -44,7 +51,13 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
     await db.transaction(async (tx) => {
       const checks = await checkDepositGroup(
         tx,
-        group.map((m) => ({ lockKey: lockKeyOf(m.scope), clientId: m.scope.clientId, key: m.scope.key, walletId: m.input.walletId, linkedAccountId: m.input.linkedAccountId })),
+        group.map((m) => ({
+          lockKey: lockKeyOf(m.scope),
+          clientId: m.scope.clientId,
+          key: m.scope.key,
+          walletId: m.input.walletId,
+          linkedAccountId: m.input.linkedAccountId,
+        })),
       );
       const made: { m: Member; txn: TransactionRow; entry: EntryInput; body: string }[] = [];
       for (const [n, m] of group.entries()) {
@@ -64,8 +77,14 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       if (made.length === 0) return;
       const batch = new WriteBatch();
       batch.add(depositsInsertPart(made.map((d) => d.txn)));
-      await postEntries(tx, made.map((d) => d.entry), batch);
-      batch.add(storeOutcomesPart(made.map((d) => ({ scope: d.m.scope, status: 201, body: d.body, now: d.m.input.now }))));
+      await postEntries(
+        tx,
+        made.map((d) => d.entry),
+        batch,
+      );
+      batch.add(
+        storeOutcomesPart(made.map((d) => ({ scope: d.m.scope, status: 201, body: d.body, now: d.m.input.now }))),
+      );
       await batch.flushWithCommit(tx);
       for (const d of made) settle.push(() => d.m.resolve({ status: 201, body: d.body, replayed: false }));
     });

@@ -10,7 +10,13 @@ import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
-import { accountIds, clientAccountIds, type ClientCode, type CounterpartyCode, type WalletCode } from '../../ledger/accounts.ts';
+import {
+  accountIds,
+  clientAccountIds,
+  type ClientCode,
+  type CounterpartyCode,
+  type WalletCode,
+} from '../../ledger/accounts.ts';
 import { postEntry, type EntryInput, type Posting } from '../../ledger/post.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
@@ -41,34 +47,54 @@ const ptr = (p: string) => ({ pointer: `/data/attributes/${p}` });
  * A Pending deposit and its ledger entry, checked against what the group check read (see
  * deposit-groups.ts, which writes them): throws the deposit's error, or returns its rows.
  */
-export async function planDeposit(tx: Executor, i: DepositInput, context: Partial<q.DepositContext> | undefined): Promise<{ txn: q.TransactionRow; entry: EntryInput }> {
+export async function planDeposit(
+  tx: Executor,
+  i: DepositInput,
+  context: Partial<q.DepositContext> | undefined,
+): Promise<{ txn: q.TransactionRow; entry: EntryInput }> {
   const s = i.settings;
   if (i.amount > s.maxOneTimeDeposit) {
-    throw apiError('ExceedsMaxOneTimeDepositAmount', `The most a one-time deposit can be is ${s.maxOneTimeDeposit} cents.`, ptr('amount'));
+    throw apiError(
+      'ExceedsMaxOneTimeDepositAmount',
+      `The most a one-time deposit can be is ${s.maxOneTimeDeposit} cents.`,
+      ptr('amount'),
+    );
   }
   const disbursement = i.disbursement ?? [];
   const ids = disbursement.map((d) => d.counterpartyId);
-  if (new Set(ids).size !== ids.length) throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
+  if (new Set(ids).size !== ids.length)
+    throw apiError('ValidationError', 'Each counterparty may appear once in `disbursement`.', ptr('disbursement'));
   const disbursed = disbursement.reduce((sum, d) => sum + d.amount, 0);
-  if (disbursed > i.amount) throw apiError('ValidationError', '`disbursement` adds up to more than `amount`.', ptr('disbursement'));
+  if (disbursed > i.amount)
+    throw apiError('ValidationError', '`disbursement` adds up to more than `amount`.', ptr('disbursement'));
 
   // Read with the idempotency check (see checkDepositGroup): no wallet, no columns.
   if (!context?.walletId) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
   const c = context as q.DepositContext;
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
-  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; deposits need Approved.`);
-  if (c.linkedStatus === null) throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", { status: 400, ...ptr('linkedAccountId') });
+  if (c.kycStatus !== 'Approved')
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; deposits need Approved.`);
+  if (c.linkedStatus === null)
+    throw apiError('LinkedAccountNotFound', "The linked account is not one of the wallet user's.", {
+      status: 400,
+      ...ptr('linkedAccountId'),
+    });
   if (c.linkedStatus !== 'Connected') throw apiError('LinkedAccountDisconnected', undefined, ptr('linkedAccountId'));
   const found = new Set((await findCounterparties(tx, i.clientId, ids)).map((cp) => cp.id));
   const missing = disbursement.findIndex((d) => !found.has(d.counterpartyId));
-  if (missing >= 0) throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, { status: 400, ...ptr(`disbursement/${missing}/counterpartyId`) });
+  if (missing >= 0)
+    throw apiError('CounterpartyNotFound', `No counterparty ${ids[missing]}.`, {
+      status: 400,
+      ...ptr(`disbursement/${missing}/counterpartyId`),
+    });
 
   // The ACH fee: paid by the fee counterparty when the merchant has one, else deducted.
   const fee = s.achFee;
   const feeCounterpartyId = fee > 0 ? s.feeCounterpartyId : null;
   const feeDeducted = fee > 0 && !feeCounterpartyId ? fee : 0;
   const walletAmount = i.amount - disbursed - feeDeducted;
-  if (walletAmount < 0) throw apiError('ValidationError', '`amount` does not cover the disbursements and the ACH fee.', ptr('amount'));
+  if (walletAmount < 0)
+    throw apiError('ValidationError', '`amount` does not cover the disbursements and the ACH fee.', ptr('amount'));
 
   const txn: q.TransactionRow = {
     id: uuidv7(),
@@ -84,7 +110,12 @@ export async function planDeposit(tx: Executor, i: DepositInput, context: Partia
     feeType: 'ACHFee',
     feeDeducted,
     feeCounterpartyId,
-    disbursement: disbursement.map((d) => ({ counterpartyId: d.counterpartyId, amount: d.amount, fee: 0, remit: false })),
+    disbursement: disbursement.map((d) => ({
+      counterpartyId: d.counterpartyId,
+      amount: d.amount,
+      fee: 0,
+      remit: false,
+    })),
     rewardAmount: 0,
     risk: i.risk ?? null,
     providerRef: null,
@@ -113,7 +144,17 @@ export async function planDeposit(tx: Executor, i: DepositInput, context: Partia
     }
   }
   // Only credits here (the fee counterparty may go negative): safe to write in a group.
-  return { txn, entry: { clientId: i.clientId, kind: 'deposit.initiate', refType: 'transaction', refId: txn.id, postings, now: i.now } };
+  return {
+    txn,
+    entry: {
+      clientId: i.clientId,
+      kind: 'deposit.initiate',
+      refType: 'transaction',
+      refId: txn.id,
+      postings,
+      now: i.now,
+    },
+  };
 }
 
 /** The most pulls one run of the bank-pulls job sends. */
@@ -126,18 +167,32 @@ export const PULL_BATCH = 200;
  * so a pull sent twice (two processes, or a crash before the reference was recorded) is still
  * one transfer.
  */
-export async function sendPendingPulls(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+export async function sendPendingPulls(
+  db: Db,
+  opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger },
+): Promise<number> {
   const due = await q.unsentPulls(db, PULL_BATCH);
   const sent = await startPulls(
     opts.provider,
-    due.map((p) => ({ reference: p.id, clientId: p.clientId, purpose: 'deposit', subjectId: p.id, amount: p.amount, externalId: p.externalId })),
+    due.map((p) => ({
+      reference: p.id,
+      clientId: p.clientId,
+      purpose: 'deposit',
+      subjectId: p.id,
+      amount: p.amount,
+      externalId: p.externalId,
+    })),
     { log: opts.log, what: 'deposit pulls' },
   );
   await recordSentTransfers(db, {
     track: opts.provider.reportsStatus,
     transfers: sent,
     now: opts.now(),
-    record: (ex) => q.recordProviderRefs(ex, sent.map((t) => ({ id: t.subjectId, providerRef: t.providerRef }))),
+    record: (ex) =>
+      q.recordProviderRefs(
+        ex,
+        sent.map((t) => ({ id: t.subjectId, providerRef: t.providerRef })),
+      ),
   });
   return sent.length;
 }
@@ -146,17 +201,29 @@ export async function sendPendingPulls(db: Db, opts: { provider: BankTransferPro
  * The bank reported how a deposit's pull ended: the deposit clears or fails, as through the
  * sandbox's simulations. A deposit no longer Pending (cleared or failed meanwhile) is left alone.
  */
-export async function finishDepositPull(tx: Executor, o: { transactionId: string; settled: boolean; reason?: string; baseUrl: string; now: Date }): Promise<void> {
+export async function finishDepositPull(
+  tx: Executor,
+  o: { transactionId: string; settled: boolean; reason?: string; baseUrl: string; now: Date },
+): Promise<void> {
   const t = await q.lockTransactionById(tx, o.transactionId);
   if (!t || t.status !== 'Pending') return;
   const client = await findClient(tx, t.clientId);
-  const so: SettleOptions = { clientId: t.clientId, walletId: t.walletId, settings: resolveSettings(client!.settings), baseUrl: o.baseUrl, now: o.now };
+  const so: SettleOptions = {
+    clientId: t.clientId,
+    walletId: t.walletId,
+    settings: resolveSettings(client!.settings),
+    baseUrl: o.baseUrl,
+    now: o.now,
+  };
   const ext = await clientAccountIds(tx, t.clientId);
   if (o.settled) await clear(tx, t, so, ext);
   else await fail(tx, t, o.reason ?? DEFAULT_FAILURE, so, ext);
 }
 
-export async function listTransactions(db: Executor, opts: { clientId: string; walletId: string; type?: string; page: Page }) {
+export async function listTransactions(
+  db: Executor,
+  opts: { clientId: string; walletId: string; type?: string; page: Page },
+) {
   // Only NonRecurring transactions exist; any other type is an empty list (spec).
   if (opts.type !== undefined && opts.type !== 'NonRecurring') {
     await getWallet(db, opts);
@@ -169,7 +236,10 @@ export async function listTransactions(db: Executor, opts: { clientId: string; w
   return page;
 }
 
-export async function getTransaction(db: Executor, opts: { clientId: string; walletId: string; transactionId: string }) {
+export async function getTransaction(
+  db: Executor,
+  opts: { clientId: string; walletId: string; transactionId: string },
+) {
   const wallet = await getWallet(db, opts);
   const t = await q.findTransaction(db, opts.clientId, wallet.id, opts.transactionId);
   if (!t) throw apiError('TransactionNotFound', `Wallet ${wallet.id} has no transaction ${opts.transactionId}.`);
@@ -185,7 +255,12 @@ interface SettleOptions {
 }
 
 /** The bank transfer cleared: pending → available, the accrue reward credited, TransactionCleared. */
-async function clear(tx: Executor, t: q.TransactionRow, o: SettleOptions, ext: Record<ClientCode, string>): Promise<q.TransactionRow> {
+async function clear(
+  tx: Executor,
+  t: q.TransactionRow,
+  o: SettleOptions,
+  ext: Record<ClientCode, string>,
+): Promise<q.TransactionRow> {
   const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: t.walletId });
   const reward = Math.floor((t.walletAmount * o.settings.depositRewardBps) / 10_000);
   const postings: Posting[] = [
@@ -196,17 +271,45 @@ async function clear(tx: Executor, t: q.TransactionRow, o: SettleOptions, ext: R
   ];
   for (const d of t.disbursement) {
     const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: d.counterpartyId });
-    postings.push({ accountId: c['counterparty.pending'], amount: -d.amount }, { accountId: c['counterparty.available'], amount: d.amount });
+    postings.push(
+      { accountId: c['counterparty.pending'], amount: -d.amount },
+      { accountId: c['counterparty.available'], amount: d.amount },
+    );
   }
-  await postEntry(tx, { clientId: t.clientId, kind: 'deposit.clear', refType: 'transaction', refId: t.id, postings, now: o.now });
-  const cleared = await q.updateTransactionRow(tx, t.id, { status: 'Cleared', clearedAt: o.now, rewardAmount: reward, updatedAt: o.now });
+  await postEntry(tx, {
+    clientId: t.clientId,
+    kind: 'deposit.clear',
+    refType: 'transaction',
+    refId: t.id,
+    postings,
+    now: o.now,
+  });
+  const cleared = await q.updateTransactionRow(tx, t.id, {
+    status: 'Cleared',
+    clearedAt: o.now,
+    rewardAmount: reward,
+    updatedAt: o.now,
+  });
   await q.addClearedDeposit(tx, t);
-  await recordEvent(tx, { clientId: t.clientId, topic: 'TransactionCleared', userId: t.userId, walletId: t.walletId, resource: transactionResource(cleared, o.baseUrl), now: o.now });
+  await recordEvent(tx, {
+    clientId: t.clientId,
+    topic: 'TransactionCleared',
+    userId: t.userId,
+    walletId: t.walletId,
+    resource: transactionResource(cleared, o.baseUrl),
+    now: o.now,
+  });
   return cleared;
 }
 
 /** The bank transfer failed: every cent goes back where it came from, TransactionFailed. */
-async function fail(tx: Executor, t: q.TransactionRow, reason: string, o: SettleOptions, ext: Record<ClientCode, string>): Promise<q.TransactionRow> {
+async function fail(
+  tx: Executor,
+  t: q.TransactionRow,
+  reason: string,
+  o: SettleOptions,
+  ext: Record<ClientCode, string>,
+): Promise<q.TransactionRow> {
   const w = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: t.walletId });
   const postings: Posting[] = [
     { accountId: w['deposit.pending'], amount: -t.walletAmount },
@@ -221,9 +324,28 @@ async function fail(tx: Executor, t: q.TransactionRow, reason: string, o: Settle
     const c = await accountIds<CounterpartyCode>(tx, { ownerType: 'counterparty', ownerId: t.feeCounterpartyId });
     postings.push({ accountId: c['counterparty.available'], amount: t.feeAmount });
   }
-  await postEntry(tx, { clientId: t.clientId, kind: 'deposit.fail', refType: 'transaction', refId: t.id, postings, now: o.now });
-  const failed = await q.updateTransactionRow(tx, t.id, { status: 'Failed', failedAt: o.now, failureReason: reason, updatedAt: o.now });
-  await recordEvent(tx, { clientId: t.clientId, topic: 'TransactionFailed', userId: t.userId, walletId: t.walletId, resource: transactionResource(failed, o.baseUrl), now: o.now });
+  await postEntry(tx, {
+    clientId: t.clientId,
+    kind: 'deposit.fail',
+    refType: 'transaction',
+    refId: t.id,
+    postings,
+    now: o.now,
+  });
+  const failed = await q.updateTransactionRow(tx, t.id, {
+    status: 'Failed',
+    failedAt: o.now,
+    failureReason: reason,
+    updatedAt: o.now,
+  });
+  await recordEvent(tx, {
+    clientId: t.clientId,
+    topic: 'TransactionFailed',
+    userId: t.userId,
+    walletId: t.walletId,
+    resource: transactionResource(failed, o.baseUrl),
+    now: o.now,
+  });
   return failed;
 }
 
@@ -244,15 +366,23 @@ export async function clearPendingDeposits(db: Db, o: SettleOptions & { funding:
 }
 
 /** Sandbox: one pending deposit fails (the given one, else the oldest pending). */
-export async function failDeposit(db: Db, o: SettleOptions & { transactionId?: string; reason?: string }): Promise<q.TransactionRow> {
+export async function failDeposit(
+  db: Db,
+  o: SettleOptions & { transactionId?: string; reason?: string },
+): Promise<q.TransactionRow> {
   const ext = await clientAccountIds(db, o.clientId);
   return db.transaction(async (tx) => {
     await getWallet(tx, o);
     let t: q.TransactionRow | undefined;
     if (o.transactionId) {
       t = await q.findTransaction(tx, o.clientId, o.walletId, o.transactionId, { forUpdate: true });
-      if (!t) throw apiError('TransactionNotFound', `Wallet ${o.walletId} has no transaction ${o.transactionId}.`, { status: 400, pointer: '/data/attributes/transactionId' });
-      if (t.status !== 'Pending') throw apiError('IllegalOperation', `The transaction is ${t.status}; only a Pending one can fail.`);
+      if (!t)
+        throw apiError('TransactionNotFound', `Wallet ${o.walletId} has no transaction ${o.transactionId}.`, {
+          status: 400,
+          pointer: '/data/attributes/transactionId',
+        });
+      if (t.status !== 'Pending')
+        throw apiError('IllegalOperation', `The transaction is ${t.status}; only a Pending one can fail.`);
     } else {
       t = (await q.lockPendingTransactions(tx, o.clientId, o.walletId))[0];
       if (!t) throw apiError('IllegalOperation', 'The wallet has no pending transaction.');

@@ -3,13 +3,30 @@ import type { AppContext } from '../../context.ts';
 import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
 import { apiError } from '../../http/errors.ts';
-import { COMMON_ERRORS, defaultBody, document, idParams, JSONAPI, listDocument, ref, responses, Uuid } from '../../http/schemas.ts';
+import {
+  COMMON_ERRORS,
+  defaultBody,
+  document,
+  idParams,
+  JSONAPI,
+  listDocument,
+  ref,
+  responses,
+  Uuid,
+} from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { clearPendingDeposits, failDeposit, getTransaction, listTransactions } from './domain.ts';
 import { submitDeposit } from './deposit-groups.ts';
 import { depositResource, transactionResource } from './render.ts';
-import { DepositBody, FAILURE_REASONS, FailTransactionBody, ListTransactionsQuery, OneTimeDeposit, Transaction } from './schemas.ts';
+import {
+  DepositBody,
+  FAILURE_REASONS,
+  FailTransactionBody,
+  ListTransactionsQuery,
+  OneTimeDeposit,
+  Transaction,
+} from './schemas.ts';
 
 const CLEARING_TYPES = ['bank', 'card'] as const;
 
@@ -27,8 +44,8 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
         operationId: 'createOneTimeDeposit',
         summary: 'Make a one-time deposit',
         description:
-          'Pulls `amount` from the user\'s connected linked account. Each `disbursement` goes to its counterparty; the rest credits the wallet as pending until the transfer clears ' +
-          '(`TransactionCleared`, with the merchant\'s deposit reward) or fails (`TransactionFailed`). The ACH fee is charged to the merchant\'s fee counterparty, or deducted ' +
+          "Pulls `amount` from the user's connected linked account. Each `disbursement` goes to its counterparty; the rest credits the wallet as pending until the transfer clears " +
+          "(`TransactionCleared`, with the merchant's deposit reward) or fails (`TransactionFailed`). The ACH fee is charged to the merchant's fee counterparty, or deducted " +
           '(`deductions.fee`) when it has none. Needs KYC `Approved`. `idempotencyKey` is required: the same key and attributes replay the first response byte for byte ' +
           '(`Idempotent-Replayed: true`); while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`.',
         params: idParams('walletId'),
@@ -42,8 +59,20 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
       const outcome = await submitDeposit(ctx.db, {
-        scope: { clientId: req.client.id, operation: 'deposit', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, attributes]) },
-        input: { clientId: req.client.id, settings: req.client.settings, walletId: req.params.walletId, ...attributes, clientAccounts, now: ctx.clock.now() },
+        scope: {
+          clientId: req.client.id,
+          operation: 'deposit',
+          key: idempotencyKey,
+          fingerprint: fingerprintOf([req.params.walletId, attributes]),
+        },
+        input: {
+          clientId: req.client.id,
+          settings: req.client.settings,
+          walletId: req.params.walletId,
+          ...attributes,
+          clientAccounts,
+          now: ctx.clock.now(),
+        },
         render: (created) => serialize({ data: depositResource(created, base) }),
       });
       // The bank pull is started by the bank-pulls job, outside any transaction.
@@ -58,7 +87,8 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
         tags: TAGS,
         operationId: 'listTransactions',
         summary: "List a wallet's transactions",
-        description: 'Newest first. Only `NonRecurring` transactions exist: `type=NonRecurring` (or no `type`) lists them; any other `type` returns an empty list.',
+        description:
+          'Newest first. Only `NonRecurring` transactions exist: `type=NonRecurring` (or no `type`) lists them; any other `type` returns an empty list.',
         params: idParams('walletId'),
         querystring: ListTransactionsQuery,
         response: responses({ 200: listDocument(ref(Transaction)) }, [...COMMON_ERRORS, 404]),
@@ -66,8 +96,17 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
     },
     async (req) => {
       const page = pageOf(req.query);
-      const { rows, total } = await listTransactions(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, type: req.query.type, page });
-      return { data: rows.map((t) => transactionResource(t, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      const { rows, total } = await listTransactions(ctx.db, {
+        clientId: req.client.id,
+        walletId: req.params.walletId,
+        type: req.query.type,
+        page,
+      });
+      return {
+        data: rows.map((t) => transactionResource(t, base)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -84,7 +123,14 @@ export async function transactionRoutes(app: App, ctx: AppContext): Promise<void
       },
     },
     async (req) => ({
-      data: transactionResource(await getTransaction(ctx.db, { clientId: req.client.id, walletId: req.params.walletId, transactionId: req.params.transactionId }), base),
+      data: transactionResource(
+        await getTransaction(ctx.db, {
+          clientId: req.client.id,
+          walletId: req.params.walletId,
+          transactionId: req.params.transactionId,
+        }),
+        base,
+      ),
     }),
   );
 }
@@ -112,7 +158,9 @@ export async function transactionSimulationRoutes(app: App, ctx: AppContext): Pr
       preValidation: async (req) => {
         const type = (req.params as { type?: string }).type;
         if (!(CLEARING_TYPES as readonly string[]).includes(type ?? '')) {
-          throw apiError('InvalidTransactionType', `Unknown transaction type "${type}"; use bank or card.`, { parameter: 'type' });
+          throw apiError('InvalidTransactionType', `Unknown transaction type "${type}"; use bank or card.`, {
+            parameter: 'type',
+          });
         }
       },
     },
@@ -152,7 +200,11 @@ export async function transactionSimulationRoutes(app: App, ctx: AppContext): Pr
       let reason = attributes.reason;
       if (type === 'FailPendingTransaction') {
         if (reason !== undefined && !(FAILURE_REASONS as readonly string[]).includes(reason)) {
-          throw apiError('ValidationError', `\`reason\` must be one of ${FAILURE_REASONS.map((r) => `"${r}"`).join(', ')}`, { pointer: '/data/attributes/reason' });
+          throw apiError(
+            'ValidationError',
+            `\`reason\` must be one of ${FAILURE_REASONS.map((r) => `"${r}"`).join(', ')}`,
+            { pointer: '/data/attributes/reason' },
+          );
         }
         reason ??= 'Unknown';
       }

@@ -32,37 +32,80 @@ export const OneTimeDeposit = resource(
     transactionId: Type.String(),
     status: Status,
     amount: Type.Integer(),
-    disbursement: Type.Array(Type.Object({ counterpartyId: Type.String(), amount: Type.Integer(), fee: Type.Integer(), remit: Type.Boolean() })),
+    disbursement: Type.Array(
+      Type.Object({
+        counterpartyId: Type.String(),
+        amount: Type.Integer(),
+        fee: Type.Integer(),
+        remit: Type.Boolean(),
+      }),
+    ),
     charges: Type.Object({ fee: Fee }),
-    deductions: Type.Object({ fee: Type.Integer({ description: "The part of the fee taken from the wallet's credit (when no fee counterparty pays it)" }) }),
+    deductions: Type.Object({
+      fee: Type.Integer({
+        description: "The part of the fee taken from the wallet's credit (when no fee counterparty pays it)",
+      }),
+    }),
   },
   { links: { transaction: Type.String() } },
 );
 
-export const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255, description: 'Reuse it for every retry of this one operation (UUID v4 recommended)' });
+export const IdempotencyKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description: 'Reuse it for every retry of this one operation (UUID v4 recommended)',
+});
 
 export const DepositBody = requestBody(
   'OneTimeDeposit',
   Type.Object(
     {
-      amount: Cents({ minimum: 100, description: 'Cents, at least 100, at most the merchant\'s maxOneTimeDeposit; includes the disbursed portions' }),
+      amount: Cents({
+        minimum: 100,
+        description: "Cents, at least 100, at most the merchant's maxOneTimeDeposit; includes the disbursed portions",
+      }),
       idempotencyKey: IdempotencyKey,
       linkedAccountId: Uuid(),
       disbursement: Type.Optional(
-        Type.Array(Type.Object({ amount: Type.Integer({ minimum: 1, maximum: MAX_CENTS }), counterpartyId: Uuid() }, { additionalProperties: false }), { maxItems: 20 }),
+        Type.Array(
+          Type.Object(
+            { amount: Type.Integer({ minimum: 1, maximum: MAX_CENTS }), counterpartyId: Uuid() },
+            { additionalProperties: false },
+          ),
+          { maxItems: 20 },
+        ),
       ),
-      risk: Type.Optional(Type.Object({ deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }, { additionalProperties: false })),
+      risk: Type.Optional(
+        Type.Object(
+          { deviceSessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) },
+          { additionalProperties: false },
+        ),
+      ),
     },
     { additionalProperties: false },
   ),
 );
 
 export const ListTransactionsQuery = listQuery({
-  type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Only NonRecurring returns data; any other value an empty list' })),
+  type: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'Only NonRecurring returns data; any other value an empty list',
+    }),
+  ),
 });
 
 /** Accrue's failure reasons (FailPendingTransaction, and TransactionFailed's failureReason). */
-export const FAILURE_REASONS = ['Canceled', 'HardDecline', 'SoftDecline', 'Expired', 'InsufficientFunds', 'Reversed', 'Unknown'] as const;
+export const FAILURE_REASONS = [
+  'Canceled',
+  'HardDecline',
+  'SoftDecline',
+  'Expired',
+  'InsufficientFunds',
+  'Reversed',
+  'Unknown',
+] as const;
 
 export const FailTransactionBody = requestBody(
   ['FailPendingTransaction', 'Transaction', 'SimulateFailTransaction'],

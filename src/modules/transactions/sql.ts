@@ -17,7 +17,13 @@ export type TransactionRow = typeof transactions.$inferSelect;
 /** New Pending deposits, as one part of a write batch: one statement whatever their number. */
 export const depositsInsertPart = (rows: TransactionRow[]): WritePart => insertManyPart(transactions, rows);
 
-export async function findTransaction(db: Executor, clientId: string, walletId: string, id: string, opts: { forUpdate?: boolean } = {}) {
+export async function findTransaction(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+) {
   const q = db
     .select()
     .from(transactions)
@@ -36,14 +42,27 @@ export async function lockTransactionById(db: Executor, id: string): Promise<Tra
  * A wallet's pending deposits, oldest first, locked for clearing or failing; with `funding`,
  * only those from bank accounts or only those from cards.
  */
-export async function lockPendingTransactions(db: Executor, clientId: string, walletId: string, funding?: 'bank' | 'card'): Promise<TransactionRow[]> {
-  const conds: SQL[] = [eq(transactions.clientId, clientId), eq(transactions.walletId, walletId), eq(transactions.status, 'Pending')];
+export async function lockPendingTransactions(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  funding?: 'bank' | 'card',
+): Promise<TransactionRow[]> {
+  const conds: SQL[] = [
+    eq(transactions.clientId, clientId),
+    eq(transactions.walletId, walletId),
+    eq(transactions.status, 'Pending'),
+  ];
   if (funding) {
     const cards = db
       .select({ id: linkedAccounts.id })
       .from(linkedAccounts)
       .where(and(eq(linkedAccounts.clientId, clientId), inArray(linkedAccounts.accountType, [...CARD_ACCOUNT_TYPES])));
-    conds.push(funding === 'card' ? inArray(transactions.linkedAccountId, cards) : notInArray(transactions.linkedAccountId, cards));
+    conds.push(
+      funding === 'card'
+        ? inArray(transactions.linkedAccountId, cards)
+        : notInArray(transactions.linkedAccountId, cards),
+    );
   }
   return db
     .select()
@@ -83,11 +102,18 @@ const ADD_CLEARED = statement(
    on conflict (wallet_id, linked_account_id) do update set cleared = deposit_totals.cleared + excluded.cleared`,
 );
 
-export async function addClearedDeposit(db: Executor, t: Pick<TransactionRow, 'walletId' | 'linkedAccountId' | 'clientId' | 'walletAmount'>): Promise<void> {
+export async function addClearedDeposit(
+  db: Executor,
+  t: Pick<TransactionRow, 'walletId' | 'linkedAccountId' | 'clientId' | 'walletAmount'>,
+): Promise<void> {
   await run(db, ADD_CLEARED, [t.walletId, t.linkedAccountId, t.clientId, t.walletAmount]);
 }
 
-export async function updateTransactionRow(db: Executor, id: string, patch: Partial<TransactionRow>): Promise<TransactionRow> {
+export async function updateTransactionRow(
+  db: Executor,
+  id: string,
+  patch: Partial<TransactionRow>,
+): Promise<TransactionRow> {
   const [row] = await db.update(transactions).set(patch).where(eq(transactions.id, id)).returning();
   return row!;
 }
@@ -124,7 +150,10 @@ const GROUP_CHECK = statement(
     order by m.i`,
 );
 
-export async function checkDepositGroup(tx: Executor, keys: { lockKey: string; clientId: string; key: string; walletId: string; linkedAccountId: string }[]): Promise<DepositCheck[]> {
+export async function checkDepositGroup(
+  tx: Executor,
+  keys: { lockKey: string; clientId: string; key: string; walletId: string; linkedAccountId: string }[],
+): Promise<DepositCheck[]> {
   return run<DepositCheck>(tx, GROUP_CHECK, [
     keys.map((k) => k.lockKey),
     keys.map((k) => k.clientId),
@@ -147,8 +176,15 @@ const UNSENT_PULLS = statement(
  * Pending deposits whose pull the provider has not acknowledged yet, with the account to pull
  * from. Card-funded deposits are no bank transfer: the sandbox's card network clears them.
  */
-export async function unsentPulls(db: Executor, limit: number): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
-  const rows = await run<{ id: string; client_id: string; amount: number | string; external_id: string }>(db, UNSENT_PULLS, [limit]);
+export async function unsentPulls(
+  db: Executor,
+  limit: number,
+): Promise<{ id: string; clientId: string; amount: number; externalId: string }[]> {
+  const rows = await run<{ id: string; client_id: string; amount: number | string; external_id: string }>(
+    db,
+    UNSENT_PULLS,
+    [limit],
+  );
   return rows.map((r) => ({ id: r.id, clientId: r.client_id, amount: Number(r.amount), externalId: r.external_id }));
 }
 

@@ -25,7 +25,9 @@ export async function createUser(
   opts: { clientId: string; phoneNumber?: string; email?: string; firstName?: string; lastName?: string; now: Date },
 ): Promise<q.UserRow> {
   if (opts.phoneNumber === undefined && opts.email === undefined) {
-    throw apiError('ValidationError', 'A user needs `phoneNumber` or `email` (or both).', { pointer: '/data/attributes' });
+    throw apiError('ValidationError', 'A user needs `phoneNumber` or `email` (or both).', {
+      pointer: '/data/attributes',
+    });
   }
   try {
     return await q.insertUser(db, {
@@ -42,24 +44,34 @@ export async function createUser(
   } catch (err) {
     const c = uniqueViolation(err);
     if (c === 'users_client_phone_uq') {
-      throw apiError('UserAlreadyExists', 'A user with this phone number already exists.', { pointer: '/data/attributes/phoneNumber' });
+      throw apiError('UserAlreadyExists', 'A user with this phone number already exists.', {
+        pointer: '/data/attributes/phoneNumber',
+      });
     }
     if (c === 'users_client_email_uq') {
-      throw apiError('UserAlreadyExists', 'A user with this e-mail already exists.', { pointer: '/data/attributes/email' });
+      throw apiError('UserAlreadyExists', 'A user with this e-mail already exists.', {
+        pointer: '/data/attributes/email',
+      });
     }
     throw err;
   }
 }
 
 /** GET /users/{id}: the shown columns only. */
-export async function getUserSummary(db: Executor, opts: { clientId: string; userId: string }): Promise<q.UserSummaryRow> {
+export async function getUserSummary(
+  db: Executor,
+  opts: { clientId: string; userId: string },
+): Promise<q.UserSummaryRow> {
   const user = await q.findUserSummary(db, opts.clientId, opts.userId);
   if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`);
   return user;
 }
 
 /** A user named in the path: 404 when unknown or another merchant's. */
-export async function getUser(db: Executor, opts: { clientId: string; userId: string; forUpdate?: boolean }): Promise<q.UserRow> {
+export async function getUser(
+  db: Executor,
+  opts: { clientId: string; userId: string; forUpdate?: boolean },
+): Promise<q.UserRow> {
   const user = await q.findUser(db, opts.clientId, opts.userId, { forUpdate: opts.forUpdate });
   if (!user) throw apiError('UserNotFound', `No user ${opts.userId}.`);
   return user;
@@ -78,7 +90,8 @@ export async function resolveUserReference(
     if (byId) return byId;
   }
   const matches = await q.findUsersByReference(db, opts.clientId, opts.reference);
-  if (matches.length > 1) throw apiError('ValidationError', `"${opts.reference}" matches more than one user; use the user id.`);
+  if (matches.length > 1)
+    throw apiError('ValidationError', `"${opts.reference}" matches more than one user; use the user id.`);
   if (matches.length === 0) {
     throw apiError(opts.notFound.code, `No user matches "${opts.reference}".`, { status: opts.notFound.status });
   }
@@ -106,7 +119,11 @@ export async function updateAttachedProfile(
   opts: { clientId: string; userReference: string; resourceId?: string; patch: AttachedProfilePatch; now: Date },
 ): Promise<q.UserRow> {
   return db.transaction(async (tx) => {
-    const found = await resolveUserReference(tx, { clientId: opts.clientId, reference: opts.userReference, notFound: { code: 'InvalidIdentifier', status: 400 } });
+    const found = await resolveUserReference(tx, {
+      clientId: opts.clientId,
+      reference: opts.userReference,
+      notFound: { code: 'InvalidIdentifier', status: 400 },
+    });
     if (opts.resourceId !== undefined && opts.resourceId !== found.id && opts.resourceId !== opts.userReference) {
       throw resourceIdConflict(opts.resourceId, opts.userReference);
     }
@@ -118,10 +135,14 @@ export async function updateAttachedProfile(
       const next = opts.patch[field];
       if (next === undefined || next === user[field]) continue;
       if (user[field] !== null) {
-        throw apiError('ValidationError', `${field} is already set and cannot change.`, { pointer: `/data/attributes/${field}` });
+        throw apiError('ValidationError', `${field} is already set and cannot change.`, {
+          pointer: `/data/attributes/${field}`,
+        });
       }
       if (await q.referenceTakenBy(tx, opts.clientId, next, user.id)) {
-        throw apiError('ReferenceIdTaken', `Another user already has the reference id "${next}".`, { pointer: `/data/attributes/${field}` });
+        throw apiError('ReferenceIdTaken', `Another user already has the reference id "${next}".`, {
+          pointer: `/data/attributes/${field}`,
+        });
       }
       set[field] = next;
     }

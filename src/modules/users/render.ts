@@ -10,7 +10,13 @@ function profile(u: UserSummaryRow) {
 
 /** The attached profile's members that are set; an unset member is left out (the spec types them as strings, Accrue does not require them). */
 export function attachedProfileAttributes(u: UserRow) {
-  const members: { referenceId?: string; stableReferenceId?: string; effectiveReferenceId?: string; email?: string; phoneNumber?: string } = {};
+  const members: {
+    referenceId?: string;
+    stableReferenceId?: string;
+    effectiveReferenceId?: string;
+    email?: string;
+    phoneNumber?: string;
+  } = {};
   if (u.referenceId !== null) members.referenceId = u.referenceId;
   if (u.stableReferenceId !== null) members.stableReferenceId = u.stableReferenceId;
   const effective = u.stableReferenceId ?? u.referenceId;
@@ -40,7 +46,12 @@ export function userSummaryResource(u: UserSummaryRow, baseUrl: string) {
   return {
     id: u.id,
     type: 'User' as const,
-    attributes: { disabled: u.disabled, profile: profile(u), updatedAt: isoTime(u.updatedAt), createdAt: isoTime(u.createdAt) },
+    attributes: {
+      disabled: u.disabled,
+      profile: profile(u),
+      updatedAt: isoTime(u.updatedAt),
+      createdAt: isoTime(u.createdAt),
+    },
     links: { self: baseUrl + userPath(u.id) },
   };
 }

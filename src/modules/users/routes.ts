@@ -39,7 +39,11 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req, reply) => {
-      const user = await createUser(ctx.db, { clientId: req.client.id, ...req.body.data.attributes, now: ctx.clock.now() });
+      const user = await createUser(ctx.db, {
+        clientId: req.client.id,
+        ...req.body.data.attributes,
+        now: ctx.clock.now(),
+      });
       reply.code(201).header('location', userResource(user, base).links.self);
       return { data: userResource(user, base) };
     },
@@ -61,10 +65,18 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
       const page = pageOf(req.query);
       const { rows, total } = await listUsers(ctx.db, {
         clientId: req.client.id,
-        filters: { phoneNumber: req.query['filter[phoneNumber]'], email: req.query['filter[email]'], referenceId: req.query['filter[referenceId]'] },
+        filters: {
+          phoneNumber: req.query['filter[phoneNumber]'],
+          email: req.query['filter[email]'],
+          referenceId: req.query['filter[referenceId]'],
+        },
         page,
       });
-      return { data: rows.map((u) => userResource(u, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map((u) => userResource(u, base)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -90,7 +102,12 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
   // The spec's sample sends `type` and `attributes` without a `data` wrapper; both are
   // accepted. The JSON:API request hook wraps a bare body before validation (config.jsonApi),
   // and error pointers are unwrapped after.
-  const wrappedValidator = (validatorCompiler as FastifySchemaCompiler<unknown>)({ schema: AttachedProfileBody, method: 'PATCH', url: '', httpPart: 'body' });
+  const wrappedValidator = (validatorCompiler as FastifySchemaCompiler<unknown>)({
+    schema: AttachedProfileBody,
+    method: 'PATCH',
+    url: '',
+    httpPart: 'body',
+  });
   app.patch(
     '/api/v1/users/:userReference/attached-profile',
     {
@@ -100,7 +117,7 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: "Update the merchant's attached profile",
         description:
           '`userReference` is a user id or a reference id. Reference ids are unique per merchant and immutable once set. ' +
-          'The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user\'s id or the `userReference` of the URL ' +
+          "The body may also omit the `data` wrapper (`{type, attributes}`). An `id` in the body must be the user's id or the `userReference` of the URL " +
           '(409 `Conflict` otherwise).',
         params: UserReferenceParams,
         body: Type.Union([AttachedProfileBody, AttachedProfileBareBody]),

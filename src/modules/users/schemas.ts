@@ -3,7 +3,13 @@ import { listQuery } from '../../http/paging.ts';
 import { E164, Email, Nullable, Text, Timestamp, requestBody, resource } from '../../http/schemas.ts';
 
 const NullableString = () => Nullable(Type.String());
-const ReferenceId = () => Type.String({ minLength: 1, maxLength: 255, pattern: '^\\S(.*\\S)?$', 'x-pattern-hint': 'a string without leading or trailing spaces' });
+const ReferenceId = () =>
+  Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^\\S(.*\\S)?$',
+    'x-pattern-hint': 'a string without leading or trailing spaces',
+  });
 
 export const Profile = Type.Object({
   firstName: NullableString(),
@@ -21,27 +27,42 @@ export const AttachedProfileAttributes = {
   phoneNumber: Type.Optional(Type.String()),
 };
 
-export const User = resource('User', 'User', {
-  disabled: Type.Boolean(),
-  publicId: Type.String(),
-  profile: Profile,
-  attachedProfile: Type.Object(AttachedProfileAttributes),
-  updatedAt: Timestamp(),
-  createdAt: Timestamp(),
-}, { links: { self: Type.String() } });
+export const User = resource(
+  'User',
+  'User',
+  {
+    disabled: Type.Boolean(),
+    publicId: Type.String(),
+    profile: Profile,
+    attachedProfile: Type.Object(AttachedProfileAttributes),
+    updatedAt: Timestamp(),
+    createdAt: Timestamp(),
+  },
+  { links: { self: Type.String() } },
+);
 
 /** GET /users/{id} shows only these (spec: "The Get User response shows only ..."). */
-export const UserSummary = resource('UserSummary', 'User', {
-  disabled: Type.Boolean(),
-  profile: Profile,
-  updatedAt: Timestamp(),
-  createdAt: Timestamp(),
-}, { links: { self: Type.String() } });
+export const UserSummary = resource(
+  'UserSummary',
+  'User',
+  {
+    disabled: Type.Boolean(),
+    profile: Profile,
+    updatedAt: Timestamp(),
+    createdAt: Timestamp(),
+  },
+  { links: { self: Type.String() } },
+);
 
-export const AttachedProfile = resource('AttachedProfile', 'AttachedProfile', {
-  ...AttachedProfileAttributes,
-  updatedAt: Timestamp(),
-}, { links: { self: Type.String() } });
+export const AttachedProfile = resource(
+  'AttachedProfile',
+  'AttachedProfile',
+  {
+    ...AttachedProfileAttributes,
+    updatedAt: Timestamp(),
+  },
+  { links: { self: Type.String() } },
+);
 
 /** Coffer's users are known by phone number, Accrue's CreateUser requires an e-mail: either (or both) will do. */
 export const CreateUserBody = requestBody(
@@ -82,7 +103,13 @@ export const ListUsersQuery = listQuery({
 });
 
 export const UserReferenceParams = Type.Object(
-  { userReference: Type.String({ minLength: 1, maxLength: 255, description: 'A user id or one of the attached-profile reference ids' }) },
+  {
+    userReference: Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'A user id or one of the attached-profile reference ids',
+    }),
+  },
   { additionalProperties: false },
 );
 

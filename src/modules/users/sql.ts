@@ -16,13 +16,24 @@ export async function insertUser(db: Executor, row: typeof users.$inferInsert): 
   return out!;
 }
 
-export async function findUser(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<UserRow | undefined> {
-  const q = db.select().from(users).where(and(eq(users.clientId, clientId), eq(users.id, id)));
+export async function findUser(
+  db: Executor,
+  clientId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<UserRow | undefined> {
+  const q = db
+    .select()
+    .from(users)
+    .where(and(eq(users.clientId, clientId), eq(users.id, id)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
 
-export type UserSummaryRow = Pick<UserRow, 'id' | 'disabled' | 'firstName' | 'lastName' | 'email' | 'phoneNumber' | 'createdAt' | 'updatedAt'>;
+export type UserSummaryRow = Pick<
+  UserRow,
+  'id' | 'disabled' | 'firstName' | 'lastName' | 'email' | 'phoneNumber' | 'createdAt' | 'updatedAt'
+>;
 
 const summaries = new CoalescedRead<UserSummaryRow & { clientId: string }>(
   'users_summaries',
@@ -54,23 +65,40 @@ export interface UserFilters {
   referenceId?: string;
 }
 
-function userConditions(clientId: string | Placeholder, f: { [K in keyof UserFilters]: string | Placeholder }): SQL | undefined {
+function userConditions(
+  clientId: string | Placeholder,
+  f: { [K in keyof UserFilters]: string | Placeholder },
+): SQL | undefined {
   const conds: SQL[] = [eq(users.clientId, clientId)];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
   if (f.email !== undefined) conds.push(eq(users.email, f.email));
-  if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
+  if (f.referenceId !== undefined)
+    conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
   return and(...conds);
 }
 
 /** The console's page of users: newest first, the total counted up to `totalCap` (cappedPage). */
-export function consoleUserRows(db: Executor, clientId: string, f: UserFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<UserRow>> {
+export function consoleUserRows(
+  db: Executor,
+  clientId: string,
+  f: UserFilters,
+  page: Page,
+  o: { totalCap: number; cursor?: Cursor },
+): Promise<CappedPage<UserRow>> {
   return cappedPage(db, {
     table: users,
     clientId,
     where: userConditions(clientId, { ...f, email: f.email?.toLowerCase() }),
     page,
     ...o,
-    rows: (w, orderBy, limit, offset) => db.select().from(users).where(w).orderBy(...orderBy).limit(limit).offset(offset),
+    rows: (w, orderBy, limit, offset) =>
+      db
+        .select()
+        .from(users)
+        .where(w)
+        .orderBy(...orderBy)
+        .limit(limit)
+        .offset(offset),
   });
 }
 
@@ -87,7 +115,12 @@ const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
     referenceId: shape.includes('r') ? ph('referenceId') : undefined,
   });
   if (shape === '') {
-    return countedPage(db, { table: users, where, orderBy: [desc(users.createdAt), desc(users.id)], total: countedTotal(ph('clientId'), 'users', {}) });
+    return countedPage(db, {
+      table: users,
+      where,
+      orderBy: [desc(users.createdAt), desc(users.id)],
+      total: countedTotal(ph('clientId'), 'users', {}),
+    });
   }
   return db
     .select({ row: users, total: sql<number>`count(*) over ()`.mapWith(Number) })
@@ -100,20 +133,45 @@ const userPage = coalescedPages((db: Executor, shape: UserListShape) => {
 
 const usersTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'users', {}));
 
-export async function listUserRows(db: Executor, clientId: string, f: UserFilters, page: Page): Promise<{ rows: UserRow[]; total: number }> {
-  const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as UserListShape;
+export async function listUserRows(
+  db: Executor,
+  clientId: string,
+  f: UserFilters,
+  page: Page,
+): Promise<{ rows: UserRow[]; total: number }> {
+  const shape =
+    `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as UserListShape;
   const email = f.email?.toLowerCase();
-  const rows = await userPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
+  const rows = await userPage(db, shape, {
+    clientId,
+    phoneNumber: f.phoneNumber,
+    email,
+    referenceId: f.referenceId,
+    limit: page.limit,
+    offset: page.offset,
+  });
   if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   // A page past the end.
   if (shape === '') return { rows: [], total: await usersTotal(db, '', { clientId }) };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(users).where(userConditions(clientId, { ...f, email }));
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(users)
+    .where(userConditions(clientId, { ...f, email }));
   return { rows: [], total: c?.n ?? 0 };
 }
 
-export async function updateUserRow(db: Executor, clientId: string, id: string, patch: Partial<typeof users.$inferInsert>): Promise<UserRow> {
-  const [row] = await db.update(users).set(patch).where(and(eq(users.clientId, clientId), eq(users.id, id))).returning();
+export async function updateUserRow(
+  db: Executor,
+  clientId: string,
+  id: string,
+  patch: Partial<typeof users.$inferInsert>,
+): Promise<UserRow> {
+  const [row] = await db
+    .update(users)
+    .set(patch)
+    .where(and(eq(users.clientId, clientId), eq(users.id, id)))
+    .returning();
   return row!;
 }
 
@@ -123,11 +181,22 @@ export async function lockReferenceIds(db: Executor, clientId: string): Promise<
 }
 
 /** Another user of this merchant already using `ref` as either reference id. */
-export async function referenceTakenBy(db: Executor, clientId: string, ref: string, exceptUserId: string): Promise<boolean> {
+export async function referenceTakenBy(
+  db: Executor,
+  clientId: string,
+  ref: string,
+  exceptUserId: string,
+): Promise<boolean> {
   const rows = await db
     .select({ id: users.id })
     .from(users)
-    .where(and(eq(users.clientId, clientId), or(eq(users.referenceId, ref), eq(users.stableReferenceId, ref)), sql`${users.id} <> ${exceptUserId}`))
+    .where(
+      and(
+        eq(users.clientId, clientId),
+        or(eq(users.referenceId, ref), eq(users.stableReferenceId, ref)),
+        sql`${users.id} <> ${exceptUserId}`,
+      ),
+    )
     .limit(1);
   return rows.length > 0;
 }

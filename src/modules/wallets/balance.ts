@@ -29,14 +29,21 @@ const split = (deposit: number, accrue: number, merchant: number): Split => ({
  * Rewards usable on one purchase: none below the merchant's minimum, never more than the
  * purchase, taken merchant rewards first (the spending order: merchant, accrue, deposit).
  */
-export function usableRewards(b: Pick<Buckets, 'reward.accrue.available' | 'reward.merchant.available'>, purchaseAmount: number, minimumPurchase: number) {
+export function usableRewards(
+  b: Pick<Buckets, 'reward.accrue.available' | 'reward.merchant.available'>,
+  purchaseAmount: number,
+  minimumPurchase: number,
+) {
   if (purchaseAmount < minimumPurchase || purchaseAmount <= 0) return { accrue: 0, merchant: 0 };
   const merchant = Math.min(b['reward.merchant.available'], purchaseAmount);
   const accrue = Math.min(b['reward.accrue.available'], purchaseAmount - merchant);
   return { accrue, merchant };
 }
 
-export function walletBalance(b: Buckets, opts: { purchaseAmount?: number; rewardMinimumPurchase: number; includeWithdrawable?: boolean }): WalletBalance {
+export function walletBalance(
+  b: Buckets,
+  opts: { purchaseAmount?: number; rewardMinimumPurchase: number; includeWithdrawable?: boolean },
+): WalletBalance {
   const rewards =
     opts.purchaseAmount === undefined
       ? { accrue: b['reward.accrue.available'], merchant: b['reward.merchant.available'] }

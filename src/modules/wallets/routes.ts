@@ -6,9 +6,30 @@ import type { App } from '../../http/server.ts';
 import { userResource } from '../users/render.ts';
 import { User } from '../users/schemas.ts';
 import { findUser } from '../users/sql.ts';
-import { createBarcode, createWallet, getBarcode, getUserWalletBalance, getWallet, getWalletBalance, listBarcodes, listWallets, lookupWalletByBarcode } from './domain.ts';
+import {
+  createBarcode,
+  createWallet,
+  getBarcode,
+  getUserWalletBalance,
+  getWallet,
+  getWalletBalance,
+  listBarcodes,
+  listWallets,
+  lookupWalletByBarcode,
+} from './domain.ts';
 import { barcodeResource, walletBalanceResource, walletResource } from './render.ts';
-import { BalanceQuery, CreateWalletBody, ListBarcodesQuery, ListWalletsQuery, LookUpParams, SimulateBarcodeBody, Wallet, WalletBarcode, WalletQuery, WalletWithBalance } from './schemas.ts';
+import {
+  BalanceQuery,
+  CreateWalletBody,
+  ListBarcodesQuery,
+  ListWalletsQuery,
+  LookUpParams,
+  SimulateBarcodeBody,
+  Wallet,
+  WalletBarcode,
+  WalletQuery,
+  WalletWithBalance,
+} from './schemas.ts';
 import type { WalletRow } from './sql.ts';
 
 const TAGS = ['Wallets'];
@@ -36,13 +57,19 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'createWallet',
         summary: 'Create a wallet',
-        description: 'One wallet per user per merchant (409 `WalletAlreadyExists`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.',
+        description:
+          'One wallet per user per merchant (409 `WalletAlreadyExists`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.',
         body: CreateWalletBody,
         response: responses({ 201: document(ref(Wallet)) }, [...COMMON_ERRORS, 409]),
       },
     },
     async (req, reply) => {
-      const wallet = await createWallet(ctx.db, { clientId: req.client.id, userId: req.body.data.attributes.userId, baseUrl: ctx.config.listeners.api.publicUrl, now: ctx.clock.now() });
+      const wallet = await createWallet(ctx.db, {
+        clientId: req.client.id,
+        userId: req.body.data.attributes.userId,
+        baseUrl: ctx.config.listeners.api.publicUrl,
+        now: ctx.clock.now(),
+      });
       reply.code(201).header('location', walletResource(wallet, base).links.self);
       return { data: walletResource(wallet, base) };
     },
@@ -64,10 +91,18 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
       const page = pageOf(req.query);
       const { rows, total } = await listWallets(ctx.db, {
         clientId: req.client.id,
-        filters: { phoneNumber: req.query['filter[phoneNumber]'], email: req.query['filter[email]'], referenceId: req.query['filter[referenceId]'] },
+        filters: {
+          phoneNumber: req.query['filter[phoneNumber]'],
+          email: req.query['filter[email]'],
+          referenceId: req.query['filter[referenceId]'],
+        },
         page,
       });
-      return { data: rows.map((w) => walletResource(w, base)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map((w) => walletResource(w, base)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -85,7 +120,10 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req) => {
       const wallet = await getWallet(ctx.db, { clientId: req.client.id, walletId: req.params.walletId });
-      return { data: walletResource(wallet, base), included: await includedUsers(req.client.id, wallet, req.query.include) };
+      return {
+        data: walletResource(wallet, base),
+        included: await includedUsers(req.client.id, wallet, req.query.include),
+      };
     },
   );
 
@@ -96,21 +134,29 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'getWalletByBarcode',
         summary: 'Look a wallet up by its scanned barcode',
-        description: "Scoped to the merchant. An expired or used-up barcode is 400 `WalletIdentifierExpired`; a gift's id is never a wallet (404).",
+        description:
+          "Scoped to the merchant. An expired or used-up barcode is 400 `WalletIdentifierExpired`; a gift's id is never a wallet (404).",
         params: LookUpParams,
         querystring: WalletQuery,
         response: responses({ 200: walletDocument }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req) => {
-      const wallet = await lookupWalletByBarcode(ctx.db, { clientId: req.client.id, lookUpId: req.params.lookUpId, now: ctx.clock.now() });
-      return { data: walletResource(wallet, base), included: await includedUsers(req.client.id, wallet, req.query.include) };
+      const wallet = await lookupWalletByBarcode(ctx.db, {
+        clientId: req.client.id,
+        lookUpId: req.params.lookUpId,
+        now: ctx.clock.now(),
+      });
+      return {
+        data: walletResource(wallet, base),
+        included: await includedUsers(req.client.id, wallet, req.query.include),
+      };
     },
   );
 
   const balanceDescription =
     '`available` is spendable now, `pending` not yet cleared, `reserved` authorized but not captured, `total` = available + pending + reserved per bucket. ' +
-    'With `purchaseAmount`, `available.reward` counts only rewards usable on that purchase (none below the merchant\'s `rewardMinimumPurchase`, never more than the purchase); `total` stays what the wallet holds. ' +
+    "With `purchaseAmount`, `available.reward` counts only rewards usable on that purchase (none below the merchant's `rewardMinimumPurchase`, never more than the purchase); `total` stays what the wallet holds. " +
     '`includeWithdrawableAmount=true` adds `balance.withdrawable.total` (available deposit money).';
 
   app.get(
@@ -135,7 +181,10 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         includeWithdrawable: req.query.includeWithdrawableAmount,
         rewardMinimumPurchase: req.client.settings.rewardMinimumPurchase,
       });
-      return { data: walletBalanceResource(wallet, balance, base), ...(await included(req.client.id, wallet, req.query.include)) };
+      return {
+        data: walletBalanceResource(wallet, balance, base),
+        ...(await included(req.client.id, wallet, req.query.include)),
+      };
     },
   );
 
@@ -160,7 +209,10 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         includeWithdrawable: req.query.includeWithdrawableAmount,
         rewardMinimumPurchase: req.client.settings.rewardMinimumPurchase,
       });
-      return { data: walletBalanceResource(wallet, balance, base), ...(await included(req.client.id, wallet, req.query.include)) };
+      return {
+        data: walletBalanceResource(wallet, balance, base),
+        ...(await included(req.client.id, wallet, req.query.include)),
+      };
     },
   );
 }
@@ -179,7 +231,7 @@ export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise
         summary: 'Create a scan-and-pay barcode (sandbox)',
         description:
           'A 16-digit `lookUpId`, valid 10 minutes unless `expiresAt` (or `ttlSeconds`) says otherwise, at most 24 hours. ' +
-          'Type `GenerateWalletBarcode` (Accrue\'s name): without `usageLimit` the barcode has no use limit. ' +
+          "Type `GenerateWalletBarcode` (Accrue's name): without `usageLimit` the barcode has no use limit. " +
           'Types `WalletBarcode` and `SimulateWalletBarcode`, and no body at all: usable once unless `usageLimit` says otherwise. ' +
           '`reuseActive: true` answers with the newest barcode of the wallet still usable, when there is one. The body is optional.',
         params: idParams('walletId'),
@@ -211,7 +263,8 @@ export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise
         tags: SIM,
         operationId: 'listWalletBarcodes',
         summary: "List a wallet's barcodes (sandbox)",
-        description: 'Newest first, paged. Barcodes past their `expiresAt` are left out unless `includeExpired=true`; used-up ones are listed (`usageCount` = `usageLimit`).',
+        description:
+          'Newest first, paged. Barcodes past their `expiresAt` are left out unless `includeExpired=true`; used-up ones are listed (`usageCount` = `usageLimit`).',
         params: idParams('walletId'),
         querystring: ListBarcodesQuery,
         response: responses({ 200: listDocument(ref(WalletBarcode)) }, [...COMMON_ERRORS, 404]),
@@ -226,7 +279,11 @@ export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise
         now: ctx.clock.now(),
         page,
       });
-      return { data: rows.map((b) => barcodeResource(b)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map((b) => barcodeResource(b)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -246,7 +303,11 @@ export async function walletSimulationRoutes(app: App, ctx: AppContext): Promise
       },
     },
     async (req) => {
-      const b = await getBarcode(ctx.db, { clientId: req.client.id, lookUpId: req.params.lookUpId, now: ctx.clock.now() });
+      const b = await getBarcode(ctx.db, {
+        clientId: req.client.id,
+        lookUpId: req.params.lookUpId,
+        now: ctx.clock.now(),
+      });
       return { data: barcodeResource(b, { idOf: 'wallet' }) };
     },
   );

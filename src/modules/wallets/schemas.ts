@@ -13,7 +13,12 @@ export const Balance = Type.Object({
   pending: Split,
   reserved: Type.Object({ total: Type.Integer() }),
   total: Split,
-  withdrawable: Type.Optional(Type.Object({ total: Type.Integer() }, { description: 'With includeWithdrawableAmount=true: available deposit money (rewards are never withdrawable)' })),
+  withdrawable: Type.Optional(
+    Type.Object(
+      { total: Type.Integer() },
+      { description: 'With includeWithdrawableAmount=true: available deposit money (rewards are never withdrawable)' },
+    ),
+  ),
 });
 
 const walletAttributes = {
@@ -24,13 +29,21 @@ const walletAttributes = {
 };
 const walletRelationships = { user: Type.Object({ data: ResourceIdentifier('User') }) };
 
-export const Wallet = resource('Wallet', 'Wallet', walletAttributes, { relationships: walletRelationships, links: { self: Type.String() } });
-
-export const WalletWithBalance = resource('WalletBalance', 'Wallet', { ...walletAttributes, balance: Balance }, {
+export const Wallet = resource('Wallet', 'Wallet', walletAttributes, {
   relationships: walletRelationships,
   links: { self: Type.String() },
-  description: 'A wallet with its balance (amounts in cents)',
 });
+
+export const WalletWithBalance = resource(
+  'WalletBalance',
+  'Wallet',
+  { ...walletAttributes, balance: Balance },
+  {
+    relationships: walletRelationships,
+    links: { self: Type.String() },
+    description: 'A wallet with its balance (amounts in cents)',
+  },
+);
 
 export const WalletBarcode = resource(
   'WalletBarcode',
@@ -41,11 +54,16 @@ export const WalletBarcode = resource(
     expiresAt: Timestamp(),
     usageLimit: Nullable(Type.Integer({ description: 'Null: no limit' })),
     usageCount: Type.Integer(),
-    referenceId: Nullable(Type.String({ description: "The wallet user's reference id (stableReferenceId, else referenceId)" })),
+    referenceId: Nullable(
+      Type.String({ description: "The wallet user's reference id (stableReferenceId, else referenceId)" }),
+    ),
     createdAt: Timestamp(),
     updatedAt: Timestamp(),
   },
-  { description: "A scan-and-pay barcode. `id` is the barcode's own id, except from GET /simulation/barcodes/{lookUpId}, where (as in Accrue's contract) it is the wallet's id; `walletId` is the wallet's id everywhere." },
+  {
+    description:
+      "A scan-and-pay barcode. `id` is the barcode's own id, except from GET /simulation/barcodes/{lookUpId}, where (as in Accrue's contract) it is the wallet's id; `walletId` is the wallet's id everywhere.",
+  },
 );
 
 export const CreateWalletBody = requestBody('Wallet', Type.Object({ userId: Uuid() }, { additionalProperties: false }));
@@ -56,8 +74,16 @@ export const WalletQuery = query({ include: Include });
 
 export const BalanceQuery = query({
   include: Include,
-  userReference: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The wallet's user id or attached-profile reference id; must match" })),
-  purchaseAmount: Type.Optional(Cents({ description: 'Show only the rewards usable on a purchase of this many cents' })),
+  userReference: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: "The wallet's user id or attached-profile reference id; must match",
+    }),
+  ),
+  purchaseAmount: Type.Optional(
+    Cents({ description: 'Show only the rewards usable on a purchase of this many cents' }),
+  ),
   includeWithdrawableAmount: Type.Optional(Type.Boolean()),
 });
 
@@ -68,7 +94,14 @@ export const ListWalletsQuery = listQuery({
 });
 
 export const LookUpParams = Type.Object(
-  { lookUpId: Type.String({ minLength: 1, maxLength: 64, pattern: '^[0-9A-Za-z_-]+$', 'x-pattern-hint': 'a scanned lookup id' }) },
+  {
+    lookUpId: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      pattern: '^[0-9A-Za-z_-]+$',
+      'x-pattern-hint': 'a scanned lookup id',
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -79,17 +112,41 @@ export const SimulateBarcodeBody = requestBody(
   ['GenerateWalletBarcode', 'WalletBarcode', 'SimulateWalletBarcode'],
   Type.Object(
     {
-      expiresAt: Type.Optional(Timestamp({ description: 'When it expires: in the future, at most 24 hours ahead. Default 10 minutes from now' })),
-      ttlSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: BARCODE_MAX_TTL_S, description: 'Instead of expiresAt: seconds from now (default 600)' })),
-      usageLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Default: no limit with type GenerateWalletBarcode (as Accrue documents), 1 with the other type names or no body' })),
-      reuseActive: Type.Optional(Type.Boolean({ description: 'true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one' })),
+      expiresAt: Type.Optional(
+        Timestamp({
+          description: 'When it expires: in the future, at most 24 hours ahead. Default 10 minutes from now',
+        }),
+      ),
+      ttlSeconds: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: BARCODE_MAX_TTL_S,
+          description: 'Instead of expiresAt: seconds from now (default 600)',
+        }),
+      ),
+      usageLimit: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description:
+            'Default: no limit with type GenerateWalletBarcode (as Accrue documents), 1 with the other type names or no body',
+        }),
+      ),
+      reuseActive: Type.Optional(
+        Type.Boolean({
+          description:
+            'true: answer with the newest barcode of the wallet still usable, if there is one, instead of making a new one',
+        }),
+      ),
     },
     { additionalProperties: false },
   ),
 );
 
 export const ListBarcodesQuery = listQuery({
-  includeExpired: Type.Optional(Type.Boolean({ description: 'Also list barcodes past their expiresAt (default false)' })),
+  includeExpired: Type.Optional(
+    Type.Boolean({ description: 'Also list barcodes past their expiresAt (default false)' }),
+  ),
 });
 
 export const schemas = [Wallet, WalletWithBalance, WalletBarcode];

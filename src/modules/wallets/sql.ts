@@ -19,14 +19,25 @@ export async function insertWallet(db: Executor, row: typeof wallets.$inferInser
   return out!;
 }
 
-export async function findWallet(db: Executor, clientId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<WalletRow | undefined> {
-  const q = db.select().from(wallets).where(and(eq(wallets.clientId, clientId), eq(wallets.id, id)));
+export async function findWallet(
+  db: Executor,
+  clientId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<WalletRow | undefined> {
+  const q = db
+    .select()
+    .from(wallets)
+    .where(and(eq(wallets.clientId, clientId), eq(wallets.id, id)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
 
 export async function findWalletOfUser(db: Executor, clientId: string, userId: string): Promise<WalletRow | undefined> {
-  const [row] = await db.select().from(wallets).where(and(eq(wallets.clientId, clientId), eq(wallets.userId, userId)));
+  const [row] = await db
+    .select()
+    .from(wallets)
+    .where(and(eq(wallets.clientId, clientId), eq(wallets.userId, userId)));
   return row;
 }
 
@@ -47,11 +58,18 @@ const balanceReads = new CoalescedRead<WalletWithBucketsRow>(
  * The balance read, the hottest money read: the wallet and its nine bucket balances as one
  * row, with the reads that arrive together sent as one prepared statement.
  */
-export async function findWalletWithBuckets(db: Executor, clientId: string, id: string): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
+export async function findWalletWithBuckets(
+  db: Executor,
+  clientId: string,
+  id: string,
+): Promise<{ wallet: WalletRow; buckets: Buckets } | undefined> {
   const row = await balanceReads.get(db, clientId, id);
   if (!row) return undefined;
   const { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt, ...buckets } = row;
-  return { wallet: { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt }, buckets: buckets as Buckets };
+  return {
+    wallet: { id: wid, clientId: cid, userId, status, closedAt, createdAt, updatedAt },
+    buckets: buckets as Buckets,
+  };
 }
 
 export interface WalletFilters {
@@ -61,11 +79,15 @@ export interface WalletFilters {
 }
 
 /** The filters on the wallet's user, or none (with the user's client_id, so they read users' (client_id, …) unique indexes). */
-function walletUserConditions(clientId: string | Placeholder, f: { [K in keyof WalletFilters]: string | Placeholder }): SQL[] {
+function walletUserConditions(
+  clientId: string | Placeholder,
+  f: { [K in keyof WalletFilters]: string | Placeholder },
+): SQL[] {
   const conds: SQL[] = [];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
   if (f.email !== undefined) conds.push(eq(users.email, f.email));
-  if (f.referenceId !== undefined) conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
+  if (f.referenceId !== undefined)
+    conds.push(or(eq(users.referenceId, f.referenceId), eq(users.stableReferenceId, f.referenceId))!);
   return conds.length > 0 ? [eq(users.clientId, clientId), ...conds] : [];
 }
 
@@ -74,21 +96,41 @@ function walletUserConditions(clientId: string | Placeholder, f: { [K in keyof W
  * Only a filter on the user joins users: every wallet has one, so the total without one is the
  * wallets' own.
  */
-export function consoleWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page, o: { totalCap: number; cursor?: Cursor }): Promise<CappedPage<WalletRow>> {
+export function consoleWalletRows(
+  db: Executor,
+  clientId: string,
+  f: WalletFilters,
+  page: Page,
+  o: { totalCap: number; cursor?: Cursor },
+): Promise<CappedPage<WalletRow>> {
   const byUser = walletUserConditions(clientId, { ...f, email: f.email?.toLowerCase() });
   const where = and(eq(wallets.clientId, clientId), ...byUser);
-  const from = () => (byUser.length > 0 ? db.select({ wallet: wallets }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)) : db.select({ wallet: wallets }).from(wallets));
+  const from = () =>
+    byUser.length > 0
+      ? db.select({ wallet: wallets }).from(wallets).innerJoin(users, eq(users.id, wallets.userId))
+      : db.select({ wallet: wallets }).from(wallets);
   return cappedPage(db, {
     table: wallets,
     clientId,
     where,
     page,
     ...o,
-    rows: async (w, orderBy, limit, offset) => (await from().where(w).orderBy(...orderBy).limit(limit).offset(offset)).map((r) => r.wallet),
+    rows: async (w, orderBy, limit, offset) =>
+      (
+        await from()
+          .where(w)
+          .orderBy(...orderBy)
+          .limit(limit)
+          .offset(offset)
+      ).map((r) => r.wallet),
     deferOffset: byUser.length === 0,
     count: async (w, cap) => {
       if (byUser.length === 0) return cappedCount(db, wallets, w, cap);
-      const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(wallets).innerJoin(users, eq(users.id, wallets.userId)).where(w);
+      const [c] = await db
+        .select({ n: sql<number>`count(*)`.mapWith(Number) })
+        .from(wallets)
+        .innerJoin(users, eq(users.id, wallets.userId))
+        .where(w);
       return { total: c?.n ?? 0, capped: false };
     },
   });
@@ -107,7 +149,12 @@ const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
   if (byUser.length === 0) {
     // No filter: the merchant's wallets and their counted total (list_counts), no join (every
     // wallet has its user).
-    return countedPage(db, { table: wallets, where, orderBy: [desc(wallets.createdAt), desc(wallets.id)], total: countedTotal(ph('clientId'), 'wallets', {}) });
+    return countedPage(db, {
+      table: wallets,
+      where,
+      orderBy: [desc(wallets.createdAt), desc(wallets.id)],
+      total: countedTotal(ph('clientId'), 'wallets', {}),
+    });
   }
   // A filter names a user or two (users' unique indexes): their wallets, counted as they are read.
   return db
@@ -123,9 +170,17 @@ const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
 const walletsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'wallets', {}));
 
 export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
-  const shape = `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as WalletListShape;
+  const shape =
+    `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as WalletListShape;
   const email = f.email?.toLowerCase();
-  const rows = await walletPage(db, shape, { clientId, phoneNumber: f.phoneNumber, email, referenceId: f.referenceId, limit: page.limit, offset: page.offset });
+  const rows = await walletPage(db, shape, {
+    clientId,
+    phoneNumber: f.phoneNumber,
+    email,
+    referenceId: f.referenceId,
+    limit: page.limit,
+    offset: page.offset,
+  });
   if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
   // A page past the end.
@@ -143,20 +198,34 @@ export async function insertBarcode(db: Executor, row: typeof walletBarcodes.$in
   return out!;
 }
 
-export async function findBarcode(db: Executor, clientId: string, lookUpId: string, opts: { forUpdate?: boolean } = {}): Promise<BarcodeRow | undefined> {
-  const q = db.select().from(walletBarcodes).where(and(eq(walletBarcodes.clientId, clientId), eq(walletBarcodes.lookUpId, lookUpId)));
+export async function findBarcode(
+  db: Executor,
+  clientId: string,
+  lookUpId: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<BarcodeRow | undefined> {
+  const q = db
+    .select()
+    .from(walletBarcodes)
+    .where(and(eq(walletBarcodes.clientId, clientId), eq(walletBarcodes.lookUpId, lookUpId)));
   const [row] = opts.forUpdate ? await q.for('update') : await q;
   return row;
 }
 
 export async function incrementBarcodeUse(db: Executor, id: string, now: Date): Promise<void> {
-  await db.update(walletBarcodes).set({ usageCount: sql`${walletBarcodes.usageCount} + 1`, updatedAt: now }).where(eq(walletBarcodes.id, id));
+  await db
+    .update(walletBarcodes)
+    .set({ usageCount: sql`${walletBarcodes.usageCount} + 1`, updatedAt: now })
+    .where(eq(walletBarcodes.id, id));
 }
 
 /** A barcode as the API shows it: with its wallet user's reference id. */
 export type BarcodeView = BarcodeRow & { referenceId: string | null };
 
-const barcodeViewColumns = { barcode: walletBarcodes, referenceId: sql<string | null>`coalesce(${users.stableReferenceId}, ${users.referenceId})` };
+const barcodeViewColumns = {
+  barcode: walletBarcodes,
+  referenceId: sql<string | null>`coalesce(${users.stableReferenceId}, ${users.referenceId})`,
+};
 
 function barcodeViews(db: Executor) {
   return db
@@ -166,16 +235,28 @@ function barcodeViews(db: Executor) {
     .innerJoin(users, eq(users.id, wallets.userId));
 }
 
-const toView = (r: { barcode: BarcodeRow; referenceId: string | null }): BarcodeView => ({ ...r.barcode, referenceId: r.referenceId });
+const toView = (r: { barcode: BarcodeRow; referenceId: string | null }): BarcodeView => ({
+  ...r.barcode,
+  referenceId: r.referenceId,
+});
 
-export async function findBarcodeView(db: Executor, clientId: string, by: { id: string } | { lookUpId: string }): Promise<BarcodeView | undefined> {
+export async function findBarcodeView(
+  db: Executor,
+  clientId: string,
+  by: { id: string } | { lookUpId: string },
+): Promise<BarcodeView | undefined> {
   const match = 'id' in by ? eq(walletBarcodes.id, by.id) : eq(walletBarcodes.lookUpId, by.lookUpId);
   const [row] = await barcodeViews(db).where(and(eq(walletBarcodes.clientId, clientId), match));
   return row && toView(row);
 }
 
 /** A wallet's barcodes, newest first; without `includeExpired`, only those not past expiresAt. */
-export async function listBarcodeViews(db: Executor, clientId: string, walletId: string, opts: { includeExpired: boolean; now: Date; page: Page }) {
+export async function listBarcodeViews(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  opts: { includeExpired: boolean; now: Date; page: Page },
+) {
   const conds: SQL[] = [eq(walletBarcodes.clientId, clientId), eq(walletBarcodes.walletId, walletId)];
   if (!opts.includeExpired) conds.push(gt(walletBarcodes.expiresAt, opts.now));
   const where = and(...conds);
@@ -184,12 +265,20 @@ export async function listBarcodeViews(db: Executor, clientId: string, walletId:
     .orderBy(desc(walletBarcodes.createdAt), desc(walletBarcodes.id))
     .limit(opts.page.limit)
     .offset(opts.page.offset);
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(walletBarcodes).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(walletBarcodes)
+    .where(where);
   return { rows: rows.map(toView), total: c?.n ?? 0 };
 }
 
 /** The wallet's newest barcode still usable now (not expired, not used up), if any. */
-export async function findActiveBarcode(db: Executor, clientId: string, walletId: string, now: Date): Promise<BarcodeRow | undefined> {
+export async function findActiveBarcode(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  now: Date,
+): Promise<BarcodeRow | undefined> {
   const [row] = await db
     .select()
     .from(walletBarcodes)

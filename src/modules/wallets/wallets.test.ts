@@ -1,7 +1,15 @@
 // Wallets (decisions §6): create, read with include, list, balance, barcodes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, createUser, errorsOf, phone, uniqueEmail, type Merchant, type TestApp } from '../../test/harness.ts';
+import {
+  createTestApp,
+  createUser,
+  errorsOf,
+  phone,
+  uniqueEmail,
+  type Merchant,
+  type TestApp,
+} from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../test/money.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -20,25 +28,45 @@ describe('wallets', () => {
 
   test('create is 201, Active, with the user relationship; no KYC needed', async () => {
     const u = await createUser(t, m);
-    const res = await t.request('POST', '/api/v1/wallets', { as: m, body: { data: { type: 'Wallet', attributes: { userId: u.id } } } });
+    const res = await t.request('POST', '/api/v1/wallets', {
+      as: m,
+      body: { data: { type: 'Wallet', attributes: { userId: u.id } } },
+    });
     assert.equal(res.status, 201);
     const w = res.body.data;
     assert.equal(w.type, 'Wallet');
     assert.equal(res.headers.location, `http://api.test/api/v1/wallets/${w.id}`);
-    assert.deepEqual(w.attributes, { status: 'Active', closedAt: null, updatedAt: t.clock.now().toISOString(), createdAt: t.clock.now().toISOString() });
+    assert.deepEqual(w.attributes, {
+      status: 'Active',
+      closedAt: null,
+      updatedAt: t.clock.now().toISOString(),
+      createdAt: t.clock.now().toISOString(),
+    });
     assert.deepEqual(w.relationships.user.data, { type: 'User', id: u.id });
   });
 
   test('one wallet per user per merchant: 409 WalletAlreadyExists', async () => {
     const u = await createUser(t, m);
     await createWallet(t, m, u.id);
-    const again = await t.request('POST', '/api/v1/wallets', { as: m, body: { data: { type: 'Wallet', attributes: { userId: u.id } } } });
+    const again = await t.request('POST', '/api/v1/wallets', {
+      as: m,
+      body: { data: { type: 'Wallet', attributes: { userId: u.id } } },
+    });
     assert.equal(again.status, 409);
     assert.equal(errorsOf(again)[0]!.code, 'WalletAlreadyExists');
-    const racing = await Promise.all(Array.from({ length: 5 }, async () => {
-      const v = await createUser(t, m);
-      return Promise.all(Array.from({ length: 4 }, () => t.request('POST', '/api/v1/wallets', { as: m, body: { data: { type: 'Wallet', attributes: { userId: v.id } } } })));
-    }));
+    const racing = await Promise.all(
+      Array.from({ length: 5 }, async () => {
+        const v = await createUser(t, m);
+        return Promise.all(
+          Array.from({ length: 4 }, () =>
+            t.request('POST', '/api/v1/wallets', {
+              as: m,
+              body: { data: { type: 'Wallet', attributes: { userId: v.id } } },
+            }),
+          ),
+        );
+      }),
+    );
     for (const group of racing) {
       assert.deepEqual(group.map((r) => r.status).sort(), [201, 409, 409, 409], 'concurrent creates make one wallet');
     }
@@ -48,7 +76,10 @@ describe('wallets', () => {
   test("an unknown user, or another merchant's, is 400 UserNotFound", async () => {
     const theirs = await createUser(t, other);
     for (const userId of ['0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', theirs.id]) {
-      const res = await t.request('POST', '/api/v1/wallets', { as: m, body: { data: { type: 'Wallet', attributes: { userId } } } });
+      const res = await t.request('POST', '/api/v1/wallets', {
+        as: m,
+        body: { data: { type: 'Wallet', attributes: { userId } } },
+      });
       assert.equal(res.status, 400);
       assert.equal(errorsOf(res)[0]!.code, 'UserNotFound');
       assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/userId');
@@ -77,31 +108,43 @@ describe('wallets', () => {
     assert.equal(errorsOf(bad)[0]!.source?.parameter, 'include');
   });
 
-  test('list filters by the wallet user\'s phone, e-mail and reference; pages', async () => {
+  test("list filters by the wallet user's phone, e-mail and reference; pages", async () => {
     const lm = await t.createMerchant();
     const p = phone();
     const e = uniqueEmail();
     const a = await createUser(t, lm, { phoneNumber: p });
     const b = await createUser(t, lm, { email: e });
     const c = await createUser(t, lm);
-    await t.request('PATCH', `/api/v1/users/${c.id}/attached-profile`, { as: lm, body: { data: { type: 'AttachedProfile', attributes: { referenceId: 'wallet-ref' } } } });
+    await t.request('PATCH', `/api/v1/users/${c.id}/attached-profile`, {
+      as: lm,
+      body: { data: { type: 'AttachedProfile', attributes: { referenceId: 'wallet-ref' } } },
+    });
     const wa = await createWallet(t, lm, a.id);
     const wb = await createWallet(t, lm, b.id);
     const wc = await createWallet(t, lm, c.id);
     const all = await t.request('GET', '/api/v1/wallets/', { as: lm });
     assert.equal(all.body.meta.total, 3);
-    const by = async (q: string) => (await t.request('GET', `/api/v1/wallets?${q}`, { as: lm })).body.data.map((w: { id: string }) => w.id);
+    const by = async (q: string) =>
+      (await t.request('GET', `/api/v1/wallets?${q}`, { as: lm })).body.data.map((w: { id: string }) => w.id);
     assert.deepEqual(await by(`filter[phoneNumber]=${encodeURIComponent(p)}`), [wa.id]);
     assert.deepEqual(await by(`filter[email]=${encodeURIComponent(e)}`), [wb.id]);
     assert.deepEqual(await by('filter[referenceId]=wallet-ref'), [wc.id]);
     assert.deepEqual(await by('page[limit]=1&page[offset]=1'), [wb.id]);
-    assert.equal((await t.request('GET', '/api/v1/wallets?filter[referenceId]=wallet-ref', { as: other })).body.meta.total, 0);
+    assert.equal(
+      (await t.request('GET', '/api/v1/wallets?filter[referenceId]=wallet-ref', { as: other })).body.meta.total,
+      0,
+    );
   });
 
   test('a new wallet has every balance member, all zero; withdrawable on request', async () => {
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    assert.deepEqual(await balanceOf(t, m, w.id), { available: ZERO, pending: ZERO, reserved: { total: 0 }, total: ZERO });
+    assert.deepEqual(await balanceOf(t, m, w.id), {
+      available: ZERO,
+      pending: ZERO,
+      reserved: { total: 0 },
+      total: ZERO,
+    });
     assert.deepEqual((await balanceOf(t, m, w.id, '?includeWithdrawableAmount=true')).withdrawable, { total: 0 });
     assert.equal((await balanceOf(t, m, w.id, '?includeWithdrawableAmount=false')).withdrawable, undefined);
   });
@@ -117,17 +160,26 @@ describe('wallets', () => {
     const none = await t.request('GET', `/api/v1/users/${lonely.id}/wallet-balance`, { as: m });
     assert.equal(none.status, 400);
     assert.equal(errorsOf(none)[0]!.code, 'InvalidUser');
-    const unknown = await t.request('GET', '/api/v1/users/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/wallet-balance', { as: m });
+    const unknown = await t.request('GET', '/api/v1/users/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/wallet-balance', {
+      as: m,
+    });
     assert.equal(unknown.status, 404);
     assert.equal((await t.request('GET', `/api/v1/users/${user.id}/wallet-balance`, { as: other })).status, 404);
   });
 
-  test('balance userReference must be the wallet\'s user', async () => {
+  test("balance userReference must be the wallet's user", async () => {
     const u = await createUser(t, m);
-    await t.request('PATCH', `/api/v1/users/${u.id}/attached-profile`, { as: m, body: { data: { type: 'AttachedProfile', attributes: { referenceId: `bal-${u.id}` } } } });
+    await t.request('PATCH', `/api/v1/users/${u.id}/attached-profile`, {
+      as: m,
+      body: { data: { type: 'AttachedProfile', attributes: { referenceId: `bal-${u.id}` } } },
+    });
     const w = await createWallet(t, m, u.id);
     for (const ref of [u.id, `bal-${u.id}`]) {
-      assert.equal((await t.request('GET', `/api/v1/wallets/${w.id}/balance?userReference=${ref}`, { as: m })).status, 200, ref);
+      assert.equal(
+        (await t.request('GET', `/api/v1/wallets/${w.id}/balance?userReference=${ref}`, { as: m })).status,
+        200,
+        ref,
+      );
     }
     const stranger = await createUser(t, m);
     for (const ref of [stranger.id, 'nobody']) {
@@ -140,7 +192,14 @@ describe('wallets', () => {
   test('bad balance queries are 400', async () => {
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    for (const q of ['purchaseAmount=-1', 'purchaseAmount=1.5', 'purchaseAmount=ten', 'includeWithdrawableAmount=maybe', 'include=wallet', 'currency=usd']) {
+    for (const q of [
+      'purchaseAmount=-1',
+      'purchaseAmount=1.5',
+      'purchaseAmount=ten',
+      'includeWithdrawableAmount=maybe',
+      'include=wallet',
+      'currency=usd',
+    ]) {
       const res = await t.request('GET', `/api/v1/wallets/${w.id}/balance?${q}`, { as: m });
       assert.equal(res.status, 400, q);
       assert.equal(errorsOf(res)[0]!.code, 'BadRequest', q);
@@ -153,7 +212,16 @@ describe('wallets', () => {
       ['GET', `/api/v1/wallets/${wallet.id}`],
       ['GET', `/api/v1/wallets/${wallet.id}/balance`],
       ['GET', `/api/v1/wallets/${wallet.id}/transactions`],
-      ['POST', `/api/v1/wallets/${wallet.id}/transactions`, { data: { type: 'OneTimeDeposit', attributes: { amount: 500, linkedAccountId: account.id, idempotencyKey: 'x-merchant' } } }],
+      [
+        'POST',
+        `/api/v1/wallets/${wallet.id}/transactions`,
+        {
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 500, linkedAccountId: account.id, idempotencyKey: 'x-merchant' },
+          },
+        },
+      ],
       ['POST', `/api/v1/wallets/${wallet.id}/withdraw`, { data: { type: 'Withdraw', attributes: { amount: 100 } } }],
       ['POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`],
       ['POST', `/api/v1/simulation/wallets/${wallet.id}/clear-pending/bank`],
@@ -164,7 +232,10 @@ describe('wallets', () => {
       assert.equal(res.status, 404, `${method} ${url}: ${res.raw}`);
       assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound', url);
     }
-    const reward = await t.request('POST', '/api/v1/rewards', { as: other, body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: 'r' } } } });
+    const reward = await t.request('POST', '/api/v1/rewards', {
+      as: other,
+      body: { data: { type: 'IssueReward', attributes: { walletId: wallet.id, amount: 100, idempotencyKey: 'r' } } },
+    });
     assert.equal(reward.status, 400);
     assert.equal(errorsOf(reward)[0]!.code, 'WalletNotFound');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 1000, 'untouched');
@@ -191,7 +262,16 @@ describe('wallet barcodes', () => {
     assert.match(b.lookUpId, /^\d{16}$/);
     assert.match(res.body.data.id, UUID, "the barcode's own id");
     const now = t.clock.now().toISOString();
-    assert.deepEqual(b, { lookUpId: b.lookUpId, walletId: w.id, expiresAt: new Date(t.clock.now().getTime() + 600_000).toISOString(), usageLimit: 1, usageCount: 0, referenceId: null, createdAt: now, updatedAt: now });
+    assert.deepEqual(b, {
+      lookUpId: b.lookUpId,
+      walletId: w.id,
+      expiresAt: new Date(t.clock.now().getTime() + 600_000).toISOString(),
+      usageLimit: 1,
+      usageCount: 0,
+      referenceId: null,
+      createdAt: now,
+      updatedAt: now,
+    });
     const found = await t.request('GET', `/api/v1/wallets/barcode/${b.lookUpId}?include=user`, { as: m });
     assert.equal(found.status, 200);
     assert.equal(found.body.data.id, w.id);
@@ -204,7 +284,12 @@ describe('wallet barcodes', () => {
   test('an expired barcode is 400 WalletIdentifierExpired', async () => {
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    const b = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m, body: { data: { type: 'WalletBarcode', attributes: { ttlSeconds: 60, usageLimit: 3 } } } })).body.data.attributes;
+    const b = (
+      await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, {
+        as: m,
+        body: { data: { type: 'WalletBarcode', attributes: { ttlSeconds: 60, usageLimit: 3 } } },
+      })
+    ).body.data.attributes;
     assert.equal(b.usageLimit, 3);
     t.clock.advance(59_999);
     assert.equal((await t.request('GET', `/api/v1/wallets/barcode/${b.lookUpId}`, { as: m })).status, 200);
@@ -218,8 +303,17 @@ describe('wallet barcodes', () => {
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
     const b = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m })).body.data.attributes;
-    const gift = (await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 500 } } } })).body.data;
-    for (const [as, id] of [[other, b.lookUpId], [m, '1234567890123456'], [m, gift.id]] as const) {
+    const gift = (
+      await t.request('POST', '/api/v1/simulation/gifts', {
+        as: m,
+        body: { data: { type: 'Gift', attributes: { amount: 500 } } },
+      })
+    ).body.data;
+    for (const [as, id] of [
+      [other, b.lookUpId],
+      [m, '1234567890123456'],
+      [m, gift.id],
+    ] as const) {
       const res = await t.request('GET', `/api/v1/wallets/barcode/${id}`, { as });
       assert.equal(res.status, 404, id);
       assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
@@ -228,14 +322,20 @@ describe('wallet barcodes', () => {
   });
 
   const generate = (walletId: string, attributes: Record<string, unknown>, as = m) =>
-    t.request('POST', `/api/v1/simulation/wallets/${walletId}/barcodes`, { as, body: { data: { type: 'GenerateWalletBarcode', attributes } } });
+    t.request('POST', `/api/v1/simulation/wallets/${walletId}/barcodes`, {
+      as,
+      body: { data: { type: 'GenerateWalletBarcode', attributes } },
+    });
   const listOf = async (walletId: string, query = '') => {
     const res = await t.request('GET', `/api/v1/simulation/wallets/${walletId}/barcodes${query}`, { as: m });
     assert.equal(res.status, 200, res.raw);
     return res.body;
   };
   const scan = (lookUpId: string) =>
-    t.request('POST', '/api/v1/payment-intents', { as: m, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } } });
+    t.request('POST', '/api/v1/payment-intents', {
+      as: m,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, lookUpId } } },
+    });
 
   test('barcode bodies are validated, and a refused one writes nothing', async () => {
     const u = await createUser(t, m);
@@ -248,14 +348,21 @@ describe('wallet barcodes', () => {
       ['WalletBarcode', { usageLimit: 'once' }, '/data/attributes/usageLimit'],
       ['WalletBarcode', { color: 'red' }, '/data/attributes/color'],
       ['GenerateWalletBarcode', { expiresAt: t.clock.now().toISOString() }, '/data/attributes/expiresAt'],
-      ['GenerateWalletBarcode', { expiresAt: new Date(t.clock.now().getTime() + 86_400_001).toISOString() }, '/data/attributes/expiresAt'],
+      [
+        'GenerateWalletBarcode',
+        { expiresAt: new Date(t.clock.now().getTime() + 86_400_001).toISOString() },
+        '/data/attributes/expiresAt',
+      ],
       ['GenerateWalletBarcode', { expiresAt: 'tomorrow' }, '/data/attributes/expiresAt'],
       ['GenerateWalletBarcode', { expiresAt: inAMinute, ttlSeconds: 60 }, '/data/attributes/ttlSeconds'],
       ['GenerateWalletBarcode', { reuseActive: 'yes' }, '/data/attributes/reuseActive'],
       ['Barcode', {}, '/data/type'],
     ];
     for (const [type, attributes, pointer] of bad) {
-      const res = await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m, body: { data: { type, attributes } } });
+      const res = await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, {
+        as: m,
+        body: { data: { type, attributes } },
+      });
       assert.equal(res.status, 400, JSON.stringify(attributes));
       assert.equal(errorsOf(res)[0]!.source?.pointer, pointer, JSON.stringify(attributes));
     }
@@ -264,7 +371,14 @@ describe('wallet barcodes', () => {
 
   test("GenerateWalletBarcode (Accrue's type): expiresAt honoured, no use limit unless given, referenceId from the user, updatedAt moves on use", async () => {
     const { wallet, user } = await fundedWallet(t, m, 1_000);
-    assert.ok((await t.request('PATCH', `/api/v1/users/${user.id}/attached-profile`, { as: m, body: { data: { type: 'AttachedProfile', attributes: { stableReferenceId: `s-${user.id}` } } } })).status < 300);
+    assert.ok(
+      (
+        await t.request('PATCH', `/api/v1/users/${user.id}/attached-profile`, {
+          as: m,
+          body: { data: { type: 'AttachedProfile', attributes: { stableReferenceId: `s-${user.id}` } } },
+        })
+      ).status < 300,
+    );
     const expiresAt = new Date(t.clock.now().getTime() + 3_600_000).toISOString();
     const res = await generate(wallet.id, { expiresAt });
     assert.equal(res.status, 201, res.raw);
@@ -306,27 +420,47 @@ describe('wallet barcodes', () => {
   test('GET /simulation/wallets/{id}/barcodes: newest first, paged; expired ones only with includeExpired', async () => {
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    const old = (await generate(w.id, { expiresAt: new Date(t.clock.now().getTime() + 60_000).toISOString() })).body.data;
+    const old = (await generate(w.id, { expiresAt: new Date(t.clock.now().getTime() + 60_000).toISOString() })).body
+      .data;
     t.clock.advance(1_000);
     const mid = (await generate(w.id, {})).body.data;
     t.clock.advance(1_000);
     const young = (await generate(w.id, {})).body.data;
     const all = await listOf(w.id);
-    assert.deepEqual(all.data.map((b: { id: string }) => b.id), [young.id, mid.id, old.id]);
+    assert.deepEqual(
+      all.data.map((b: { id: string }) => b.id),
+      [young.id, mid.id, old.id],
+    );
     assert.deepEqual(all.meta, { total: 3, limit: 10, offset: 0 });
     const page = await listOf(w.id, '?page[limit]=1&page[offset]=1');
-    assert.deepEqual(page.data.map((b: { id: string }) => b.id), [mid.id]);
+    assert.deepEqual(
+      page.data.map((b: { id: string }) => b.id),
+      [mid.id],
+    );
     assert.match(page.links.next, /page\[offset\]=2/);
     t.clock.advance(60_000);
-    assert.deepEqual((await listOf(w.id)).data.map((b: { id: string }) => b.id), [young.id, mid.id]);
-    assert.deepEqual((await listOf(w.id, '?includeExpired=false')).data.map((b: { id: string }) => b.id), [young.id, mid.id]);
+    assert.deepEqual(
+      (await listOf(w.id)).data.map((b: { id: string }) => b.id),
+      [young.id, mid.id],
+    );
+    assert.deepEqual(
+      (await listOf(w.id, '?includeExpired=false')).data.map((b: { id: string }) => b.id),
+      [young.id, mid.id],
+    );
     assert.equal((await listOf(w.id, '?includeExpired=true')).meta.total, 3);
-    for (const [as, id] of [[other, w.id], [m, crypto.randomUUID()]] as const) {
+    for (const [as, id] of [
+      [other, w.id],
+      [m, crypto.randomUUID()],
+    ] as const) {
       const res = await t.request('GET', `/api/v1/simulation/wallets/${id}/barcodes`, { as });
       assert.equal(res.status, 404);
       assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
     }
-    assert.equal((await t.request('GET', `/api/v1/simulation/wallets/${w.id}/barcodes?includeExpired=sometimes`, { as: m })).status, 400);
+    assert.equal(
+      (await t.request('GET', `/api/v1/simulation/wallets/${w.id}/barcodes?includeExpired=sometimes`, { as: m }))
+        .status,
+      400,
+    );
   });
 
   test("GET /simulation/barcodes/{lookUpId}: id is the wallet's; expired or used up is 400 InvalidTransaction; another merchant's is 404 like an unknown one", async () => {
@@ -338,7 +472,10 @@ describe('wallet barcodes', () => {
     assert.equal(res.body.data.id, w.id);
     assert.deepEqual(res.body.data.attributes, b.attributes);
     const details = [];
-    for (const [as, id] of [[other, b.attributes.lookUpId], [m, '1234567890123456']] as const) {
+    for (const [as, id] of [
+      [other, b.attributes.lookUpId],
+      [m, '1234567890123456'],
+    ] as const) {
       const missing = await t.request('GET', `/api/v1/simulation/barcodes/${id}`, { as });
       assert.equal(missing.status, 404);
       assert.equal(errorsOf(missing)[0]!.code, 'BarcodeNotFound');

@@ -20,7 +20,9 @@ export interface WebhookPolicy {
 
 function checkTopics(topics: string[] | undefined): void {
   if (topics && topics.includes('*') && topics.length > 1) {
-    throw apiError('ValidationError', '`topics` must be ["*"] alone or a list of topics.', { pointer: '/data/attributes/topics' });
+    throw apiError('ValidationError', '`topics` must be ["*"] alone or a list of topics.', {
+      pointer: '/data/attributes/topics',
+    });
   }
 }
 
@@ -37,7 +39,16 @@ function checkUrl(url: string | undefined, policy: Pick<WebhookPolicy, 'allowPri
  */
 export async function createWebhook(
   db: Db,
-  opts: { clientId: string; name: string; url?: string; topics: string[]; enabled?: boolean; policy: WebhookPolicy; sealer: Sealer; now: Date },
+  opts: {
+    clientId: string;
+    name: string;
+    url?: string;
+    topics: string[];
+    enabled?: boolean;
+    policy: WebhookPolicy;
+    sealer: Sealer;
+    now: Date;
+  },
 ): Promise<{ webhook: q.WebhookRow; secret: string }> {
   checkTopics(opts.topics);
   checkUrl(opts.url, opts.policy);
@@ -46,7 +57,10 @@ export async function createWebhook(
   const webhook = await db.transaction(async (tx) => {
     const max = opts.policy.maxPerMerchant;
     if ((await q.countWebhooksLocked(tx, opts.clientId)) >= max) {
-      throw apiError('WebhookLimitReached', `A merchant can have at most ${max} webhooks; delete one (or subscribe an existing one to more topics) first.`);
+      throw apiError(
+        'WebhookLimitReached',
+        `A merchant can have at most ${max} webhooks; delete one (or subscribe an existing one to more topics) first.`,
+      );
     }
     return q.insertWebhook(tx, {
       id,
@@ -76,7 +90,13 @@ export async function listWebhooks(db: Executor, opts: { clientId: string; page:
 /** Updates a webhook. Emptying its url stops sending: deliveries not yet made are canceled. */
 export async function updateWebhook(
   db: Db,
-  opts: { clientId: string; webhookId: string; patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean }; policy: Pick<WebhookPolicy, 'allowPrivate'>; now: Date },
+  opts: {
+    clientId: string;
+    webhookId: string;
+    patch: { name?: string; url?: string; topics?: string[]; enabled?: boolean };
+    policy: Pick<WebhookPolicy, 'allowPrivate'>;
+    now: Date;
+  },
 ): Promise<q.WebhookRow> {
   checkTopics(opts.patch.topics);
   checkUrl(opts.patch.url, opts.policy);
@@ -90,14 +110,24 @@ export async function updateWebhook(
 
 /** Refuses to send to a webhook that cannot receive: disabled, or without a url. */
 export function checkReceives(w: q.WebhookRow, pointer?: string): void {
-  if (!w.enabled) throw apiError('IllegalOperation', 'The webhook is disabled; enable it to send to it.', pointer ? { pointer } : {});
-  if (w.url === '') throw apiError('IllegalOperation', 'The webhook has no url: its events are recorded but nothing is sent. Set a url to send to it.', pointer ? { pointer } : {});
+  if (!w.enabled)
+    throw apiError('IllegalOperation', 'The webhook is disabled; enable it to send to it.', pointer ? { pointer } : {});
+  if (w.url === '')
+    throw apiError(
+      'IllegalOperation',
+      'The webhook has no url: its events are recorded but nothing is sent. Set a url to send to it.',
+      pointer ? { pointer } : {},
+    );
 }
 
 /** Deletes a webhook; deliveries not yet made to it are canceled. Its history stays readable. */
 export async function deleteWebhook(db: Db, opts: { clientId: string; webhookId: string; now: Date }): Promise<void> {
   await db.transaction(async (tx) => {
-    const w = await q.updateWebhookRow(tx, opts.clientId, opts.webhookId, { deletedAt: opts.now, enabled: false, updatedAt: opts.now });
+    const w = await q.updateWebhookRow(tx, opts.clientId, opts.webhookId, {
+      deletedAt: opts.now,
+      enabled: false,
+      updatedAt: opts.now,
+    });
     if (!w) throw apiError('WebhookNotFound', `No webhook ${opts.webhookId}.`);
     await cancelPendingDeliveries(tx, w.id, opts.now);
   });

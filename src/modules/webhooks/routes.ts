@@ -17,7 +17,10 @@ const NoQuery = Type.Object({}, { additionalProperties: false });
 export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;
   /** The webhook's signing secret, unsealed for its owner's read. */
-  const render = (w: WebhookRow, secret = ctx.sealer.open(w.secretSealed, 'webhook-secret', `webhooks:${w.id}`).toString('utf8')) => webhookResource(w, base, secret);
+  const render = (
+    w: WebhookRow,
+    secret = ctx.sealer.open(w.secretSealed, 'webhook-secret', `webhooks:${w.id}`).toString('utf8'),
+  ) => webhookResource(w, base, secret);
   const policy = { allowPrivate: ctx.config.webhooks.allowPrivate, maxPerMerchant: ctx.config.webhooks.maxPerMerchant };
 
   app.post(
@@ -37,7 +40,13 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req, reply) => {
       const a = req.body.data.attributes;
-      const { webhook, secret } = await createWebhook(ctx.db, { clientId: req.client.id, ...a, policy, sealer: ctx.sealer, now: ctx.clock.now() });
+      const { webhook, secret } = await createWebhook(ctx.db, {
+        clientId: req.client.id,
+        ...a,
+        policy,
+        sealer: ctx.sealer,
+        now: ctx.clock.now(),
+      });
       reply.code(201).header('location', `${base}/api/v1/webhooks/${webhook.id}`);
       return { data: render(webhook, secret) };
     },
@@ -46,12 +55,22 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get(
     '/api/v1/webhooks',
     {
-      schema: { tags: TAGS, operationId: 'getWebhooks', summary: 'List webhooks', querystring: ListWebhooksQuery, response: responses({ 200: listDocument(ref(Webhook)) }, COMMON_ERRORS) },
+      schema: {
+        tags: TAGS,
+        operationId: 'getWebhooks',
+        summary: 'List webhooks',
+        querystring: ListWebhooksQuery,
+        response: responses({ 200: listDocument(ref(Webhook)) }, COMMON_ERRORS),
+      },
     },
     async (req) => {
       const page = pageOf(req.query);
       const { rows, total } = await listWebhooks(ctx.db, { clientId: req.client.id, page });
-      return { data: rows.map((w) => render(w)), meta: { total, ...page }, links: pageLinks(base, req.url, page, total) };
+      return {
+        data: rows.map((w) => render(w)),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 
@@ -67,7 +86,9 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
         response: responses({ 200: document(ref(Webhook)) }, [...COMMON_ERRORS, 404]),
       },
     },
-    async (req) => ({ data: render(await getWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId })) }),
+    async (req) => ({
+      data: render(await getWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId })),
+    }),
   );
 
   app.patch(
@@ -84,7 +105,13 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const w = await updateWebhook(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId, patch: req.body.data.attributes, policy, now: ctx.clock.now() });
+      const w = await updateWebhook(ctx.db, {
+        clientId: req.client.id,
+        webhookId: req.params.webhookId,
+        patch: req.body.data.attributes,
+        policy,
+        now: ctx.clock.now(),
+      });
       return { data: render(w) };
     },
   );
@@ -122,7 +149,11 @@ export async function webhookRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req, reply) => {
-      const event = await sendTestEvent(ctx.db, { clientId: req.client.id, webhookId: req.params.webhookId, now: ctx.clock.now() });
+      const event = await sendTestEvent(ctx.db, {
+        clientId: req.client.id,
+        webhookId: req.params.webhookId,
+        now: ctx.clock.now(),
+      });
       const { event: e, ...history } = await getEvent(ctx.db, { clientId: req.client.id, eventId: event.id });
       return reply.code(201).send({ data: eventResource(e, base, history) });
     },

@@ -45,11 +45,19 @@ export async function listWebhookRows(db: Executor, clientId: string, page: Page
     .offset(page.offset);
   if (rows.length > 0) return { rows: rows.map((r) => r.webhook), total: rows[0]!.total };
   if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
-  const [c] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(webhooks).where(where);
+  const [c] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(webhooks)
+    .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
 
-export async function updateWebhookRow(db: Executor, clientId: string, id: string, patch: Partial<WebhookRow>): Promise<WebhookRow | undefined> {
+export async function updateWebhookRow(
+  db: Executor,
+  clientId: string,
+  id: string,
+  patch: Partial<WebhookRow>,
+): Promise<WebhookRow | undefined> {
   const [row] = await db
     .update(webhooks)
     .set(patch)

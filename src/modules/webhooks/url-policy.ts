@@ -83,7 +83,10 @@ export interface UrlProblem {
 
 /** The URL's host as an address or a name: brackets, a trailing dot and case removed. */
 export function hostOf(url: URL): string {
-  return url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  return url.hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
 }
 
 /** Checks a receiver URL at registration; returns the problem or undefined. */
@@ -102,7 +105,8 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): U
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) {
     return { detail: 'must be a public address (no localhost or internal names)' };
   }
-  if (isIP(host) && !isPublicAddress(host)) return { detail: 'must be a public address (no loopback, private or reserved networks)' };
+  if (isIP(host) && !isPublicAddress(host))
+    return { detail: 'must be a public address (no loopback, private or reserved networks)' };
   return undefined;
 }
 
@@ -119,7 +123,10 @@ export function notAllowed(message: string): NodeJS.ErrnoException {
 }
 
 /** A dns.lookup that refuses non-public answers: the connect-time guard. */
-export function publicOnlyLookup(base: LookupFn = systemLookup, isPublic: (address: string) => boolean = isPublicAddress): LookupFn {
+export function publicOnlyLookup(
+  base: LookupFn = systemLookup,
+  isPublic: (address: string) => boolean = isPublicAddress,
+): LookupFn {
   return (hostname, options, callback) => {
     base(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);

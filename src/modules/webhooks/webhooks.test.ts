@@ -20,7 +20,10 @@ describe('webhook registration', () => {
   after(() => t.close());
 
   test("create is 201 with the secret; reads of the merchant's own webhook show it (Accrue requires it); it is stored sealed", async () => {
-    const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['ApplicationApproved', 'ApplicationDeclined'] }) });
+    const res = await t.request('POST', '/api/v1/webhooks', {
+      as: m,
+      body: webhookBody({ topics: ['ApplicationApproved', 'ApplicationDeclined'] }),
+    });
     assert.equal(res.status, 201);
     const w = res.body.data;
     assert.equal(w.type, 'Webhook');
@@ -32,27 +35,51 @@ describe('webhook registration', () => {
     const got = await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: m });
     assert.equal(got.status, 200);
     assert.equal(got.body.data.attributes.secret, w.attributes.secret);
-    const patched = await t.request('PATCH', `/api/v1/webhooks/${w.id}`, { as: m, body: { data: { type: 'Webhook', attributes: { name: 'Renamed' } } } });
+    const patched = await t.request('PATCH', `/api/v1/webhooks/${w.id}`, {
+      as: m,
+      body: { data: { type: 'Webhook', attributes: { name: 'Renamed' } } },
+    });
     assert.equal(patched.status, 200, patched.raw);
     assert.equal(patched.body.data.attributes.secret, w.attributes.secret, 'a change keeps the secret');
-    assert.equal((await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: other })).status, 404, "another merchant's webhook, secret and all, is not found");
-    const [row] = rowsOf<{ secret_sealed: string }>(await t.ctx.db.execute(sql`select secret_sealed from webhooks where id = ${w.id}`));
+    assert.equal(
+      (await t.request('GET', `/api/v1/webhooks/${w.id}`, { as: other })).status,
+      404,
+      "another merchant's webhook, secret and all, is not found",
+    );
+    const [row] = rowsOf<{ secret_sealed: string }>(
+      await t.ctx.db.execute(sql`select secret_sealed from webhooks where id = ${w.id}`),
+    );
     assert.ok(!row!.secret_sealed.includes(w.attributes.secret.slice(6)), 'not stored in plain text');
-    assert.equal(t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret', `webhooks:${w.id}`).toString(), w.attributes.secret);
+    assert.equal(
+      t.ctx.sealer.open(row!.secret_sealed, 'webhook-secret', `webhooks:${w.id}`).toString(),
+      w.attributes.secret,
+    );
   });
 
-  test('list pages through the merchant\'s own webhooks, newest first', async () => {
+  test("list pages through the merchant's own webhooks, newest first", async () => {
     const lm = await t.createMerchant();
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      ids.push((await t.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ name: `W${i}` }) })).body.data.id);
+      ids.push(
+        (await t.request('POST', '/api/v1/webhooks', { as: lm, body: webhookBody({ name: `W${i}` }) })).body.data.id,
+      );
       t.clock.advance(1000);
     }
     const res = await t.request('GET', '/api/v1/webhooks?page[limit]=2', { as: lm });
     assert.deepEqual(res.body.meta, { total: 3, limit: 2, offset: 0 });
-    assert.deepEqual(res.body.data.map((w: { id: string }) => w.id), [ids[2], ids[1]]);
-    assert.ok(res.body.data.every((w: { attributes: { secret: string } }) => /^whsec_/.test(w.attributes.secret)), 'each with its secret');
-    assert.equal(new Set(res.body.data.map((w: { attributes: { secret: string } }) => w.attributes.secret)).size, 2, 'each its own');
+    assert.deepEqual(
+      res.body.data.map((w: { id: string }) => w.id),
+      [ids[2], ids[1]],
+    );
+    assert.ok(
+      res.body.data.every((w: { attributes: { secret: string } }) => /^whsec_/.test(w.attributes.secret)),
+      'each with its secret',
+    );
+    assert.equal(
+      new Set(res.body.data.map((w: { attributes: { secret: string } }) => w.attributes.secret)).size,
+      2,
+      'each its own',
+    );
     const theirs = await t.request('GET', '/api/v1/webhooks?page[limit]=50', { as: other });
     assert.ok(theirs.body.data.every((w: { id: string }) => !ids.includes(w.id)));
   });
@@ -63,14 +90,35 @@ describe('webhook registration', () => {
     t.clock.advance(1000);
     const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
       as: m,
-      body: { data: { type: 'Webhook', attributes: { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false } } },
+      body: {
+        data: {
+          type: 'Webhook',
+          attributes: {
+            name: 'Renamed',
+            url: 'https://hooks.example.com/coffer',
+            topics: ['PaymentCreated'],
+            enabled: false,
+          },
+        },
+      },
     });
     assert.equal(res.status, 200);
     assert.deepEqual(
       { ...res.body.data.attributes, createdAt: undefined },
-      { name: 'Renamed', url: 'https://hooks.example.com/coffer', topics: ['PaymentCreated'], enabled: false, secret: created.attributes.secret, updatedAt: t.clock.now().toISOString(), createdAt: undefined },
+      {
+        name: 'Renamed',
+        url: 'https://hooks.example.com/coffer',
+        topics: ['PaymentCreated'],
+        enabled: false,
+        secret: created.attributes.secret,
+        updatedAt: t.clock.now().toISOString(),
+        createdAt: undefined,
+      },
     );
-    const empty = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: {} } } });
+    const empty = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
+      as: m,
+      body: { data: { type: 'Webhook', attributes: {} } },
+    });
     assert.equal(empty.status, 400);
   });
 
@@ -102,14 +150,25 @@ describe('webhook registration', () => {
     for (const [topics, pointer] of cases) {
       const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics }) });
       assert.equal(res.status, 400, JSON.stringify(topics));
-      assert.ok(errorsOf(res).some((e) => e.source?.pointer === pointer), `${JSON.stringify(topics)}: ${res.raw}`);
+      assert.ok(
+        errorsOf(res).some((e) => e.source?.pointer === pointer),
+        `${JSON.stringify(topics)}: ${res.raw}`,
+      );
     }
     const all = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['*'] }) });
     assert.equal(all.status, 201);
   });
 
   test('only http(s) URLs without credentials or fragments', async () => {
-    for (const url of ['ftp://example.com/x', 'javascript:alert(1)', 'not a url', '/relative', 'https://user:pw@example.com/h', 'https://example.com/h#frag', ' ']) {
+    for (const url of [
+      'ftp://example.com/x',
+      'javascript:alert(1)',
+      'not a url',
+      '/relative',
+      'https://user:pw@example.com/h',
+      'https://example.com/h#frag',
+      ' ',
+    ]) {
       const res = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url }) });
       assert.equal(res.status, 400, url);
       assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/url', url);
@@ -118,14 +177,24 @@ describe('webhook registration', () => {
 
   describe("a webhook without a url (Accrue's CreateWebhook): events recorded, nothing sent", () => {
     const deliveriesOf = async (as: Merchant) => {
-      const events = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as })).body.data as { id: string }[];
-      const all = await Promise.all(events.map(async (e) => (await t.request('GET', `/api/v1/webhook-events/${e.id}`, { as })).body.data.attributes.deliveries));
+      const events = (await t.request('GET', '/api/v1/webhook-events?page[limit]=50', { as })).body.data as {
+        id: string;
+      }[];
+      const all = await Promise.all(
+        events.map(
+          async (e) =>
+            (await t.request('GET', `/api/v1/webhook-events/${e.id}`, { as })).body.data.attributes.deliveries,
+        ),
+      );
       return { events: events.length, deliveries: all.flat() as { state: string }[] };
     };
 
     test('created without a url, or with an empty one, it receives nothing until a url is set', async () => {
       const wm = await t.createMerchant();
-      const res = await t.request('POST', '/api/v1/webhooks', { as: wm, body: { data: { type: 'Webhook', attributes: { name: 'Recorder', topics: ['*'], enabled: true } } } });
+      const res = await t.request('POST', '/api/v1/webhooks', {
+        as: wm,
+        body: { data: { type: 'Webhook', attributes: { name: 'Recorder', topics: ['*'], enabled: true } } },
+      });
       assert.equal(res.status, 201, res.raw);
       assert.equal(res.body.data.attributes.url, '');
       assert.match(res.body.data.attributes.secret, /^whsec_/);
@@ -139,10 +208,19 @@ describe('webhook registration', () => {
       assert.equal(test.status, 400);
       assert.equal(errorsOf(test)[0]!.code, 'IllegalOperation');
       const [event] = (await t.request('GET', '/api/v1/webhook-events', { as: wm })).body.data;
-      const replay = await t.request('POST', `/api/v1/webhook-events/${event.id}/replay`, { as: wm, body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: res.body.data.id } } } });
-      assert.deepEqual(errorsOf(replay).map((e) => [e.code, e.source?.pointer]), [['IllegalOperation', '/data/attributes/webhookId']]);
+      const replay = await t.request('POST', `/api/v1/webhook-events/${event.id}/replay`, {
+        as: wm,
+        body: { data: { type: 'WebhookEventReplay', attributes: { webhookId: res.body.data.id } } },
+      });
+      assert.deepEqual(
+        errorsOf(replay).map((e) => [e.code, e.source?.pointer]),
+        [['IllegalOperation', '/data/attributes/webhookId']],
+      );
       // With a url it receives the next events.
-      const set = await t.request('PATCH', `/api/v1/webhooks/${res.body.data.id}`, { as: wm, body: { data: { type: 'Webhook', id: res.body.data.id, attributes: { url: 'http://127.0.0.1:9/hooks' } } } });
+      const set = await t.request('PATCH', `/api/v1/webhooks/${res.body.data.id}`, {
+        as: wm,
+        body: { data: { type: 'Webhook', id: res.body.data.id, attributes: { url: 'http://127.0.0.1:9/hooks' } } },
+      });
       assert.equal(set.status, 200, set.raw);
       await approvedUser(t, wm);
       const after = await deliveriesOf(wm);
@@ -153,16 +231,24 @@ describe('webhook registration', () => {
 
     test('emptying the url stops sending: deliveries not yet made are canceled', async () => {
       const wm = await t.createMerchant();
-      const id = (await t.request('POST', '/api/v1/webhooks', { as: wm, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) })).body.data.id;
+      const id = (
+        await t.request('POST', '/api/v1/webhooks', { as: wm, body: webhookBody({ url: 'http://127.0.0.1:9/closed' }) })
+      ).body.data.id;
       await approvedUser(t, wm);
       assert.ok((await deliveriesOf(wm)).deliveries.every((d) => d.state === 'pending'));
-      const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: wm, body: { data: { type: 'Webhook', attributes: { url: '' } } } });
+      const res = await t.request('PATCH', `/api/v1/webhooks/${id}`, {
+        as: wm,
+        body: { data: { type: 'Webhook', attributes: { url: '' } } },
+      });
       assert.equal(res.status, 200, res.raw);
       assert.equal(res.body.data.attributes.url, '');
       const { deliveries } = await deliveriesOf(wm);
       assert.ok(deliveries.length > 0 && deliveries.every((d) => d.state === 'canceled'), JSON.stringify(deliveries));
       // A PATCH that leaves the url out keeps it (empty here).
-      await t.request('PATCH', `/api/v1/webhooks/${id}`, { as: wm, body: { data: { type: 'Webhook', attributes: { name: 'Quiet' } } } });
+      await t.request('PATCH', `/api/v1/webhooks/${id}`, {
+        as: wm,
+        body: { data: { type: 'Webhook', attributes: { name: 'Quiet' } } },
+      });
       assert.equal((await t.request('GET', `/api/v1/webhooks/${id}`, { as: wm })).body.data.attributes.url, '');
     });
   });
@@ -260,8 +346,16 @@ describe('webhook URLs', () => {
 
   test('PATCH to a private URL is refused too', async () => {
     const m = await sandbox.createMerchant();
-    const id = (await sandbox.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ url: 'https://hooks.example.com/a' }) })).body.data.id;
-    const res = await sandbox.request('PATCH', `/api/v1/webhooks/${id}`, { as: m, body: { data: { type: 'Webhook', attributes: { url: 'http://10.0.0.1/h' } } } });
+    const id = (
+      await sandbox.request('POST', '/api/v1/webhooks', {
+        as: m,
+        body: webhookBody({ url: 'https://hooks.example.com/a' }),
+      })
+    ).body.data.id;
+    const res = await sandbox.request('PATCH', `/api/v1/webhooks/${id}`, {
+      as: m,
+      body: { data: { type: 'Webhook', attributes: { url: 'http://10.0.0.1/h' } } },
+    });
     assert.equal(res.status, 400);
   });
 
@@ -280,7 +374,11 @@ describe('webhooks per merchant', () => {
     try {
       const m = await t.createMerchant();
       // Twenty at once: on PostgreSQL they race, and the count still holds.
-      const all = await Promise.all(Array.from({ length: 20 }, (_, i) => t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ name: `W${i}` }) })));
+      const all = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ name: `W${i}` }) }),
+        ),
+      );
       assert.deepEqual(all.map((r) => r.status).sort(), [...Array(16).fill(201), ...Array(4).fill(400)]);
       const refusedOne = all.find((r) => r.status === 400)!;
       assert.equal(errorsOf(refusedOne)[0]!.code, 'WebhookLimitReached');
@@ -298,7 +396,8 @@ describe('webhooks per merchant', () => {
     const t = await createTestApp({ env: { WEBHOOK_MAX_PER_MERCHANT: '2' } });
     try {
       const m = await t.createMerchant();
-      const create = (attributes: Record<string, unknown> = {}) => t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody(attributes) });
+      const create = (attributes: Record<string, unknown> = {}) =>
+        t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody(attributes) });
       const first = await create({ enabled: false });
       assert.equal(first.status, 201);
       assert.equal((await create()).status, 201);

@@ -22,7 +22,10 @@ type ShopEvent = { name: string; detail: any };
 
 // Skipped where there is no Chromium (a plain `npm test` on a new machine); CI sets
 // REQUIRE_BROWSER so a missing browser fails instead.
-const skip = existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER ? false : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip =
+  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
+    ? false
+    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
 
 describe('widgets in Chromium', { skip }, () => {
   let t: TestApp;
@@ -58,7 +61,15 @@ describe('widgets in Chromium', { skip }, () => {
     shop = await startMerchant({ ...acct, payUrl, customer, port: 0, host: 'localhost' });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+        '--disable-sync',
+      ],
     });
   });
   after(async () => {
@@ -91,7 +102,16 @@ describe('widgets in Chromium', { skip }, () => {
     assert.notEqual(new URL(shop.url).origin, new URL(payUrl).origin, 'page and widgets are different origins');
     assert.equal((await named('ServicePay::Ready')).length, 1);
     const api = await page.evaluate(() => Object.keys((globalThis as any).servicePay).sort());
-    for (const fn of ['setBalanceApplied', 'setHideBalanceToggle', 'setWalletWidgetData', 'onApplyBalanceToggle', 'onGoToWallet', 'onGetUserData', 'onPaymentIntentStart', 'onPaymentIntentUpdate']) {
+    for (const fn of [
+      'setBalanceApplied',
+      'setHideBalanceToggle',
+      'setWalletWidgetData',
+      'onApplyBalanceToggle',
+      'onGoToWallet',
+      'onGetUserData',
+      'onPaymentIntentStart',
+      'onPaymentIntentUpdate',
+    ]) {
       assert.ok(api.includes(fn), fn);
     }
     const rewards = frame('service-pay[widget="wallet-rewards"]');
@@ -110,9 +130,16 @@ describe('widgets in Chromium', { skip }, () => {
     const toggle = balance.getByRole('checkbox', { name: 'Apply balance' });
     await toggle.focus();
     await page.keyboard.press('Space');
-    await page.waitForFunction(() => (globalThis as any).shopEvents.some((e: ShopEvent) => e.name === 'onApplyBalanceToggle'));
+    await page.waitForFunction(() =>
+      (globalThis as any).shopEvents.some((e: ShopEvent) => e.name === 'onApplyBalanceToggle'),
+    );
     const [first] = await named('onApplyBalanceToggle');
-    assert.deepEqual(first!.detail, { applied: true, walletId: customer.walletId, appliedAmount: 2_500, purchaseAmount: 2_500 });
+    assert.deepEqual(first!.detail, {
+      applied: true,
+      walletId: customer.walletId,
+      appliedAmount: 2_500,
+      purchaseAmount: 2_500,
+    });
     assert.equal(await page.locator('#due').textContent(), '$0.00');
     await shot('2-balance-applied', ctx);
 
@@ -129,23 +156,53 @@ describe('widgets in Chromium', { skip }, () => {
 
   test('messages from the wrong origin are ignored on both sides', async () => {
     // To the page: a look-alike message from the page's own origin, not the widget host.
-    await page.evaluate(() => (globalThis as any).postMessage({ type: 'ServicePay::PaymentIntentUpdated', data: { id: 'forged', attributes: { status: 'PromotedToPayment' } } }, '*'));
+    await page.evaluate(() =>
+      (globalThis as any).postMessage(
+        {
+          type: 'ServicePay::PaymentIntentUpdated',
+          data: { id: 'forged', attributes: { status: 'PromotedToPayment' } },
+        },
+        '*',
+      ),
+    );
     // To a frame: a message from the widget host's origin that is not the embedding page.
     const widget = page.frames().find((f) => f.url().includes('/_/wallet-balance/'))!;
-    await widget.evaluate(() => (globalThis as any).postMessage({ type: 'ServicePay::StateUpdated', data: { balanceApplied: false, hideBalanceToggle: true } }, '*'));
+    await widget.evaluate(() =>
+      (globalThis as any).postMessage(
+        { type: 'ServicePay::StateUpdated', data: { balanceApplied: false, hideBalanceToggle: true } },
+        '*',
+      ),
+    );
     await page.waitForTimeout(300);
     assert.equal((await named('onPaymentIntentUpdate')).length, 0, 'the forged intent update was dropped');
-    assert.equal(await frame('service-pay[widget="wallet-balance"]').locator('input#apply').count(), 1, 'the forged state was dropped');
+    assert.equal(
+      await frame('service-pay[widget="wallet-balance"]').locator('input#apply').count(),
+      1,
+      'the forged state was dropped',
+    );
   });
 
   test('the inline wallet flow runs through the merchant backend to a captured payment', async (ctx) => {
     await frame('service-pay[flow="wallet"]').getByRole('button', { name: 'Pay with Bean Wallet' }).click();
-    await page.waitForFunction(() => (globalThis as any).shopEvents.some((e: ShopEvent) => e.name === 'onPaymentIntentUpdate' && e.detail.status === 'PromotedToPayment'), null, { timeout: 20_000 });
+    await page.waitForFunction(
+      () =>
+        (globalThis as any).shopEvents.some(
+          (e: ShopEvent) => e.name === 'onPaymentIntentUpdate' && e.detail.status === 'PromotedToPayment',
+        ),
+      null,
+      { timeout: 20_000 },
+    );
     const list = await events();
-    const order = list.map((e) => e.name).filter((n) => ['onGetUserData', 'onPaymentIntentStart', 'checkout', 'onPaymentIntentUpdate'].includes(n));
+    const order = list
+      .map((e) => e.name)
+      .filter((n) => ['onGetUserData', 'onPaymentIntentStart', 'checkout', 'onPaymentIntentUpdate'].includes(n));
     assert.deepEqual(order, ['onGetUserData', 'onPaymentIntentStart', 'checkout', 'onPaymentIntentUpdate']);
     const userData = list.find((e) => e.name === 'onGetUserData')!.detail;
-    assert.deepEqual(userData, { referenceId: customer.referenceId, email: customer.email, phoneNumber: customer.phoneNumber });
+    assert.deepEqual(userData, {
+      referenceId: customer.referenceId,
+      email: customer.email,
+      phoneNumber: customer.phoneNumber,
+    });
     const start = list.find((e) => e.name === 'onPaymentIntentStart')!.detail;
     const reference = await page.locator('main').getAttribute('data-reference');
     assert.deepEqual(start, { walletId: customer.walletId, amount: 2_500, reference, userData });
@@ -164,7 +221,11 @@ describe('widgets in Chromium', { skip }, () => {
     await success.getByRole('heading', { name: 'Thanks for your order!' }).waitFor();
     assert.equal((await success.locator('.note').textContent())?.trim(), 'Your rewards covered $5.00 of it.');
     await frame('service-pay[widget="wallet-balance"]').getByText('$30.00').waitFor();
-    assert.equal(await page.locator('#pay-area').isHidden(), true, 'the shop swapped the pay button for its confirmation');
+    assert.equal(
+      await page.locator('#pay-area').isHidden(),
+      true,
+      'the shop swapped the pay button for its confirmation',
+    );
     await shot('3-paid', ctx);
     await assertLedgerSound(t);
   });
@@ -173,7 +234,11 @@ describe('widgets in Chromium', { skip }, () => {
     await page.close();
     await openShop();
     // The shop's session still holds the old number: the wallet refuses and says why.
-    await page.route('**/api/me', (route) => route.fulfill({ json: { referenceId: customer.referenceId, email: customer.email, phoneNumber: '+14155550000' } }));
+    await page.route('**/api/me', (route) =>
+      route.fulfill({
+        json: { referenceId: customer.referenceId, email: customer.email, phoneNumber: '+14155550000' },
+      }),
+    );
     await frame('service-pay[flow="wallet"]').getByRole('button', { name: 'Pay with Bean Wallet' }).click();
     const alert = frame('service-pay[flow="wallet"]').getByRole('alert');
     await alert.waitFor();

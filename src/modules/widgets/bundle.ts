@@ -52,7 +52,10 @@ export function widgetAssets(): Promise<WidgetAssets> {
     const mainJs = asset(main, 'application/javascript; charset=utf-8');
     const frameJs = asset(frame, 'application/javascript; charset=utf-8');
     const frameCss = asset(css, 'text/css; charset=utf-8');
-    const version = createHash('sha256').update(mainJs.etag + frameJs.etag + frameCss.etag).digest('hex').slice(0, 12);
+    const version = createHash('sha256')
+      .update(mainJs.etag + frameJs.etag + frameCss.etag)
+      .digest('hex')
+      .slice(0, 12);
     return { mainJs, frameJs, frameCss, version };
   })();
   return built;

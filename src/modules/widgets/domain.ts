@@ -28,8 +28,17 @@ const sessionVersion = (revokedAt: Date | null) => revokedAt?.getTime() ?? 0;
 /** The figures a wallet widget shows for a purchase amount (also the payload's `dto`). */
 function walletFigures(walletId: string, buckets: Buckets, settings: ClientSettings, amount: number | undefined) {
   const b = walletBalance(buckets, { purchaseAmount: amount, rewardMinimumPurchase: settings.rewardMinimumPurchase });
-  const eligible = amount === undefined ? b.available.reward.total : totalOf(usableRewards(buckets, amount, settings.rewardMinimumPurchase));
-  return { walletId, purchaseAmount: amount ?? null, available: b.available.total, eligibleReward: eligible, rewardMinimumPurchase: settings.rewardMinimumPurchase };
+  const eligible =
+    amount === undefined
+      ? b.available.reward.total
+      : totalOf(usableRewards(buckets, amount, settings.rewardMinimumPurchase));
+  return {
+    walletId,
+    purchaseAmount: amount ?? null,
+    available: b.available.total,
+    eligibleReward: eligible,
+    rewardMinimumPurchase: settings.rewardMinimumPurchase,
+  };
 }
 
 const totalOf = (r: { accrue: number; merchant: number }) => r.accrue + r.merchant;
@@ -40,7 +49,15 @@ const totalOf = (r: { accrue: number; merchant: number }) => r.accrue + r.mercha
  */
 export async function issueWidgetPayload(
   db: Executor,
-  opts: { clientId: string; walletId: string; purchaseAmount?: number; includeDto?: boolean; settings: ClientSettings; key: Buffer; now: Date },
+  opts: {
+    clientId: string;
+    walletId: string;
+    purchaseAmount?: number;
+    includeDto?: boolean;
+    settings: ClientSettings;
+    key: Buffer;
+    now: Date;
+  },
 ) {
   const found = await q.walletWithUser(db, opts.clientId, opts.walletId);
   if (!found) return undefined;
@@ -53,7 +70,9 @@ export async function issueWidgetPayload(
     purchaseAmount: opts.purchaseAmount,
     now: opts.now,
   });
-  const dto = opts.includeDto ? { ...walletFigures(found.wallet.id, found.buckets, opts.settings, opts.purchaseAmount), userId: found.user.id } : undefined;
+  const dto = opts.includeDto
+    ? { ...walletFigures(found.wallet.id, found.buckets, opts.settings, opts.purchaseAmount), userId: found.user.id }
+    : undefined;
   return { ...signed, walletId: found.wallet.id, dto };
 }
 
@@ -69,15 +88,26 @@ export interface WalletFilters {
  * id, `phoneNumber`: the user's number); the wallets of all of them must be one. None given: 400
  * InvalidIdentifier; two wallets: 400 MultipleWalletsFound; none: undefined.
  */
-export async function findWidgetWallet(db: Executor, opts: { clientId: string; filters: WalletFilters }): Promise<string | undefined> {
+export async function findWidgetWallet(
+  db: Executor,
+  opts: { clientId: string; filters: WalletFilters },
+): Promise<string | undefined> {
   const f = opts.filters;
   if (f.userReference === undefined && f.secondaryUserReference === undefined && f.phoneNumber === undefined) {
-    throw apiError('InvalidIdentifier', 'Send filter[userReference], filter[secondaryUserReference] or filter[phoneNumber] to name the wallet.', {
-      parameter: 'filter[userReference]',
-    });
+    throw apiError(
+      'InvalidIdentifier',
+      'Send filter[userReference], filter[secondaryUserReference] or filter[phoneNumber] to name the wallet.',
+      {
+        parameter: 'filter[userReference]',
+      },
+    );
   }
   const wallets = await q.walletsOfUsersMatching(db, opts.clientId, f);
-  if (wallets.length > 1) throw apiError('MultipleWalletsFound', 'The filters name users with different wallets; send one that names a single user.');
+  if (wallets.length > 1)
+    throw apiError(
+      'MultipleWalletsFound',
+      'The filters name users with different wallets; send one that names a single user.',
+    );
   return wallets[0];
 }
 
@@ -88,7 +118,10 @@ export async function findWidgetWallet(db: Executor, opts: { clientId: string; f
  * (or another merchant's) is 404 PaymentIntentNotFound (decisions §3); no account: 400
  * NoLinkedAccountFound.
  */
-export async function issueLinkedAccountWidgetData(db: Executor, opts: { clientId: string; paymentIntentId: string; key: Buffer; now: Date }) {
+export async function issueLinkedAccountWidgetData(
+  db: Executor,
+  opts: { clientId: string; paymentIntentId: string; key: Buffer; now: Date },
+) {
   const intent = await q.intentById(db, opts.clientId, opts.paymentIntentId);
   if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.paymentIntentId}.`);
   const found = intent.walletId ? await q.walletWithUser(db, opts.clientId, intent.walletId) : undefined;
@@ -113,7 +146,10 @@ export async function createWidgetSession(opts: { clientId: string; widgetType: 
 
 // ----- the widget host's side ------------------------------------------------------------
 
-export type WidgetSession = NonNullable<Awaited<ReturnType<typeof q.walletWithUser>>> & { claims: WidgetClaims; settings: ClientSettings };
+export type WidgetSession = NonNullable<Awaited<ReturnType<typeof q.walletWithUser>>> & {
+  claims: WidgetClaims;
+  settings: ClientSettings;
+};
 
 const WIDGET_AUTH = /^Widget +([A-Za-z0-9+/=]{16,4096})$/;
 const SESSION_AUTH = /^Widget +(wgt_session_[A-Za-z0-9_-]{16,4096})$/;
@@ -126,7 +162,8 @@ function tokenFrom(authorization: unknown, pattern: RegExp): string {
 
 /** The token's client: the one the frame says it is (Client-ID), known and enabled. */
 async function openClient(db: Executor, clientId: string, sentClientId: unknown): Promise<ClientRow> {
-  if (typeof sentClientId !== 'string' || sentClientId.toLowerCase() !== clientId) throw apiError('Unauthorized', 'The payload belongs to another client.');
+  if (typeof sentClientId !== 'string' || sentClientId.toLowerCase() !== clientId)
+    throw apiError('Unauthorized', 'The payload belongs to another client.');
   const client = await findClient(db, clientId);
   if (!client) throw apiError('Unauthorized', 'The payload names an unknown client.');
   if (client.disabled) throw apiError('ClientDisabled');
@@ -134,12 +171,18 @@ async function openClient(db: Executor, clientId: string, sentClientId: unknown)
 }
 
 /** The token's wallet: still active, its user's sessions not ended since the token was issued. */
-async function openWallet(db: Executor, c: { clientId: string; walletId: string; userId: string; sessionVersion: number }) {
+async function openWallet(
+  db: Executor,
+  c: { clientId: string; walletId: string; userId: string; sessionVersion: number },
+) {
   const found = await q.walletWithUser(db, c.clientId, c.walletId);
   if (!found || found.user.id !== c.userId) throw apiError('Unauthorized', 'The payload names an unknown wallet.');
   if (found.wallet.status !== 'Active') throw apiError('WalletClosed');
   if (sessionVersion(found.user.sessionsRevokedAt) !== c.sessionVersion || found.user.disabled) {
-    throw apiError('Unauthorized', "The user's wallet session has ended (their phone number changed); fetch a new payload.");
+    throw apiError(
+      'Unauthorized',
+      "The user's wallet session has ended (their phone number changed); fetch a new payload.",
+    );
   }
   return found;
 }
@@ -164,8 +207,13 @@ export async function openWidgetSession(db: Executor, opts: HostRequest): Promis
 /** The figures a widget shows. `purchaseReward`: rewards the named purchase used, once it is made. */
 export async function widgetView(db: Executor, s: WidgetSession, opts: { amount?: number; reference?: string }) {
   const amount = opts.amount ?? s.claims.purchaseAmount;
-  const purchase = opts.reference ? await q.promotedIntentByReference(db, s.claims.clientId, s.wallet.id, opts.reference) : undefined;
-  return { ...walletFigures(s.wallet.id, s.buckets, s.settings, amount), purchaseReward: purchase ? purchase.balance.eligibleReward : null };
+  const purchase = opts.reference
+    ? await q.promotedIntentByReference(db, s.claims.clientId, s.wallet.id, opts.reference)
+    : undefined;
+  return {
+    ...walletFigures(s.wallet.id, s.buckets, s.settings, amount),
+    purchaseReward: purchase ? purchase.balance.eligibleReward : null,
+  };
 }
 
 /**
@@ -176,23 +224,38 @@ export async function widgetView(db: Executor, s: WidgetSession, opts: { amount?
  * phone number is looked at, so no answer tells a right number from a wrong one except when
  * everything else matches. Nothing of the user is returned.
  */
-export function checkUser(s: WidgetSession, data: { phoneNumber?: string; referenceId?: string }): { matches: boolean; reason: string | null } {
+export function checkUser(
+  s: WidgetSession,
+  data: { phoneNumber?: string; referenceId?: string },
+): { matches: boolean; reason: string | null } {
   if (data.referenceId && data.referenceId !== s.user.referenceId && data.referenceId !== s.user.stableReferenceId) {
     return { matches: false, reason: 'This wallet belongs to a different customer account. Contact support.' };
   }
   if (!data.phoneNumber || data.phoneNumber !== s.user.phoneNumber) {
-    return { matches: false, reason: 'This wallet is registered to a different phone number. Use your updated number, or contact support.' };
+    return {
+      matches: false,
+      reason: 'This wallet is registered to a different phone number. Use your updated number, or contact support.',
+    };
   }
   return { matches: true, reason: null };
 }
 
 /** An intent of the session's wallet, as the API renders it, with its latest payment. */
-export async function intentView(db: Executor, s: WidgetSession, opts: { intentId: string; baseUrl: string; now: Date }) {
+export async function intentView(
+  db: Executor,
+  s: WidgetSession,
+  opts: { intentId: string; baseUrl: string; now: Date },
+) {
   const intent = await q.intentOfWallet(db, s.claims.clientId, s.wallet.id, opts.intentId);
   if (!intent) throw apiError('PaymentIntentNotFound', `No payment intent ${opts.intentId} for this wallet.`);
   const pays = await q.paymentsOfIntent(db, s.claims.clientId, intent.id);
   return {
-    intent: intentResource(intent, pays.map((p) => p.id), opts.baseUrl, opts.now),
+    intent: intentResource(
+      intent,
+      pays.map((p) => p.id),
+      opts.baseUrl,
+      opts.now,
+    ),
     payment: pays.at(-1) ?? null,
     reward: intent.balance.eligibleReward,
   };
@@ -203,7 +266,11 @@ export async function intentView(db: Executor, s: WidgetSession, opts: { intentI
  * and the wallet session holds (a verified phone change ends it, as for wallet payloads).
  */
 export async function linkedAccountView(db: Executor, opts: HostRequest) {
-  const claims: LinkedAccountClaims = await verifyLinkedAccountPayload(opts.key, tokenFrom(opts.authorization, WIDGET_AUTH), opts.now);
+  const claims: LinkedAccountClaims = await verifyLinkedAccountPayload(
+    opts.key,
+    tokenFrom(opts.authorization, WIDGET_AUTH),
+    opts.now,
+  );
   await openClient(db, claims.clientId, opts.clientId);
   await openWallet(db, claims);
   const account = await findLinkedAccount(db, claims.clientId, claims.userId, claims.linkedAccountId);

@@ -11,7 +11,14 @@ import { findClient } from '../clients/sql.ts';
 import { resolveSettings } from '../clients/settings.ts';
 import { FLOWS, type Flow } from '../../widget/protocol.ts';
 import { widgetAssets, type Asset } from './bundle.ts';
-import { checkUser, intentView, linkedAccountView, openWidgetSession, paymentMethodsView, widgetView } from './domain.ts';
+import {
+  checkUser,
+  intentView,
+  linkedAccountView,
+  openWidgetSession,
+  paymentMethodsView,
+  widgetView,
+} from './domain.ts';
 
 const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
@@ -52,10 +59,16 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
   const key = ctx.config.widgetSigningKey!;
   const base = ctx.config.listeners.api.publicUrl;
 
-  app.get('/main.js', { schema: { hide: true } }, (req, reply) => sendAsset(req, reply, assets.mainJs, 'public, max-age=300'));
+  app.get('/main.js', { schema: { hide: true } }, (req, reply) =>
+    sendAsset(req, reply, assets.mainJs, 'public, max-age=300'),
+  );
   // Versioned by query string from the frame pages, so they can be kept a long time.
-  app.get('/_/assets/frame.js', { schema: { hide: true } }, (req, reply) => sendAsset(req, reply, assets.frameJs, 'public, max-age=31536000, immutable'));
-  app.get('/_/assets/frame.css', { schema: { hide: true } }, (req, reply) => sendAsset(req, reply, assets.frameCss, 'public, max-age=31536000, immutable'));
+  app.get('/_/assets/frame.js', { schema: { hide: true } }, (req, reply) =>
+    sendAsset(req, reply, assets.frameJs, 'public, max-age=31536000, immutable'),
+  );
+  app.get('/_/assets/frame.css', { schema: { hide: true } }, (req, reply) =>
+    sendAsset(req, reply, assets.frameCss, 'public, max-age=31536000, immutable'),
+  );
 
   app.get(
     '/_/:flow/',
@@ -90,7 +103,12 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
   );
 
   const session = (req: FastifyRequest) =>
-    openWidgetSession(ctx.db, { authorization: req.headers.authorization, clientId: req.headers['x-client-id'], key, now: ctx.clock.now() });
+    openWidgetSession(ctx.db, {
+      authorization: req.headers.authorization,
+      clientId: req.headers['x-client-id'],
+      key,
+      now: ctx.clock.now(),
+    });
   const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store').type('application/vnd.api+json');
 
   app.get(
@@ -99,7 +117,10 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
       schema: {
         hide: true,
         querystring: Type.Object(
-          { amount: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 })), reference: Type.Optional(Type.String({ maxLength: 255 })) },
+          {
+            amount: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000 })),
+            reference: Type.Optional(Type.String({ maxLength: 255 })),
+          },
           { additionalProperties: false },
         ),
       },
@@ -107,7 +128,9 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const s = await session(req);
       noStore(reply);
-      return { data: { id: s.wallet.id, type: 'WalletWidgetView', attributes: await widgetView(ctx.db, s, req.query) } };
+      return {
+        data: { id: s.wallet.id, type: 'WalletWidgetView', attributes: await widgetView(ctx.db, s, req.query) },
+      };
     },
   );
 
@@ -127,7 +150,11 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
   app.post(
     '/_/api/user-check',
     {
-      onRequest: keyedRateLimit(app, { perMinute: userCheckPerMinute, key: (req) => `user-check:${req.ip}`, what: 'from this address to the user check' }),
+      onRequest: keyedRateLimit(app, {
+        perMinute: userCheckPerMinute,
+        key: (req) => `user-check:${req.ip}`,
+        what: 'from this address to the user check',
+      }),
       schema: {
         hide: true,
         body: Type.Object(
@@ -143,7 +170,8 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const s = await session(req);
       const { current, ttl } = await walletChecks.count(s.wallet.id);
-      if (current > userCheckPerWalletPerHour) throw limitExceeded(`More than ${userCheckPerWalletPerHour} user checks of this wallet in an hour`, ttl);
+      if (current > userCheckPerWalletPerHour)
+        throw limitExceeded(`More than ${userCheckPerWalletPerHour} user checks of this wallet in an hour`, ttl);
       noStore(reply);
       return { data: { id: s.wallet.id, type: 'WalletUserCheck', attributes: checkUser(s, req.body) } };
     },
@@ -155,22 +183,41 @@ export async function widgetHostRoutes(app: App, ctx: AppContext): Promise<void>
     async (req, reply) => {
       const s = await session(req);
       noStore(reply);
-      return { data: await intentView(ctx.db, s, { intentId: req.params.intentId.toLowerCase(), baseUrl: base, now: ctx.clock.now() }) };
+      return {
+        data: await intentView(ctx.db, s, {
+          intentId: req.params.intentId.toLowerCase(),
+          baseUrl: base,
+          now: ctx.clock.now(),
+        }),
+      };
     },
   );
 
   // Tokens of the other kinds: each is accepted only here, and wallet payloads are not.
-  const hostRequest = (req: FastifyRequest) => ({ authorization: req.headers.authorization, clientId: req.headers['x-client-id'], key, now: ctx.clock.now() });
-
-  app.get('/_/api/linked-account', { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } }, async (req, reply) => {
-    const view = await linkedAccountView(ctx.db, hostRequest(req));
-    noStore(reply);
-    return { data: { id: view.linkedAccountId, type: 'LinkedAccountWidgetView', attributes: view } };
+  const hostRequest = (req: FastifyRequest) => ({
+    authorization: req.headers.authorization,
+    clientId: req.headers['x-client-id'],
+    key,
+    now: ctx.clock.now(),
   });
 
-  app.get('/_/api/payment-methods', { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } }, async (req, reply) => {
-    const view = await paymentMethodsView(ctx.db, hostRequest(req));
-    noStore(reply);
-    return { data: { id: view.widgetType, type: 'PaymentMethodsWidgetView', attributes: view } };
-  });
+  app.get(
+    '/_/api/linked-account',
+    { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } },
+    async (req, reply) => {
+      const view = await linkedAccountView(ctx.db, hostRequest(req));
+      noStore(reply);
+      return { data: { id: view.linkedAccountId, type: 'LinkedAccountWidgetView', attributes: view } };
+    },
+  );
+
+  app.get(
+    '/_/api/payment-methods',
+    { schema: { hide: true, querystring: Type.Object({}, { additionalProperties: false }) } },
+    async (req, reply) => {
+      const view = await paymentMethodsView(ctx.db, hostRequest(req));
+      noStore(reply);
+      return { data: { id: view.widgetType, type: 'PaymentMethodsWidgetView', attributes: view } };
+    },
+  );
 }

@@ -2,10 +2,27 @@ import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { apiError } from '../../http/errors.ts';
 import { query } from '../../http/paging.ts';
-import { COMMON_ERRORS, Nullable, ResourceIdentifier, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import {
+  COMMON_ERRORS,
+  Nullable,
+  ResourceIdentifier,
+  Timestamp,
+  document,
+  idParams,
+  ref,
+  requestBody,
+  resource,
+  responses,
+} from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import type { ClientSettings } from '../clients/settings.ts';
-import { createWidgetSession, findWidgetWallet, issueLinkedAccountWidgetData, issueWidgetPayload, type WalletFilters } from './domain.ts';
+import {
+  createWidgetSession,
+  findWidgetWallet,
+  issueLinkedAccountWidgetData,
+  issueWidgetPayload,
+  type WalletFilters,
+} from './domain.ts';
 import { WIDGET_TYPES } from './token.ts';
 
 const TAGS = ['Widgets'];
@@ -15,8 +32,12 @@ const WalletWidgetDto = Type.Object(
     walletId: Type.String(),
     userId: Type.String(),
     purchaseAmount: Nullable(Type.Integer()),
-    available: Type.Integer({ description: 'Cents spendable on the purchase (rewards only as far as usable on purchaseAmount)' }),
-    eligibleReward: Type.Integer({ description: 'Cents of rewards usable on purchaseAmount (all available rewards without one)' }),
+    available: Type.Integer({
+      description: 'Cents spendable on the purchase (rewards only as far as usable on purchaseAmount)',
+    }),
+    eligibleReward: Type.Integer({
+      description: 'Cents of rewards usable on purchaseAmount (all available rewards without one)',
+    }),
     rewardMinimumPurchase: Type.Integer({ description: "The merchant's smallest purchase rewards apply to, in cents" }),
   },
   { description: "The payload's figures, for merchants that draw their own widget (includeDto=true)" },
@@ -26,7 +47,10 @@ export const WalletWidgetData = resource(
   'WalletWidgetData',
   'WalletWidgetData',
   {
-    payload: Type.String({ description: 'Base64 of a signed token naming the client, wallet and user; give it to main.js (`data-wallet-widget` or `servicePay.setWalletWidgetData`)' }),
+    payload: Type.String({
+      description:
+        'Base64 of a signed token naming the client, wallet and user; give it to main.js (`data-wallet-widget` or `servicePay.setWalletWidgetData`)',
+    }),
     expiresAt: Timestamp({ description: '15 minutes after issue' }),
     dto: Type.Optional(WalletWidgetDto),
   },
@@ -41,7 +65,10 @@ export const LinkedAccountWidgetData = resource(
   'LinkedAccountWidgetData',
   'LinkedAccountWidgetData',
   {
-    payload: Type.String({ description: 'Base64 of a signed token naming the client, the payment intent, its wallet and user, and the linked account; only the widget host reads it' }),
+    payload: Type.String({
+      description:
+        'Base64 of a signed token naming the client, the payment intent, its wallet and user, and the linked account; only the widget host reads it',
+    }),
     dto: Type.Object({ institutionName: Type.String(), accountMask: Type.String({ description: 'Last four digits' }) }),
     expiresAt: Timestamp({ description: '15 minutes after issue' }),
     updatedAt: Timestamp({ description: "The linked account's" }),
@@ -53,7 +80,8 @@ export const LinkedAccountWidgetData = resource(
       linkedAccount: Type.Object({ data: ResourceIdentifier('LinkedAccount') }),
     },
     links: { self: Type.String() },
-    description: "The linked account that pays what the wallet does not cover of a payment intent; its id is the token's id.",
+    description:
+      "The linked account that pays what the wallet does not cover of a payment intent; its id is the token's id.",
   },
 );
 
@@ -61,7 +89,9 @@ export const WidgetSession = resource(
   'WidgetSession',
   'WidgetSession',
   {
-    sessionToken: Type.String({ description: '`wgt_session_` and a signed token naming the client and the widget type; pass it to the widget' }),
+    sessionToken: Type.String({
+      description: '`wgt_session_` and a signed token naming the client and the widget type; pass it to the widget',
+    }),
     widgetType: Type.Enum([...WIDGET_TYPES]),
     expiresAt: Timestamp({ description: '15 minutes after issue' }),
     createdAt: Timestamp(),
@@ -71,17 +101,37 @@ export const WidgetSession = resource(
 
 export const schemas = [WalletWidgetData, LinkedAccountWidgetData, WidgetSession];
 
-const PurchaseAmount = Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000_000, description: 'Purchase amount in cents: the amount widgets use when the page gives none' }));
+const PurchaseAmount = Type.Optional(
+  Type.Integer({
+    minimum: 0,
+    maximum: 1_000_000_000_000,
+    description: 'Purchase amount in cents: the amount widgets use when the page gives none',
+  }),
+);
 const IncludeDto = Type.Optional(Type.Boolean({ description: "true: add `dto`, the payload's figures in plain JSON" }));
 const ByIdQuery = query({ purchaseAmount: PurchaseAmount, includeDto: IncludeDto });
 const FindQuery = query({
-  'filter[userReference]': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The user's id, stableReferenceId or referenceId" })),
-  'filter[secondaryUserReference]': Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "The user's referenceId (or stableReferenceId), for when the stable one may not be on file yet" })),
-  'filter[phoneNumber]': Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: "The user's phone number (E.164)" })),
+  'filter[userReference]': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: "The user's id, stableReferenceId or referenceId" }),
+  ),
+  'filter[secondaryUserReference]': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: "The user's referenceId (or stableReferenceId), for when the stable one may not be on file yet",
+    }),
+  ),
+  'filter[phoneNumber]': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 32, description: "The user's phone number (E.164)" }),
+  ),
   purchaseAmount: PurchaseAmount,
   includeDto: IncludeDto,
 });
-type FindQueryValue = { 'filter[userReference]'?: string; 'filter[secondaryUserReference]'?: string; 'filter[phoneNumber]'?: string };
+type FindQueryValue = {
+  'filter[userReference]'?: string;
+  'filter[secondaryUserReference]'?: string;
+  'filter[phoneNumber]'?: string;
+};
 const filtersOf = (q: FindQueryValue): WalletFilters => ({
   userReference: q['filter[userReference]'],
   secondaryUserReference: q['filter[secondaryUserReference]'],
@@ -101,13 +151,30 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
   const key = ctx.config.widgetSigningKey!;
 
   /** The WalletWidgetData of one wallet, or undefined when the merchant has none such. */
-  const walletWidgetData = async (version: 'v1' | 'v2', client: { id: string; settings: ClientSettings }, walletId: string, q: { purchaseAmount?: number; includeDto?: boolean }) => {
-    const out = await issueWidgetPayload(ctx.db, { clientId: client.id, walletId, purchaseAmount: q.purchaseAmount, includeDto: q.includeDto, settings: client.settings, key, now: ctx.clock.now() });
+  const walletWidgetData = async (
+    version: 'v1' | 'v2',
+    client: { id: string; settings: ClientSettings },
+    walletId: string,
+    q: { purchaseAmount?: number; includeDto?: boolean },
+  ) => {
+    const out = await issueWidgetPayload(ctx.db, {
+      clientId: client.id,
+      walletId,
+      purchaseAmount: q.purchaseAmount,
+      includeDto: q.includeDto,
+      settings: client.settings,
+      key,
+      now: ctx.clock.now(),
+    });
     if (!out) return undefined;
     return {
       id: out.id,
       type: 'WalletWidgetData' as const,
-      attributes: { payload: out.payload, expiresAt: out.expiresAt.toISOString(), ...(out.dto ? { dto: out.dto } : {}) },
+      attributes: {
+        payload: out.payload,
+        expiresAt: out.expiresAt.toISOString(),
+        ...(out.dto ? { dto: out.dto } : {}),
+      },
       relationships: { wallet: { data: { type: 'Wallet' as const, id: out.walletId } } },
       links: { self: `${base}/api/${version}/widgets/wallet/${out.walletId}` },
     };
@@ -211,7 +278,12 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
       },
     },
     async (req) => {
-      const out = await issueLinkedAccountWidgetData(ctx.db, { clientId: req.client.id, paymentIntentId: req.params.paymentIntentId, key, now: ctx.clock.now() });
+      const out = await issueLinkedAccountWidgetData(ctx.db, {
+        clientId: req.client.id,
+        paymentIntentId: req.params.paymentIntentId,
+        key,
+        now: ctx.clock.now(),
+      });
       return {
         data: {
           id: out.id,
@@ -244,7 +316,10 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
           'A session token for a widget that needs no user: `PaymentMethods` shows how your checkout takes payment (wallet, gift, rails). It names only your client and the widget type, ' +
           "so it grants nothing about any user or wallet; it lives 15 minutes. 200, as Accrue's contract has it.",
         querystring: query({}),
-        body: requestBody('CreateWidgetSession', Type.Object({ widgetType: Type.Enum([...WIDGET_TYPES]) }, { additionalProperties: false })),
+        body: requestBody(
+          'CreateWidgetSession',
+          Type.Object({ widgetType: Type.Enum([...WIDGET_TYPES]) }, { additionalProperties: false }),
+        ),
         response: responses({ 200: document(ref(WidgetSession)) }, COMMON_ERRORS),
       },
     },
@@ -252,7 +327,18 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
       const now = ctx.clock.now();
       const { widgetType } = req.body.data.attributes;
       const s = await createWidgetSession({ clientId: req.client.id, widgetType, key, now });
-      return { data: { id: s.id, type: 'WidgetSession' as const, attributes: { sessionToken: s.sessionToken, widgetType, expiresAt: s.expiresAt.toISOString(), createdAt: now.toISOString() } } };
+      return {
+        data: {
+          id: s.id,
+          type: 'WidgetSession' as const,
+          attributes: {
+            sessionToken: s.sessionToken,
+            widgetType,
+            expiresAt: s.expiresAt.toISOString(),
+            createdAt: now.toISOString(),
+          },
+        },
+      };
     },
   );
 }

@@ -25,15 +25,30 @@ export async function walletWithUser(db: Executor, clientId: string, walletId: s
   return user ? { ...found, user } : undefined;
 }
 
-export async function intentOfWallet(db: Executor, clientId: string, walletId: string, intentId: string): Promise<IntentRow | undefined> {
+export async function intentOfWallet(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  intentId: string,
+): Promise<IntentRow | undefined> {
   const [row] = await db
     .select()
     .from(paymentIntents)
-    .where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.walletId, walletId), eq(paymentIntents.id, intentId)));
+    .where(
+      and(
+        eq(paymentIntents.clientId, clientId),
+        eq(paymentIntents.walletId, walletId),
+        eq(paymentIntents.id, intentId),
+      ),
+    );
   return row;
 }
 
-export async function paymentsOfIntent(db: Executor, clientId: string, intentId: string): Promise<{ id: string; status: string }[]> {
+export async function paymentsOfIntent(
+  db: Executor,
+  clientId: string,
+  intentId: string,
+): Promise<{ id: string; status: string }[]> {
   return db
     .select({ id: payments.id, status: payments.status })
     .from(payments)
@@ -42,7 +57,12 @@ export async function paymentsOfIntent(db: Executor, clientId: string, intentId:
 }
 
 /** The wallet's latest promoted intent with this reference: the purchase a success widget is about. */
-export async function promotedIntentByReference(db: Executor, clientId: string, walletId: string, reference: string): Promise<IntentRow | undefined> {
+export async function promotedIntentByReference(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  reference: string,
+): Promise<IntentRow | undefined> {
   const [row] = await db
     .select()
     .from(paymentIntents)
@@ -71,7 +91,8 @@ export async function walletsOfUsersMatching(
   for (const ref of [f.userReference, f.secondaryUserReference]) {
     if (ref !== undefined) named.push(eq(users.stableReferenceId, ref), eq(users.referenceId, ref));
   }
-  if (f.userReference !== undefined && UUID.test(f.userReference)) named.push(eq(users.id, f.userReference.toLowerCase()));
+  if (f.userReference !== undefined && UUID.test(f.userReference))
+    named.push(eq(users.id, f.userReference.toLowerCase()));
   if (f.phoneNumber !== undefined) named.push(eq(users.phoneNumber, f.phoneNumber));
   const rows = await db
     .selectDistinct({ id: wallets.id })
@@ -83,7 +104,10 @@ export async function walletsOfUsersMatching(
 }
 
 export async function intentById(db: Executor, clientId: string, intentId: string): Promise<IntentRow | undefined> {
-  const [row] = await db.select().from(paymentIntents).where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, intentId)));
+  const [row] = await db
+    .select()
+    .from(paymentIntents)
+    .where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, intentId)));
   return row;
 }
 
@@ -91,7 +115,12 @@ export async function intentById(db: Executor, clientId: string, intentId: strin
  * The account an intent's bank part comes from: the one its latest payment drew on, else the
  * user's first connected account (the one an authorization would draw on).
  */
-export async function linkedAccountOfIntent(db: Executor, clientId: string, intentId: string, userId: string): Promise<LinkedAccountRow | undefined> {
+export async function linkedAccountOfIntent(
+  db: Executor,
+  clientId: string,
+  intentId: string,
+  userId: string,
+): Promise<LinkedAccountRow | undefined> {
   const [drawn] = await db
     .select({ id: payments.linkedAccountId })
     .from(payments)

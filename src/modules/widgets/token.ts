@@ -11,7 +11,11 @@ import { apiError } from '../../http/errors.ts';
 
 export const WIDGET_TOKEN_TTL_S = 15 * 60;
 const ISSUER = 'coffer';
-const AUDIENCE = { wallet: 'coffer-widget', 'linked-account': 'coffer-widget:linked-account', session: 'coffer-widget:session' } as const;
+const AUDIENCE = {
+  wallet: 'coffer-widget',
+  'linked-account': 'coffer-widget:linked-account',
+  session: 'coffer-widget:session',
+} as const;
 type Kind = keyof typeof AUDIENCE;
 
 /** Session tokens read as what they are (Accrue's `wgt_session_…`); base64url keeps them URL-safe. */
@@ -23,12 +27,29 @@ interface Signed {
   expiresAt: Date;
 }
 
-async function sign(key: Buffer, kind: Kind, claims: JWTPayload, subject: string | undefined, now: Date): Promise<Signed> {
+async function sign(
+  key: Buffer,
+  kind: Kind,
+  claims: JWTPayload,
+  subject: string | undefined,
+  now: Date,
+): Promise<Signed> {
   const iat = Math.floor(now.getTime() / 1000);
   const id = randomUUID();
-  let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer(ISSUER).setAudience(AUDIENCE[kind]).setJti(id);
+  let jwt = new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer(ISSUER)
+    .setAudience(AUDIENCE[kind])
+    .setJti(id);
   if (subject !== undefined) jwt = jwt.setSubject(subject);
-  return { jwt: await jwt.setIssuedAt(iat).setExpirationTime(iat + WIDGET_TOKEN_TTL_S).sign(key), id, expiresAt: new Date((iat + WIDGET_TOKEN_TTL_S) * 1000) };
+  return {
+    jwt: await jwt
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + WIDGET_TOKEN_TTL_S)
+      .sign(key),
+    id,
+    expiresAt: new Date((iat + WIDGET_TOKEN_TTL_S) * 1000),
+  };
 }
 
 /** Checks a token's signature, audience (its kind) and lifetime; 401 Unauthorized otherwise. */
@@ -43,7 +64,8 @@ async function verify(key: Buffer, kind: Kind, jwt: string, now: Date, required:
     });
     return payload;
   } catch (err) {
-    if (err instanceof errors.JWTExpired) throw apiError('Unauthorized', 'The widget payload has expired; fetch a new one from your backend.');
+    if (err instanceof errors.JWTExpired)
+      throw apiError('Unauthorized', 'The widget payload has expired; fetch a new one from your backend.');
     if (err instanceof errors.JOSEError) throw apiError('Unauthorized', 'The widget payload is not valid.');
     throw err;
   }
@@ -81,7 +103,10 @@ function walletScopeOf(p: JWTPayload): WalletScope {
 
 const fromBase64 = (payload: string) => Buffer.from(payload, 'base64').toString('utf8');
 
-export async function signWidgetPayload(key: Buffer, c: WalletScope & { purchaseAmount?: number; now: Date }): Promise<{ payload: string; id: string; expiresAt: Date }> {
+export async function signWidgetPayload(
+  key: Buffer,
+  c: WalletScope & { purchaseAmount?: number; now: Date },
+): Promise<{ payload: string; id: string; expiresAt: Date }> {
   const claims = { ...walletClaims(c), ...(c.purchaseAmount !== undefined ? { amt: c.purchaseAmount } : {}) };
   const s = await sign(key, 'wallet', claims, c.userId, c.now);
   return { payload: Buffer.from(s.jwt).toString('base64'), id: s.id, expiresAt: s.expiresAt };
@@ -91,7 +116,12 @@ export async function signWidgetPayload(key: Buffer, c: WalletScope & { purchase
 export async function verifyWidgetPayload(key: Buffer, payload: string, now: Date): Promise<WidgetClaims> {
   const p = await verify(key, 'wallet', fromBase64(payload), now, ['sub']);
   const amount = typeof p.amt === 'number' && Number.isSafeInteger(p.amt) && p.amt >= 0 ? p.amt : undefined;
-  return { ...walletScopeOf(p), ...(amount !== undefined ? { purchaseAmount: amount } : {}), issuedAt: p.iat!, expiresAt: p.exp! };
+  return {
+    ...walletScopeOf(p),
+    ...(amount !== undefined ? { purchaseAmount: amount } : {}),
+    issuedAt: p.iat!,
+    expiresAt: p.exp!,
+  };
 }
 
 export interface LinkedAccountClaims extends WalletScope {
@@ -99,12 +129,25 @@ export interface LinkedAccountClaims extends WalletScope {
   linkedAccountId: string;
 }
 
-export async function signLinkedAccountPayload(key: Buffer, c: LinkedAccountClaims & { now: Date }): Promise<{ payload: string; id: string; expiresAt: Date }> {
-  const s = await sign(key, 'linked-account', { ...walletClaims(c), pid: c.paymentIntentId, lid: c.linkedAccountId }, c.userId, c.now);
+export async function signLinkedAccountPayload(
+  key: Buffer,
+  c: LinkedAccountClaims & { now: Date },
+): Promise<{ payload: string; id: string; expiresAt: Date }> {
+  const s = await sign(
+    key,
+    'linked-account',
+    { ...walletClaims(c), pid: c.paymentIntentId, lid: c.linkedAccountId },
+    c.userId,
+    c.now,
+  );
   return { payload: Buffer.from(s.jwt).toString('base64'), id: s.id, expiresAt: s.expiresAt };
 }
 
-export async function verifyLinkedAccountPayload(key: Buffer, payload: string, now: Date): Promise<LinkedAccountClaims> {
+export async function verifyLinkedAccountPayload(
+  key: Buffer,
+  payload: string,
+  now: Date,
+): Promise<LinkedAccountClaims> {
   const p = await verify(key, 'linked-account', fromBase64(payload), now, ['sub']);
   if (!isString(p.pid) || !isString(p.lid)) throw malformed();
   return { ...walletScopeOf(p), paymentIntentId: p.pid, linkedAccountId: p.lid };
@@ -118,14 +161,27 @@ export interface SessionClaims {
   widgetType: WidgetType;
 }
 
-export async function signWidgetSession(key: Buffer, c: SessionClaims & { now: Date }): Promise<{ sessionToken: string; id: string; expiresAt: Date }> {
+export async function signWidgetSession(
+  key: Buffer,
+  c: SessionClaims & { now: Date },
+): Promise<{ sessionToken: string; id: string; expiresAt: Date }> {
   const s = await sign(key, 'session', { cid: c.clientId, wtp: c.widgetType }, undefined, c.now);
-  return { sessionToken: SESSION_TOKEN_PREFIX + Buffer.from(s.jwt).toString('base64url'), id: s.id, expiresAt: s.expiresAt };
+  return {
+    sessionToken: SESSION_TOKEN_PREFIX + Buffer.from(s.jwt).toString('base64url'),
+    id: s.id,
+    expiresAt: s.expiresAt,
+  };
 }
 
 export async function verifyWidgetSession(key: Buffer, sessionToken: string, now: Date): Promise<SessionClaims> {
   if (!sessionToken.startsWith(SESSION_TOKEN_PREFIX)) throw malformed();
-  const p = await verify(key, 'session', Buffer.from(sessionToken.slice(SESSION_TOKEN_PREFIX.length), 'base64url').toString('utf8'), now, []);
+  const p = await verify(
+    key,
+    'session',
+    Buffer.from(sessionToken.slice(SESSION_TOKEN_PREFIX.length), 'base64url').toString('utf8'),
+    now,
+    [],
+  );
   if (!isString(p.cid) || !(WIDGET_TYPES as readonly unknown[]).includes(p.wtp)) throw malformed();
   return { clientId: p.cid, widgetType: p.wtp as WidgetType };
 }

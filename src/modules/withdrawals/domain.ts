@@ -22,17 +22,34 @@ import * as q from './sql.ts';
  */
 export async function planWithdrawal(
   tx: Executor,
-  i: { clientId: string; walletId: string; amount: number; clientAccounts: Record<ClientCode, string>; now: Date; context: Partial<q.WithdrawContext> | undefined },
+  i: {
+    clientId: string;
+    walletId: string;
+    amount: number;
+    clientAccounts: Record<ClientCode, string>;
+    now: Date;
+    context: Partial<q.WithdrawContext> | undefined;
+  },
 ): Promise<{ row: q.WithdrawalRow; entry: EntryInput }> {
   const c = i.context;
   if (!c?.walletStatus) throw apiError('WalletNotFound', `No wallet ${i.walletId}.`);
   if (c.walletStatus !== 'Active') throw apiError('WalletClosed');
-  if (c.kycStatus !== 'Approved') throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; withdrawals need Approved.`);
+  if (c.kycStatus !== 'Approved')
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${c.kycStatus}; withdrawals need Approved.`);
   const connected = c.connected ?? [];
-  if (connected.length === 0) throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
-  const amounts = largestRemainder(i.amount, connected.map((a) => Number(a.deposited)));
+  if (connected.length === 0)
+    throw apiError('LinkedAccountMissing', 'The user has no connected linked account to withdraw to.');
+  const amounts = largestRemainder(
+    i.amount,
+    connected.map((a) => Number(a.deposited)),
+  );
   const split = connected
-    .map((a, k) => ({ linkedAccountId: a.id, institutionName: a.institutionName, accountMask: a.accountMask, amount: amounts[k]! }))
+    .map((a, k) => ({
+      linkedAccountId: a.id,
+      institutionName: a.institutionName,
+      accountMask: a.accountMask,
+      amount: amounts[k]!,
+    }))
     .filter((s) => s.amount > 0);
 
   const id = uuidv7();
@@ -48,16 +65,31 @@ export async function planWithdrawal(
     ],
     now: i.now,
   };
-  return { row: { id, clientId: i.clientId, walletId: i.walletId, amount: i.amount, split, providerRef: null, createdAt: i.now }, entry };
+  return {
+    row: {
+      id,
+      clientId: i.clientId,
+      walletId: i.walletId,
+      amount: i.amount,
+      split,
+      providerRef: null,
+      createdAt: i.now,
+    },
+    entry,
+  };
 }
 
 /** A withdrawal's write refused by the ledger's no-negative check: more than the withdrawable balance (400). */
 export function withdrawRefused(err: unknown): unknown {
   if (!refusedByLedger(err)) return err;
   countMovement('withdraw', 'insufficient_funds');
-  return apiError('InsufficientWithdrawableBalance', "The amount is more than the wallet's withdrawable balance (available deposit money; rewards are never withdrawable).", {
-    pointer: '/data/attributes/amount',
-  });
+  return apiError(
+    'InsufficientWithdrawableBalance',
+    "The amount is more than the wallet's withdrawable balance (available deposit money; rewards are never withdrawable).",
+    {
+      pointer: '/data/attributes/amount',
+    },
+  );
 }
 
 /** The most withdrawals one run of the bank-pushes job sends. */
@@ -71,10 +103,15 @@ export const PUSH_BATCH = 100;
  * are recorded by one statement. A database error while recording fails the round (the job
  * runs it again), not a withdrawal as if the bank had refused it.
  */
-export async function sendPendingPushes(db: Db, opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger }): Promise<number> {
+export async function sendPendingPushes(
+  db: Db,
+  opts: { provider: BankTransferProvider; now: () => Date; log?: FastifyBaseLogger },
+): Promise<number> {
   const due = await q.unsentWithdrawals(db, PUSH_BATCH);
   if (due.length === 0) return 0;
-  const accounts = await q.linkedAccountExternalIds(db, [...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId)))]);
+  const accounts = await q.linkedAccountExternalIds(db, [
+    ...new Set(due.flatMap((w) => w.split.map((s) => s.linkedAccountId))),
+  ]);
   const external = new Map(accounts.map((a) => [a.id, a.externalId]));
   const sent = await sendEach(
     due,
@@ -82,9 +119,21 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
       id: w.id,
       pushes: await Promise.all(
         w.split.map(async (s): Promise<TrackedTransfer> => {
-          const push = { reference: `${w.id}:${s.linkedAccountId}`, amount: s.amount, linkedAccountExternalId: external.get(s.linkedAccountId)! };
+          const push = {
+            reference: `${w.id}:${s.linkedAccountId}`,
+            amount: s.amount,
+            linkedAccountExternalId: external.get(s.linkedAccountId)!,
+          };
           const { providerRef } = await opts.provider.initiatePush(push);
-          return { reference: push.reference, clientId: w.clientId, purpose: 'withdrawal', subjectId: w.id, direction: 'push', amount: s.amount, providerRef };
+          return {
+            reference: push.reference,
+            clientId: w.clientId,
+            purpose: 'withdrawal',
+            subjectId: w.id,
+            direction: 'push',
+            amount: s.amount,
+            providerRef,
+          };
         }),
       ),
     }),
@@ -94,7 +143,11 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
     track: opts.provider.reportsStatus,
     transfers: sent.flatMap((w) => w.pushes),
     now: opts.now(),
-    record: (ex) => q.recordProviderRefs(ex, sent.map((w) => ({ id: w.id, providerRef: w.pushes.map((p) => p.providerRef).join(',') }))),
+    record: (ex) =>
+      q.recordProviderRefs(
+        ex,
+        sent.map((w) => ({ id: w.id, providerRef: w.pushes.map((p) => p.providerRef).join(',') })),
+      ),
   });
   return sent.length;
 }
@@ -104,7 +157,10 @@ export async function sendPendingPushes(db: Db, opts: { provider: BankTransferPr
  * wallet was debited when the withdrawal was made); a failed one returns its amount to the
  * wallet's withdrawable deposit money, the bank having sent nothing.
  */
-export async function finishWithdrawalPush(tx: Executor, o: { reference: string; withdrawalId: string; amount: number; settled: boolean; now: Date }): Promise<void> {
+export async function finishWithdrawalPush(
+  tx: Executor,
+  o: { reference: string; withdrawalId: string; amount: number; settled: boolean; now: Date },
+): Promise<void> {
   if (o.settled) return;
   const w = (await q.findWithdrawalById(tx, o.withdrawalId))!;
   const wallet = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: w.walletId });

@@ -1,7 +1,18 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
-import { COMMON_ERRORS, Cents, JSONAPI, Timestamp, document, idParams, ref, requestBody, resource, responses } from '../../http/schemas.ts';
+import {
+  COMMON_ERRORS,
+  Cents,
+  JSONAPI,
+  Timestamp,
+  document,
+  idParams,
+  ref,
+  requestBody,
+  resource,
+  responses,
+} from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { IdempotencyKey } from '../transactions/schemas.ts';
@@ -10,7 +21,14 @@ import { submitWithdrawal } from './withdraw-groups.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
-  split: Type.Array(Type.Object({ linkedAccountId: Type.String(), institutionName: Type.String(), accountMask: Type.String(), amount: Type.Integer() })),
+  split: Type.Array(
+    Type.Object({
+      linkedAccountId: Type.String(),
+      institutionName: Type.String(),
+      accountMask: Type.String(),
+      amount: Type.Integer(),
+    }),
+  ),
   createdAt: Timestamp(),
 });
 
@@ -19,7 +37,10 @@ const WithdrawBody = requestBody(
   Type.Object(
     {
       amount: Cents({ minimum: 1 }),
-      idempotencyKey: Type.Optional({ ...IdempotencyKey, description: 'Optional: makes retries safe (same rules as deposits)' }),
+      idempotencyKey: Type.Optional({
+        ...IdempotencyKey,
+        description: 'Optional: makes retries safe (same rules as deposits)',
+      }),
     },
     { additionalProperties: false },
   ),
@@ -28,7 +49,11 @@ const WithdrawBody = requestBody(
 export const schemas = [Withdraw];
 
 function withdrawResource(w: WithdrawalRow) {
-  return { id: w.id, type: 'Withdraw' as const, attributes: { amount: w.amount, split: w.split, createdAt: w.createdAt.toISOString() } };
+  return {
+    id: w.id,
+    type: 'Withdraw' as const,
+    attributes: { amount: w.amount, split: w.split, createdAt: w.createdAt.toISOString() },
+  };
 }
 
 export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void> {
@@ -40,7 +65,7 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
         operationId: 'closedLoopWithdraw',
         summary: 'Withdraw to linked accounts (closed loop)',
         description:
-          'Sends available deposit money back to the user\'s connected linked accounts, split in proportion to what each deposited (largest remainder). ' +
+          "Sends available deposit money back to the user's connected linked accounts, split in proportion to what each deposited (largest remainder). " +
           'Never more than the withdrawable amount (400 `InsufficientWithdrawableBalance`); no connected account: 400 `LinkedAccountMissing`. Needs KYC `Approved`.',
         params: idParams('walletId'),
         querystring: Type.Object({}, { additionalProperties: false }),
@@ -53,7 +78,12 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
       const outcome = await submitWithdrawal(ctx.db, {
-        scope: { clientId: req.client.id, operation: 'withdraw', key: idempotencyKey, fingerprint: fingerprintOf([req.params.walletId, { amount }]) },
+        scope: {
+          clientId: req.client.id,
+          operation: 'withdraw',
+          key: idempotencyKey,
+          fingerprint: fingerprintOf([req.params.walletId, { amount }]),
+        },
         input: { clientId: req.client.id, walletId: req.params.walletId, amount, clientAccounts, now: ctx.clock.now() },
         render: (created) => serialize({ data: withdrawResource(created) }),
       });

@@ -35,7 +35,10 @@ export interface WithdrawContext {
  * the read does not grow with the wallet's deposits). Nothing is locked: the debit of the
  * wallet's available deposit money is the guard. No wallet: no row.
  */
-const contextOf = (clientId: string, walletId: string) => `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
+const contextOf = (
+  clientId: string,
+  walletId: string,
+) => `select w.status as "walletStatus", u.id as "userId", u.kyc_status as "kycStatus",
         (select coalesce(json_agg(json_build_object('id', la.id, 'institutionName', la.institution_name, 'accountMask', la.account_mask,
             'deposited', coalesce((select d.cleared from deposit_totals d where d.wallet_id = w.id and d.linked_account_id = la.id), 0))
           order by la.created_at, la.id), '[]'::json)
@@ -61,18 +64,37 @@ const GROUP_CHECK = statement(
     order by m.i`,
 );
 
-export async function checkWithdrawGroup(tx: Executor, members: { lockKey: string | null; clientId: string; key: string | null; walletId: string }[]): Promise<WithdrawCheck[]> {
-  return run<WithdrawCheck>(tx, GROUP_CHECK, [members.map((m) => m.lockKey), members.map((m) => m.clientId), members.map((m) => m.key), members.map((m) => m.walletId)]);
+export async function checkWithdrawGroup(
+  tx: Executor,
+  members: { lockKey: string | null; clientId: string; key: string | null; walletId: string }[],
+): Promise<WithdrawCheck[]> {
+  return run<WithdrawCheck>(tx, GROUP_CHECK, [
+    members.map((m) => m.lockKey),
+    members.map((m) => m.clientId),
+    members.map((m) => m.key),
+    members.map((m) => m.walletId),
+  ]);
 }
 
 /** Withdrawals the provider has not acknowledged yet, oldest first (the bank-pushes job, every client), through withdrawals_unsent_idx. */
 export function unsentWithdrawals(db: Executor, limit: number) {
-  return db.select().from(withdrawals).where(sql`${withdrawals.providerRef} is null`).orderBy(withdrawals.createdAt).limit(limit);
+  return db
+    .select()
+    .from(withdrawals)
+    .where(sql`${withdrawals.providerRef} is null`)
+    .orderBy(withdrawals.createdAt)
+    .limit(limit);
 }
 
 /** The provider's external ids of the linked accounts named. */
-export async function linkedAccountExternalIds(db: Executor, ids: string[]): Promise<{ id: string; externalId: string }[]> {
-  return db.select({ id: linkedAccounts.id, externalId: linkedAccounts.externalId }).from(linkedAccounts).where(inArray(linkedAccounts.id, ids));
+export async function linkedAccountExternalIds(
+  db: Executor,
+  ids: string[],
+): Promise<{ id: string; externalId: string }[]> {
+  return db
+    .select({ id: linkedAccounts.id, externalId: linkedAccounts.externalId })
+    .from(linkedAccounts)
+    .where(inArray(linkedAccounts.id, ids));
 }
 
 export async function findWithdrawalById(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
@@ -92,6 +114,17 @@ export async function recordProviderRefs(db: Executor, refs: { id: string; provi
 }
 
 /** A page of a wallet's withdrawals, newest first (the console). */
-export async function listWithdrawalRows(db: Executor, clientId: string, walletId: string, page: { limit: number; offset: number }) {
-  return pagedRows(db, withdrawals, and(eq(withdrawals.clientId, clientId), eq(withdrawals.walletId, walletId)), [desc(withdrawals.createdAt), desc(withdrawals.id)], page);
+export async function listWithdrawalRows(
+  db: Executor,
+  clientId: string,
+  walletId: string,
+  page: { limit: number; offset: number },
+) {
+  return pagedRows(
+    db,
+    withdrawals,
+    and(eq(withdrawals.clientId, clientId), eq(withdrawals.walletId, walletId)),
+    [desc(withdrawals.createdAt), desc(withdrawals.id)],
+    page,
+  );
 }

@@ -10,7 +10,10 @@ import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from
 import { assertLedgerSound, balanceOf, createWallet, fundedWallet } from '../../test/money.ts';
 
 const withdraw = (t: TestApp, m: Merchant, walletId: string, amount: number, extra: Record<string, unknown> = {}) =>
-  t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount, ...extra } } } });
+  t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, {
+    as: m,
+    body: { data: { type: 'Withdraw', attributes: { amount, ...extra } } },
+  });
 
 describe('withdrawals in groups', () => {
   let t: TestApp;
@@ -69,8 +72,16 @@ describe('withdrawals in groups', () => {
   test('a group one withdrawal of which would overdraw: it alone is refused 400, the others are written one transaction each', async () => {
     const a = (await fundedWallet(t, m, 1000)).wallet;
     const b = (await fundedWallet(t, m, 1000)).wallet;
-    const results = await Promise.all([withdraw(t, m, a.id, 400), withdraw(t, m, b.id, 1001, { idempotencyKey: randomUUID() }), withdraw(t, m, a.id, 500)]);
-    assert.deepEqual(results.map((r) => r.status), [201, 400, 201], results.map((r) => r.raw).join('\n'));
+    const results = await Promise.all([
+      withdraw(t, m, a.id, 400),
+      withdraw(t, m, b.id, 1001, { idempotencyKey: randomUUID() }),
+      withdraw(t, m, a.id, 500),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [201, 400, 201],
+      results.map((r) => r.raw).join('\n'),
+    );
     assert.equal(errorsOf(results[1]!)[0]!.code, 'InsufficientWithdrawableBalance');
     const rows = await xminOf([results[0]!, results[2]!].map((r) => r.body.data.id));
     assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');
@@ -84,7 +95,10 @@ describe('withdrawals in groups', () => {
     // A fault only this amount hits.
     await withRefusal(t, { table: 'withdrawals', on: 'insert', when: 'new.amount = 6666' }, async () => {
       const results = await Promise.all([1000, 6666, 2000].map((amount) => withdraw(t, m, w.id, amount)));
-      assert.deepEqual(results.map((r) => r.status), [201, 503, 201]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [201, 503, 201],
+      );
       assert.equal(errorsOf(results[1]!)[0]!.code, 'ServiceUnavailable');
       const rows = await xminOf([results[0]!, results[2]!].map((r) => r.body.data.id));
       assert.equal(new Set(rows.map((r) => r.xmin)).size, 2, 'one transaction each after the group failed');

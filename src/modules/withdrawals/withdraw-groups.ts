@@ -18,7 +18,15 @@ import { WriteBatch } from '../../db/batch.ts';
 import type { Db } from '../../db/open.ts';
 import { groupCommit, type Member as GroupMember } from '../../db/groups.ts';
 import { ApiError } from '../../http/errors.ts';
-import { checkedKeyOf, keyedScope, replayOf, storeOutcomesPart, withoutRepeatedKeys, type OptionalKeyScope, type StoredOutcome } from '../../http/idempotency.ts';
+import {
+  checkedKeyOf,
+  keyedScope,
+  replayOf,
+  storeOutcomesPart,
+  withoutRepeatedKeys,
+  type OptionalKeyScope,
+  type StoredOutcome,
+} from '../../http/idempotency.ts';
 import type { ClientCode } from '../../ledger/accounts.ts';
 import { postEntries, type EntryInput } from '../../ledger/post.ts';
 import { planWithdrawal, withdrawRefused } from './domain.ts';
@@ -46,7 +54,9 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
     await db.transaction(async (tx) => {
       const checks = await checkWithdrawGroup(
         tx,
-        group.map((m) => Object.assign(checkedKeyOf(keyed(m)), { clientId: m.input.clientId, walletId: m.input.walletId })),
+        group.map((m) =>
+          Object.assign(checkedKeyOf(keyed(m)), { clientId: m.input.clientId, walletId: m.input.walletId }),
+        ),
       );
       const made: { m: Member; row: WithdrawalRow; entry: EntryInput; body: string }[] = [];
       for (const [n, m] of group.entries()) {
@@ -65,7 +75,11 @@ async function runGroup(db: Db, members: Member[]): Promise<void> {
       }
       if (made.length === 0) return;
       const batch = new WriteBatch();
-      await postEntries(tx, made.map((w) => w.entry), batch);
+      await postEntries(
+        tx,
+        made.map((w) => w.entry),
+        batch,
+      );
       batch.add(withdrawalsInsertPart(made.map((w) => w.row)));
       const stored = made.flatMap((w) => {
         const scope = keyed(w.m);

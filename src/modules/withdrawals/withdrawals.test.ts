@@ -6,17 +6,39 @@ import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
 import { SandboxBankTransfers } from '../../providers/bank-transfers.ts';
 import { createTestApp, createUser, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
-import { approvedUser, assertLedgerSound, balanceOf, clearPending, createWallet, deposit, fundedWallet, linkAccount } from '../../test/money.ts';
+import {
+  approvedUser,
+  assertLedgerSound,
+  balanceOf,
+  clearPending,
+  createWallet,
+  deposit,
+  fundedWallet,
+  linkAccount,
+} from '../../test/money.ts';
 import { genericPlan } from '../../test/plans.ts';
 import { PUSH_BATCH } from './domain.ts';
 import { largestRemainder } from './split.ts';
 import { unsentWithdrawals } from './sql.ts';
 
 const withdraw = (t: TestApp, m: Merchant, walletId: string, amount: unknown, extra: Record<string, unknown> = {}) =>
-  t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, { as: m, body: { data: { type: 'Withdraw', attributes: { amount, ...extra } } } });
+  t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, {
+    as: m,
+    body: { data: { type: 'Withdraw', attributes: { amount, ...extra } } },
+  });
 
-const reward = (t: TestApp, m: Merchant, walletId: string, amount: number, key = randomUUID(), extra: Record<string, unknown> = {}) =>
-  t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: key, ...extra } } } });
+const reward = (
+  t: TestApp,
+  m: Merchant,
+  walletId: string,
+  amount: number,
+  key = randomUUID(),
+  extra: Record<string, unknown> = {},
+) =>
+  t.request('POST', '/api/v1/rewards', {
+    as: m,
+    body: { data: { type: 'IssueReward', attributes: { walletId, amount, idempotencyKey: key, ...extra } } },
+  });
 
 describe('withdrawals', () => {
   let t: TestApp;
@@ -47,7 +69,9 @@ describe('withdrawals', () => {
     assert.equal(bal.available.deposit, 2999);
     assert.deepEqual(bal.withdrawable, { total: 2999 });
     await t.ctx.jobs.runOnce('bank-pushes');
-    const pushes = [...bank.transfers.values()].filter((x) => x.direction === 'push' && x.reference.startsWith(res.body.data.id));
+    const pushes = [...bank.transfers.values()].filter(
+      (x) => x.direction === 'push' && x.reference.startsWith(res.body.data.id),
+    );
     assert.deepEqual(pushes.map((p) => p.amount).sort(), [250, 751]);
     await assertLedgerSound(t);
   });
@@ -65,10 +89,15 @@ describe('withdrawals', () => {
     const [split, other, refused] = made as { id: string; attributes: { split: { linkedAccountId: string }[] } }[];
     assert.equal(split!.attributes.split.length, 2);
     const refs = async () => {
-      const rows = rowsOf<{ id: string; provider_ref: string | null }>(await t.ctx.db.execute(sql`select id, provider_ref from withdrawals where id in (${split!.id}, ${other!.id}, ${refused!.id})`));
+      const rows = rowsOf<{ id: string; provider_ref: string | null }>(
+        await t.ctx.db.execute(
+          sql`select id, provider_ref from withdrawals where id in (${split!.id}, ${other!.id}, ${refused!.id})`,
+        ),
+      );
       return Object.fromEntries(rows.map((r) => [r.id, r.provider_ref]));
     };
-    const pushRefs = (w: typeof split) => w!.attributes.split.map((s) => `ach_push_${w!.id}:${s.linkedAccountId}`).join(',');
+    const pushRefs = (w: typeof split) =>
+      w!.attributes.split.map((s) => `ach_push_${w!.id}:${s.linkedAccountId}`).join(',');
     const initiatePush = bank.initiatePush.bind(bank);
     bank.initiatePush = async (r) => {
       if (r.reference.startsWith(refused!.id)) throw new Error('the bank is unreachable');
@@ -81,7 +110,11 @@ describe('withdrawals', () => {
     }
     assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: null });
     await t.ctx.jobs.runOnce('bank-pushes');
-    assert.deepEqual(await refs(), { [split!.id]: pushRefs(split), [other!.id]: pushRefs(other), [refused!.id]: pushRefs(refused) });
+    assert.deepEqual(await refs(), {
+      [split!.id]: pushRefs(split),
+      [other!.id]: pushRefs(other),
+      [refused!.id]: pushRefs(refused),
+    });
   });
 
   test('the bank-pushes job finds the unsent withdrawals through withdrawals_unsent_idx, in a generic plan (no scan of every withdrawal)', async () => {
@@ -103,10 +136,16 @@ describe('withdrawals', () => {
     const b = await linkAccount(t, m, user.id);
     const c = await linkAccount(t, m, user.id);
     const res = await withdraw(t, m, wallet.id, 101);
-    assert.deepEqual(res.body.data.attributes.split.map((s: { linkedAccountId: string; amount: number }) => [s.linkedAccountId, s.amount]), [
-      [b.id, 51],
-      [c.id, 50],
-    ]);
+    assert.deepEqual(
+      res.body.data.attributes.split.map((s: { linkedAccountId: string; amount: number }) => [
+        s.linkedAccountId,
+        s.amount,
+      ]),
+      [
+        [b.id, 51],
+        [c.id, 50],
+      ],
+    );
   });
 
   test('never more than the withdrawable amount; rewards and pending money are not withdrawable', async () => {
@@ -164,9 +203,14 @@ describe('withdrawals', () => {
 
   test('withdrawals racing for one balance: never more than it holds, the rest refused 400', async () => {
     const { wallet } = await fundedWallet(t, m, 1000);
-    const results = await Promise.all(Array.from({ length: 5 }, (_, n) => withdraw(t, m, wallet.id, 300, n % 2 ? {} : { idempotencyKey: randomUUID() })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, n) =>
+        withdraw(t, m, wallet.id, 300, n % 2 ? {} : { idempotencyKey: randomUUID() }),
+      ),
+    );
     assert.equal(results.filter((r) => r.status === 201).length, 3, results.map((r) => r.raw).join('\n'));
-    for (const r of results.filter((r) => r.status !== 201)) assert.equal(errorsOf(r)[0]!.code, 'InsufficientWithdrawableBalance', r.raw);
+    for (const r of results.filter((r) => r.status !== 201))
+      assert.equal(errorsOf(r)[0]!.code, 'InsufficientWithdrawableBalance', r.raw);
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 100);
     await assertLedgerSound(t);
   });
@@ -179,7 +223,10 @@ describe('withdrawals', () => {
     for (let i = 0; i < 200; i++) {
       const weights = Array.from({ length: 1 + (i % 5) }, (_, k) => (i * 7919 + k * 104729) % 10_000);
       const total = (i * 31337) % 1_000_000;
-      assert.equal(largestRemainder(total, weights).reduce((a, b) => a + b, 0), total);
+      assert.equal(
+        largestRemainder(total, weights).reduce((a, b) => a + b, 0),
+        total,
+      );
     }
   });
 });
@@ -200,7 +247,10 @@ describe('rewards', () => {
     assert.equal(res.status, 200);
     assert.equal(res.body.data.type, 'Reward');
     const { walletId, amount, message, kind, status } = res.body.data.attributes;
-    assert.deepEqual({ walletId, amount, message, kind, status }, { walletId: wallet.id, amount: 300, message: 'Thanks!', kind: 'immediate', status: 'Credited' });
+    assert.deepEqual(
+      { walletId, amount, message, kind, status },
+      { walletId: wallet.id, amount: 300, message: 'Thanks!', kind: 'immediate', status: 'Credited' },
+    );
     const again = await reward(t, m, wallet.id, 300, key, { message: 'Thanks!' });
     assert.equal(again.raw, res.raw);
     assert.equal(again.headers['idempotent-replayed'], 'true');
@@ -219,8 +269,15 @@ describe('rewards', () => {
     assert.equal(errorsOf(res)[0]!.code, 'WalletNotFound');
     assert.equal(errorsOf(res)[0]!.source?.pointer, '/data/attributes/walletId');
     const { wallet } = await fundedWallet(t, m, 0);
-    for (const attributes of [{ walletId: wallet.id, amount: 0, idempotencyKey: 'a' }, { walletId: wallet.id, amount: 5 }, { walletId: wallet.id, amount: 5, idempotencyKey: 'b', message: '' }]) {
-      const bad = await t.request('POST', '/api/v1/rewards', { as: m, body: { data: { type: 'IssueReward', attributes } } });
+    for (const attributes of [
+      { walletId: wallet.id, amount: 0, idempotencyKey: 'a' },
+      { walletId: wallet.id, amount: 5 },
+      { walletId: wallet.id, amount: 5, idempotencyKey: 'b', message: '' },
+    ]) {
+      const bad = await t.request('POST', '/api/v1/rewards', {
+        as: m,
+        body: { data: { type: 'IssueReward', attributes } },
+      });
       assert.equal(bad.status, 400, JSON.stringify(attributes));
     }
   });
@@ -266,7 +323,10 @@ describe('gifts', () => {
   after(() => t.close());
 
   test('the sandbox creates a gift with a 19-digit id; GET reads what is left', async () => {
-    const res = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 2500 } } } });
+    const res = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: m,
+      body: { data: { type: 'Gift', attributes: { amount: 2500 } } },
+    });
     assert.equal(res.status, 201);
     assert.match(res.body.data.id, /^\d{19}$/);
     assert.deepEqual(res.body.data.attributes, { available: 2500, originalAmount: 2500 });
@@ -276,12 +336,23 @@ describe('gifts', () => {
     await assertLedgerSound(t);
   });
 
-  test("gifts are scoped to the merchant; wallet barcodes and unknown ids are 404 GiftNotFound", async () => {
-    const g = (await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount: 100 } } } })).body.data;
+  test('gifts are scoped to the merchant; wallet barcodes and unknown ids are 404 GiftNotFound', async () => {
+    const g = (
+      await t.request('POST', '/api/v1/simulation/gifts', {
+        as: m,
+        body: { data: { type: 'Gift', attributes: { amount: 100 } } },
+      })
+    ).body.data;
     const u = await createUser(t, m);
     const w = await createWallet(t, m, u.id);
-    const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m })).body.data.attributes.lookUpId;
-    for (const [as, id] of [[other, g.id], [m, barcode], [m, '1234567890123456789'], [m, w.id]] as const) {
+    const barcode = (await t.request('POST', `/api/v1/simulation/wallets/${w.id}/barcodes`, { as: m })).body.data
+      .attributes.lookUpId;
+    for (const [as, id] of [
+      [other, g.id],
+      [m, barcode],
+      [m, '1234567890123456789'],
+      [m, w.id],
+    ] as const) {
       const res = await t.request('GET', `/api/v1/gifts/${id}`, { as });
       assert.equal(res.status, 404, id);
       assert.equal(errorsOf(res)[0]!.code, 'GiftNotFound');
@@ -290,9 +361,11 @@ describe('gifts', () => {
 
   test('bad gift bodies are 400', async () => {
     for (const amount of [0, -1, 1.5, 'lots']) {
-      const res = await t.request('POST', '/api/v1/simulation/gifts', { as: m, body: { data: { type: 'Gift', attributes: { amount } } } });
+      const res = await t.request('POST', '/api/v1/simulation/gifts', {
+        as: m,
+        body: { data: { type: 'Gift', attributes: { amount } } },
+      });
       assert.equal(res.status, 400, String(amount));
     }
   });
 });
-

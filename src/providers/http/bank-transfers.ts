@@ -21,7 +21,13 @@ export class HttpBankTransfers extends HttpPort implements BankTransferProvider 
 
   async #start(r: TransferRequest, direction: 'pull' | 'push'): Promise<{ providerRef: string }> {
     const account = r.bankAccount ? { bankAccount: r.bankAccount } : { accountId: r.linkedAccountExternalId };
-    const answer = await this.adapter.call('createBankTransfer', { type: 'BankTransfer', reference: r.reference, direction, amount: r.amount, ...account });
+    const answer = await this.adapter.call('createBankTransfer', {
+      type: 'BankTransfer',
+      reference: r.reference,
+      direction,
+      amount: r.amount,
+      ...account,
+    });
     return { providerRef: answer.providerRef };
   }
 }

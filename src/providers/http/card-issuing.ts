@@ -5,8 +5,16 @@ import { isLuhnValid, type CardIssuer, type IssuedCard } from '../card-issuing.t
 
 export class HttpCardIssuer extends HttpPort implements CardIssuer {
   async issue(opts: { reference: string; amount: number }): Promise<IssuedCard> {
-    const { reference: _, ...card } = await this.adapter.call('issueCard', { type: 'Card', reference: opts.reference, amount: opts.amount });
-    if (!isLuhnValid(card.number)) throw new ProviderError('cardIssuer', `issueCard ${opts.reference}: malformed answer (the card number fails the Luhn check)`);
+    const { reference: _, ...card } = await this.adapter.call('issueCard', {
+      type: 'Card',
+      reference: opts.reference,
+      amount: opts.amount,
+    });
+    if (!isLuhnValid(card.number))
+      throw new ProviderError(
+        'cardIssuer',
+        `issueCard ${opts.reference}: malformed answer (the card number fails the Luhn check)`,
+      );
     return card;
   }
 }

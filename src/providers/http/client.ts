@@ -8,7 +8,14 @@ import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import type { ProviderPort } from '../../config.ts';
 import { apiError, type ApiError } from '../../http/errors.ts';
-import { firstErrorOf, OPERATIONS, validatorOf, type AnswerOf, type OperationName, type RequestOf } from './protocol.ts';
+import {
+  firstErrorOf,
+  OPERATIONS,
+  validatorOf,
+  type AnswerOf,
+  type OperationName,
+  type RequestOf,
+} from './protocol.ts';
 import { inSpan, SpanKind, tracing } from '../../observability/tracing.ts';
 
 /** The largest answer read; anything longer is not an answer of this protocol. */
@@ -42,7 +49,9 @@ export interface AdapterOptions {
   timeoutMs: number;
 }
 
-type Input<N extends OperationName> = (typeof OPERATIONS)[N]['request'] extends null ? { reference: string } : RequestOf<N>;
+type Input<N extends OperationName> = (typeof OPERATIONS)[N]['request'] extends null
+  ? { reference: string }
+  : RequestOf<N>;
 
 export class AdapterClient {
   readonly #o: AdapterOptions;
@@ -52,14 +61,27 @@ export class AdapterClient {
   constructor(o: AdapterOptions) {
     this.#o = o;
     this.#signer = new Webhook(o.signingSecret);
-    this.#agent = new Agent({ keepAliveTimeout: 10_000, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs, connect: { timeout: o.timeoutMs } });
+    this.#agent = new Agent({
+      keepAliveTimeout: 10_000,
+      headersTimeout: o.timeoutMs,
+      bodyTimeout: o.timeoutMs,
+      connect: { timeout: o.timeoutMs },
+    });
   }
 
   call<N extends OperationName>(name: N, input: Input<N>): Promise<AnswerOf<N>> {
     if (!tracing.enabled) return this.#call(name, input);
     const op = OPERATIONS[name];
-    return inSpan(`provider ${this.#o.port} ${name}`, SpanKind.CLIENT, { 'coffer.provider': this.#o.port, 'coffer.provider.operation': name, 'http.request.method': op.method, 'url.template': op.path }, () =>
-      this.#call(name, input),
+    return inSpan(
+      `provider ${this.#o.port} ${name}`,
+      SpanKind.CLIENT,
+      {
+        'coffer.provider': this.#o.port,
+        'coffer.provider.operation': name,
+        'http.request.method': op.method,
+        'url.template': op.path,
+      },
+      () => this.#call(name, input),
     );
   }
 
@@ -78,7 +100,8 @@ export class AdapterClient {
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': this.#signer.sign(id, now, payload),
     };
-    if (op.method === 'POST') Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': input.reference });
+    if (op.method === 'POST')
+      Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': input.reference });
 
     let status: number;
     let answerHeaders: Record<string, string | string[] | undefined>;
@@ -95,7 +118,12 @@ export class AdapterClient {
       answerHeaders = res.headers;
       text = await readCapped(res.body);
     } catch (err) {
-      return fail(err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${this.#o.timeoutMs} ms` : 'unreachable', err);
+      return fail(
+        err instanceof Error && err.name === 'TimeoutError'
+          ? `no answer within ${this.#o.timeoutMs} ms`
+          : 'unreachable',
+        err,
+      );
     }
     if (status !== 200) return fail(`answered ${status}`);
     if (text === undefined) return fail(`the answer is longer than ${MAX_ANSWER_BYTES} bytes`);
@@ -106,9 +134,17 @@ export class AdapterClient {
     // The answer is signed under the request's id: an answer to another request does not verify.
     if (one('webhook-id') !== id) return fail('the answer is not signed for this request');
     try {
-      this.#signer.verify(text, { 'webhook-id': id, 'webhook-timestamp': one('webhook-timestamp') ?? '', 'webhook-signature': one('webhook-signature') ?? '' }, { jsonParse: false });
+      this.#signer.verify(
+        text,
+        {
+          'webhook-id': id,
+          'webhook-timestamp': one('webhook-timestamp') ?? '',
+          'webhook-signature': one('webhook-signature') ?? '',
+        },
+        { jsonParse: false },
+      );
     } catch (err) {
-      return fail('the answer\'s signature does not verify', err);
+      return fail("the answer's signature does not verify", err);
     }
     let answer: unknown;
     try {
@@ -118,7 +154,8 @@ export class AdapterClient {
     }
     const valid = validatorOf(op.answer);
     if (!valid(answer)) return fail(`malformed answer (${firstErrorOf(valid)})`);
-    if ((answer as { reference: string }).reference !== input.reference) return fail('the answer is for another reference');
+    if ((answer as { reference: string }).reference !== input.reference)
+      return fail('the answer is for another reference');
     return answer as AnswerOf<N>;
   }
 

@@ -23,6 +23,12 @@ export class HttpKyc extends HttpPort implements KycProvider {
   }
 
   async submitDocuments(report: DocumentsReport): Promise<KycAnswer> {
-    return (await this.adapter.call('submitKycDocuments', { type: 'KycDocuments', reference: report.reference, application: report.application.reference })).status;
+    return (
+      await this.adapter.call('submitKycDocuments', {
+        type: 'KycDocuments',
+        reference: report.reference,
+        application: report.application.reference,
+      })
+    ).status;
   }
 }

@@ -36,7 +36,10 @@ export const KycApplicationRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const KycApplicationAnswer = Type.Object({ reference: Reference, status: Type.Union(KYC_ANSWERS.map((s) => Type.Literal(s))) });
+export const KycApplicationAnswer = Type.Object({
+  reference: Reference,
+  status: Type.Union(KYC_ANSWERS.map((s) => Type.Literal(s))),
+});
 
 /** A link to the provider's page where the user uploads identity documents. */
 export const KycDocumentLinkRequest = Type.Object(
@@ -51,10 +54,16 @@ export const KycDocumentLinkRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const KycDocumentLinkAnswer = Type.Object({ reference: Reference, url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }) });
+export const KycDocumentLinkAnswer = Type.Object({
+  reference: Reference,
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
+});
 
 /** The user has finished uploading documents for the application; the answer is where it stands. */
-export const KycDocumentsRequest = Type.Object({ type: Type.Literal('KycDocuments'), reference: Reference, application: Reference }, { additionalProperties: false });
+export const KycDocumentsRequest = Type.Object(
+  { type: Type.Literal('KycDocuments'), reference: Reference, application: Reference },
+  { additionalProperties: false },
+);
 
 export const LinkAccountRequest = Type.Object(
   {
@@ -80,7 +89,10 @@ export const LinkedAccountAnswer = Type.Object({
   institutionId: Short(),
 });
 
-export const DeactivateAccountRequest = Type.Object({ type: Type.Literal('DeactivateAccount'), reference: Reference, externalId: Short() }, { additionalProperties: false });
+export const DeactivateAccountRequest = Type.Object(
+  { type: Type.Literal('DeactivateAccount'), reference: Reference, externalId: Short() },
+  { additionalProperties: false },
+);
 export const DeactivationAnswer = Type.Object({ reference: Reference, deactivated: Type.Literal(true) });
 
 export const TRANSFER_STATUSES = ['pending', 'settled', 'failed'] as const;
@@ -117,7 +129,10 @@ export const BankTransferAnswer = Type.Object({
   failureReason: Type.Optional(Type.String({ maxLength: 500 })),
 });
 
-export const IssueCardRequest = Type.Object({ type: Type.Literal('Card'), reference: Reference, amount: Amount }, { additionalProperties: false });
+export const IssueCardRequest = Type.Object(
+  { type: Type.Literal('Card'), reference: Reference, amount: Amount },
+  { additionalProperties: false },
+);
 export const CardAnswer = Type.Object({
   reference: Reference,
   number: Type.String({ pattern: '^[0-9]{12,19}$' }),
@@ -146,20 +161,62 @@ export const CardAuthorizationAnswer = Type.Object({
 
 /** Every operation: its method, path (relative to the port's base URL) and bodies. */
 export const OPERATIONS = {
-  submitKycApplication: { method: 'POST', path: '/v1/kyc/applications', request: KycApplicationRequest, answer: KycApplicationAnswer },
-  getKycApplication: { method: 'GET', path: '/v1/kyc/applications/:reference', request: null, answer: KycApplicationAnswer },
-  createKycDocumentLink: { method: 'POST', path: '/v1/kyc/document-links', request: KycDocumentLinkRequest, answer: KycDocumentLinkAnswer },
-  submitKycDocuments: { method: 'POST', path: '/v1/kyc/documents', request: KycDocumentsRequest, answer: KycApplicationAnswer },
-  linkAccount: { method: 'POST', path: '/v1/bank-linking/accounts', request: LinkAccountRequest, answer: LinkedAccountAnswer },
-  deactivateAccount: { method: 'POST', path: '/v1/bank-linking/deactivations', request: DeactivateAccountRequest, answer: DeactivationAnswer },
-  createBankTransfer: { method: 'POST', path: '/v1/bank-transfers', request: BankTransferRequest, answer: BankTransferAnswer },
+  submitKycApplication: {
+    method: 'POST',
+    path: '/v1/kyc/applications',
+    request: KycApplicationRequest,
+    answer: KycApplicationAnswer,
+  },
+  getKycApplication: {
+    method: 'GET',
+    path: '/v1/kyc/applications/:reference',
+    request: null,
+    answer: KycApplicationAnswer,
+  },
+  createKycDocumentLink: {
+    method: 'POST',
+    path: '/v1/kyc/document-links',
+    request: KycDocumentLinkRequest,
+    answer: KycDocumentLinkAnswer,
+  },
+  submitKycDocuments: {
+    method: 'POST',
+    path: '/v1/kyc/documents',
+    request: KycDocumentsRequest,
+    answer: KycApplicationAnswer,
+  },
+  linkAccount: {
+    method: 'POST',
+    path: '/v1/bank-linking/accounts',
+    request: LinkAccountRequest,
+    answer: LinkedAccountAnswer,
+  },
+  deactivateAccount: {
+    method: 'POST',
+    path: '/v1/bank-linking/deactivations',
+    request: DeactivateAccountRequest,
+    answer: DeactivationAnswer,
+  },
+  createBankTransfer: {
+    method: 'POST',
+    path: '/v1/bank-transfers',
+    request: BankTransferRequest,
+    answer: BankTransferAnswer,
+  },
   getBankTransfer: { method: 'GET', path: '/v1/bank-transfers/:reference', request: null, answer: BankTransferAnswer },
   issueCard: { method: 'POST', path: '/v1/cards', request: IssueCardRequest, answer: CardAnswer },
-  authorizeCard: { method: 'POST', path: '/v1/card-authorizations', request: CardAuthorizationRequest, answer: CardAuthorizationAnswer },
+  authorizeCard: {
+    method: 'POST',
+    path: '/v1/card-authorizations',
+    request: CardAuthorizationRequest,
+    answer: CardAuthorizationAnswer,
+  },
 } as const satisfies Record<string, { method: 'GET' | 'POST'; path: string; request: TSchema | null; answer: TSchema }>;
 
 export type OperationName = keyof typeof OPERATIONS;
-export type RequestOf<N extends OperationName> = (typeof OPERATIONS)[N]['request'] extends TSchema ? Static<(typeof OPERATIONS)[N]['request']> : never;
+export type RequestOf<N extends OperationName> = (typeof OPERATIONS)[N]['request'] extends TSchema
+  ? Static<(typeof OPERATIONS)[N]['request']>
+  : never;
 export type AnswerOf<N extends OperationName> = Static<(typeof OPERATIONS)[N]['answer']>;
 
 const ajv = new Ajv({ allErrors: false, strict: false, removeAdditional: false, coerceTypes: false });

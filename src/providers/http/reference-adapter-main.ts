@@ -12,10 +12,15 @@ try {
   process.stderr.write(`provider-adapter: ${err.message}\n`);
   process.exit(78);
 }
-const adapter = new ReferenceAdapter({ signingSecret: config.signingSecret, settleMs: config.settleMs, kycDecisionMs: config.kycDecisionMs });
+const adapter = new ReferenceAdapter({
+  signingSecret: config.signingSecret,
+  settleMs: config.settleMs,
+  kycDecisionMs: config.kycDecisionMs,
+});
 const url = await adapter.listen(config.port, config.host);
 process.stdout.write(
   `Reference provider adapter on ${url} (simulated providers: it moves no money; never point live at it).\n` +
     `Point every *_PROVIDER_URL at it, with the same PROVIDER_SIGNING_SECRET.\n`,
 );
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void adapter.close().then(() => process.exit(0)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => void adapter.close().then(() => process.exit(0)));

@@ -72,7 +72,16 @@ export class ReferenceAdapter {
   readonly applications = new Map<string, { email: string; submittedAt: number; documentsAt?: number }>();
   readonly documentLinks = new Map<string, { application: string; redirectUrl: string }>();
   /** Transfers by reference: to a linked account (accountId) or to an account by its numbers (bankAccount: a payout). */
-  readonly transfers = new Map<string, { direction: 'pull' | 'push'; amount: number; accountId?: string; bankAccount?: RequestOf<'createBankTransfer'>['bankAccount']; acceptedAt: number }>();
+  readonly transfers = new Map<
+    string,
+    {
+      direction: 'pull' | 'push';
+      amount: number;
+      accountId?: string;
+      bankAccount?: RequestOf<'createBankTransfer'>['bankAccount'];
+      acceptedAt: number;
+    }
+  >();
   readonly authorizations = new Map<string, { amount: number; approved: boolean }>();
   readonly cards = new Set<string>();
   readonly accounts = new Set<string>();
@@ -121,7 +130,10 @@ export class ReferenceAdapter {
 
   /** The calls made with this idempotency key (or, for a GET, about this reference). */
   callsFor(reference: string): AdapterCall[] {
-    return this.calls.filter((c) => c.idempotencyKey === reference || (c.method === 'GET' && c.path.endsWith(`/${encodeURIComponent(reference)}`)));
+    return this.calls.filter(
+      (c) =>
+        c.idempotencyKey === reference || (c.method === 'GET' && c.path.endsWith(`/${encodeURIComponent(reference)}`)),
+    );
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -135,7 +147,11 @@ export class ReferenceAdapter {
       const id = req.headers['webhook-id'];
       if (sign && typeof id === 'string') {
         const now = new Date();
-        Object.assign(headers, { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(now.getTime() / 1000)), 'webhook-signature': this.#signer.sign(id, now, text) });
+        Object.assign(headers, {
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+          'webhook-signature': this.#signer.sign(id, now, text),
+        });
       }
       res.writeHead(status, headers).end(text);
     };
@@ -166,18 +182,24 @@ export class ReferenceAdapter {
       }
       call.body = parsed;
       const valid = validatorOf(OPERATIONS[name].request!);
-      if (!valid(parsed)) return finish(400, { error: 'the body does not match the operation', detail: valid.errors?.[0] });
-      if (name === 'submitKycDocuments' && !this.applications.has(String(parsed.application))) return finish(404, { error: `unknown application ${String(parsed.application)}` });
-      if (name === 'createBankTransfer' && (parsed.accountId === undefined) === (parsed.bankAccount === undefined)) return finish(400, { error: 'a transfer names its account by accountId or by bankAccount, one of the two' });
-      if (name === 'createBankTransfer' && parsed.bankAccount !== undefined && parsed.direction !== 'push') return finish(400, { error: 'an account by its numbers can only be pushed to' });
+      if (!valid(parsed))
+        return finish(400, { error: 'the body does not match the operation', detail: valid.errors?.[0] });
+      if (name === 'submitKycDocuments' && !this.applications.has(String(parsed.application)))
+        return finish(404, { error: `unknown application ${String(parsed.application)}` });
+      if (name === 'createBankTransfer' && (parsed.accountId === undefined) === (parsed.bankAccount === undefined))
+        return finish(400, { error: 'a transfer names its account by accountId or by bankAccount, one of the two' });
+      if (name === 'createBankTransfer' && parsed.bankAccount !== undefined && parsed.direction !== 'push')
+        return finish(400, { error: 'an account by its numbers can only be pushed to' });
       const key = req.headers['idempotency-key'];
-      if (typeof key !== 'string' || key !== parsed.reference) return finish(400, { error: 'Idempotency-Key must equal the body\'s reference' });
+      if (typeof key !== 'string' || key !== parsed.reference)
+        return finish(400, { error: "Idempotency-Key must equal the body's reference" });
       call.idempotencyKey = key;
       // Keys are per operation; the same key with another body is a caller's bug.
       const fingerprint = createHash('sha256').update(body).digest('hex');
       const stored = this.#answers.get(`${name}:${key}`);
       if (stored) {
-        if (stored.fingerprint !== fingerprint) return finish(409, { error: 'this Idempotency-Key was used with another body' });
+        if (stored.fingerprint !== fingerprint)
+          return finish(409, { error: 'this Idempotency-Key was used with another body' });
         call.replayed = true;
         answer = await stored.answer;
       } else {
@@ -201,7 +223,14 @@ export class ReferenceAdapter {
       case 'bad-signature': {
         const text = JSON.stringify(answer);
         call.status = 200;
-        res.writeHead(200, { 'content-type': 'application/json', 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}` }).end(text);
+        res
+          .writeHead(200, {
+            'content-type': 'application/json',
+            'webhook-id': String(req.headers['webhook-id']),
+            'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+            'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}`,
+          })
+          .end(text);
         return;
       }
     }
@@ -225,12 +254,18 @@ export class ReferenceAdapter {
       case 'createKycDocumentLink': {
         const l = r as RequestOf<'createKycDocumentLink'>;
         this.documentLinks.set(l.reference, { application: l.application, redirectUrl: l.redirectUrl });
-        return { reference: l.reference, url: `https://verify.example.com/session/${this.#digest(l.reference).slice(0, 24)}` } as AnswerOf<N>;
+        return {
+          reference: l.reference,
+          url: `https://verify.example.com/session/${this.#digest(l.reference).slice(0, 24)}`,
+        } as AnswerOf<N>;
       }
       case 'submitKycDocuments': {
         const d = r as RequestOf<'submitKycDocuments'>;
         this.applications.get(d.application)!.documentsAt = now;
-        return { reference: d.reference, status: (this.#read('getKycApplication', d.application) as { status: string }).status } as AnswerOf<N>;
+        return {
+          reference: d.reference,
+          status: (this.#read('getKycApplication', d.application) as { status: string }).status,
+        } as AnswerOf<N>;
       }
       case 'linkAccount': {
         const a = r as RequestOf<'linkAccount'>;
@@ -247,7 +282,10 @@ export class ReferenceAdapter {
           accountName: `${institutionName} ${accountType === 'checking' ? 'Checking' : 'Savings'}`,
           accountMask: a.accountMask ?? String(parseInt(digest.slice(24, 32), 16) % 10_000).padStart(4, '0'),
           institutionName,
-          institutionId: `ins_${institutionName.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 40)}`,
+          institutionId: `ins_${institutionName
+            .toLowerCase()
+            .replace(/[^a-z0-9]+/g, '_')
+            .slice(0, 40)}`,
         } as AnswerOf<N>;
       }
       case 'deactivateAccount': {
@@ -257,20 +295,34 @@ export class ReferenceAdapter {
       }
       case 'createBankTransfer': {
         const t = r as RequestOf<'createBankTransfer'>;
-        this.transfers.set(t.reference, { direction: t.direction, amount: t.amount, accountId: t.accountId, bankAccount: t.bankAccount, acceptedAt: now });
+        this.transfers.set(t.reference, {
+          direction: t.direction,
+          amount: t.amount,
+          accountId: t.accountId,
+          bankAccount: t.bankAccount,
+          acceptedAt: now,
+        });
         return this.#read('getBankTransfer', t.reference) as AnswerOf<N>;
       }
       case 'issueCard': {
         const c = r as RequestOf<'issueCard'>;
         this.cards.add(c.reference);
-        return { reference: c.reference, ...(await this.#issuer.issue({ reference: c.reference, amount: c.amount, now: new Date(now) })) } as AnswerOf<N>;
+        return {
+          reference: c.reference,
+          ...(await this.#issuer.issue({ reference: c.reference, amount: c.amount, now: new Date(now) })),
+        } as AnswerOf<N>;
       }
       case 'authorizeCard': {
         const a = r as RequestOf<'authorizeCard'>;
         const approved = a.amount % 100 !== 2;
         this.authorizations.set(a.reference, { amount: a.amount, approved });
         const code = approved ? 'approved' : 'do_not_honor';
-        const data = { processor: 'reference', authorization: `auth_${this.#digest(a.reference).slice(0, 20)}`, outcome: code, ...(a.meta ? { echo: a.meta } : {}) };
+        const data = {
+          processor: 'reference',
+          authorization: `auth_${this.#digest(a.reference).slice(0, 20)}`,
+          outcome: code,
+          ...(a.meta ? { echo: a.meta } : {}),
+        };
         return { reference: a.reference, approved, code, data } as AnswerOf<N>;
       }
       default:
@@ -293,7 +345,9 @@ export class ReferenceAdapter {
       if (!t) return undefined;
       const providerRef = `ref_${t.direction}_${this.#digest(reference).slice(0, 16)}`;
       if (now - t.acceptedAt < this.settleMs) return { reference, providerRef, status: 'pending' };
-      return t.amount % 100 === 4 ? { reference, providerRef, status: 'failed', failureReason: 'R01: insufficient funds' } : { reference, providerRef, status: 'settled' };
+      return t.amount % 100 === 4
+        ? { reference, providerRef, status: 'failed', failureReason: 'R01: insufficient funds' }
+        : { reference, providerRef, status: 'settled' };
     }
     return undefined;
   }
@@ -307,7 +361,11 @@ function route(method: string, path: string): [OperationName, string?] | undefin
   for (const [name, op] of Object.entries(OPERATIONS) as [OperationName, (typeof OPERATIONS)[OperationName]][]) {
     if (op.method !== method) continue;
     const [prefix, param] = op.path.split(':');
-    if (param === undefined ? path === prefix : path.startsWith(prefix!) && path.length > prefix!.length && !path.slice(prefix!.length).includes('/')) {
+    if (
+      param === undefined
+        ? path === prefix
+        : path.startsWith(prefix!) && path.length > prefix!.length && !path.slice(prefix!.length).includes('/')
+    ) {
       return [name, param === undefined ? undefined : decodeURIComponent(path.slice(prefix!.length))];
     }
   }

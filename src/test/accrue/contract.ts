@@ -26,7 +26,9 @@ export const OPERATIONS: readonly Operation[] = readFileSync(here('accrue-operat
     return { method, accruePath, path: accruePath.replace(/:(\w+)/g, '{$1}').replace(/\/$/, ''), operationId, tag };
   });
 
-const condensed = JSON.parse(readFileSync(here('accrue-condensed.json'), 'utf8')) as { paths: Record<string, Record<string, any>> };
+const condensed = JSON.parse(readFileSync(here('accrue-condensed.json'), 'utf8')) as {
+  paths: Record<string, Record<string, any>>;
+};
 
 /** Accrue's responses for an operation: status → JSON schema of the body (null: no content). */
 export function accrueResponses(operationId: string): Record<string, object | null> {
@@ -35,7 +37,11 @@ export function accrueResponses(operationId: string): Record<string, object | nu
       if (op?.operationId !== operationId) continue;
       const out: Record<string, object | null> = {};
       for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
-        out[status] = r.content ? { $ref: `accrue#/paths/${esc(p)}/${method}/responses/${status}/content/${esc('application/vnd.api+json')}/schema` } : null;
+        out[status] = r.content
+          ? {
+              $ref: `accrue#/paths/${esc(p)}/${method}/responses/${status}/content/${esc('application/vnd.api+json')}/schema`,
+            }
+          : null;
       }
       return out;
     }
@@ -91,7 +97,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'not-found-across-merchants',
     title: "Another merchant's resource is 404",
     reason:
-      "Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, 200 `{\"data\":null}`, or nothing), an id in the path of a resource the merchant does not have, its own unknown or another merchant's, is 404 in Coffer: existence never leaks across merchants and a resource named in the path is 404 when not found (decisions §3).",
+      'Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, 200 `{"data":null}`, or nothing), an id in the path of a resource the merchant does not have, its own unknown or another merchant\'s, is 404 in Coffer: existence never leaks across merchants and a resource named in the path is 404 when not found (decisions §3).',
     operations: [
       'authorizePayment',
       'capturePayment',
@@ -112,7 +118,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'attached-profile-answer',
     title: 'The attached-profile PATCH answers 200 with the profile',
     reason:
-      "Accrue answers 204 without content. The spec's operation table gives this PATCH a response (\"attached-profile result\"), and the spec binds before Accrue's contract (decisions §12), so Coffer answers 200 with the updated AttachedProfile resource; a client that ignores the body of a 2xx works with either.",
+      'Accrue answers 204 without content. The spec\'s operation table gives this PATCH a response ("attached-profile result"), and the spec binds before Accrue\'s contract (decisions §12), so Coffer answers 200 with the updated AttachedProfile resource; a client that ignores the body of a 2xx works with either.',
     operations: ['updateUser'],
     match: { kind: 'status', status: 200 },
   },
@@ -128,8 +134,16 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'virtual-debit-card-link',
     title: 'A payment without a card links no card',
     reason:
-      "Accrue requires `links.virtualDebitCard` (a string) on every Payment. The spec gives the link to payments that have a virtual debit card (card rails, gifts); a bank-rails payment has none, so its link is null rather than a URL that can only answer an error.",
-    operations: ['authorizePayment', 'getPayment', 'listPayments', 'updatePayment', 'capturePayment', 'cancelPayment', 'refund'],
+      'Accrue requires `links.virtualDebitCard` (a string) on every Payment. The spec gives the link to payments that have a virtual debit card (card rails, gifts); a bank-rails payment has none, so its link is null rather than a URL that can only answer an error.',
+    operations: [
+      'authorizePayment',
+      'getPayment',
+      'listPayments',
+      'updatePayment',
+      'capturePayment',
+      'cancelPayment',
+      'refund',
+    ],
     match: { kind: 'schema', pointer: /\/links\/virtualDebitCard$/, keyword: 'type' },
   },
   {
@@ -152,7 +166,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'webhook-list',
     title: 'The webhook list is a list',
     reason:
-      "Accrue's `WebhooksResponse` for `GET /webhooks` has one `Webhook` in `data`, where its name, its description (\"Get webhooks\") and every other list in the contract say an array; it reads as a slip in the schema. Coffer answers an array of webhooks with `meta` and `links`, like every list.",
+      'Accrue\'s `WebhooksResponse` for `GET /webhooks` has one `Webhook` in `data`, where its name, its description ("Get webhooks") and every other list in the contract say an array; it reads as a slip in the schema. Coffer answers an array of webhooks with `meta` and `links`, like every list.',
     operations: ['getWebhooks'],
     match: { kind: 'schema', pointer: /^\/data$/, keyword: 'type' },
   },
@@ -192,7 +206,8 @@ function nullableEnums<T>(node: T): T {
   if (Array.isArray(node)) node.forEach(nullableEnums);
   else if (node && typeof node === 'object') {
     const o = node as Record<string, unknown>;
-    if (Array.isArray(o.type) && o.type.includes('null') && Array.isArray(o.enum) && !o.enum.includes(null)) o.enum = [...o.enum, null];
+    if (Array.isArray(o.type) && o.type.includes('null') && Array.isArray(o.enum) && !o.enum.includes(null))
+      o.enum = [...o.enum, null];
     Object.values(o).forEach(nullableEnums);
   }
   return node;
@@ -202,14 +217,21 @@ function nullableEnums<T>(node: T): T {
 export function violationsOf(operationId: string, status: number, body: unknown): Violation[] {
   const responses = accrueResponses(operationId);
   const out: Violation[] = [];
-  const v = (kind: ViolationKind, pointer: string, keyword: string, message: string) => out.push({ operationId, status, kind, pointer, keyword, message });
-  if (!(String(status) in responses)) v('status', '', 'status', `status ${status} is not among Accrue's (${Object.keys(responses).join(', ')})`);
+  const v = (kind: ViolationKind, pointer: string, keyword: string, message: string) =>
+    out.push({ operationId, status, kind, pointer, keyword, message });
+  if (!(String(status) in responses))
+    v('status', '', 'status', `status ${status} is not among Accrue's (${Object.keys(responses).join(', ')})`);
   const schema = responses[String(status)];
   let subject = body;
   if (status >= 400) {
     const errors = (body as { errors?: unknown[] } | undefined)?.errors;
     if (Array.isArray(errors)) {
-      v('error-document', '', 'errors', 'an error document ({"errors":[…]}, string status) where Accrue shows one bare error object');
+      v(
+        'error-document',
+        '',
+        'errors',
+        'an error document ({"errors":[…]}, string status) where Accrue shows one bare error object',
+      );
       const first = errors[0] as Record<string, unknown> | undefined;
       subject = first ? { ...first, status: Number(first.status) } : first;
     }
@@ -217,7 +239,8 @@ export function violationsOf(operationId: string, status: number, body: unknown)
   if (schema && subject !== undefined) {
     const validate = validator().compile(schema);
     if (!validate(subject)) {
-      for (const e of validate.errors ?? []) v('schema', e.instancePath, e.keyword, `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
+      for (const e of validate.errors ?? [])
+        v('schema', e.instancePath, e.keyword, `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`);
     }
   }
   return out;
@@ -235,7 +258,10 @@ const anchorOf = (title: string) =>
 /** The README's summary: per tag, Accrue's operations, those served exactly and those with a listed difference. */
 export function renderCompatibilitySummary(): string {
   const tags = [...new Set(OPERATIONS.map((o) => o.tag))];
-  const lines = ['| Area (Accrue tag) | Accrue operations | served as published | served with a listed difference |', '|---|---:|---:|---:|'];
+  const lines = [
+    '| Area (Accrue tag) | Accrue operations | served as published | served with a listed difference |',
+    '|---|---:|---:|---:|',
+  ];
   let exact = 0;
   for (const tag of tags) {
     const ops = OPERATIONS.filter((o) => o.tag === tag);
@@ -280,7 +306,10 @@ export function renderCompatibilityDoc(): string {
   );
   for (const o of OPERATIONS) {
     const own = differencesFor(o.operationId).filter((d) => d.operations !== 'all');
-    const status = own.length === 0 ? 'served' : `served with ${own.map((d) => `[${d.title.toLowerCase()}](#${anchorOf(d.title)})`).join(', ')}`;
+    const status =
+      own.length === 0
+        ? 'served'
+        : `served with ${own.map((d) => `[${d.title.toLowerCase()}](#${anchorOf(d.title)})`).join(', ')}`;
     lines.push(`| \`${o.operationId}\` | ${o.tag} | \`${o.method} ${o.accruePath}\` | ${status} |`);
   }
   lines.push('', '## Differences', '');

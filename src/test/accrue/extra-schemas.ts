@@ -11,23 +11,54 @@ const dt = { type: 'string', format: 'date-time' };
 const uuid = { type: 'string', format: 'uuid' };
 const str = { type: 'string' };
 const int = { type: 'integer' };
-const obj = (properties: Record<string, Schema>, required: string[] = []): Schema => ({ type: 'object', properties, required });
-const resource = (type: string, attributes: Record<string, Schema>, required: string[], more: Record<string, Schema> = {}, moreRequired: string[] = []): Schema =>
-  obj({ id: uuid, type: { type: 'string', enum: [type] }, attributes: obj(attributes, required), ...more }, ['id', 'type', 'attributes', ...moreRequired]);
+const obj = (properties: Record<string, Schema>, required: string[] = []): Schema => ({
+  type: 'object',
+  properties,
+  required,
+});
+const resource = (
+  type: string,
+  attributes: Record<string, Schema>,
+  required: string[],
+  more: Record<string, Schema> = {},
+  moreRequired: string[] = [],
+): Schema =>
+  obj({ id: uuid, type: { type: 'string', enum: [type] }, attributes: obj(attributes, required), ...more }, [
+    'id',
+    'type',
+    'attributes',
+    ...moreRequired,
+  ]);
 const single = (data: Schema): Schema => obj({ data }, ['data']);
-const list = (item: Schema): Schema => obj({ data: { type: 'array', items: item }, meta: ref('ListMeta') }, ['data', 'meta']);
+const list = (item: Schema): Schema =>
+  obj({ data: { type: 'array', items: item }, meta: ref('ListMeta') }, ['data', 'meta']);
 const bare = (item: Schema): Schema => obj({ data: { type: 'array', items: item } }, ['data']);
 
 const AuthorizationRequest = resource(
   'AuthorizationRequest',
-  { paymentId: uuid, walletId: uuid, status: { type: 'string', enum: ['Declined', 'Approved', 'Pending', 'Canceled'] }, amount: int, createdAt: dt, updatedAt: dt },
+  {
+    paymentId: uuid,
+    walletId: uuid,
+    status: { type: 'string', enum: ['Declined', 'Approved', 'Pending', 'Canceled'] },
+    amount: int,
+    createdAt: dt,
+    updatedAt: dt,
+  },
   ['paymentId', 'walletId', 'status', 'amount', 'createdAt', 'updatedAt'],
 );
 const CardCapture = obj(
   {
     id: uuid,
     type: { type: 'string', enum: ['Capture'] },
-    attributes: obj({ id: uuid, amount: int, success: { type: 'boolean' }, method: { type: 'string', enum: ['BankRails', 'VirtualDebitCard'] }, reference: { type: ['string', 'null'] }, updatedAt: dt, createdAt: dt }),
+    attributes: obj({
+      id: uuid,
+      amount: int,
+      success: { type: 'boolean' },
+      method: { type: 'string', enum: ['BankRails', 'VirtualDebitCard'] },
+      reference: { type: ['string', 'null'] },
+      updatedAt: dt,
+      createdAt: dt,
+    }),
   },
   ['type', 'attributes'],
 );
@@ -35,20 +66,54 @@ const DemoBackupPaymentMethod = obj(
   {
     type: { type: 'string', enum: ['DemoBackupPaymentMethod'] },
     attributes: obj(
-      { linkedAccountId: uuid, accountMask: str, institutionName: str, accountType: str, status: str, updatedAt: dt, createdAt: dt },
+      {
+        linkedAccountId: uuid,
+        accountMask: str,
+        institutionName: str,
+        accountType: str,
+        status: str,
+        updatedAt: dt,
+        createdAt: dt,
+      },
       ['linkedAccountId', 'accountMask', 'institutionName', 'accountType', 'status', 'updatedAt', 'createdAt'],
     ),
   },
   ['type', 'attributes'],
 );
-const DocumentVerificationLink = resource('DocumentVerificationLink', { url: { type: 'string', format: 'uri' }, updatedAt: dt, createdAt: dt }, ['url', 'updatedAt', 'createdAt']);
-const WidgetSession = obj({ id: str, type: str, attributes: obj({ sessionToken: str, createdAt: dt }, ['sessionToken', 'createdAt']) }, ['id', 'type', 'attributes']);
-const LinkedAccountWidgetData = obj({ id: str, type: str, attributes: { type: 'object' } }, ['id', 'type', 'attributes']);
+const DocumentVerificationLink = resource(
+  'DocumentVerificationLink',
+  { url: { type: 'string', format: 'uri' }, updatedAt: dt, createdAt: dt },
+  ['url', 'updatedAt', 'createdAt'],
+);
+const WidgetSession = obj(
+  { id: str, type: str, attributes: obj({ sessionToken: str, createdAt: dt }, ['sessionToken', 'createdAt']) },
+  ['id', 'type', 'attributes'],
+);
+const LinkedAccountWidgetData = obj({ id: str, type: str, attributes: { type: 'object' } }, [
+  'id',
+  'type',
+  'attributes',
+]);
 const CounterpartyPayout = resource(
   'CounterpartyPayout',
   {
     amount: int,
-    status: { type: 'string', enum: ['Approved', 'Cancelled', 'Completed', 'Denied', 'Failed', 'NeedsApproval', 'Pending', 'Processing', 'Returned', 'Reversed', 'Sent'] },
+    status: {
+      type: 'string',
+      enum: [
+        'Approved',
+        'Cancelled',
+        'Completed',
+        'Denied',
+        'Failed',
+        'NeedsApproval',
+        'Pending',
+        'Processing',
+        'Returned',
+        'Reversed',
+        'Sent',
+      ],
+    },
     description: { type: ['string', 'null'] },
     effectiveDate: str,
     counterpartyId: uuid,
@@ -73,9 +138,24 @@ const CounterpartyTransfer = resource(
   },
   ['updatedAt', 'createdAt'],
 );
-const relationList = (type: string) => obj({ data: { type: 'array', items: obj({ id: uuid, type: { type: 'string', enum: [type] } }, ['id', 'type']) } }, ['data']);
-const externalRelationships = obj({ linkedExternalTransaction: relationList('ExternalTransaction'), user: relationList('User') });
-const paymentMethod = obj({ amount: int, method: { type: 'string', enum: ['Cash', 'DebitCard', 'CreditCard', 'Wire', 'GiftCard', 'Wallet', 'Other', 'Unknown'] } }, ['amount']);
+const relationList = (type: string) =>
+  obj({ data: { type: 'array', items: obj({ id: uuid, type: { type: 'string', enum: [type] } }, ['id', 'type']) } }, [
+    'data',
+  ]);
+const externalRelationships = obj({
+  linkedExternalTransaction: relationList('ExternalTransaction'),
+  user: relationList('User'),
+});
+const paymentMethod = obj(
+  {
+    amount: int,
+    method: {
+      type: 'string',
+      enum: ['Cash', 'DebitCard', 'CreditCard', 'Wire', 'GiftCard', 'Wallet', 'Other', 'Unknown'],
+    },
+  },
+  ['amount'],
+);
 const ExternalTransaction = resource(
   'ExternalTransaction',
   {
@@ -90,16 +170,34 @@ const ExternalTransaction = resource(
   { relationships: externalRelationships },
   ['relationships'],
 );
-const ExternalTransactionReference = resource('ExternalTransaction', { id: uuid, sourceId: str, updatedAt: dt, createdAt: dt }, ['id', 'sourceId', 'updatedAt', 'createdAt'], { relationships: externalRelationships }, [
-  'relationships',
-]);
+const ExternalTransactionReference = resource(
+  'ExternalTransaction',
+  { id: uuid, sourceId: str, updatedAt: dt, createdAt: dt },
+  ['id', 'sourceId', 'updatedAt', 'createdAt'],
+  { relationships: externalRelationships },
+  ['relationships'],
+);
 const nullableWidget = obj({ data: { anyOf: [ref('WalletWidgetData'), { type: 'null' }] } }, ['data']);
-const paymentWithLinks = obj({ data: ref('Payment'), links: obj({ self: str }, ['self']), included: { type: 'array' } }, ['data', 'links', 'included']);
+const paymentWithLinks = obj(
+  { data: ref('Payment'), links: obj({ self: str }, ['self']), included: { type: 'array' } },
+  ['data', 'links', 'included'],
+);
 
 /** operationId → status → body schema (null: no content). */
 export const EXTRA_RESPONSES: Record<string, Record<string, Schema | null>> = {
   updatePayment: { '200': single(ref('Payment')), '400': null, '404': null },
-  increaseAuthorization: { '200': single(obj({ id: uuid, type: { type: 'string', enum: ['Payment'] }, attributes: { type: 'object' } }, ['id', 'type', 'attributes'])), '400': null, '402': null, '404': null },
+  increaseAuthorization: {
+    '200': single(
+      obj({ id: uuid, type: { type: 'string', enum: ['Payment'] }, attributes: { type: 'object' } }, [
+        'id',
+        'type',
+        'attributes',
+      ]),
+    ),
+    '400': null,
+    '402': null,
+    '404': null,
+  },
   completePayment: { '200': paymentWithLinks, '400': null, '404': null },
   getAuthorizationRequestList: { '200': bare(AuthorizationRequest), '404': null },
   getCapturesList: { '200': bare(CardCapture), '404': null },
@@ -116,7 +214,11 @@ export const EXTRA_RESPONSES: Record<string, Record<string, Schema | null>> = {
   createWidgetSession: { '200': single(WidgetSession), '400': null },
   addSweepstakesResults: { '201': null, '400': null, '500': null },
   listIssuedRewards: { '200': list(ref('RewardResponse')), '400': null, '500': null },
-  getIssuedRewardById: { '200': obj({ data: { anyOf: [ref('RewardResponse'), { type: 'null' }] } }, ['data']), '404': null, '500': null },
+  getIssuedRewardById: {
+    '200': obj({ data: { anyOf: [ref('RewardResponse'), { type: 'null' }] } }, ['data']),
+    '404': null,
+    '500': null,
+  },
   updateReward: { '200': single(ref('RewardResponse')), '400': null, '404': null, '409': null, '500': null },
   cancelReward: { '204': null, '404': null, '409': null, '500': null },
   updateCounterparty: { '200': single(ref('Counterparty')), '400': null, '404': null, '500': null },
