@@ -19,6 +19,7 @@ export class CofferError extends Error {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the example reads answers loosely, as a shop would
 export async function coffer<T = any>(acct: CofferAccount, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${acct.api}${path}`, {
     method,

@@ -132,6 +132,7 @@ async function sandboxToken(dataDir: string): Promise<string | undefined> {
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: each command reads its own answer's fields
 async function request(base: string, token: string, method: string, p: string, body?: unknown): Promise<any> {
   let res: globalThis.Response;
   try {

@@ -69,7 +69,7 @@ export function rateChart(title: string, points: { label: string; value: number 
       `<circle cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="2.5"><title>${escapeHtml(`${p.label}: ${(p.value * 100).toFixed(1)}%`)}</title></circle>`,
     );
   });
-  return frame(title, `<path d="${path}" class="line"/>${dots.join('')}` + xLabels(points as Point[], x), [
+  return frame(title, `<path d="${path}" class="line"/>${dots.join('')}${xLabels(points as Point[], x)}`, [
     '0%',
     '100%',
   ]);

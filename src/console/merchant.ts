@@ -124,7 +124,7 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
     });
   };
 
-  const title = (v: View, t: string) => html`${t}`;
+  const title = (_v: View, t: string) => html`${t}`;
   const shell = (v: View, body: Html) => {
     const path = v.req.url.split('?')[0]!;
     const sections: [string, string][] = [

@@ -102,7 +102,7 @@ describe('coalesced list pages', () => {
       alone.push(comparable(res));
     }
     assert.equal(alone[0]!.body.meta.total, 8, "a's seven users and its funded wallet's");
-    assert.equal(alone.find((p, i) => asks()[i]!.as === b)!.body.meta.total, 4);
+    assert.equal(alone.find((_p, i) => asks()[i]!.as === b)!.body.meta.total, 4);
     assert.ok(alone.every((p) => p.status === 404 || p.body.meta.total >= 0));
 
     const before = { ...pageStats };

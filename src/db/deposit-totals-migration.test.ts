@@ -20,7 +20,7 @@ test('the migration totals the deposits cleared before it, per wallet and linked
   for (const [n, w] of [wallet, other].entries()) {
     const owner = randomUUID();
     await db.execute(
-      sql`insert into users (id, client_id, public_id) values (${owner}::uuid, ${client}::uuid, ${'u' + n})`,
+      sql`insert into users (id, client_id, public_id) values (${owner}::uuid, ${client}::uuid, ${`u${n}`})`,
     );
     await db.execute(
       sql`insert into wallets (id, client_id, user_id, status) values (${w}::uuid, ${client}::uuid, ${owner}::uuid, 'Active')`,

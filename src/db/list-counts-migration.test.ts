@@ -44,10 +44,10 @@ test('the migration counts the rows there are; every statement keeps the counter
   const db = scratch.database.db;
   await scratch.upTo(/_list_counts$/);
   for (const [i, client] of merchants.entries()) {
-    await db.execute(sql`insert into clients (id, name) values (${client}::uuid, ${'m' + i})`);
+    await db.execute(sql`insert into clients (id, name) values (${client}::uuid, ${`m${i}`})`);
     const user = randomUUID();
     await db.execute(
-      sql`insert into users (id, client_id, public_id) values (${user}::uuid, ${client}::uuid, ${'u' + i})`,
+      sql`insert into users (id, client_id, public_id) values (${user}::uuid, ${client}::uuid, ${`u${i}`})`,
     );
     await db.execute(
       sql`insert into wallets (id, client_id, user_id, status) values (${wallets[i]!}::uuid, ${client}::uuid, ${user}::uuid, 'Active')`,

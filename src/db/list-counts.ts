@@ -65,7 +65,7 @@ export const isDeep = (page: { offset: number }): boolean => page.offset >= DEEP
  *   those rows by primary key (byIds). It is a statement of its own, for a shape of its own
  *   (isDeep): a first page is cheaper read directly (docs/scaling.md#deep-pages).
  */
-export function countedPage<T extends PgTable, A extends Record<string, SQL> = {}>(
+export function countedPage<T extends PgTable, A extends Record<string, SQL> = Record<never, SQL>>(
   db: Executor,
   o: {
     table: T;

@@ -9,7 +9,7 @@ import { createTestApp, errorsOf, JSONAPI, type Merchant, type TestApp } from '.
 import { fundedWallet } from '../test/money.ts';
 
 /** `{"a":{"a":…1…}}` with `levels` objects. */
-const nested = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
 
 describe('JSON depth and size limits', () => {
   let t: TestApp;

@@ -104,7 +104,7 @@ function checkStatement(preflight?: Preflight) {
     : shiftParams(preflight.text, 4);
   return statement(
     `idempotency_check_${preflight.name}`,
-    CHECK_KEY_SQL.replace('select c.locked', 'select p.*, c.locked') + ` left join lateral (${text}) p on true`,
+    `${CHECK_KEY_SQL.replace('select c.locked', 'select p.*, c.locked')} left join lateral (${text}) p on true`,
   );
 }
 

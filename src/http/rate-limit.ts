@@ -221,7 +221,9 @@ export async function registerRateLimit(
     timeWindow: MINUTE_MS,
     enableDraftSpec: true,
     store: class {
+      // @fastify/rate-limit constructs its store; every listener shares the one made above.
       constructor() {
+        // biome-ignore lint/correctness/noConstructorReturn: hands back the shared store
         return store;
       }
     } as never,

@@ -51,7 +51,7 @@ export const ToOne = (type: string) =>
 export const ToMany = (type: string) => Type.Object({ data: Type.Array(ResourceIdentifier(type)) });
 
 /** A JSON:API resource object, registered as an OpenAPI component under `name`. */
-export function resource<A extends TProperties, R extends TProperties = {}>(
+export function resource<A extends TProperties, R extends TProperties = Record<never, never>>(
   name: string,
   type: string,
   attributes: A,

@@ -139,7 +139,7 @@ describe('response serializers', () => {
         body: new JsonText(JSON.stringify(b)),
         note: i === 1 ? null : '\u0000"\u0000',
       })),
-      tags: { ['k\u0000"']: '"\u0000v' },
+      tags: { 'k\u0000"': '"\u0000v' },
     };
 
     test('a JsonText is written as its text, in place, and the rest as JSON.stringify writes it', () => {

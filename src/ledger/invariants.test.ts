@@ -70,7 +70,7 @@ describe('the ledger invariant check', () => {
     await exec(sql`update ledger_postings set amount = -499 where id = ${postings.outside}`);
     try {
       assert.deepEqual(await violations(), [
-        'each entry balances: entry ' + entry + ': 2 postings summing to 1',
+        `each entry balances: entry ${entry}: 2 postings summing to 1`,
         'postings sum to zero: all postings sum to 1',
       ]);
     } finally {

@@ -82,7 +82,7 @@ function entryParts(entryId: string, input: EntryInput, postings: Posting[], ord
     parts.push({
       name: balances.name,
       text: balances.text,
-      params: ordered.flatMap(([id, d]) => [id, d]),
+      params: ordered.flat(),
       rows: ordered.map(([id]) => `ledger_accounts:${id}`),
       merge: { key: 'ledger_balances', item: ordered, combine: combineBalances, additive: true },
     });

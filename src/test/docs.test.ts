@@ -159,6 +159,7 @@ describe('the docs', () => {
       code: [
         'AUTH=(-H "a: b"',
         '      -H "c: d")',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell array, not a template
         'curl -s $API/x "${AUTH[@]}" \\',
         `  -d '{"data":{`,
         `  "type":"X"}}'`,

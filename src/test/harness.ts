@@ -239,7 +239,7 @@ async function inject(
       contentType: res.headers['content-type'] as string | undefined,
       body: res.body,
     });
-  let body: unknown = undefined;
+  let body: unknown;
   if (res.body.length > 0) {
     try {
       body = JSON.parse(res.body);

@@ -63,7 +63,7 @@ export async function startPgBouncer(
     '[pgbouncer]',
     ...Object.entries({ ...base, ...settings }).map(([k, v]) => `${k} = ${v}`),
   ].join('\n');
-  await writeFile(path.join(dir, 'pgbouncer.ini'), ini + '\n');
+  await writeFile(path.join(dir, 'pgbouncer.ini'), `${ini}\n`);
   await writeFile(path.join(dir, 'users.txt'), `"${user}" ""\n`);
   let ids: { uid: number; gid: number } | undefined;
   if (userInfo().uid === 0) {
@@ -101,7 +101,10 @@ async function waitForPort(port: number, exited: Promise<void>): Promise<void> {
   while (Date.now() < deadline) {
     if (gone) throw new Error('pgbouncer exited at start');
     const open = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => (s.end(), resolve(true)));
+      const s = connect(port, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
       s.once('error', () => resolve(false));
     });
     if (open) return;

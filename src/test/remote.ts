@@ -6,14 +6,12 @@ import type { ServerProcess } from './process.ts';
 
 const JSONAPI = 'application/vnd.api+json';
 
-export interface RemoteCall {
-  (
-    port: number,
-    method: string,
-    path: string,
-    body?: unknown,
-  ): Promise<{ status: number; body: any; headers: Headers }>;
-}
+export type RemoteCall = (
+  port: number,
+  method: string,
+  path: string,
+  body?: unknown,
+) => Promise<{ status: number; body: any; headers: Headers }>;
 
 /** A merchant created on `server`'s admin listener, and a caller authenticated as it. */
 export async function remoteMerchant(

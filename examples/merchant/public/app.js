@@ -1,6 +1,6 @@
 // The shop's page script: wires the wallet widgets' callbacks to the shop's backend, and shows
 // every widget event in the side panel (window.shopEvents keeps them for inspection).
-'use strict';
+
 window.shopEvents = [];
 const main = document.querySelector('main');
 const amount = Number(main.dataset.amount);

@@ -178,6 +178,7 @@ export function createCoffer(o: CofferOptions) {
     ): AsyncGenerator<ListItem<P>> {
       for (let offset = 0; ; ) {
         const query = { ...(opts.query as object), 'page[limit]': 50, 'page[offset]': offset };
+        // biome-ignore lint/suspicious/noExplicitAny: openapi-fetch cannot type a path chosen at run time
         const page = (await unwrap((api.GET as any)(path, { params: { query, path: opts.path } }))) as {
           data: ListItem<P>[];
           meta: { total: number };

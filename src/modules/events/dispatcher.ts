@@ -329,7 +329,13 @@ export class WebhookDispatcher {
           for (const t of timers) clearTimeout(t);
           resolve();
         };
-        if (drained && !claiming) timers.push(setTimeout(() => ((lookAgain = true), wake?.()), pollMs));
+        if (drained && !claiming)
+          timers.push(
+            setTimeout(() => {
+              lookAgain = true;
+              wake?.();
+            }, pollMs),
+          );
         if (firstExpiry !== undefined)
           timers.push(setTimeout(() => wake?.(), Math.max(0, firstExpiry - this.#o.clock.now().getTime())));
       });

@@ -136,7 +136,10 @@ describe('delivery isolation between merchants', () => {
 
   test("one merchant's backlog does not hold back another merchant's delivery", async () => {
     const t = await createTestApp({ clock: ownClock(), env: { ...LOCAL_RECEIVERS, WEBHOOK_CONCURRENCY: '4' } });
-    const slow = await startReceiver(async () => (await delay(100), { status: 200 }));
+    const slow = await startReceiver(async () => {
+      await delay(100);
+      return { status: 200 };
+    });
     const healthy = await startReceiver();
     try {
       const a = await t.createMerchant();
@@ -195,7 +198,10 @@ describe('delivery isolation between merchants', () => {
     });
     let answerFirst!: () => void;
     const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
-    const rx = await startReceiver(async (_r, index) => (index === 0 && (await firstAnswered), { status: 200 }));
+    const rx = await startReceiver(async (_r, index) => {
+      if (index === 0) await firstAnswered;
+      return { status: 200 };
+    });
     const m = await t.createMerchant();
     try {
       await withClaimLog(t, async (claims) => {

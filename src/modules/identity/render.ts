@@ -1,7 +1,7 @@
 // Identity verification resources. The answer key and the token hash never leave the database.
 import type { SubmissionOutcome } from './domain.ts';
 import type { ChallengeRow, ProfileUpdateRow } from './sql.ts';
-import { FAILURE_REASONS } from './schemas.ts';
+import type { FAILURE_REASONS } from './schemas.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export const identityPath = (userIdentifier: string) =>

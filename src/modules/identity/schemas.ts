@@ -75,7 +75,7 @@ export const IdentityVerificationResult = resource(
     verificationToken: Type.Optional(
       Type.String({
         description: 'Present only when passed: single use, valid 10 minutes',
-        examples: ['pvt_' + '0'.repeat(64)],
+        examples: [`pvt_${'0'.repeat(64)}`],
       }),
     ),
     expiresAt: Nullable(Timestamp({ description: "The token's expiry; null when not passed" })),

@@ -38,7 +38,7 @@ export async function linkAccount(
   const user = await getUser(db, opts);
   const id = uuidv7();
   // The provider is called outside any transaction.
-  let linked;
+  let linked: Awaited<ReturnType<typeof opts.provider.linkAccount>>;
   try {
     linked = await opts.provider.linkAccount({
       reference: id,

@@ -618,7 +618,7 @@ export async function finishAttempt(
     // Intent first, then the attempt: the order authorize takes them in.
     const intent = (await q.lockIntent(tx, attempt.clientId, attempt.intentId))!;
     const current = await payments.findAttempt(tx, attempt.id, { forUpdate: true });
-    if (!current || current.state !== 'processing') {
+    if (current?.state !== 'processing') {
       // Another process finished it first: answer as it did.
       return recordedOutcome(tx, current!, deps, serialize, now);
     }

@@ -209,7 +209,7 @@ export async function cancelLockedIntent(
 ): Promise<q.IntentRow> {
   const status = effectiveStatus(intent, c.now);
   if (status === 'PromotedToPayment') {
-    if (!c.payment || c.payment.status !== 'Created') {
+    if (c.payment?.status !== 'Created') {
       throw apiError(
         'IllegalOperation',
         `The intent's payment is ${c.payment?.status ?? 'gone'}; only an authorization not yet captured can be canceled.`,

@@ -282,7 +282,7 @@ export async function expireAuthorizations(db: Db, opts: { rc: RenderContext; no
     for (const due of await q.expiredAuthorizations(tx, now, 100)) {
       if (due.intentId && !(await lockIntentSkipLocked(tx, due.intentId))) continue;
       const p = await q.lockPaymentSkipLocked(tx, due.id);
-      if (!p || p.status !== 'Created' || p.expiresAt > now) continue;
+      if (p?.status !== 'Created' || p.expiresAt > now) continue;
       await cancelCreatedPayment(tx, p, {
         clientId: p.clientId,
         rc: opts.rc,
@@ -495,7 +495,7 @@ export async function finishPaymentPull(
   o: { paymentId: string; settled: boolean; reason?: string; rc: RenderContext; now: Date },
 ): Promise<void> {
   const p = await q.lockPaymentById(tx, o.paymentId);
-  if (!p || p.status !== 'Processing') return;
+  if (p?.status !== 'Processing') return;
   const c = { clientId: p.clientId, rc: o.rc, now: o.now, ext: await clientAccountIds(tx, p.clientId) };
   if (o.settled) await settle(tx, p, c);
   else await failProcessing(tx, p, { ...c, reason: o.reason });

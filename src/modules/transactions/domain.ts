@@ -206,7 +206,7 @@ export async function finishDepositPull(
   o: { transactionId: string; settled: boolean; reason?: string; baseUrl: string; now: Date },
 ): Promise<void> {
   const t = await q.lockTransactionById(tx, o.transactionId);
-  if (!t || t.status !== 'Pending') return;
+  if (t?.status !== 'Pending') return;
   const client = await findClient(tx, t.clientId);
   const so: SettleOptions = {
     clientId: t.clientId,

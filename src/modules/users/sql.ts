@@ -177,7 +177,7 @@ export async function updateUserRow(
 
 /** Serialises reference-id changes within one merchant (uniqueness spans two columns). */
 export async function lockReferenceIds(db: Executor, clientId: string): Promise<void> {
-  await db.execute(sql`select pg_advisory_xact_lock(hashtext(${'coffer:refs:' + clientId}))`);
+  await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`coffer:refs:${clientId}`}))`);
 }
 
 /** Another user of this merchant already using `ref` as either reference id. */

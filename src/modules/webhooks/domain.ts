@@ -19,7 +19,7 @@ export interface WebhookPolicy {
 }
 
 function checkTopics(topics: string[] | undefined): void {
-  if (topics && topics.includes('*') && topics.length > 1) {
+  if (topics?.includes('*') && topics.length > 1) {
     throw apiError('ValidationError', '`topics` must be ["*"] alone or a list of topics.', {
       pointer: '/data/attributes/topics',
     });

@@ -4,7 +4,7 @@
 import { ConfigError, loadReferenceAdapterConfig } from '../../config.ts';
 import { ReferenceAdapter } from './reference-adapter.ts';
 
-let config;
+let config: ReturnType<typeof loadReferenceAdapterConfig>;
 try {
   config = loadReferenceAdapterConfig();
 } catch (err) {

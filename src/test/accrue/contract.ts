@@ -282,7 +282,7 @@ export function withCompatibilitySummary(readme: string): string {
   const start = readme.indexOf(SUMMARY_START);
   const end = readme.indexOf(SUMMARY_END);
   if (start < 0 || end < start) throw new Error(`README.md lacks the ${SUMMARY_START} … ${SUMMARY_END} block`);
-  return readme.slice(0, start + SUMMARY_START.length) + '\n' + renderCompatibilitySummary() + '\n' + readme.slice(end);
+  return `${readme.slice(0, start + SUMMARY_START.length)}\n${renderCompatibilitySummary()}\n${readme.slice(end)}`;
 }
 
 export function renderCompatibilityDoc(): string {
