@@ -9,7 +9,8 @@ import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
 import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
 import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
-import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
+import { withRefusal } from '../test/faults.ts';
+import { assertLedgerSound, fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
 
@@ -338,6 +339,43 @@ describe('console', () => {
     assert.equal(balance.status, 200);
     const after = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
     assert.match(after.body, /deposit\.clear/);
+  });
+
+  test("a simulation: the card network's authorize and capture commit together (a failure leaves no hold on the gift)", async () => {
+    const b = browser();
+    await signIn(app, b, { role: 'merchant', clientId: a.clientId, secret: a.secret });
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: a,
+      body: { data: { type: 'Gift', attributes: { amount: 5_000 } } },
+    });
+    const lookUpId = gift.body.data.id as string;
+    const available = async () =>
+      (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: a })).body.data.attributes.available as number;
+    const intent = await t.request('POST', '/api/v1/payment-intents', {
+      as: a,
+      body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 3_923, lookUpId } } },
+    });
+    const authorized = await t.request('POST', `/api/v1/payment-intents/${intent.body.data.id}/authorize`, {
+      as: a,
+      body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 3_923 } } },
+    });
+    assert.equal(authorized.status, 201, authorized.raw);
+    const id = authorized.body.included[0].id as string;
+    const page = await call(app, b, 'GET', `/m/${a.clientId}/payments/${id}`);
+    assert.match(page.body, /Card network: authorize and capture/);
+    const run = () => call(app, b, 'POST', `/m/${a.clientId}/payments/${id}/card`, { _csrf: csrfOf(page.body) });
+    const failed = await withRefusal(
+      t,
+      { table: 'card_captures', on: 'insert', when: `new.payment_id = '${id}'` },
+      run,
+    );
+    assert.notEqual(failed.statusCode, 303, failed.body);
+    assert.equal(await available(), 5_000, 'no hold on the gift');
+    const res = await run();
+    assert.equal(res.statusCode, 303);
+    assert.match(decodeURIComponent(String(res.headers.location)), /authorized and captured/);
+    assert.equal(await available(), 5_000 - 3_923);
+    await assertLedgerSound(t);
   });
 
   test("a simulation: approve KYC from the user page; decided once; another merchant's user is 404", async () => {

@@ -18,7 +18,7 @@ import { simulateKycDecision } from '../modules/kyc/domain.ts';
 import { latestApplication } from '../modules/kyc/sql.ts';
 import { INTENT_STATUSES } from '../modules/payment-intents/schemas.ts';
 import { findIntent, listIntentRows, type IntentRow } from '../modules/payment-intents/sql.ts';
-import { failBankPull, networkAuthorize, networkCapture, settlePaymentNow } from '../modules/payments/domain.ts';
+import { failBankPull, networkAuthorizeCapture, settlePaymentNow } from '../modules/payments/domain.ts';
 import {
   attemptsOfPayment,
   dailyPaymentStats,
@@ -604,10 +604,7 @@ ${rateChart(
     });
   paymentAct(
     'card',
-    async (paymentId, now, clientId) => {
-      await networkAuthorize(ctx.db, { clientId, paymentId, rc, now });
-      await networkCapture(ctx.db, { clientId, paymentId, rc, now: ctx.clock.now() });
-    },
+    (paymentId, now, clientId) => networkAuthorizeCapture(ctx.db, { clientId, paymentId, rc, now }),
     'The card network authorized and captured the payment.',
   );
   paymentAct(

@@ -1366,7 +1366,7 @@ export interface paths {
         put?: never;
         /**
          * Card network: authorize and capture (sandbox)
-         * @description Both steps at once; both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level.
+         * @description Both steps in one transaction (both commit or neither); both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level. A repeat of the auth-capture that captured the card (the same `amount`, or none when it took all that was left) answers its records again and moves no money.
          */
         post: operations["simulateCardAuthorizationCapture"];
         delete?: never;

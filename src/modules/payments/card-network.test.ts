@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { rowsOf } from '../../db/open.ts';
+import { withRefusal } from '../../test/faults.ts';
 import { createTestApp, errorsOf, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound, balanceOf, fundedWallet } from '../../test/money.ts';
 
@@ -21,6 +22,19 @@ async function authorizedOn(t: TestApp, m: Merchant, attributes: Record<string, 
   });
   assert.equal(res.status, 201, res.raw);
   return res.body.included[0].id as string;
+}
+
+/** A new gift of `amount` cents: its id, and what it has left. */
+async function newGift(t: TestApp, m: Merchant, amount: number) {
+  const res = await t.request('POST', '/api/v1/simulation/gifts', {
+    as: m,
+    body: { data: { type: 'Gift', attributes: { amount } } },
+  });
+  assert.equal(res.status, 201, res.raw);
+  const lookUpId = res.body.data.id as string;
+  const available = async () =>
+    (await t.request('GET', `/api/v1/gifts/${lookUpId}`, { as: m })).body.data.attributes.available as number;
+  return { lookUpId, available };
 }
 
 const step = (
@@ -292,6 +306,91 @@ describe('the sandbox card network: authorization requests and captures', () => 
       assert.equal(res.status, 404, res.raw);
       assert.equal(errorsOf(res)[0]!.code, 'PaymentNotFound');
     }
+    await assertLedgerSound(t);
+  });
+
+  test('auth-capture is one step: a repeat answers the same outcome, concurrent ones move the money once; another amount is refused', async () => {
+    const gm = await t.createMerchant();
+    const { lookUpId, available } = await newGift(t, gm, 5000);
+    const g = await authorizedOn(t, gm, { lookUpId }, 3923);
+    const first = await step(t, gm, g, 'auth-capture', 'SimulateCardAuthorizationCapture');
+    assert.equal(first.status, 200, first.raw);
+    assert.equal(first.body.data.attributes.status, 'Sent');
+    assert.equal(first.body.included[1].attributes.authorizationRequestId, first.body.included[0].id);
+    t.clock.advance(1000);
+    const again = await step(t, gm, g, 'auth-capture', 'SimulateCardAuthorizationCapture');
+    assert.equal(again.status, 200, again.raw);
+    assert.deepEqual(again.body, first.body, 'the same answer');
+    assert.equal(await available(), 5000 - 3923, 'the gift paid once');
+    assert.deepEqual(summary(await auths(t, gm, g)), [['Approved', 3923]]);
+    assert.deepEqual(summary(await captures(t, gm, g)), [[true, 3923]]);
+    const other = await step(t, gm, g, 'auth-capture', 'SimulateCardAuthorizationCapture', { amount: 100 });
+    assert.equal(other.status, 400, other.raw);
+    assert.equal(errorsOf(other)[0]!.code, 'IllegalOperation');
+
+    // A wallet: two at once, and a repeat with the amount the first named.
+    const { wallet } = await fundedWallet(t, cm, 3000);
+    const w = await authorizedOn(t, cm, { walletId: wallet.id }, 2000);
+    const both = await Promise.all([
+      step(t, cm, w, 'auth-capture', 'CardNetworkEvent', { amount: 1500 }),
+      step(t, cm, w, 'auth-capture', 'CardNetworkEvent', { amount: 1500 }),
+    ]);
+    assert.deepEqual(
+      both.map((r) => r.status),
+      [200, 200],
+      both.map((r) => r.raw).join('\n'),
+    );
+    assert.deepEqual(both[1]!.body, both[0]!.body);
+    const repeat = await step(t, cm, w, 'auth-capture', 'CardNetworkEvent', { amount: 1500 });
+    assert.deepEqual(repeat.body, both[0]!.body);
+    assert.equal(
+      (await step(t, cm, w, 'auth-capture', 'CardNetworkEvent')).status,
+      400,
+      'all that is left is another request',
+    );
+    const b = await balanceOf(t, cm, wallet.id);
+    assert.equal(b.available.deposit, 1500, 'the wallet paid once; the rest was released');
+    assert.equal(b.reserved.total, 0);
+    assert.deepEqual(summary(await captures(t, cm, w)), [[true, 1500]]);
+    await assertLedgerSound(t);
+  });
+
+  test('a failure between the authorization and the capture of auth-capture leaves no hold; the retry succeeds once', async () => {
+    const gm = await t.createMerchant();
+    const { lookUpId, available } = await newGift(t, gm, 5000);
+    const g = await authorizedOn(t, gm, { lookUpId }, 3923);
+    const { wallet } = await fundedWallet(t, cm, 3000);
+    const w = await authorizedOn(t, cm, { walletId: wallet.id }, 2000);
+    for (const id of [g, w]) {
+      const failed = await withRefusal(
+        t,
+        { table: 'card_captures', on: 'insert', when: `new.payment_id = '${id}'` },
+        () => step(t, id === g ? gm : cm, id, 'auth-capture', 'SimulateCardAuthorizationCapture'),
+      );
+      assert.equal(failed.status, 503, failed.raw);
+    }
+    assert.equal(await available(), 5000, 'no hold on the gift');
+    assert.equal((await balanceOf(t, cm, wallet.id)).reserved.total, 2000, 'the wallet as authorized');
+    for (const [m, id] of [
+      [gm, g],
+      [cm, w],
+    ] as const) {
+      assert.deepEqual((await auths(t, m, id)).body.data, [], 'no authorization was kept');
+      const p = await t.request('GET', `/api/v1/payments/${id}`, { as: m });
+      assert.equal(p.body.data.attributes.status, 'Created');
+    }
+    await assertLedgerSound(t);
+
+    t.clock.advance(1000);
+    const retried = await step(t, gm, g, 'auth-capture', 'SimulateCardAuthorizationCapture');
+    assert.equal(retried.status, 200, retried.raw);
+    assert.equal(retried.body.data.attributes.capturedAmount, 3923);
+    assert.equal(await available(), 5000 - 3923);
+    const retriedWallet = await step(t, cm, w, 'auth-capture', 'SimulateCardAuthorizationCapture');
+    assert.equal(retriedWallet.status, 200, retriedWallet.raw);
+    assert.equal((await balanceOf(t, cm, wallet.id)).available.deposit, 1000);
+    assert.deepEqual(summary(await auths(t, gm, g)), [['Approved', 3923]]);
+    assert.deepEqual(summary(await captures(t, cm, w)), [[true, 2000]]);
     await assertLedgerSound(t);
   });
 });

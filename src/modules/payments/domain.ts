@@ -757,6 +757,9 @@ async function recordedDecline<T>(db: Db, step: (tx: Executor) => Promise<T | Ap
   return out;
 }
 
+type Authorized = { payment: q.PaymentRow; authorization: q.CardAuthorizationRow };
+type Captured = { payment: q.PaymentRow; capture: q.CaptureRow };
+
 /**
  * The merchant ran the payment's virtual card (or the gift's) through its gateway: the network
  * authorizes an amount on it. For a gift, that holds the gift's money. Over what the payment
@@ -765,56 +768,64 @@ async function recordedDecline<T>(db: Db, step: (tx: Executor) => Promise<T | Ap
 export async function networkAuthorize(
   db: Db,
   opts: Ctx & { paymentId: string; amount?: number },
-): Promise<{ payment: q.PaymentRow; authorization: q.CardAuthorizationRow }> {
+): Promise<Authorized> {
   await clientAccountIds(db, opts.clientId);
-  return recordedDecline(db, async (tx) => {
-    const p = await getPayment(tx, { ...opts, forUpdate: true });
-    if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
-    if (p.status !== 'Created') illegal(p, 'authorized on the card network');
-    const room = p.amount - p.networkAuthorized;
-    const amount = opts.amount ?? room;
-    if (amount <= 0) throw apiError('Failed', 'The card is authorized for the whole payment already.', amountPointer);
-    const request = (status: string) =>
-      q.insertCardAuthorization(tx, {
-        id: uuidv7(),
-        clientId: p.clientId,
-        paymentId: p.id,
-        status,
-        amount,
-        createdAt: opts.now,
-        updatedAt: opts.now,
-      });
-    const decline = async (detail: string) => {
-      await request('Declined');
-      return apiError('Failed', detail, amountPointer);
-    };
-    if (amount > room) return decline(`The card can be authorized for at most ${room} more cents.`);
-    if (p.giftId) {
-      try {
-        // A savepoint: a hold the gift cannot cover leaves the transaction usable for the Declined row.
-        await tx.transaction((sp) =>
-          holdGift(sp, {
-            clientId: p.clientId,
-            refType: 'payment',
-            refId: p.id,
-            now: opts.now,
-            giftId: p.giftId!,
-            amount,
-          }),
-        );
-      } catch (err) {
-        if (err instanceof InsufficientFundsError) return decline('The gift does not have that much left.');
-        throw err;
-      }
-    }
-    const authorization = await request('Approved');
-    const updated = await q.updatePayment(tx, p.id, {
-      networkAuthorized: p.networkAuthorized + amount,
+  return recordedDecline(db, async (tx) =>
+    authorizeOnCard(tx, await getPayment(tx, { ...opts, forUpdate: true }), opts),
+  );
+}
+
+/** The network's authorization of the locked payment `p`, in the caller's transaction; a decline is returned. */
+async function authorizeOnCard(
+  tx: Executor,
+  p: q.PaymentRow,
+  opts: Ctx & { amount?: number },
+): Promise<Authorized | ApiError> {
+  if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
+  if (p.status !== 'Created') illegal(p, 'authorized on the card network');
+  const room = p.amount - p.networkAuthorized;
+  const amount = opts.amount ?? room;
+  if (amount <= 0) throw apiError('Failed', 'The card is authorized for the whole payment already.', amountPointer);
+  const request = (status: string) =>
+    q.insertCardAuthorization(tx, {
+      id: uuidv7(),
+      clientId: p.clientId,
+      paymentId: p.id,
+      status,
+      amount,
+      createdAt: opts.now,
       updatedAt: opts.now,
     });
-    await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
-    return { payment: updated, authorization };
+  const decline = async (detail: string) => {
+    await request('Declined');
+    return apiError('Failed', detail, amountPointer);
+  };
+  if (amount > room) return decline(`The card can be authorized for at most ${room} more cents.`);
+  if (p.giftId) {
+    try {
+      // A savepoint: a hold the gift cannot cover leaves the transaction usable for the Declined row.
+      await tx.transaction((sp) =>
+        holdGift(sp, {
+          clientId: p.clientId,
+          refType: 'payment',
+          refId: p.id,
+          now: opts.now,
+          giftId: p.giftId!,
+          amount,
+        }),
+      );
+    } catch (err) {
+      if (err instanceof InsufficientFundsError) return decline('The gift does not have that much left.');
+      throw err;
+    }
+  }
+  const authorization = await request('Approved');
+  const updated = await q.updatePayment(tx, p.id, {
+    networkAuthorized: p.networkAuthorized + amount,
+    updatedAt: opts.now,
   });
+  await emitPayment(tx, 'PaymentUpdated', updated, opts.rc, opts.now);
+  return { payment: updated, authorization };
 }
 
 /**
@@ -826,13 +837,11 @@ export async function networkAuthorize(
 export async function networkCapture(
   db: Db,
   opts: Ctx & { paymentId: string; amount?: number; authorizationRequestId?: string },
-): Promise<{ payment: q.PaymentRow; capture: q.CaptureRow }> {
+): Promise<Captured> {
   const ext = await clientAccountIds(db, opts.clientId);
   return recordedDecline(db, async (tx) => {
     const p = await getPayment(tx, { ...opts, forUpdate: true });
-    if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
-    if (p.status !== 'Created') illegal(p, 'captured on the card network');
-    if (p.networkAuthorized === 0) throw apiError('IllegalOperation', 'Nothing has been authorized on the card yet.');
+    capturable(p);
     if (opts.authorizationRequestId !== undefined) {
       const a = await q.findCardAuthorization(tx, p.id, opts.authorizationRequestId);
       if (a?.status !== 'Approved') {
@@ -843,70 +852,128 @@ export async function networkCapture(
         );
       }
     }
-    const amount = opts.amount ?? p.networkAuthorized;
-    const success = amount <= p.networkAuthorized;
-    const capture: q.CaptureRow = {
-      id: uuidv7(),
-      paymentId: p.id,
-      amount,
-      success,
-      method: 'VirtualDebitCard',
-      reference: p.reference,
-      authorizationId: opts.authorizationRequestId ?? null,
-      capturedAt: success ? opts.now : null,
-      createdAt: opts.now,
-      updatedAt: opts.now,
-    };
-    await q.insertCardCapture(tx, {
-      id: capture.id,
-      clientId: p.clientId,
-      paymentId: p.id,
-      authorizationId: capture.authorizationId,
-      amount,
-      success,
-      createdAt: opts.now,
-      updatedAt: opts.now,
-    });
-    if (!success)
-      return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
-    let captured: Sourcing;
-    if (p.giftId) {
-      await captureGift(tx, {
-        clientId: p.clientId,
-        refType: 'payment',
-        refId: p.id,
-        now: opts.now,
-        giftId: p.giftId,
-        captured: amount,
-        released: p.networkAuthorized - amount,
-        ext,
-      });
-      captured = { ...NO_SOURCING, gift: amount };
-    } else {
-      const split = splitCapture(p.sourcing, amount);
-      await captureWallet(tx, {
-        clientId: p.clientId,
-        refType: 'payment',
-        refId: p.id,
-        now: opts.now,
-        walletId: p.walletId!,
-        ...split,
-        to: 'card_network',
-        ext,
-      });
-      captured = split.captured;
-    }
-    const updated = await q.updatePayment(tx, p.id, {
-      status: 'Sent',
-      capturedAmount: amount,
-      captured,
-      capturedAt: opts.now,
-      settledAt: opts.now,
-      updatedAt: opts.now,
-    });
-    await emitPayment(tx, 'PaymentCaptured', updated, opts.rc, opts.now);
-    return { payment: updated, capture };
+    return captureOnCard(tx, p, { ...opts, authorizationId: opts.authorizationRequestId ?? null, ext });
   });
+}
+
+/** A card capture needs a Created card payment with something authorized on the card. */
+function capturable(p: q.PaymentRow): void {
+  if (p.rail === 'bank') throw apiError('IllegalOperation', 'A bank-rail payment has no card.');
+  if (p.status !== 'Created') illegal(p, 'captured on the card network');
+  if (p.networkAuthorized === 0) throw apiError('IllegalOperation', 'Nothing has been authorized on the card yet.');
+}
+
+/** The network's capture of the locked, capturable payment `p`, in the caller's transaction; a refused capture is returned. */
+async function captureOnCard(
+  tx: Executor,
+  p: q.PaymentRow,
+  opts: Ctx & { amount?: number; authorizationId: string | null; ext: Record<ClientCode, string> },
+): Promise<Captured | ApiError> {
+  const amount = opts.amount ?? p.networkAuthorized;
+  const success = amount <= p.networkAuthorized;
+  const capture: q.CaptureRow = {
+    id: uuidv7(),
+    paymentId: p.id,
+    amount,
+    success,
+    method: 'VirtualDebitCard',
+    reference: p.reference,
+    authorizationId: opts.authorizationId,
+    capturedAt: success ? opts.now : null,
+    createdAt: opts.now,
+    updatedAt: opts.now,
+  };
+  await q.insertCardCapture(tx, {
+    id: capture.id,
+    clientId: p.clientId,
+    paymentId: p.id,
+    authorizationId: capture.authorizationId,
+    amount,
+    success,
+    createdAt: opts.now,
+    updatedAt: opts.now,
+  });
+  if (!success)
+    return apiError('Failed', `Only ${p.networkAuthorized} cents were authorized on the card.`, amountPointer);
+  let captured: Sourcing;
+  if (p.giftId) {
+    await captureGift(tx, {
+      clientId: p.clientId,
+      refType: 'payment',
+      refId: p.id,
+      now: opts.now,
+      giftId: p.giftId,
+      captured: amount,
+      released: p.networkAuthorized - amount,
+      ext: opts.ext,
+    });
+    captured = { ...NO_SOURCING, gift: amount };
+  } else {
+    const split = splitCapture(p.sourcing, amount);
+    await captureWallet(tx, {
+      clientId: p.clientId,
+      refType: 'payment',
+      refId: p.id,
+      now: opts.now,
+      walletId: p.walletId!,
+      ...split,
+      to: 'card_network',
+      ext: opts.ext,
+    });
+    captured = split.captured;
+  }
+  const updated = await q.updatePayment(tx, p.id, {
+    status: 'Sent',
+    capturedAmount: amount,
+    captured,
+    capturedAt: opts.now,
+    settledAt: opts.now,
+    updatedAt: opts.now,
+  });
+  await emitPayment(tx, 'PaymentCaptured', updated, opts.rc, opts.now);
+  return { payment: updated, capture };
+}
+
+/**
+ * auth-capture: the network authorizes and captures in one transaction, so the hold and the
+ * capture commit together or not at all, and the capture names the authorization. A repeat of
+ * the auth-capture that captured the card (the same amount, or none when that one took all
+ * that was left) answers its outcome again instead of a decline.
+ */
+export async function networkAuthorizeCapture(
+  db: Db,
+  opts: Ctx & { paymentId: string; amount?: number },
+): Promise<Authorized & Captured> {
+  const ext = await clientAccountIds(db, opts.clientId);
+  return recordedDecline(db, async (tx) => {
+    const p = await getPayment(tx, { ...opts, forUpdate: true });
+    if (p.status !== 'Created') {
+      const done = await authCaptureOf(tx, p, opts.amount);
+      if (done) return done;
+    }
+    const auth = await authorizeOnCard(tx, p, opts);
+    if (auth instanceof ApiError) return auth;
+    const cap = await captureOnCard(tx, auth.payment, { ...opts, authorizationId: auth.authorization.id, ext });
+    // It captures what was just authorized, so it is never refused; thrown, it undoes the authorization too.
+    if (cap instanceof ApiError) throw cap;
+    return { payment: cap.payment, authorization: auth.authorization, capture: cap.capture };
+  });
+}
+
+/** The outcome of the auth-capture that captured `p`'s card, if `amount` asks for that one again. */
+async function authCaptureOf(
+  tx: Executor,
+  p: q.PaymentRow,
+  amount: number | undefined,
+): Promise<(Authorized & Captured) | undefined> {
+  if (p.rail === 'bank' || p.capturedAt === null) return undefined;
+  const [capture] = (await q.captureRows(tx, p.clientId, [p.id], { success: true })).rows;
+  if (!capture?.authorizationId) return undefined;
+  const authorization = await q.findCardAuthorization(tx, p.id, capture.authorizationId);
+  // An auth-capture writes both at one instant; a capture naming an earlier authorization is another request's.
+  if (authorization?.createdAt.getTime() !== capture.createdAt.getTime()) return undefined;
+  const same = amount === undefined ? p.networkAuthorized === p.amount : amount === authorization.amount;
+  return same ? { payment: p, authorization, capture } : undefined;
 }
 
 /** GET /simulation/{paymentId}/card/auth: the payment's card authorizations, newest first. */

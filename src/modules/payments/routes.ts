@@ -34,6 +34,7 @@ import {
   listCaptures,
   listCardAuthorizations,
   networkAuthorize,
+  networkAuthorizeCapture,
   networkCapture,
   refundsByPayment,
   settlePaymentNow,
@@ -507,26 +508,26 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
           rc,
           now: ctx.clock.now(),
         };
-        let payment: PaymentRow | undefined;
-        const included: unknown[] = [];
-        if (step !== 'capture') {
+        if (step === 'auth') {
           const auth = await networkAuthorize(ctx.db, o);
-          payment = auth.payment;
-          included.push(authorizationRequestResource(auth.authorization, auth.payment.walletId));
+          return {
+            data: paymentResource(auth.payment, rc),
+            included: [authorizationRequestResource(auth.authorization, auth.payment.walletId)],
+          };
         }
-        if (step !== 'auth') {
-          const cap = await networkCapture(ctx.db, {
-            ...o,
-            authorizationRequestId: attributes.authorizationRequestId,
-            now: ctx.clock.now(),
-          });
-          payment = cap.payment;
-          included.push(captureResource(cap.capture));
+        if (step === 'capture') {
+          const cap = await networkCapture(ctx.db, { ...o, authorizationRequestId: attributes.authorizationRequestId });
+          return { data: paymentResource(cap.payment, rc), included: [captureResource(cap.capture)] };
         }
+        const both = await networkAuthorizeCapture(ctx.db, o);
         return {
-          data: paymentResource(payment!, rc),
-          included,
-          ...(step === 'auth-capture' ? { success: true, error: null } : {}),
+          data: paymentResource(both.payment, rc),
+          included: [
+            authorizationRequestResource(both.authorization, both.payment.walletId),
+            captureResource(both.capture),
+          ],
+          success: true,
+          error: null,
         };
       },
     );
@@ -549,7 +550,8 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
     'auth-capture',
     'simulateCardAuthorizationCapture',
     'Card network: authorize and capture (sandbox)',
-    "Both steps at once; both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level.",
+    "Both steps in one transaction (both commit or neither); both records are in `included`, and Accrue's `success` (true) and `error` (null) members are at the top level. " +
+      'A repeat of the auth-capture that captured the card (the same `amount`, or none when it took all that was left) answers its records again and moves no money.',
   );
 
   app.get(
