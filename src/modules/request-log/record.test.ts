@@ -1,7 +1,8 @@
 // What the request log records and how its batches are written: every row is valid for
 // PostgreSQL whatever a request carried (lone surrogates, a character pair cut at the body's
 // limit), a row PostgreSQL refuses is dropped alone and counted, the rows of a database that is
-// away wait for the next flush, and no log line carries what the rows held.
+// away wait for the next flush, and no log line carries what the rows held. And the redaction
+// of bodies: card numbers in any form, secrets and identity data under any spelling of their keys.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -152,9 +153,106 @@ describe('request log recording', () => {
 });
 
 describe('request log redaction', () => {
+  const R = '[redacted]';
+  const redacted = (value: unknown) => redactBody({ v: value }) as { v: unknown };
+
   test('NUL is removed and lone surrogates become U+FFFD, in keys and values', () => {
     assert.deepEqual(redactBody({ 'k\u0000\ud800': ['a\u0000b', '\udc00x', '😀'] }), {
       'k\ufffd': ['ab', '\ufffdx', '😀'],
     });
+  });
+
+  test('card numbers in any form: separators, full-width digits, split into an array', () => {
+    const forms = [
+      '4111111111111111',
+      '4111 1111 1111 1111',
+      '4111-1111-1111-1111',
+      '4111.1111.1111.1111',
+      '4111_1111_1111_1111',
+      '4111/1111/1111/1111',
+      '4111  1111  1111  1111',
+      '4111\u00a01111\u00a01111\u00a01111',
+      '４１１１１１１１１１１１１１１１',
+      '４１１１ １１１１ １１１１ １１１１',
+      '378282246310005', // 15 digits (Amex)
+      '6011 0009 9013 9424',
+    ];
+    for (const form of forms) {
+      assert.equal(redacted(form).v, R, form);
+      assert.equal(redacted(`card: ${form}, thanks`).v, `card: ${R}, thanks`, form);
+    }
+    // Among other numbers in one string.
+    assert.equal(redacted('ref 2024/06/01 4111.1111.1111.1111 ok').v, `ref 2024/06/01 ${R} ok`);
+    // Split into an array of digit strings, alone or among other members.
+    assert.equal(redacted(['4111', '1111', '1111', '1111']).v, R);
+    assert.equal(redacted(['４１１１', '1111', '1111', '1111']).v, R);
+    assert.deepEqual(redacted(['card', '4111 1111', '1111 1111', 'end']).v, ['card', R, R, 'end']);
+  });
+
+  test('what is not a card number is kept', () => {
+    for (const kept of [
+      '2026-06-01T12:00:00.000Z',
+      '+1 415 555 0123',
+      'amounts 100, 200, 300',
+      '4111.1111.1111.1112', // fails the Luhn check
+      '192.168.100.200',
+      // Ids whose digits, across their dashes, would pass for a card number.
+      '12345678-1234-4123-8123-123456789012',
+      'user 586456aa-6542-4576-9001-69a5db514f46 paid',
+    ])
+      assert.equal(redacted(kept).v, kept, kept);
+    assert.deepEqual(redacted(['4111', '1111', '1111', '1112']).v, ['4111', '1111', '1111', '1112']);
+    assert.deepEqual(redacted(['2026', '06', '01']).v, ['2026', '06', '01']);
+    assert.equal(redacted(2500).v, 2500);
+  });
+
+  test('secrets, credentials and identity data under any spelling of their keys', () => {
+    const keys = [
+      'apiKey',
+      'api_key',
+      'API-KEY',
+      'privateKey',
+      'private_key',
+      'auth',
+      'basicAuth',
+      'cookie',
+      'Set-Cookie',
+      'jwt',
+      'idJwt',
+      'csc',
+      'exp',
+      'expMonth',
+      'exp_year',
+      'expiry',
+      'ssn',
+      'ssnLast4',
+      'ssn_last_4',
+      'socialSecurityNumber',
+      'ein',
+      'nationalId',
+      'national_id',
+      'passport',
+      'passportNumber',
+      'dob',
+      'birthDate',
+      'date_of_birth',
+      'credentials',
+      'otp',
+      'otpCode',
+      'card_number',
+      'CardNumber',
+      'cvv',
+      'accountNumber',
+      'routing_number',
+      'taxId',
+      'pin',
+      'clientSecret',
+      'password',
+      'accessToken',
+      'Authorization',
+    ];
+    for (const key of keys) assert.deepEqual(redactBody({ [key]: 'value-1' }), { [key]: R }, key);
+    for (const key of ['author', 'expected', 'experience', 'pinned', 'classname', 'email', 'idempotencyKey', 'type'])
+      assert.deepEqual(redactBody({ [key]: 'value-1' }), { [key]: 'value-1' }, key);
   });
 });
