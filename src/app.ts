@@ -82,7 +82,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       lookup: opts.webhookLookup,
       isPublicAddress: opts.webhookIsPublicAddress,
     }),
-    requestLog: new RequestLogBuffer({ clock, enabled: config.console.requestLog }),
+    requestLog: new RequestLogBuffer({ clock, enabled: config.console.requestLog, log: opts.log }),
   };
   if (config.webhooks.allowPrivate) {
     opts.log.warn(

@@ -1,7 +1,10 @@
 // The log: one line per request with its fields, and redaction still on for every other line
 // (the request line is written by a logger without the redaction paths: src/http/server.ts).
+// Database errors are logged with their class, code and message, never the values they carry.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { createServer } from './http/server.ts';
 import { createTestApp, logCapture, type Merchant, type TestApp } from './test/harness.ts';
 
 describe('log', () => {
@@ -63,5 +66,74 @@ describe('log', () => {
     for (const leaked of ['top-level-secret', 'nested-token', '"123"', 'Bearer abc', '4242424242424242'])
       assert.ok(!text.includes(leaked), `${leaked} was logged: ${text}`);
     assert.equal((text.match(/\[redacted\]/g) ?? []).length, 5, text);
+  });
+
+  // Values no line may show: a query's parameters, and what PostgreSQL quotes of them.
+  const EMAIL = 'leak.probe@example.com';
+  const CARD = '4000056655665556';
+  const assertNoValues = (text: string) => {
+    for (const leaked of [EMAIL, 'leak.probe', CARD, '4000 0566'])
+      assert.ok(!text.includes(leaked), `${leaked} was logged: ${text}`);
+  };
+
+  test("a job's failed query is logged with its class, code and message, never its parameters", async () => {
+    const before = lines.length;
+    // PostgreSQL's message quotes the value it could not read.
+    t.ctx.jobs.register({
+      name: 'log-test-query',
+      intervalMs: 60_000,
+      run: async () => {
+        await t.ctx.db.execute(sql`select ${EMAIL}::int as n, ${CARD}::text as c`);
+        return 1;
+      },
+    });
+    assert.equal(await t.ctx.jobs.runOnce('log-test-query'), 0);
+    const text = lines.slice(before).join('\n');
+    assertNoValues(text);
+    const line = parsed()
+      .slice(before)
+      .find((l) => l.msg === 'job failed' && l.job === 'log-test-query');
+    assert.ok(line, text);
+    const err = line.err as { type: string; message: string; code?: string; stack: string; cause?: { code: string } };
+    assert.equal(err.type, 'DrizzleQueryError');
+    assert.equal(err.message, 'Failed query');
+    assert.equal(err.cause?.code, '22P02');
+    assert.match(JSON.stringify(err.cause), /invalid input syntax for type integer/);
+    assert.match(err.stack, /\n\s+at /, 'the stack frames are kept');
+  });
+
+  test('a 500 from a failed query logs its code and message, never its parameters or detail', async () => {
+    const app = createServer({ listener: 'log-test', config: t.ctx.config, clock: t.clock, logger: t.ctx.log });
+    // A unique violation: PostgreSQL's detail quotes the duplicate key's value.
+    app.post('/probe', { schema: { hide: true } }, async () => {
+      await t.ctx.db.transaction(async (tx) => {
+        await tx.execute(sql`create temp table leak_probe (email text primary key, card text) on commit drop`);
+        await tx.execute(sql`insert into leak_probe values (${EMAIL}, ${CARD}), (${EMAIL}, ${CARD})`);
+      });
+      return {};
+    });
+    await app.ready();
+    const before = lines.length;
+    try {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/probe',
+        headers: { 'x-request-id': 'log-test-500', 'content-type': 'application/json' },
+        payload: '{}',
+      });
+      assert.equal(res.statusCode, 500);
+    } finally {
+      await app.close();
+    }
+    const text = lines.slice(before).join('\n');
+    assertNoValues(text);
+    assert.ok(!text.includes('already exists'), `the detail was logged: ${text}`);
+    const line = parsed()
+      .slice(before)
+      .find((l) => l.reqId === 'log-test-500' && l.msg === 'unhandled error');
+    assert.ok(line, text);
+    const err = JSON.stringify(line.err);
+    assert.match(err, /"code":"23505"/);
+    assert.match(err, /duplicate key value violates unique constraint \\"leak_probe_pkey\\"/);
   });
 });

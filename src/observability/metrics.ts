@@ -167,6 +167,15 @@ export const jobFailures = new Counter({
   registers: [registry],
 });
 
+// ----- the request log --------------------------------------------------------------------
+
+export const requestLogDropped = new Counter({
+  name: 'coffer_request_log_dropped_total',
+  help: "Requests the console's request log did not keep, by reason: full (the buffer was full while the database fell behind) or refused (PostgreSQL refused the row; the rest of its batch is written).",
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 // ----- KYC and the ledger check -------------------------------------------------------------
 
 export const kycDecisions = new Counter({

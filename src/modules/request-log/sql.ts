@@ -9,24 +9,36 @@ import { isoTime } from '../../timestamps.ts';
 
 export type RequestLogRow = typeof requestLog.$inferSelect;
 
+/** Lone surrogates: valid in JSON text, refused by PostgreSQL's json and jsonb (and so by the insert). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** A string PostgreSQL's text, json and jsonb all hold: U+0000 removed, lone surrogates as U+FFFD. */
+export function storable(s: string): string {
+  return (s.includes('\u0000') ? s.replaceAll('\u0000', '') : s).replace(LONE_SURROGATE, '\ufffd');
+}
+
+const storableOrNull = (s: string | null) => (s === null ? null : storable(s));
+
 /**
  * One row as the JSON object json_populate_recordset reads (the table's column names), made
  * when the request is answered: the buffer then holds one flat string per request until its
  * flush instead of an object, a Date and their strings, which every garbage collection in
- * between copied (and promoted after the second).
+ * between copied (and promoted after the second). Its strings are made storable: one lone
+ * surrogate (a body cut inside a character pair, a key sent as "\ud800") made the whole
+ * batch's document invalid json.
  */
 export function requestRowJson(r: RequestLogRow): string {
   return JSON.stringify({
     id: r.id,
     client_id: r.clientId,
-    request_id: r.requestId,
-    method: r.method,
-    route: r.route,
-    path: r.path,
+    request_id: storable(r.requestId),
+    method: storable(r.method),
+    route: storable(r.route),
+    path: storable(r.path),
     status: r.status,
     duration_ms: r.durationMs,
-    idempotency_key: r.idempotencyKey,
-    body: r.body,
+    idempotency_key: storableOrNull(r.idempotencyKey),
+    body: storableOrNull(r.body),
     created_at: isoTime(r.createdAt),
   });
 }
