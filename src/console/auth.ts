@@ -8,7 +8,7 @@ import { ApiError } from '../http/errors.ts';
 import { limitExceeded } from '../http/rate-limit.ts';
 import type { App } from '../http/server.ts';
 import { findClient } from '../modules/clients/sql.ts';
-import { html, layout } from './html.ts';
+import { flash, html, layout } from './html.ts';
 import {
   cookieNames,
   createSession,
@@ -60,7 +60,12 @@ export function registerSessions(app: App, ctx: AppContext): void {
     }
   });
 
-  const signInPage = (reply: FastifyReply, status: number, message?: string) => {
+  const signInPage = (
+    reply: FastifyReply,
+    status: number,
+    message?: string,
+    q: Record<string, string | undefined> = {},
+  ) => {
     const token = randomToken();
     setCookie(reply, names, names.signIn, token, 3600);
     const env = ctx.config.environment;
@@ -70,7 +75,7 @@ export function registerSessions(app: App, ctx: AppContext): void {
       .send(
         layout(
           'Sign in',
-          html`<div class="sign-in">${message ? html`<p class="flash error" role="alert">${message}</p>` : ''}
+          html`<div class="sign-in">${message ? html`<p class="flash error" role="alert">${message}</p>` : flash(q)}
 <form method="post" action="/sign-in"><h2>Merchant developer</h2><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="role" value="merchant">
 <label>Client-ID <input name="clientId" autocomplete="username" required></label>
 <label>Client secret <input name="secret" type="password" autocomplete="current-password" required></label><button>Sign in</button></form>
@@ -83,7 +88,7 @@ export function registerSessions(app: App, ctx: AppContext): void {
 
   app.get('/sign-in', async (req, reply) => {
     if (req.consoleSession) return reply.redirect(homeOf(req.consoleSession), 303);
-    return signInPage(reply, 200);
+    return signInPage(reply, 200, undefined, req.query as Record<string, string | undefined>);
   });
 
   app.post('/sign-in', async (req, reply) => {

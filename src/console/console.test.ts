@@ -2,12 +2,13 @@
 // between merchants, the pages with data, an event replay, a simulation, the request log.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
-import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
+import { browser, call, csrfOf, signIn, type Browser } from '../test/console-browser.ts';
 import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
@@ -167,7 +168,7 @@ describe('console', () => {
     // Finding another merchant's payment by id finds nothing.
     const found = await call(app, b, 'GET', `/m/${a.clientId}/payments?id=${otherPaymentId}`);
     assert.equal(found.statusCode, 303);
-    assert.match(String(found.headers.location), /error=/);
+    assert.match(String(found.headers.location), /\?error=no-payment$/);
     const home = await call(app, b, 'GET', `/m/${a.clientId}`);
     assert.equal(
       (
@@ -317,8 +318,9 @@ describe('console', () => {
     assert.match(page.body, /Replay/);
     const res = await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: csrfOf(page.body) });
     assert.equal(res.statusCode, 303);
-    assert.match(String(res.headers.location), /notice=Replay%20queued/);
-    const after = await call(app, b, 'GET', `/m/${a.clientId}/events/${eventId}`);
+    assert.equal(res.headers.location, `/m/${a.clientId}/events/${eventId}?notice=replay-queued&n=1`);
+    const after = await call(app, b, 'GET', String(res.headers.location));
+    assert.match(after.body, /Replay queued \(1 pending replay delivery\)/);
     assert.match(after.body, /<td>replay<\/td>/);
   });
 
@@ -333,7 +335,8 @@ describe('console', () => {
       type: 'bank',
     });
     assert.equal(res.statusCode, 303);
-    assert.match(decodeURIComponent(String(res.headers.location)), /1 pending bank deposit cleared/);
+    assert.equal(res.headers.location, `/m/${a.clientId}/wallets/${walletId}?notice=bank-deposits-cleared&n=1`);
+    assert.match((await call(app, b, 'GET', String(res.headers.location))).body, /1 pending bank deposit cleared\./);
     const balance = await t.request('GET', `/api/v1/wallets/${walletId}/balance`, { as: a });
     assert.equal(balance.status, 200);
     const after = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
@@ -361,7 +364,7 @@ describe('console', () => {
       status: 'Approved',
     });
     assert.equal(res.statusCode, 303);
-    assert.match(decodeURIComponent(String(res.headers.location)), /KYC approved/);
+    assert.equal(res.headers.location, `/m/${a.clientId}/users/${u.id}?notice=kyc-approved`);
     const kycStatus = async () =>
       (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: a })).body.data.attributes.status;
     assert.equal(await kycStatus(), 'Approved');
@@ -374,10 +377,10 @@ describe('console', () => {
       _csrf: csrfOf(page.body),
       status: 'Declined',
     });
-    assert.match(
-      decodeURIComponent(String(again.headers.location)),
-      /no KYC application waiting for a decision \(the latest is Approved\)/,
-    );
+    // A refusal is answered on the page itself, with its status and detail.
+    assert.equal(again.statusCode, 400);
+    assert.match(again.body, /no KYC application waiting for a decision \(the latest is Approved\)/);
+    assert.match(again.body, new RegExp(`href="/m/${a.clientId}/users/${u.id}"`));
     assert.equal(await kycStatus(), 'Approved');
     const foreign = await createUser(t, other);
     assert.equal(
@@ -489,5 +492,51 @@ describe('console', () => {
       403,
       "a disabled merchant's session shows nothing",
     );
+  });
+
+  async function signedIn(fields: Record<string, string>, into = app): Promise<Browser> {
+    const b = browser();
+    const res = await signIn(into, b, fields);
+    assert.equal(res.statusCode, 303, res.body);
+    return b;
+  }
+  const asMerchant = (m: { clientId: string }, secret: string) => ({ role: 'merchant', clientId: m.clientId, secret });
+  const asOperator = { role: 'operator', adminToken: ADMIN_TOKEN };
+
+  test('notices and alerts come from codes: text in the address is never shown', async () => {
+    const dev = await signedIn(asMerchant(a, a.secret));
+    const words = encodeURIComponent('Your account is locked: call +1 555 0100');
+    const shown = (body: string) => /class="flash[^"]*"[^>]*>([^<]*)</.exec(body)?.[1];
+    for (const q of [`error=${words}`, `notice=${words}`, 'notice=toString', 'notice=replay-queued&n=lots']) {
+      const res = await call(app, dev, 'GET', `/m/${a.clientId}/payments?${q}`);
+      assert.equal(res.statusCode, 200, q);
+      assert.equal(shown(res.body), undefined, q);
+    }
+    assert.equal(
+      shown((await call(app, dev, 'GET', `/m/${a.clientId}/payments?notice=replay-queued&n=2`)).body),
+      'Replay queued (2 pending replay deliveries).',
+    );
+    assert.equal(
+      shown((await call(app, dev, 'GET', `/m/${a.clientId}/payments?error=no-payment`)).body),
+      'This merchant has no payment with that id.',
+    );
+    const op = await signedIn(asOperator);
+    assert.equal(shown((await call(app, op, 'GET', `/operator?error=${words}`)).body), undefined);
+    assert.equal(
+      shown((await call(app, op, 'GET', '/operator?error=merchant-name')).body),
+      'A merchant needs a name (up to 200 characters).',
+    );
+    assert.equal(shown((await call(app, browser(), 'GET', `/sign-in?error=${words}&notice=${words}`)).body), undefined);
+  });
+
+  test('the Content-Security-Policy is exactly the one docs/operations.md shows', async () => {
+    const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const documented = /`Content-Security-Policy: ([^`]+)`/.exec(doc)?.[1];
+    assert.ok(documented, 'docs/operations.md shows the header');
+    const dev = await signedIn(asMerchant(a, a.secret));
+    for (const url of ['/sign-in', `/m/${a.clientId}`, `/m/${a.clientId}/nothing-here`]) {
+      const res = await call(app, dev, 'GET', url);
+      assert.equal(res.headers['content-security-policy'], documented, url);
+    }
   });
 });

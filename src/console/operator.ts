@@ -10,21 +10,31 @@ import { createClient, rotateClientSecret, updateClient } from '../modules/clien
 import { resolveSettings } from '../modules/clients/settings.ts';
 import { countClients, findClient, listClientRows, listSecretRows } from '../modules/clients/sql.ts';
 import { isUuid, notFound, requireOperator } from './auth.ts';
-import { action, badge, dl, html, json, layout, pager, table, when, type Html } from './html.ts';
+import {
+  action,
+  badge,
+  dl,
+  flash,
+  html,
+  json,
+  layout,
+  pager,
+  table,
+  when,
+  withAlert,
+  withNotice,
+  type Html,
+} from './html.ts';
 import type { SessionRow } from './session.ts';
 
 export function operatorRoutes(app: App, ctx: AppContext): void {
   const shell = (title: string, session: SessionRow, body: Html, q: Record<string, string | undefined> = {}) =>
-    layout(
-      title,
-      html`${q.notice ? html`<p class="flash" role="status">${q.notice}</p>` : ''}${q.error ? html`<p class="flash error" role="alert">${q.error}</p>` : ''}${body}`,
-      {
-        nav: [{ href: '/operator', label: 'Operator', current: true }],
-        who: 'operator',
-        csrf: session.csrfToken,
-        environment: ctx.config.environment,
-      },
-    );
+    layout(title, html`${flash(q)}${body}`, {
+      nav: [{ href: '/operator', label: 'Operator', current: true }],
+      who: 'operator',
+      csrf: session.csrfToken,
+      environment: ctx.config.environment,
+    });
 
   app.get('/operator', async (req, reply) => {
     const session = requireOperator(req);
@@ -74,11 +84,7 @@ ${table(
   app.post('/operator/merchants', async (req, reply) => {
     const session = requireOperator(req);
     const name = String((req.body as Record<string, unknown>).name ?? '').trim();
-    if (name.length === 0 || name.length > 200)
-      return reply.redirect(
-        `/operator?error=${encodeURIComponent('A merchant needs a name (up to 200 characters).')}`,
-        303,
-      );
+    if (name.length === 0 || name.length > 200) return reply.redirect(withAlert('/operator', 'merchant-name'), 303);
     const { client, secret } = await createClient(ctx.db, {
       name,
       environment: ctx.config.environment,
@@ -155,7 +161,7 @@ ${table(
       }
       ctx.auth.invalidate(id);
       return reply.redirect(
-        `/operator/merchants/${id}?notice=${encodeURIComponent(disabled ? 'Disabled: its API calls are refused.' : 'Enabled.')}`,
+        withNotice(`/operator/merchants/${id}`, disabled ? 'merchant-disabled' : 'merchant-enabled'),
         303,
       );
     });
