@@ -1,10 +1,11 @@
 // The console through HTTP (inject) on the test database: sign-in, cookies, CSRF, isolation
 // between merchants, the pages with data, an event replay, a simulation, the request log.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { rowsOf } from '../db/open.ts';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
@@ -494,6 +495,14 @@ describe('console', () => {
     );
   });
 
+  /** A merchant of its own with a second secret (so it keeps one when a test deletes the first). */
+  async function twoSecrets(): Promise<{ m: Merchant; second: { id: string; secret: string } }> {
+    const m = await t.createMerchant();
+    const res = await t.adminRequest('POST', `/admin/v1/clients/${m.clientId}/secrets`);
+    assert.equal(res.status, 201, res.raw);
+    return { m, second: { id: res.body.data.id, secret: res.body.data.attributes.secret } };
+  }
+
   async function signedIn(fields: Record<string, string>, into = app): Promise<Browser> {
     const b = browser();
     const res = await signIn(into, b, fields);
@@ -502,6 +511,106 @@ describe('console', () => {
   }
   const asMerchant = (m: { clientId: string }, secret: string) => ({ role: 'merchant', clientId: m.clientId, secret });
   const asOperator = { role: 'operator', adminToken: ADMIN_TOKEN };
+  const countOf = async (query: ReturnType<typeof sql>) => rowsOf<{ n: number }>(await t.ctx.db.execute(query))[0]!.n;
+
+  test("a merchant's session ends when the secret it signed in with is deleted (admin API); another secret's goes on", async () => {
+    const { m, second } = await twoSecrets();
+    const first = await signedIn(asMerchant(m, m.secret));
+    const other = await signedIn(asMerchant(m, second.secret));
+    const home = await call(app, first, 'GET', `/m/${m.clientId}`);
+    assert.equal(home.statusCode, 200);
+    assert.equal((await t.adminRequest('DELETE', `/admin/v1/clients/${m.clientId}/secrets/${m.secretId}`)).status, 204);
+    // The API refuses the secret, and so does the console: pages send to the sign-in, forms are refused.
+    assert.equal((await t.request('GET', '/api/v1/users', { as: m })).status, 401);
+    const page = await call(app, first, 'GET', `/m/${m.clientId}`);
+    assert.equal(page.statusCode, 303);
+    assert.equal(page.headers.location, '/sign-in');
+    assert.equal((await call(app, first, 'POST', '/sign-out', { _csrf: csrfOf(home.body) })).statusCode, 403);
+    assert.equal(
+      await countOf(sql`select count(*)::int as n from console_sessions where secret_id = ${m.secretId}`),
+      0,
+      'its sessions are deleted with it',
+    );
+    assert.equal((await call(app, other, 'GET', `/m/${m.clientId}`)).statusCode, 200);
+  });
+
+  test("the operator deletes a secret on the merchant's page: API calls with it are refused and its sessions end", async () => {
+    const { m, second } = await twoSecrets();
+    const dev = await signedIn(asMerchant(m, m.secret));
+    const stays = await signedIn(asMerchant(m, second.secret));
+    const op = await signedIn(asOperator);
+    const page = await call(app, op, 'GET', `/operator/merchants/${m.clientId}`);
+    const form = `/operator/merchants/${m.clientId}/secrets/${m.secretId}/delete`;
+    assert.ok(page.body.includes(`action="${form}"`), 'a Delete button per secret');
+    const res = await call(app, op, 'POST', form, { _csrf: csrfOf(page.body) });
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, `/operator/merchants/${m.clientId}?notice=secret-deleted`);
+    const after = await call(app, op, 'GET', String(res.headers.location));
+    assert.match(after.body, /Secret deleted/);
+    assert.ok(!after.body.includes(form), 'the secret is no longer listed');
+    assert.equal((await t.request('GET', '/api/v1/users', { as: m })).status, 401);
+    assert.equal((await call(app, dev, 'GET', `/m/${m.clientId}`)).statusCode, 303);
+    assert.equal((await call(app, stays, 'GET', `/m/${m.clientId}`)).statusCode, 200);
+    // Another merchant's secret through this merchant's address is not found, and stays.
+    const foreign = `/operator/merchants/${m.clientId}/secrets/${other.secretId}/delete`;
+    assert.equal((await call(app, op, 'POST', foreign, { _csrf: csrfOf(page.body) })).statusCode, 404);
+    assert.equal((await t.request('GET', '/api/v1/users', { as: other })).status, 200);
+  });
+
+  test('an operator session ends when ADMIN_TOKEN changes: a restart with another token refuses it', async () => {
+    const op = await signedIn(asOperator);
+    const home = await call(app, op, 'GET', '/operator');
+    assert.equal(home.statusCode, 200);
+    const name = `After the token changed ${randomUUID()}`;
+    const s = await createTestApp({ env: { ADMIN_TOKEN: randomBytes(48).toString('base64') } });
+    const restarted = await buildConsoleListener(s.ctx);
+    try {
+      assert.equal((await call(restarted, op, 'GET', '/operator')).statusCode, 303);
+      const created = await call(restarted, op, 'POST', '/operator/merchants', { _csrf: csrfOf(home.body), name });
+      assert.equal(created.statusCode, 403);
+      assert.equal(
+        await countOf(sql`select count(*)::int as n from clients where name = ${name}`),
+        0,
+        'no merchant was created',
+      );
+      // Ended, not only refused: a process with the old token does not take it back.
+      assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 303);
+    } finally {
+      await restarted.close();
+      await s.close();
+    }
+  });
+
+  test("sign out everywhere: a developer ends every session of its merchant; other merchants' and the operator's go on", async () => {
+    const { m, second } = await twoSecrets();
+    const sessions = [
+      await signedIn(asMerchant(m, m.secret)),
+      await signedIn(asMerchant(m, m.secret)),
+      await signedIn(asMerchant(m, second.secret)),
+    ];
+    const theirs = await signedIn(asMerchant(other, other.secret));
+    const op = await signedIn(asOperator);
+    const home = await call(app, sessions[0]!, 'GET', `/m/${m.clientId}`);
+    assert.match(home.body, /formaction="\/sign-out-everywhere"/);
+    assert.equal((await call(app, sessions[0]!, 'POST', '/sign-out-everywhere', {})).statusCode, 403, 'no token');
+    const res = await call(app, sessions[0]!, 'POST', '/sign-out-everywhere', { _csrf: csrfOf(home.body) });
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, '/sign-in?notice=signed-out-everywhere');
+    assert.match((await call(app, sessions[0]!, 'GET', String(res.headers.location))).body, /Signed out everywhere/);
+    for (const b of sessions) assert.equal((await call(app, b, 'GET', `/m/${m.clientId}`)).statusCode, 303);
+    assert.equal((await call(app, theirs, 'GET', `/m/${other.clientId}`)).statusCode, 200);
+    assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 200);
+  });
+
+  test("sign out everywhere: the operator ends every operator session; merchants' go on", async () => {
+    const [op, elsewhere] = [await signedIn(asOperator), await signedIn(asOperator)];
+    const dev = await signedIn(asMerchant(a, a.secret));
+    const home = await call(app, op, 'GET', '/operator');
+    const res = await call(app, op, 'POST', '/sign-out-everywhere', { _csrf: csrfOf(home.body) });
+    assert.equal(res.statusCode, 303);
+    for (const b of [op, elsewhere]) assert.equal((await call(app, b, 'GET', '/operator')).statusCode, 303);
+    assert.equal((await call(app, dev, 'GET', `/m/${a.clientId}`)).statusCode, 200);
+  });
 
   test('notices and alerts come from codes: text in the address is never shown', async () => {
     const dev = await signedIn(asMerchant(a, a.secret));

@@ -87,7 +87,7 @@ export function layout(title: string, body: Html, o: PageNav): string {
 <title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
 <body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
 <nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
-${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button></form>` : ''}
+${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button><button class="quiet" formaction="/sign-out-everywhere">Sign out everywhere</button></form>` : ''}
 </header><main><h1>${title}</h1>${body}</main></body></html>`.value
   }`;
 }
@@ -106,6 +106,8 @@ const NOTICES = {
   'replay-queued': (n: number) => `Replay queued (${n} pending replay deliver${n === 1 ? 'y' : 'ies'}).`,
   'merchant-disabled': 'Disabled: its API calls are refused.',
   'merchant-enabled': 'Enabled.',
+  'secret-deleted': 'Secret deleted: API calls with it are refused, and console sessions signed in with it ended.',
+  'signed-out-everywhere': 'Signed out everywhere: every session of this sign-in ended.',
 } satisfies Record<string, string | ((n: number) => string)>;
 const ALERTS = {
   'no-payment': 'This merchant has no payment with that id.',

@@ -1,12 +1,12 @@
 // The operator's pages: system health, merchants (create, open, disable), their secrets
-// (rotate: the new secret is shown once) and settings. Behind an operator session only; a
+// (rotate: the new secret is shown once; delete) and settings. Behind an operator session only; a
 // merchant's session gets 404 here.
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import { rowsOf } from '../db/open.ts';
 import { ApiError } from '../http/errors.ts';
 import type { App } from '../http/server.ts';
-import { createClient, rotateClientSecret, updateClient } from '../modules/clients/domain.ts';
+import { createClient, removeClientSecret, rotateClientSecret, updateClient } from '../modules/clients/domain.ts';
 import { resolveSettings } from '../modules/clients/settings.ts';
 import { countClients, findClient, listClientRows, listSecretRows } from '../modules/clients/sql.ts';
 import { isUuid, notFound, requireOperator } from './auth.ts';
@@ -118,8 +118,13 @@ ${table(
       ['Console', html`<a href="/m/${client.id}">open the merchant's pages</a>`],
     ])}${action(`/operator/merchants/${client.id}/${client.disabled ? 'enable' : 'disable'}`, client.disabled ? 'Enable' : 'Disable', t, {}, 'quiet')}
 <h2>Secrets</h2>${table(
-      ['Secret', 'Ends with', 'Created'],
-      secrets.map((s) => [html`<span class="id">${s.id}</span>`, `…${s.hint}`, when(s.createdAt)]),
+      ['Secret', 'Ends with', 'Created', ''],
+      secrets.map((s) => [
+        html`<span class="id">${s.id}</span>`,
+        `…${s.hint}`,
+        when(s.createdAt),
+        action(`/operator/merchants/${client.id}/secrets/${s.id}/delete`, 'Delete', t, {}, 'quiet'),
+      ]),
     )}${action(`/operator/merchants/${client.id}/rotate-secret`, 'Add a secret (rotation)', t)}
 <h2>Settings in effect</h2>${json(resolveSettings(client.settings as Record<string, unknown>))}`;
     return reply
@@ -166,4 +171,20 @@ ${table(
       );
     });
   }
+
+  // Rotation's second half: API calls with the secret are refused, and the console sessions
+  // signed in with it end with its row.
+  app.post('/operator/merchants/:clientId/secrets/:secretId/delete', async (req, reply) => {
+    requireOperator(req);
+    const { clientId, secretId } = req.params as { clientId: string; secretId: string };
+    if (!isUuid(clientId) || !isUuid(secretId)) throw notFound();
+    try {
+      await removeClientSecret(ctx.db, { clientId, secretId });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) throw notFound();
+      throw err;
+    }
+    ctx.auth.invalidate(clientId);
+    return reply.redirect(withNotice(`/operator/merchants/${clientId}`, 'secret-deleted'), 303);
+  });
 }
