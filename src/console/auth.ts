@@ -1,6 +1,6 @@
 // Signing in and out of the console, the session every page runs under, and the CSRF check of
-// every POST. The operator signs in with ADMIN_TOKEN; a merchant's developer with its Client-ID
-// and a secret, checked by the API's own authenticator.
+// every POST. A merchant's developer signs in with its Client-ID and a secret, checked by the
+// API's own authenticator; the operator with ADMIN_TOKEN, where CONSOLE_OPERATOR_SIGN_IN allows.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
@@ -45,7 +45,9 @@ export const notFound = () => new PageError(404, 'There is nothing here.');
 
 export function registerSessions(app: App, ctx: AppContext): void {
   const names = cookieNames(ctx.config.listeners.console.publicUrl);
-  const adminToken = ctx.config.adminToken;
+  // The token the operator signs in with: none where operator sign-in is off, so no operator
+  // session holds there either.
+  const adminToken = ctx.config.console.operatorSignIn ? ctx.config.adminToken : undefined;
   const adminHash = adminToken ? createHash('sha256').update(adminToken).digest() : undefined;
   const ttlS = Math.floor(ctx.config.console.sessionTtlMs / 1000);
 
@@ -84,8 +86,12 @@ export function registerSessions(app: App, ctx: AppContext): void {
 <form method="post" action="/sign-in"><h2>Merchant developer</h2><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="role" value="merchant">
 <label>Client-ID <input name="clientId" autocomplete="username" required></label>
 <label>Client secret <input name="secret" type="password" autocomplete="current-password" required></label><button>Sign in</button></form>
-<form method="post" action="/sign-in"><h2>Operator</h2><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="role" value="operator">
-<label>ADMIN_TOKEN <input name="adminToken" type="password" autocomplete="current-password" required></label><button>Sign in</button></form></div>`,
+${
+  adminHash
+    ? html`<form method="post" action="/sign-in"><h2>Operator</h2><input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="role" value="operator">
+<label>ADMIN_TOKEN <input name="adminToken" type="password" autocomplete="current-password" required></label><button>Sign in</button></form>`
+    : ''
+}</div>`,
           { environment: env },
         ),
       );
@@ -112,11 +118,16 @@ export function registerSessions(app: App, ctx: AppContext): void {
       return signInPage(reply, 403, 'The sign-in form expired: try again.');
     let binding: SessionBinding;
     if (body.role === 'operator') {
+      if (!adminToken || !adminHash)
+        return signInPage(
+          reply,
+          403,
+          'The operator does not sign in on this console: use the admin API or the coffer CLI on ADMIN_HOST, or set CONSOLE_OPERATOR_SIGN_IN=true on a console only operators reach (docs/operations.md#signing-in).',
+        );
       const presented = createHash('sha256')
         .update(body.adminToken ?? '')
         .digest();
-      if (!adminToken || !adminHash || !timingSafeEqual(presented, adminHash))
-        return signInPage(reply, 401, 'That is not the ADMIN_TOKEN.');
+      if (!timingSafeEqual(presented, adminHash)) return signInPage(reply, 401, 'That is not the ADMIN_TOKEN.');
       binding = { role: 'operator', adminToken };
     } else {
       const secret = (body.secret ?? '').trim();

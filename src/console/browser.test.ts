@@ -40,7 +40,7 @@ describe('console in Chromium', { skip }, () => {
 
   before(async () => {
     mkdirSync(OUT, { recursive: true });
-    t = await createTestApp();
+    t = await createTestApp({ env: { CONSOLE_OPERATOR_SIGN_IN: 'true' } });
     app = await buildConsoleListener(t.ctx);
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;

@@ -15,6 +15,9 @@ import { fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
 
+// The operator signs in on the console only where CONSOLE_OPERATOR_SIGN_IN allows it.
+const OPERATOR_SIGN_IN = { CONSOLE_OPERATOR_SIGN_IN: 'true' };
+
 describe('console', () => {
   let t: TestApp;
   let app: App;
@@ -44,7 +47,7 @@ describe('console', () => {
   }
 
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: OPERATOR_SIGN_IN });
     app = await buildConsoleListener(t.ctx);
     await app.ready();
     a = await t.createMerchant();
@@ -122,7 +125,7 @@ describe('console', () => {
   });
 
   test('the session cookie is Secure (and __Host-) when the console URL is https', async () => {
-    const s = await createTestApp({ env: { CONSOLE_URL: 'https://console.example.com' } });
+    const s = await createTestApp({ env: { CONSOLE_URL: 'https://console.example.com', ...OPERATOR_SIGN_IN } });
     const c = await buildConsoleListener(s.ctx);
     try {
       const b = browser();
@@ -562,7 +565,7 @@ describe('console', () => {
     const home = await call(app, op, 'GET', '/operator');
     assert.equal(home.statusCode, 200);
     const name = `After the token changed ${randomUUID()}`;
-    const s = await createTestApp({ env: { ADMIN_TOKEN: randomBytes(48).toString('base64') } });
+    const s = await createTestApp({ env: { ...OPERATOR_SIGN_IN, ADMIN_TOKEN: randomBytes(48).toString('base64') } });
     const restarted = await buildConsoleListener(s.ctx);
     try {
       assert.equal((await call(restarted, op, 'GET', '/operator')).statusCode, 303);
@@ -610,6 +613,31 @@ describe('console', () => {
     assert.equal(res.statusCode, 303);
     for (const b of [op, elsewhere]) assert.equal((await call(app, b, 'GET', '/operator')).statusCode, 303);
     assert.equal((await call(app, dev, 'GET', `/m/${a.clientId}`)).statusCode, 200);
+  });
+
+  test('without CONSOLE_OPERATOR_SIGN_IN the operator does not sign in on the console, and no operator session holds', async () => {
+    const op = await signedIn(asOperator);
+    const s = await createTestApp();
+    const off = await buildConsoleListener(s.ctx);
+    try {
+      const b = browser();
+      const page = await call(off, b, 'GET', '/sign-in');
+      assert.match(page.body, /name="clientId"/);
+      assert.doesNotMatch(page.body, /adminToken/, 'no operator form');
+      const res = await signIn(off, b, asOperator);
+      assert.equal(res.statusCode, 403);
+      assert.match(res.body, /CONSOLE_OPERATOR_SIGN_IN=true/);
+      assert.ok(![...b.cookies.keys()].includes('coffer_console'), 'no session');
+      // A session the operator signed in with where it is allowed opens nothing here.
+      assert.equal((await call(off, op, 'GET', `/m/${other.clientId}`)).statusCode, 303);
+      assert.equal((await call(off, op, 'GET', '/operator')).statusCode, 404);
+      assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 200);
+      // Merchants' developers sign in as ever.
+      assert.equal((await signIn(off, browser(), asMerchant(a, a.secret))).statusCode, 303);
+    } finally {
+      await off.close();
+      await s.close();
+    }
   });
 
   test('notices and alerts come from codes: text in the address is never shown', async () => {

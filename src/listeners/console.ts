@@ -1,6 +1,7 @@
 // The web console ({console_url}, CONSOLE_PORT): server-rendered pages for the operator and for
 // merchants' developers (docs/operations.md#the-console). Its own listener, bound to HOST like
-// the API (merchants reach it), not the admin listener (loopback and token-only by default).
+// the API (merchants reach it), not the admin listener (loopback and token-only by default);
+// hence the operator signs in on it only with CONSOLE_OPERATOR_SIGN_IN=true.
 import { readFileSync } from 'node:fs';
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
@@ -98,7 +99,8 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
       return reply.code(status).type('text/html; charset=utf-8').send(page(title, message));
     });
     registerSessions(pages, ctx);
-    operatorRoutes(pages, ctx);
+    // The operator's pages only where the operator may sign in (CONSOLE_OPERATOR_SIGN_IN).
+    if (ctx.config.console.operatorSignIn) operatorRoutes(pages, ctx);
     merchantRoutes(pages, ctx);
     pages.get('/*', async () => {
       throw new PageError(404, 'There is nothing here.');
