@@ -100,6 +100,11 @@ export interface ConsoleConfig {
   signInPerMinute: number;
   /** Console pages per source address per minute. */
   perMinute: number;
+  /**
+   * The operator signs in on the console with ADMIN_TOKEN (off unless CONSOLE_OPERATOR_SIGN_IN=true):
+   * the console listens on HOST, where merchants reach it, and the token belongs on ADMIN_HOST.
+   */
+  operatorSignIn: boolean;
   /** API requests are recorded for the console's request log (off: nothing is recorded). */
   requestLog: boolean;
   /** Days the request log keeps a request. */
@@ -319,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
       sessionTtlMs: int('CONSOLE_SESSION_HOURS', 12, 1, 24 * 30) * 3_600_000,
       signInPerMinute: int('CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE', 10, 1, 100_000),
       perMinute: int('CONSOLE_RATE_LIMIT_PER_MINUTE', 600, 1, 100_000_000),
+      operatorSignIn: bool('CONSOLE_OPERATOR_SIGN_IN', false),
       requestLog: bool('REQUEST_LOG', true),
       requestLogRetentionDays: int('REQUEST_LOG_RETENTION_DAYS', 7, 1, 3650),
     },

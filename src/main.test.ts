@@ -46,6 +46,8 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
     for (const port of Object.values(server.ports))
       assert.ok(out.includes(`http://localhost:${port}`), `listener ${port} printed`);
     assert.match(out, /ADMIN_TOKEN\s+adm_/);
+    // The operator's console pages are off by default: the banner says how to turn them on.
+    assert.match(out, /Console .*CONSOLE_OPERATOR_SIGN_IN=true/);
     const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, {
       headers: { 'client-id': clientId, authorization: `Bearer ${secret}` },
     });

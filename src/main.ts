@@ -100,7 +100,13 @@ function banner(
     ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
     ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
     ...(on('console')
-      ? [`  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret, or the admin token)`]
+      ? [
+          `  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret${
+            config.console.operatorSignIn
+              ? ', or the admin token)'
+              : '; the operator, with the admin token, where CONSOLE_OPERATOR_SIGN_IN=true)'
+          }`,
+        ]
       : []),
   ];
   // Only a token the sandbox generated is printed: one from the environment stays out of the

@@ -1,5 +1,6 @@
 // The console in a real browser: Debian's Chromium driven by playwright-core. A developer signs
-// in, finds a payment by its id, replays an event and clears a deposit; the operator signs in.
+// in, finds a payment by its id, replays an event and clears a deposit; the operator signs in
+// and signs out everywhere.
 // Screenshots of the main pages go to test-output/console/ (CONSOLE_SCREENSHOTS=docs/console
 // writes the ones docs/operations.md shows).
 import assert from 'node:assert/strict';
@@ -39,7 +40,7 @@ describe('console in Chromium', { skip }, () => {
 
   before(async () => {
     mkdirSync(OUT, { recursive: true });
-    t = await createTestApp();
+    t = await createTestApp({ env: { CONSOLE_OPERATOR_SIGN_IN: 'true' } });
     app = await buildConsoleListener(t.ctx);
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -163,7 +164,7 @@ describe('console in Chromium', { skip }, () => {
   });
 
   test('signs out, and the operator signs in with ADMIN_TOKEN', async (ctx) => {
-    await page.click('text=Sign out');
+    await page.click('button:text-is("Sign out")');
     await page.waitForURL(`${url}/sign-in`);
     const form = page.locator('form', { has: page.locator('input[name="adminToken"]') });
     await form.locator('input[name="adminToken"]').fill(ADMIN_TOKEN);
@@ -171,5 +172,13 @@ describe('console in Chromium', { skip }, () => {
     await page.waitForURL(`${url}/operator`);
     assert.match((await page.locator('main').textContent()) ?? '', /System health/);
     await shot('operator', ctx);
+  });
+
+  test('the operator signs out everywhere', async () => {
+    await page.click('button:text-is("Sign out everywhere")');
+    await page.waitForURL(`${url}/sign-in?notice=signed-out-everywhere`);
+    assert.match((await page.locator('.flash').textContent()) ?? '', /Signed out everywhere/);
+    await page.goto(`${url}/operator`);
+    assert.equal(new URL(page.url()).pathname, '/sign-in');
   });
 });

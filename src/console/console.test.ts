@@ -1,18 +1,23 @@
 // The console through HTTP (inject) on the test database: sign-in, cookies, CSRF, isolation
 // between merchants, the pages with data, an event replay, a simulation, the request log.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { rowsOf } from '../db/open.ts';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { kycApplication, webhookBody } from '../test/fixtures.ts';
-import { browser, call, csrfOf, signIn } from '../test/console-browser.ts';
+import { browser, call, csrfOf, signIn, type Browser } from '../test/console-browser.ts';
 import { ADMIN_TOKEN, createTestApp, createUser, type Merchant, type TestApp } from '../test/harness.ts';
 import { withRefusal } from '../test/faults.ts';
 import { assertLedgerSound, fundedWallet, linkAccount, deposit } from '../test/money.ts';
 import { redactBody } from '../modules/request-log/record.ts';
 import { getEvent } from '../modules/events/domain.ts';
+
+// The operator signs in on the console only where CONSOLE_OPERATOR_SIGN_IN allows it.
+const OPERATOR_SIGN_IN = { CONSOLE_OPERATOR_SIGN_IN: 'true' };
 
 describe('console', () => {
   let t: TestApp;
@@ -43,7 +48,7 @@ describe('console', () => {
   }
 
   before(async () => {
-    t = await createTestApp();
+    t = await createTestApp({ env: OPERATOR_SIGN_IN });
     app = await buildConsoleListener(t.ctx);
     await app.ready();
     a = await t.createMerchant();
@@ -121,7 +126,7 @@ describe('console', () => {
   });
 
   test('the session cookie is Secure (and __Host-) when the console URL is https', async () => {
-    const s = await createTestApp({ env: { CONSOLE_URL: 'https://console.example.com' } });
+    const s = await createTestApp({ env: { CONSOLE_URL: 'https://console.example.com', ...OPERATOR_SIGN_IN } });
     const c = await buildConsoleListener(s.ctx);
     try {
       const b = browser();
@@ -168,7 +173,7 @@ describe('console', () => {
     // Finding another merchant's payment by id finds nothing.
     const found = await call(app, b, 'GET', `/m/${a.clientId}/payments?id=${otherPaymentId}`);
     assert.equal(found.statusCode, 303);
-    assert.match(String(found.headers.location), /error=/);
+    assert.match(String(found.headers.location), /\?error=no-payment$/);
     const home = await call(app, b, 'GET', `/m/${a.clientId}`);
     assert.equal(
       (
@@ -318,8 +323,9 @@ describe('console', () => {
     assert.match(page.body, /Replay/);
     const res = await call(app, b, 'POST', `/m/${a.clientId}/events/${eventId}/replay`, { _csrf: csrfOf(page.body) });
     assert.equal(res.statusCode, 303);
-    assert.match(String(res.headers.location), /notice=Replay%20queued/);
-    const after = await call(app, b, 'GET', `/m/${a.clientId}/events/${eventId}`);
+    assert.equal(res.headers.location, `/m/${a.clientId}/events/${eventId}?notice=replay-queued&n=1`);
+    const after = await call(app, b, 'GET', String(res.headers.location));
+    assert.match(after.body, /Replay queued \(1 pending replay delivery\)/);
     assert.match(after.body, /<td>replay<\/td>/);
   });
 
@@ -334,7 +340,8 @@ describe('console', () => {
       type: 'bank',
     });
     assert.equal(res.statusCode, 303);
-    assert.match(decodeURIComponent(String(res.headers.location)), /1 pending bank deposit cleared/);
+    assert.equal(res.headers.location, `/m/${a.clientId}/wallets/${walletId}?notice=bank-deposits-cleared&n=1`);
+    assert.match((await call(app, b, 'GET', String(res.headers.location))).body, /1 pending bank deposit cleared\./);
     const balance = await t.request('GET', `/api/v1/wallets/${walletId}/balance`, { as: a });
     assert.equal(balance.status, 200);
     const after = await call(app, b, 'GET', `/m/${a.clientId}/wallets/${walletId}`);
@@ -399,7 +406,7 @@ describe('console', () => {
       status: 'Approved',
     });
     assert.equal(res.statusCode, 303);
-    assert.match(decodeURIComponent(String(res.headers.location)), /KYC approved/);
+    assert.equal(res.headers.location, `/m/${a.clientId}/users/${u.id}?notice=kyc-approved`);
     const kycStatus = async () =>
       (await t.request('GET', `/api/v1/users/${u.id}/kyc/status`, { as: a })).body.data.attributes.status;
     assert.equal(await kycStatus(), 'Approved');
@@ -412,10 +419,10 @@ describe('console', () => {
       _csrf: csrfOf(page.body),
       status: 'Declined',
     });
-    assert.match(
-      decodeURIComponent(String(again.headers.location)),
-      /no KYC application waiting for a decision \(the latest is Approved\)/,
-    );
+    // A refusal is answered on the page itself, with its status and detail.
+    assert.equal(again.statusCode, 400);
+    assert.match(again.body, /no KYC application waiting for a decision \(the latest is Approved\)/);
+    assert.match(again.body, new RegExp(`href="/m/${a.clientId}/users/${u.id}"`));
     assert.equal(await kycStatus(), 'Approved');
     const foreign = await createUser(t, other);
     assert.equal(
@@ -527,5 +534,184 @@ describe('console', () => {
       403,
       "a disabled merchant's session shows nothing",
     );
+  });
+
+  /** A merchant of its own with a second secret (so it keeps one when a test deletes the first). */
+  async function twoSecrets(): Promise<{ m: Merchant; second: { id: string; secret: string } }> {
+    const m = await t.createMerchant();
+    const res = await t.adminRequest('POST', `/admin/v1/clients/${m.clientId}/secrets`);
+    assert.equal(res.status, 201, res.raw);
+    return { m, second: { id: res.body.data.id, secret: res.body.data.attributes.secret } };
+  }
+
+  async function signedIn(fields: Record<string, string>, into = app): Promise<Browser> {
+    const b = browser();
+    const res = await signIn(into, b, fields);
+    assert.equal(res.statusCode, 303, res.body);
+    return b;
+  }
+  const asMerchant = (m: { clientId: string }, secret: string) => ({ role: 'merchant', clientId: m.clientId, secret });
+  const asOperator = { role: 'operator', adminToken: ADMIN_TOKEN };
+  const countOf = async (query: ReturnType<typeof sql>) => rowsOf<{ n: number }>(await t.ctx.db.execute(query))[0]!.n;
+
+  test("a merchant's session ends when the secret it signed in with is deleted (admin API); another secret's goes on", async () => {
+    const { m, second } = await twoSecrets();
+    const first = await signedIn(asMerchant(m, m.secret));
+    const other = await signedIn(asMerchant(m, second.secret));
+    const home = await call(app, first, 'GET', `/m/${m.clientId}`);
+    assert.equal(home.statusCode, 200);
+    assert.equal((await t.adminRequest('DELETE', `/admin/v1/clients/${m.clientId}/secrets/${m.secretId}`)).status, 204);
+    // The API refuses the secret, and so does the console: pages send to the sign-in, forms are refused.
+    assert.equal((await t.request('GET', '/api/v1/users', { as: m })).status, 401);
+    const page = await call(app, first, 'GET', `/m/${m.clientId}`);
+    assert.equal(page.statusCode, 303);
+    assert.equal(page.headers.location, '/sign-in');
+    assert.equal((await call(app, first, 'POST', '/sign-out', { _csrf: csrfOf(home.body) })).statusCode, 403);
+    assert.equal(
+      await countOf(sql`select count(*)::int as n from console_sessions where secret_id = ${m.secretId}`),
+      0,
+      'its sessions are deleted with it',
+    );
+    assert.equal((await call(app, other, 'GET', `/m/${m.clientId}`)).statusCode, 200);
+  });
+
+  test("the operator deletes a secret on the merchant's page: API calls with it are refused and its sessions end", async () => {
+    const { m, second } = await twoSecrets();
+    const dev = await signedIn(asMerchant(m, m.secret));
+    const stays = await signedIn(asMerchant(m, second.secret));
+    const op = await signedIn(asOperator);
+    const page = await call(app, op, 'GET', `/operator/merchants/${m.clientId}`);
+    const form = `/operator/merchants/${m.clientId}/secrets/${m.secretId}/delete`;
+    assert.ok(page.body.includes(`action="${form}"`), 'a Delete button per secret');
+    const res = await call(app, op, 'POST', form, { _csrf: csrfOf(page.body) });
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, `/operator/merchants/${m.clientId}?notice=secret-deleted`);
+    const after = await call(app, op, 'GET', String(res.headers.location));
+    assert.match(after.body, /Secret deleted/);
+    assert.ok(!after.body.includes(form), 'the secret is no longer listed');
+    assert.equal((await t.request('GET', '/api/v1/users', { as: m })).status, 401);
+    assert.equal((await call(app, dev, 'GET', `/m/${m.clientId}`)).statusCode, 303);
+    assert.equal((await call(app, stays, 'GET', `/m/${m.clientId}`)).statusCode, 200);
+    // Another merchant's secret through this merchant's address is not found, and stays.
+    const foreign = `/operator/merchants/${m.clientId}/secrets/${other.secretId}/delete`;
+    assert.equal((await call(app, op, 'POST', foreign, { _csrf: csrfOf(page.body) })).statusCode, 404);
+    assert.equal((await t.request('GET', '/api/v1/users', { as: other })).status, 200);
+  });
+
+  test('an operator session ends when ADMIN_TOKEN changes: a restart with another token refuses it', async () => {
+    const op = await signedIn(asOperator);
+    const home = await call(app, op, 'GET', '/operator');
+    assert.equal(home.statusCode, 200);
+    const name = `After the token changed ${randomUUID()}`;
+    const s = await createTestApp({ env: { ...OPERATOR_SIGN_IN, ADMIN_TOKEN: randomBytes(48).toString('base64') } });
+    const restarted = await buildConsoleListener(s.ctx);
+    try {
+      assert.equal((await call(restarted, op, 'GET', '/operator')).statusCode, 303);
+      const created = await call(restarted, op, 'POST', '/operator/merchants', { _csrf: csrfOf(home.body), name });
+      assert.equal(created.statusCode, 403);
+      assert.equal(
+        await countOf(sql`select count(*)::int as n from clients where name = ${name}`),
+        0,
+        'no merchant was created',
+      );
+      // Ended, not only refused: a process with the old token does not take it back.
+      assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 303);
+    } finally {
+      await restarted.close();
+      await s.close();
+    }
+  });
+
+  test("sign out everywhere: a developer ends every session of its merchant; other merchants' and the operator's go on", async () => {
+    const { m, second } = await twoSecrets();
+    const sessions = [
+      await signedIn(asMerchant(m, m.secret)),
+      await signedIn(asMerchant(m, m.secret)),
+      await signedIn(asMerchant(m, second.secret)),
+    ];
+    const theirs = await signedIn(asMerchant(other, other.secret));
+    const op = await signedIn(asOperator);
+    const home = await call(app, sessions[0]!, 'GET', `/m/${m.clientId}`);
+    assert.match(home.body, /formaction="\/sign-out-everywhere"/);
+    assert.equal((await call(app, sessions[0]!, 'POST', '/sign-out-everywhere', {})).statusCode, 403, 'no token');
+    const res = await call(app, sessions[0]!, 'POST', '/sign-out-everywhere', { _csrf: csrfOf(home.body) });
+    assert.equal(res.statusCode, 303);
+    assert.equal(res.headers.location, '/sign-in?notice=signed-out-everywhere');
+    assert.match((await call(app, sessions[0]!, 'GET', String(res.headers.location))).body, /Signed out everywhere/);
+    for (const b of sessions) assert.equal((await call(app, b, 'GET', `/m/${m.clientId}`)).statusCode, 303);
+    assert.equal((await call(app, theirs, 'GET', `/m/${other.clientId}`)).statusCode, 200);
+    assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 200);
+  });
+
+  test("sign out everywhere: the operator ends every operator session; merchants' go on", async () => {
+    const [op, elsewhere] = [await signedIn(asOperator), await signedIn(asOperator)];
+    const dev = await signedIn(asMerchant(a, a.secret));
+    const home = await call(app, op, 'GET', '/operator');
+    const res = await call(app, op, 'POST', '/sign-out-everywhere', { _csrf: csrfOf(home.body) });
+    assert.equal(res.statusCode, 303);
+    for (const b of [op, elsewhere]) assert.equal((await call(app, b, 'GET', '/operator')).statusCode, 303);
+    assert.equal((await call(app, dev, 'GET', `/m/${a.clientId}`)).statusCode, 200);
+  });
+
+  test('without CONSOLE_OPERATOR_SIGN_IN the operator does not sign in on the console, and no operator session holds', async () => {
+    const op = await signedIn(asOperator);
+    const s = await createTestApp();
+    const off = await buildConsoleListener(s.ctx);
+    try {
+      const b = browser();
+      const page = await call(off, b, 'GET', '/sign-in');
+      assert.match(page.body, /name="clientId"/);
+      assert.doesNotMatch(page.body, /adminToken/, 'no operator form');
+      const res = await signIn(off, b, asOperator);
+      assert.equal(res.statusCode, 403);
+      assert.match(res.body, /CONSOLE_OPERATOR_SIGN_IN=true/);
+      assert.ok(![...b.cookies.keys()].includes('coffer_console'), 'no session');
+      // A session the operator signed in with where it is allowed opens nothing here.
+      assert.equal((await call(off, op, 'GET', `/m/${other.clientId}`)).statusCode, 303);
+      assert.equal((await call(off, op, 'GET', '/operator')).statusCode, 404);
+      assert.equal((await call(app, op, 'GET', '/operator')).statusCode, 200);
+      // Merchants' developers sign in as ever.
+      assert.equal((await signIn(off, browser(), asMerchant(a, a.secret))).statusCode, 303);
+    } finally {
+      await off.close();
+      await s.close();
+    }
+  });
+
+  test('notices and alerts come from codes: text in the address is never shown', async () => {
+    const dev = await signedIn(asMerchant(a, a.secret));
+    const words = encodeURIComponent('Your account is locked: call +1 555 0100');
+    const shown = (body: string) => /class="flash[^"]*"[^>]*>([^<]*)</.exec(body)?.[1];
+    for (const q of [`error=${words}`, `notice=${words}`, 'notice=toString', 'notice=replay-queued&n=lots']) {
+      const res = await call(app, dev, 'GET', `/m/${a.clientId}/payments?${q}`);
+      assert.equal(res.statusCode, 200, q);
+      assert.equal(shown(res.body), undefined, q);
+    }
+    assert.equal(
+      shown((await call(app, dev, 'GET', `/m/${a.clientId}/payments?notice=replay-queued&n=2`)).body),
+      'Replay queued (2 pending replay deliveries).',
+    );
+    assert.equal(
+      shown((await call(app, dev, 'GET', `/m/${a.clientId}/payments?error=no-payment`)).body),
+      'This merchant has no payment with that id.',
+    );
+    const op = await signedIn(asOperator);
+    assert.equal(shown((await call(app, op, 'GET', `/operator?error=${words}`)).body), undefined);
+    assert.equal(
+      shown((await call(app, op, 'GET', '/operator?error=merchant-name')).body),
+      'A merchant needs a name (up to 200 characters).',
+    );
+    assert.equal(shown((await call(app, browser(), 'GET', `/sign-in?error=${words}&notice=${words}`)).body), undefined);
+  });
+
+  test('the Content-Security-Policy is exactly the one docs/operations.md shows', async () => {
+    const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+    const documented = /`Content-Security-Policy: ([^`]+)`/.exec(doc)?.[1];
+    assert.ok(documented, 'docs/operations.md shows the header');
+    const dev = await signedIn(asMerchant(a, a.secret));
+    for (const url of ['/sign-in', `/m/${a.clientId}`, `/m/${a.clientId}/nothing-here`]) {
+      const res = await call(app, dev, 'GET', url);
+      assert.equal(res.headers['content-security-policy'], documented, url);
+    }
   });
 });

@@ -87,9 +87,49 @@ export function layout(title: string, body: Html, o: PageNav): string {
 <title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
 <body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
 <nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
-${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button></form>` : ''}
+${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button><button class="quiet" formaction="/sign-out-everywhere">Sign out everywhere</button></form>` : ''}
 </header><main><h1>${title}</h1>${body}</main></body></html>`.value
   }`;
+}
+
+// What a page shows after an action's redirect. The address names a message by its code (and a
+// count, `n`); its text comes from here, so a link cannot put words of its own on a console page.
+// An unknown code shows nothing.
+const NOTICES = {
+  'kyc-approved': 'KYC approved.',
+  'kyc-declined': 'KYC declined.',
+  'bank-deposits-cleared': (n: number) => `${n} pending bank deposit${n === 1 ? '' : 's'} cleared.`,
+  'card-deposits-cleared': (n: number) => `${n} pending card deposit${n === 1 ? '' : 's'} cleared.`,
+  'card-captured': 'The card network authorized and captured the payment.',
+  'payment-settled': 'The payment settled.',
+  'bank-pull-failed': 'The bank pull failed.',
+  'replay-queued': (n: number) => `Replay queued (${n} pending replay deliver${n === 1 ? 'y' : 'ies'}).`,
+  'merchant-disabled': 'Disabled: its API calls are refused.',
+  'merchant-enabled': 'Enabled.',
+  'secret-deleted': 'Secret deleted: API calls with it are refused, and console sessions signed in with it ended.',
+  'signed-out-everywhere': 'Signed out everywhere: every session of this sign-in ended.',
+} satisfies Record<string, string | ((n: number) => string)>;
+const ALERTS = {
+  'no-payment': 'This merchant has no payment with that id.',
+  'merchant-name': 'A merchant needs a name (up to 200 characters).',
+} satisfies Record<string, string>;
+
+export type NoticeCode = keyof typeof NOTICES;
+export type AlertCode = keyof typeof ALERTS;
+
+/** `path` with a notice to show, by code (and its count). */
+export const withNotice = (path: string, code: NoticeCode, n?: number) => `${path}${queryString({ notice: code, n })}`;
+export const withAlert = (path: string, code: AlertCode) => `${path}${queryString({ error: code })}`;
+
+/** The notice or alert a page's query names (`notice`, `error`, `n`), or nothing. */
+export function flash(q: Record<string, string | undefined>): Html {
+  const n = /^\d{1,9}$/.test(q.n ?? '') ? Number(q.n) : undefined;
+  const notice = q.notice && Object.hasOwn(NOTICES, q.notice) ? NOTICES[q.notice as NoticeCode] : undefined;
+  const text = typeof notice === 'function' ? (n === undefined ? undefined : notice(n)) : notice;
+  if (text) return html`<p class="flash" role="status">${text}</p>`;
+  if (q.error && Object.hasOwn(ALERTS, q.error))
+    return html`<p class="flash error" role="alert">${ALERTS[q.error as AlertCode]}</p>`;
+  return html``;
 }
 
 /** A table: headers and rows of cells (each escaped unless Html). */

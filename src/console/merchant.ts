@@ -37,7 +37,24 @@ import { listWebhookRows } from '../modules/webhooks/sql.ts';
 import { listWithdrawalRows } from '../modules/withdrawals/sql.ts';
 import { isUuid, merchantOf, notFound } from './auth.ts';
 import { barChart, rateChart } from './charts.ts';
-import { action, badge, dl, filterForm, html, json, layout, money, pager, table, when, type Html } from './html.ts';
+import {
+  action,
+  badge,
+  dl,
+  filterForm,
+  flash,
+  html,
+  json,
+  layout,
+  money,
+  pager,
+  table,
+  when,
+  withAlert,
+  withNotice,
+  type Html,
+  type NoticeCode,
+} from './html.ts';
 import type { SessionRow } from './session.ts';
 
 /** Totals of the big lists are counted up to this ("10,000+"), so a page costs only its rows. */
@@ -103,10 +120,13 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
     });
   };
 
-  /** An action: runs, then goes back to `back` with a notice (or the refusal's detail). */
+  /**
+   * An action: runs, then goes back to `back` with its notice. A refusal is answered with its
+   * status and detail on the page itself, never through the address (flash in html.ts).
+   */
   const act = (
     path: string,
-    run: (v: View, body: Record<string, string>) => Promise<{ back: string; notice: string }>,
+    run: (v: View, body: Record<string, string>) => Promise<{ back: string; notice: NoticeCode; n?: number }>,
   ) => {
     app.post(`/m/:clientId${path}`, async (req, reply) => {
       const { session, client } = await merchantOf(ctx, req);
@@ -114,11 +134,19 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
       const body = (req.body ?? {}) as Record<string, string>;
       const fallback = `${v.base}${path.replace(/\/[a-z-]+$/, '').replace(/:(\w+)/g, (_m, k: string) => encodeURIComponent((req.params as Record<string, string>)[k] ?? ''))}`;
       try {
-        const { back, notice } = await run(v, body);
-        return reply.redirect(`${back}?notice=${encodeURIComponent(notice)}`, 303);
+        const { back, notice, n } = await run(v, body);
+        return reply.redirect(withNotice(back, notice, n), 303);
       } catch (err) {
         if (err instanceof ApiError)
-          return reply.redirect(`${fallback}?error=${encodeURIComponent(err.items[0]?.detail ?? err.message)}`, 303);
+          return reply
+            .code(err.status)
+            .type('text/html; charset=utf-8')
+            .send(
+              shell(
+                v,
+                html`<p class="flash error" role="alert">${err.items[0]?.detail ?? err.message}</p><p><a href="${fallback}">Back</a></p>`,
+              ),
+            );
         throw err;
       }
     });
@@ -145,11 +173,7 @@ export function merchantRoutes(app: App, ctx: AppContext): void {
         current: p === '' ? path === v.base : path.startsWith(`${v.base}${p}`),
       })),
     ];
-    const notice = v.q.notice
-      ? html`<p class="flash" role="status">${v.q.notice}</p>`
-      : v.q.error
-        ? html`<p class="flash error" role="alert">${v.q.error}</p>`
-        : '';
+    const notice = flash(v.q);
     const heading = (body as Html & { title?: string }).title ?? v.client.name;
     return layout(heading, html`${notice}${body}`, {
       nav,
@@ -289,7 +313,7 @@ ${rateChart(
       now: ctx.clock.now(),
       baseUrl: rc.baseUrl,
     });
-    return { back: `${v.base}/users/${userId}`, notice: `KYC ${status.toLowerCase()}.` };
+    return { back: `${v.base}/users/${userId}`, notice: status === 'Declined' ? 'kyc-declined' : 'kyc-approved' };
   });
 
   // ----- wallets, balances and the ledger behind them; deposits and withdrawals ---------------
@@ -412,7 +436,8 @@ ${rateChart(
     });
     return {
       back: `${v.base}/wallets/${walletId}`,
-      notice: `${n} pending ${funding} deposit${n === 1 ? '' : 's'} cleared.`,
+      notice: funding === 'card' ? 'card-deposits-cleared' : 'bank-deposits-cleared',
+      n,
     };
   });
 
@@ -484,7 +509,7 @@ ${rateChart(
     if (id) {
       // Find a payment by its id: straight to it (404 when it is not this merchant's).
       if (isUuid(id) && (await findPayment(ctx.db, v.client.id, id))) return `${v.base}/payments/${id}`;
-      return `${v.base}/payments?error=${encodeURIComponent(`No payment ${id}.`)}`;
+      return withAlert(`${v.base}/payments`, 'no-payment');
     }
     const p = pageOf(v.q);
     const filters = {
@@ -593,7 +618,7 @@ ${rateChart(
   const paymentAct = (
     name: string,
     run: (paymentId: string, now: Date, clientId: string) => Promise<unknown>,
-    notice: string,
+    notice: NoticeCode,
   ) =>
     act(`/payments/:paymentId/${name}`, async (v) => {
       if (!sandbox) throw notFound();
@@ -605,18 +630,18 @@ ${rateChart(
   paymentAct(
     'card',
     (paymentId, now, clientId) => networkAuthorizeCapture(ctx.db, { clientId, paymentId, rc, now }),
-    'The card network authorized and captured the payment.',
+    'card-captured',
   );
   paymentAct(
     'settle',
     (paymentId, now, clientId) => settlePaymentNow(ctx.db, { clientId, paymentId, rc, now }),
-    'The payment settled.',
+    'payment-settled',
   );
   paymentAct(
     'fail-bank-pull',
     (paymentId, now, clientId) =>
       failBankPull(ctx.db, { clientId, paymentId, rc, now, reason: 'Simulated from the console' }),
-    'The bank pull failed.',
+    'bank-pull-failed',
   );
 
   // ----- events, deliveries and replays ------------------------------------------------------
@@ -702,10 +727,7 @@ ${rateChart(
     if (!isUuid(eventId)) throw notFound();
     const { deliveries } = await replayEvent(ctx.db, { clientId: v.client.id, eventId, now: ctx.clock.now() });
     const queued = deliveries.filter((d) => d.trigger === 'replay' && d.state === 'pending').length;
-    return {
-      back: `${v.base}/events/${eventId}`,
-      notice: `Replay queued (${queued} pending replay deliver${queued === 1 ? 'y' : 'ies'}).`,
-    };
+    return { back: `${v.base}/events/${eventId}`, notice: 'replay-queued', n: queued };
   });
 
   // ----- webhooks ----------------------------------------------------------------------------

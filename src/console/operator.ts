@@ -1,30 +1,40 @@
 // The operator's pages: system health, merchants (create, open, disable), their secrets
-// (rotate: the new secret is shown once) and settings. Behind an operator session only; a
+// (rotate: the new secret is shown once; delete) and settings. Behind an operator session only; a
 // merchant's session gets 404 here.
 import { sql } from 'drizzle-orm';
 import type { AppContext } from '../context.ts';
 import { rowsOf } from '../db/open.ts';
 import { ApiError } from '../http/errors.ts';
 import type { App } from '../http/server.ts';
-import { createClient, rotateClientSecret, updateClient } from '../modules/clients/domain.ts';
+import { createClient, removeClientSecret, rotateClientSecret, updateClient } from '../modules/clients/domain.ts';
 import { resolveSettings } from '../modules/clients/settings.ts';
 import { countClients, findClient, listClientRows, listSecretRows } from '../modules/clients/sql.ts';
 import { isUuid, notFound, requireOperator } from './auth.ts';
-import { action, badge, dl, html, json, layout, pager, table, when, type Html } from './html.ts';
+import {
+  action,
+  badge,
+  dl,
+  flash,
+  html,
+  json,
+  layout,
+  pager,
+  table,
+  when,
+  withAlert,
+  withNotice,
+  type Html,
+} from './html.ts';
 import type { SessionRow } from './session.ts';
 
 export function operatorRoutes(app: App, ctx: AppContext): void {
   const shell = (title: string, session: SessionRow, body: Html, q: Record<string, string | undefined> = {}) =>
-    layout(
-      title,
-      html`${q.notice ? html`<p class="flash" role="status">${q.notice}</p>` : ''}${q.error ? html`<p class="flash error" role="alert">${q.error}</p>` : ''}${body}`,
-      {
-        nav: [{ href: '/operator', label: 'Operator', current: true }],
-        who: 'operator',
-        csrf: session.csrfToken,
-        environment: ctx.config.environment,
-      },
-    );
+    layout(title, html`${flash(q)}${body}`, {
+      nav: [{ href: '/operator', label: 'Operator', current: true }],
+      who: 'operator',
+      csrf: session.csrfToken,
+      environment: ctx.config.environment,
+    });
 
   app.get('/operator', async (req, reply) => {
     const session = requireOperator(req);
@@ -74,11 +84,7 @@ ${table(
   app.post('/operator/merchants', async (req, reply) => {
     const session = requireOperator(req);
     const name = String((req.body as Record<string, unknown>).name ?? '').trim();
-    if (name.length === 0 || name.length > 200)
-      return reply.redirect(
-        `/operator?error=${encodeURIComponent('A merchant needs a name (up to 200 characters).')}`,
-        303,
-      );
+    if (name.length === 0 || name.length > 200) return reply.redirect(withAlert('/operator', 'merchant-name'), 303);
     const { client, secret } = await createClient(ctx.db, {
       name,
       environment: ctx.config.environment,
@@ -112,8 +118,13 @@ ${table(
       ['Console', html`<a href="/m/${client.id}">open the merchant's pages</a>`],
     ])}${action(`/operator/merchants/${client.id}/${client.disabled ? 'enable' : 'disable'}`, client.disabled ? 'Enable' : 'Disable', t, {}, 'quiet')}
 <h2>Secrets</h2>${table(
-      ['Secret', 'Ends with', 'Created'],
-      secrets.map((s) => [html`<span class="id">${s.id}</span>`, `…${s.hint}`, when(s.createdAt)]),
+      ['Secret', 'Ends with', 'Created', ''],
+      secrets.map((s) => [
+        html`<span class="id">${s.id}</span>`,
+        `…${s.hint}`,
+        when(s.createdAt),
+        action(`/operator/merchants/${client.id}/secrets/${s.id}/delete`, 'Delete', t, {}, 'quiet'),
+      ]),
     )}${action(`/operator/merchants/${client.id}/rotate-secret`, 'Add a secret (rotation)', t)}
 <h2>Settings in effect</h2>${json(resolveSettings(client.settings as Record<string, unknown>))}`;
     return reply
@@ -155,9 +166,25 @@ ${table(
       }
       ctx.auth.invalidate(id);
       return reply.redirect(
-        `/operator/merchants/${id}?notice=${encodeURIComponent(disabled ? 'Disabled: its API calls are refused.' : 'Enabled.')}`,
+        withNotice(`/operator/merchants/${id}`, disabled ? 'merchant-disabled' : 'merchant-enabled'),
         303,
       );
     });
   }
+
+  // Rotation's second half: API calls with the secret are refused, and the console sessions
+  // signed in with it end with its row.
+  app.post('/operator/merchants/:clientId/secrets/:secretId/delete', async (req, reply) => {
+    requireOperator(req);
+    const { clientId, secretId } = req.params as { clientId: string; secretId: string };
+    if (!isUuid(clientId) || !isUuid(secretId)) throw notFound();
+    try {
+      await removeClientSecret(ctx.db, { clientId, secretId });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) throw notFound();
+      throw err;
+    }
+    ctx.auth.invalidate(clientId);
+    return reply.redirect(withNotice(`/operator/merchants/${clientId}`, 'secret-deleted'), 303);
+  });
 }

@@ -1230,6 +1230,13 @@ export const consoleSessions = pgTable(
     /** operator | merchant */
     role: text('role').notNull(),
     clientId: uuid('client_id').references(() => clients.id),
+    /** A merchant's session: the secret it signed in with. Deleting the secret deletes its sessions. */
+    secretId: uuid('secret_id').references(() => clientSecrets.id, { onDelete: 'cascade' }),
+    /**
+     * An operator's session: HMAC-SHA256 of ADMIN_TOKEN keyed by the session's id (which only the
+     * cookie holds), so a new token ends the session and the table holds nothing to test a guess against.
+     */
+    adminTokenMac: bytea('admin_token_mac'),
     /** The form token every POST of the session must carry. */
     csrfToken: text('csrf_token').notNull(),
     createdAt: createdAt(),
@@ -1237,7 +1244,13 @@ export const consoleSessions = pgTable(
   },
   (t) => [
     index('console_sessions_expiry_idx').on(t.expiresAt),
+    index('console_sessions_client_idx').on(t.clientId),
+    index('console_sessions_secret_idx').on(t.secretId),
     check('console_sessions_role', sql`${t.role} in ('operator', 'merchant')`),
+    check(
+      'console_sessions_bound',
+      sql`(${t.role} = 'merchant' and ${t.clientId} is not null and ${t.secretId} is not null) or (${t.role} = 'operator' and ${t.adminTokenMac} is not null)`,
+    ),
   ],
 );
 

@@ -1,6 +1,7 @@
 // The web console ({console_url}, CONSOLE_PORT): server-rendered pages for the operator and for
 // merchants' developers (docs/operations.md#the-console). Its own listener, bound to HOST like
-// the API (merchants reach it), not the admin listener (loopback and token-only by default).
+// the API (merchants reach it), not the admin listener (loopback and token-only by default);
+// hence the operator signs in on it only with CONSOLE_OPERATOR_SIGN_IN=true.
 import { readFileSync } from 'node:fs';
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
@@ -27,11 +28,13 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   const live = ctx.config.environment === 'live';
   await app.register(helmet, {
     // No script at all: pages are HTML and inline SVG; forms post only to the console itself.
+    // Exactly these directives, as docs/operations.md#signing-in shows them (a test compares):
+    // helmet's defaults would add script-src 'self', upgrade-insecure-requests and more.
     contentSecurityPolicy: {
+      useDefaults: false,
       directives: {
         defaultSrc: ["'none'"],
         styleSrc: ["'self'"],
-        imgSrc: ["'self'"],
         formAction: ["'self'"],
         frameAncestors: ["'none'"],
         baseUri: ["'none'"],
@@ -96,7 +99,8 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
       return reply.code(status).type('text/html; charset=utf-8').send(page(title, message));
     });
     registerSessions(pages, ctx);
-    operatorRoutes(pages, ctx);
+    // The operator's pages only where the operator may sign in (CONSOLE_OPERATOR_SIGN_IN).
+    if (ctx.config.console.operatorSignIn) operatorRoutes(pages, ctx);
     merchantRoutes(pages, ctx);
     pages.get('/*', async () => {
       throw new PageError(404, 'There is nothing here.');

@@ -111,6 +111,7 @@ export async function rotateClientSecret(
   });
 }
 
+/** Deleting a secret ends the console sessions signed in with it (their foreign key cascades). */
 export async function removeClientSecret(db: Executor, opts: { clientId: string; secretId: string }): Promise<void> {
   if (!(await q.findClient(db, opts.clientId))) throw apiError('ClientNotFound', `No client ${opts.clientId}.`);
   if (!(await q.deleteSecretRow(db, opts.clientId, opts.secretId))) {

@@ -71,6 +71,15 @@ export async function deleteSecretRow(db: Executor, clientId: string, secretId: 
   return rows.length > 0;
 }
 
+/** The id of a client's secret by its hash (a secret already authenticated: the console binds its session to it). */
+export async function findSecretId(db: Executor, clientId: string, hash: Buffer): Promise<string | undefined> {
+  const [row] = await db
+    .select({ id: clientSecrets.id })
+    .from(clientSecrets)
+    .where(and(eq(clientSecrets.clientId, clientId), eq(clientSecrets.hash, hash)));
+  return row?.id;
+}
+
 /** The authentication read: the client and all its secret hashes in one round trip. */
 export async function findClientWithSecretHashes(
   db: Executor,
