@@ -110,6 +110,12 @@ export class WebhookDispatcher {
   readonly #busy = new Map<string, number>();
   /** Webhooks whose last attempt from this process failed. */
   readonly #failing = new Set<string>();
+  /**
+   * Merchants at their cap whose queued deliveries went back because none of their slots freed
+   * in time (hanging receivers): claimed for again only once one of their attempts ends, so
+   * their deliveries are not leased here to wait and go back again.
+   */
+  readonly #stuck = new Set<string>();
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
@@ -149,7 +155,9 @@ export class WebhookDispatcher {
    * its queue budget goes back unattempted. A receiver that hangs holds only its own slots
    * until the timeout, never a whole batch. One merchant gets at most `merchantConcurrency`
    * slots, and claims take every merchant's deliveries in turns, so no merchant's backlog or
-   * hanging receivers hold up another's. One webhook gets at most half the slots; one whose
+   * hanging receivers hold up another's: the loop claims every poll interval whatever is in
+   * flight, and a merchant stuck at its cap gets nothing claimed until one of its attempts
+   * ends. One webhook gets at most half the slots; one whose
    * last attempt here failed (down, hanging, erroring) gets one attempt at a time until one
    * succeeds; a host whose breaker is open gets none.
    * Returns the number of attempts made, once nothing is in flight or queued and nothing more
@@ -198,6 +206,7 @@ export class WebhookDispatcher {
         settled++;
         count(this.#inFlight, d.webhookId, -1);
         count(this.#busy, d.clientId, -1);
+        this.#stuck.delete(d.clientId);
         wake?.();
       };
       // The slot is the receiver's: it frees when the answer is in, and the attempt is
@@ -226,6 +235,7 @@ export class WebhookDispatcher {
       while (queue.length > 0 && now.getTime() >= queue[0]!.startBy) {
         const { d } = queue.shift()!;
         back.push(d);
+        if ((this.#busy.get(d.clientId) ?? 0) >= merchantCap) this.#stuck.add(d.clientId);
       }
       while (running < concurrency) {
         let next = -1;
@@ -259,13 +269,15 @@ export class WebhookDispatcher {
       lookAgain = false;
       await released;
       const now = this.#o.clock.now();
-      // What this worker holds already, in flight or queued, counts against the caps.
+      // What this worker holds already, in flight or queued, counts against the caps; a stuck
+      // merchant has no room at all.
       const busy = new Map(this.#busy);
       const held = new Map(this.#inFlight);
       for (const { d } of queue) {
         count(busy, d.clientId, 1);
         count(held, d.webhookId, 1);
       }
+      for (const id of this.#stuck) busy.set(id, merchantCap * CLAIM_DEPTH);
       const limit = concurrency * CLAIM_DEPTH - running - queue.length;
       // The lease covers the wait in the queue, the attempt's timeout, and a margin for
       // recording it; a worker that dies delays those deliveries' retry by at most this much.
@@ -291,7 +303,7 @@ export class WebhookDispatcher {
       if (running === 0 && queue.length === 0 && !claiming && drained && settled === settledAtClaim) break;
       // Claim again once an eighth of what the last claim left held (in flight and queued) has
       // finished: early enough that the queue outlasts the claim's round trip, late enough that
-      // one statement takes many deliveries. Also after a poll interval, and when nothing is in
+      // one statement takes many deliveries. Also every poll interval, and when nothing is in
       // flight or queued.
       const idle = running === 0 && queue.length === 0;
       const refill = Math.max(1, Math.ceil(heldAtClaim / CLAIM_DEPTH));
@@ -318,9 +330,9 @@ export class WebhookDispatcher {
           continue;
         }
       }
-      // Wait for a slot or a claim; when nothing more was due, also look again after a poll
-      // interval so new events do not wait for a slow attempt to end; and wake for the first
-      // queued delivery to outlive its budget.
+      // Wait for a slot or a claim; also look again after a poll interval, whatever is in
+      // flight, so new events (another merchant's) never wait for hanging attempts to end; and
+      // wake for the first queued delivery to outlive its budget.
       const firstExpiry = queue[0]?.startBy;
       await new Promise<void>((resolve) => {
         const timers: NodeJS.Timeout[] = [];
@@ -329,7 +341,7 @@ export class WebhookDispatcher {
           for (const t of timers) clearTimeout(t);
           resolve();
         };
-        if (drained && !claiming)
+        if (!claiming)
           timers.push(
             setTimeout(() => {
               lookAgain = true;
