@@ -8,8 +8,9 @@
 // public addresses (every DNS answer is checked, and so is the address the socket connected
 // to), and only its answers are kept as excerpts. The private pool exists only when the
 // operator allows private receivers (WEBHOOK_ALLOW_PRIVATE, local development): it takes
-// receivers whose address is not public, and their answers are never kept, so a sandbox cannot
-// be used to read internal services.
+// receivers whose address is not public, and of their attempts only whether the delivery was
+// taken is kept (no status, timing, answer or error), so a sandbox cannot be used to read or
+// map internal services.
 import { createHmac, randomInt } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isIP } from 'node:net';
@@ -25,7 +26,7 @@ import type { Db } from '../../db/open.ts';
 import {
   hostOf,
   isPublicAddress,
-  notAllowed,
+  notPublic,
   publicOnlyLookup,
   systemLookup,
   type LookupFn,
@@ -60,6 +61,8 @@ const LEASE_MARGIN_MS = 5_000;
 const CLAIM_DEPTH = 8;
 /** The longest a claimed delivery waits in the queue (at most the attempt's timeout) before it goes back. */
 const MAX_QUEUE_WAIT_MS = 5_000;
+/** The error of an attempt to a receiver on a non-public address that did not take the delivery. */
+const NOT_DELIVERED = 'not delivered (only that is recorded for a receiver on a non-public address)';
 
 export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'> {
   db: Db;
@@ -138,7 +141,7 @@ export class WebhookDispatcher {
         // The address connected to, whatever resolved it.
         if (socket.remoteAddress && isPublic(socket.remoteAddress)) return callback(null, socket);
         socket.destroy();
-        callback(notAllowed(`${socket.remoteAddress ?? 'the receiver'} is not a public address`), null);
+        callback(notPublic(o.hostname), null);
       }),
     );
     this.#private = opts.allowPrivate
@@ -402,6 +405,8 @@ export class WebhookDispatcher {
     let error: string | null = null;
     let excerpt: string | null = null;
     let answered = false;
+    let nonPublic = false; // sent through the private pool
+    let refused = false; // by the address policy, before connecting
     if (!d.webhookActive) {
       error = 'webhook disabled or deleted';
     } else {
@@ -410,9 +415,9 @@ export class WebhookDispatcher {
         const address = hostOf(url);
         const signal = AbortSignal.timeout(this.#o.timeoutMs);
         const viaPublic = await this.#viaPublic(address, signal);
+        nonPublic = !viaPublic;
         // An IP literal is checked before connecting (a name, by the pool's DNS guard).
-        if (viaPublic && isIP(address) && !this.#isPublic(address))
-          throw notAllowed(`${address} is not a public address`);
+        if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notPublic(address);
         const secret = this.#o.sealer
           .open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`)
           .toString('utf8');
@@ -451,16 +456,27 @@ export class WebhookDispatcher {
         answered = true;
         if (statusCode < 200 || statusCode >= 300) error = `receiver answered ${statusCode}`;
       } catch (err) {
+        refused = codeOf(err) === 'EADDRNOTALLOWED';
         error = describe(err, this.#o);
       }
+    }
+    if (nonPublic) {
+      // Only whether a receiver on a non-public address took the delivery is kept: its status,
+      // how its connection failed and how long it took would map internal services.
+      statusCode = null;
+      answered = error === null;
+      if (error !== null) error = NOT_DELIVERED;
     }
     const ok = error === null;
     if (ok || !d.webhookActive) this.#failing.delete(d.webhookId);
     else this.#failing.add(d.webhookId);
     const now = this.#o.clock.now();
+    // A non-public receiver's times (retry, hold, completion) count from the attempt's start,
+    // not from when it ended.
+    const end = nonPublic ? startedAt : now;
     // No answer at all (not connected, timed out) counts towards the host's breaker; an answer
     // of any status closes it.
-    const opened = d.webhookActive ? this.#breakers.record(host, d, answered, now) : undefined;
+    const opened = d.webhookActive ? this.#breakers.record(host, d, answered, end) : undefined;
     const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
     const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';
     attemptOutcomes[state].inc();
@@ -473,13 +489,14 @@ export class WebhookDispatcher {
       attempt: d.attempt,
       leaseUntil: d.leaseUntil,
       startedAt,
-      durationMs: Math.round(performance.now() - started),
+      // Nor is how long a refusal took: a name's lookup time tells whether it exists.
+      durationMs: nonPublic || refused ? 0 : Math.round(performance.now() - started),
       statusCode,
       error,
       responseExcerpt: excerpt,
       state,
-      nextAttemptAt: delayMs === null ? null : new Date(Math.max(now.getTime() + delayMs, openUntil)),
-      now,
+      nextAttemptAt: delayMs === null ? null : new Date(Math.max(end.getTime() + delayMs, openUntil)),
+      now: end,
     };
     return { outcome, host, opened, started };
   }
@@ -572,8 +589,15 @@ function count(map: Map<string, number>, key: string, by: number): void {
   else map.delete(key);
 }
 
+type ErrorLike = { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+
+function codeOf(err: unknown): string | undefined {
+  const e = err as ErrorLike;
+  return e.cause?.code ?? e.code;
+}
+
 function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as ErrorLike;
   if (
     e.name === 'TimeoutError' ||
     e.name === 'AbortError' ||
@@ -582,9 +606,9 @@ function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number
   ) {
     return `no answer within ${o.timeoutMs} ms`;
   }
-  if ((e.cause?.code ?? e.code) === 'UND_ERR_CONNECT_TIMEOUT')
+  if (codeOf(err) === 'UND_ERR_CONNECT_TIMEOUT')
     return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
-  const code = e.cause?.code ?? e.code;
+  const code = codeOf(err);
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;
 }

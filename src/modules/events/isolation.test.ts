@@ -10,7 +10,7 @@ import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 import { freePort } from '../../test/process.ts';
-import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { loopbackIsPublic, startReceiver, type Receiver } from '../../test/receiver.ts';
 
 async function register(t: TestApp, as: Merchant, url: string): Promise<string> {
   const res = await t.request('POST', '/api/v1/webhooks', {
@@ -310,6 +310,7 @@ describe('delivery isolation between merchants', () => {
     const t = await createTestApp({
       clock: ownClock(),
       env: { ...LOCAL_RECEIVERS, WEBHOOK_CONNECT_TIMEOUT_MS: '300', WEBHOOK_TIMEOUT_MS: '5000' },
+      webhookIsPublicAddress: loopbackIsPublic,
     });
     try {
       const m = await t.createMerchant();
