@@ -34,6 +34,7 @@ import {
 import { isRetryableDatabaseError } from '../../db/errors.ts';
 import { groupCommit } from '../../db/groups.ts';
 import { ReceiverBreakers } from './breaker.ts';
+import { LoopStalls } from './loop-stalls.ts';
 import {
   claimDueDeliveries,
   holdDeliveries,
@@ -50,6 +51,7 @@ const attemptOutcomes = {
   pending: webhookAttempts.labels('retrying'),
   failed: webhookAttempts.labels('failed'),
   canceled: webhookAttempts.labels('canceled'),
+  inconclusive: webhookAttempts.labels('inconclusive'),
 };
 
 /** How long a lease outlasts the attempt's timeout: time to record the attempt. */
@@ -61,6 +63,11 @@ const LEASE_MARGIN_MS = 5_000;
 const CLAIM_DEPTH = 8;
 /** The longest a claimed delivery waits in the queue (at most the attempt's timeout) before it goes back. */
 const MAX_QUEUE_WAIT_MS = 5_000;
+/**
+ * An attempt that timed out while this process's event loop stood still this long is
+ * inconclusive: the timeout may have fired only because the process itself was frozen.
+ */
+const STALL_MS = 1_000;
 /** The error of an attempt to a receiver on a non-public address that did not take the delivery. */
 const NOT_DELIVERED = 'not delivered (only that is recorded for a receiver on a non-public address)';
 
@@ -119,6 +126,7 @@ export class WebhookDispatcher {
    * their deliveries are not leased here to wait and go back again.
    */
   readonly #stuck = new Set<string>();
+  readonly #stalls = new LoopStalls();
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
@@ -160,13 +168,23 @@ export class WebhookDispatcher {
    * slots, and claims take every merchant's deliveries in turns, so no merchant's backlog or
    * hanging receivers hold up another's: the loop claims every poll interval whatever is in
    * flight, and a merchant stuck at its cap gets nothing claimed until one of its attempts
-   * ends. One webhook gets at most half the slots; one whose
-   * last attempt here failed (down, hanging, erroring) gets one attempt at a time until one
-   * succeeds; a host whose breaker is open gets none.
+   * ends. An attempt that timed out while this process stood still goes back, due at once,
+   * without counting. One webhook gets at most half the slots; one whose last attempt here
+   * failed (down, hanging, erroring) gets one attempt at a time until one succeeds; a host
+   * whose breaker is open gets none.
    * Returns the number of attempts made, once nothing is in flight or queued and nothing more
    * is due.
    */
   async runOnce(): Promise<number> {
+    this.#stalls.start();
+    try {
+      return await this.#deliver();
+    } finally {
+      this.#stalls.stop();
+    }
+  }
+
+  async #deliver(): Promise<number> {
     const { concurrency, pollMs } = this.#o;
     const merchantCap = Math.min(this.#o.merchantConcurrency, concurrency);
     const queueWaitMs = Math.min(this.#o.timeoutMs, MAX_QUEUE_WAIT_MS);
@@ -218,7 +236,15 @@ export class WebhookDispatcher {
         this.#attempt(d, host).then(
           (attempt) => {
             settle();
-            return this.#record(attempt);
+            if (!('inconclusive' in attempt)) return this.#record(attempt);
+            // Neither the receiver's failure nor an attempt that counts: it goes back as claimed,
+            // due at once (a receiver that got it dedupes on webhook-id).
+            attemptOutcomes.inconclusive.inc();
+            this.#o.log.warn(
+              { deliveryId: d.id, stalledMs: attempt.stalledMs },
+              'webhook attempt inconclusive: this process stood still while it was under way; retrying',
+            );
+            giveBack([d], this.#o.clock.now());
           },
           (err: unknown) => {
             this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
@@ -397,8 +423,11 @@ export class WebhookDispatcher {
     return addresses.length > 0 && addresses.every((a) => this.#isPublic(a.address));
   }
 
-  /** Sends one attempt and decides what follows from its answer (nothing is written yet). */
-  async #attempt(d: ClaimedDelivery, host: string): Promise<Attempt> {
+  /**
+   * Sends one attempt and decides what follows from its answer (nothing is written yet), or
+   * finds it inconclusive: it timed out while this process itself stood still.
+   */
+  async #attempt(d: ClaimedDelivery, host: string): Promise<Attempt | Inconclusive> {
     const startedAt = this.#o.clock.now();
     const started = performance.now();
     let statusCode: number | null = null;
@@ -456,6 +485,12 @@ export class WebhookDispatcher {
         answered = true;
         if (statusCode < 200 || statusCode >= 300) error = `receiver answered ${statusCode}`;
       } catch (err) {
+        // Timers run before sockets are read: after a stall, a timeout fires even if the answer
+        // arrived in time and waits in the socket.
+        if (timeoutOf(err)) {
+          const stalledMs = this.#stalls.longestSince(started);
+          if (stalledMs >= STALL_MS) return { inconclusive: true, stalledMs };
+        }
         refused = codeOf(err) === 'EADDRNOTALLOWED';
         error = describe(err, this.#o);
       }
@@ -538,6 +573,12 @@ interface Queued {
 
 type Released = Parameters<typeof releaseDeliveries>[1][number];
 
+/** An attempt that timed out while this process stood still: it neither failed nor counts. */
+interface Inconclusive {
+  inconclusive: true;
+  stalledMs: number;
+}
+
 /** An attempt made and not yet recorded: its outcome, and its host's breaker if it opened. */
 interface Attempt {
   outcome: AttemptOutcome;
@@ -596,18 +637,25 @@ function codeOf(err: unknown): string | undefined {
   return e.cause?.code ?? e.code;
 }
 
-function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
+/** Which of the attempt's timers ended it, if one did. */
+function timeoutOf(err: unknown): 'answer' | 'connect' | undefined {
   const e = err as ErrorLike;
   if (
     e.name === 'TimeoutError' ||
     e.name === 'AbortError' ||
     e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
     e.code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
-    return `no answer within ${o.timeoutMs} ms`;
-  }
-  if (codeOf(err) === 'UND_ERR_CONNECT_TIMEOUT')
-    return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
+  )
+    return 'answer';
+  if (codeOf(err) === 'UND_ERR_CONNECT_TIMEOUT') return 'connect';
+  return undefined;
+}
+
+function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
+  const timeout = timeoutOf(err);
+  if (timeout === 'answer') return `no answer within ${o.timeoutMs} ms`;
+  if (timeout === 'connect') return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
+  const e = err as ErrorLike;
   const code = codeOf(err);
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;

@@ -333,6 +333,54 @@ describe('delivery isolation between merchants', () => {
     }
   });
 
+  test('a timeout that fires because this process stood still trips no breaker and counts as no attempt: the delivery goes out', async () => {
+    const t = await createTestApp({
+      clock: ownClock(),
+      // One failure would open the breaker.
+      env: {
+        ...LOCAL_RECEIVERS,
+        WEBHOOK_CONNECT_TIMEOUT_MS: '100',
+        WEBHOOK_TIMEOUT_MS: '300',
+        WEBHOOK_BREAKER_FAILURES: '1',
+      },
+      webhookIsPublicAddress: loopbackIsPublic,
+    });
+    // A healthy receiver in this very process: its first request freezes the process's event
+    // loop (Coffer's too) for longer than both timeouts, as a SIGSTOP would; then it answers.
+    const rx = await startReceiver((_r, index) => {
+      if (index === 0) for (const until = performance.now() + 1_500; performance.now() < until; );
+      return { status: 200 };
+    });
+    try {
+      const m = await t.createMerchant();
+      const w = await register(t, m, rx.url);
+      const eventId = await sendTest(t, m, w);
+      await t.ctx.webhooks.runOnce();
+      let rows = await deliveriesOf(t, m);
+      assert.deepEqual(
+        rows.map((r) => [r.state, r.attempt_count, r.attempts]),
+        [['succeeded', 1, 1]],
+        'delivered, and the attempt cut short by the freeze is not on record',
+      );
+      const [attempt] = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes
+        .deliveries[0].attempts;
+      assert.deepEqual([attempt.statusCode, attempt.error], [200, null]);
+      assert.equal(rx.received.length, 2, 'sent again at once (the receiver dedupes on webhook-id)');
+      assert.equal(rx.received[1]!.headers['webhook-id'], rx.received[0]!.headers['webhook-id']);
+      // The breaker stayed closed: the next event goes out at once.
+      await sendTest(t, m, w);
+      assert.equal(await t.ctx.webhooks.runOnce(), 1);
+      rows = await deliveriesOf(t, m);
+      assert.deepEqual(
+        rows.map((r) => r.state),
+        ['succeeded', 'succeeded'],
+      );
+    } finally {
+      await t.close();
+      await rx.close();
+    }
+  });
+
   test("a host's breaker holds its deliveries after consecutive failures, then lets one probe through", async () => {
     const cooldownMs = 60_000;
     const t = await createTestApp({
