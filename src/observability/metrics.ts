@@ -140,7 +140,7 @@ export const webhookOldestUndeliveredAge = new Gauge({
 });
 export const webhookAttempts = new Counter({
   name: 'coffer_webhook_delivery_attempts_total',
-  help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, retried later), failed (no retries left), canceled (webhook disabled or deleted).',
+  help: 'Webhook delivery attempts by outcome: succeeded, retrying (failed, retried later), failed (no retries left), canceled (webhook disabled or deleted), inconclusive (timed out while the process stood still; sent again).',
   labelNames: ['outcome'] as const,
   registers: [registry],
 });

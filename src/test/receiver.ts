@@ -1,5 +1,6 @@
 // A real HTTP server on loopback that records what it receives: the webhook receiver in tests.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { isPublicAddress } from '../modules/webhooks/url-policy.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -66,3 +67,10 @@ export async function startReceiver(
       }),
   };
 }
+
+/**
+ * An address test for apps whose receivers on loopback stand for public ones: their attempts
+ * show what they answered, as a public receiver's do (a private receiver's show only whether the
+ * delivery was taken). Registering them still needs LOCAL_RECEIVERS.
+ */
+export const loopbackIsPublic = (address: string): boolean => address === '127.0.0.1' || isPublicAddress(address);

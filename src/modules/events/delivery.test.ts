@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { rowsOf } from '../../db/open.ts';
+import { buildConsoleListener } from '../../listeners/console.ts';
+import { browser, call, signIn } from '../../test/console-browser.ts';
 import { kycApplication as application, webhookBody } from '../../test/fixtures.ts';
 import {
   createTestApp,
@@ -16,9 +18,8 @@ import {
   type TestApp,
 } from '../../test/harness.ts';
 import { fundedWallet } from '../../test/money.ts';
-import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { loopbackIsPublic, startReceiver, type Receiver } from '../../test/receiver.ts';
 import { decideDueKycApplications } from '../kyc/domain.ts';
-import { isPublicAddress } from '../webhooks/url-policy.ts';
 import { recordEvent } from './record.ts';
 import { claimDueDeliveries, recordAttempts, releaseDeliveries } from './sql.ts';
 
@@ -51,7 +52,7 @@ describe('webhook delivery', () => {
   let rx: Receiver;
   let hook: { id: string; secret: string };
   before(async () => {
-    t = await createTestApp({ env: LOCAL_RECEIVERS });
+    t = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: loopbackIsPublic });
     m = await t.createMerchant();
     rx = await startReceiver();
     hook = await register(t, m, { url: rx.url, topics: DECISIONS });
@@ -222,7 +223,7 @@ describe('webhook delivery', () => {
         d.attempts.map((a: { error: string | null }) => a.error),
         ['receiver answered 500', 'receiver answered 500', 'receiver answered 500', null],
       );
-      assert.equal(d.attempts[0].responseExcerpt, null, 'a receiver on loopback: its answer is not kept');
+      assert.equal(d.attempts[0].responseExcerpt, 'not yet', 'a public receiver: its answer is shown');
       t.clock.advance(86_400_000);
       assert.equal(await deliver(t), 0, 'nothing more is sent');
       assert.equal(flaky.received.length, 4);
@@ -312,7 +313,10 @@ describe('webhook delivery', () => {
 
   test('timeouts, refused connections and redirects are failures; redirects are not followed', async () => {
     // Long enough that a receiver which answers does so in time on a loaded machine.
-    const quick = await createTestApp({ env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: '2000' } });
+    const quick = await createTestApp({
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: '2000' },
+      webhookIsPublicAddress: loopbackIsPublic,
+    });
     const hanging = await startReceiver(() => 'hang');
     const target = await startReceiver();
     const redirecting = await startReceiver(() => ({ status: 302, headers: { location: target.url } }));
@@ -562,7 +566,7 @@ describe('events API', () => {
   let other: Merchant;
   let rx: Receiver;
   before(async () => {
-    t = await createTestApp({ env: LOCAL_RECEIVERS });
+    t = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: loopbackIsPublic });
     m = await t.createMerchant();
     other = await t.createMerchant();
     rx = await startReceiver();
@@ -718,17 +722,22 @@ describe('receiver addresses', () => {
     // Public when checked, loopback when connected to.
     'rebind.example.com': [['93.184.216.34'], ['127.0.0.1']],
   });
-  /** Registers a webhook on `url`, sends it a test event, delivers; returns the delivery as the API shows it. */
+  /**
+   * Registers a webhook on `url` for a new merchant, sends it a test event, delivers; returns the
+   * delivery as the API shows it, with the merchant and the event's id.
+   */
   async function sendTest(app: TestApp, url: string) {
     const am = await app.createMerchant();
     const w = await register(app, am, { url, topics: ['*'] });
     await app.request('POST', `/api/v1/webhooks/${w.id}/test`, { as: am });
     await app.ctx.webhooks.runOnce();
     const [ev] = (await app.request('GET', '/api/v1/webhook-events', { as: am })).body.data;
-    return (await app.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: am })).body.data.attributes.deliveries[0];
+    const [d] = (await app.request('GET', `/api/v1/webhook-events/${ev.id}`, { as: am })).body.data.attributes
+      .deliveries;
+    return { ...d, merchant: am as Merchant, eventId: ev.id as string };
   }
 
-  test('by default (sandbox and live) a name that resolves to a private address is refused at connect time', async () => {
+  test('by default (sandbox and live) a name that resolves to a private address is refused at connect time, in the words used for a name that does not resolve', async () => {
     const rx = await startReceiver();
     const apps = [
       await createTestApp({ webhookLookup: lookup }),
@@ -736,10 +745,16 @@ describe('receiver addresses', () => {
     ];
     try {
       for (const app of apps) {
-        for (const name of ['loopback', 'nat64', 'sixtofour']) {
-          const d = await sendTest(app, `http://${name}.example.com:${rx.port}/hooks`);
+        // The attempts do not tell which internal names exist: `nowhere` does not resolve.
+        for (const name of ['loopback', 'nat64', 'sixtofour', 'nowhere']) {
+          const host = `${name}.example.com`;
+          const d = await sendTest(app, `http://${host}:${rx.port}/hooks`);
           assert.equal(d.state, 'pending');
-          assert.match(d.attempts[0].error, /EADDRNOTALLOWED.*non-public/, `${app.ctx.config.environment} ${name}`);
+          assert.deepEqual(
+            [d.attempts[0].error, d.attempts[0].statusCode, d.attempts[0].durationMs],
+            [`EADDRNOTALLOWED: ${host} has no public address: register a receiver on a public address`, null, 0],
+            `${app.ctx.config.environment} ${name}`,
+          );
         }
       }
       assert.equal(rx.received.length, 0, 'nothing reached the loopback receiver');
@@ -749,19 +764,54 @@ describe('receiver addresses', () => {
     }
   });
 
-  test('with private receivers allowed, they are reached but their answers are never kept or shown', async () => {
-    const rx = await startReceiver(() => ({ status: 200, body: 'internal service: secret=hunter2' }));
-    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookLookup: lookup });
+  test('with private receivers allowed, they are reached, and their attempts show only whether the delivery was taken', async () => {
+    const secret = 'internal service: secret=hunter2';
+    const rx = await startReceiver(() => ({ status: 200, body: secret }));
+    const erroring = await startReceiver(() => ({ status: 500, body: secret }));
+    const hanging = await startReceiver(() => 'hang');
+    const app = await createTestApp({ env: { ...LOCAL_RECEIVERS, WEBHOOK_TIMEOUT_MS: '500' }, webhookLookup: lookup });
+    const consoleApp = await buildConsoleListener(app.ctx);
+    const notTaken = 'not delivered (only that is recorded for a receiver on a non-public address)';
     try {
       // An address on loopback, and a public-looking name that resolves to it: what counts is
-      // the address connected to, not the URL.
-      for (const url of [rx.url, `http://loopback.example.com:${rx.port}/hooks`]) {
+      // the address connected to, not the URL. A status, an answer, a timeout and a refused
+      // connection all read the same.
+      const cases: [string, string][] = [
+        [rx.url, 'succeeded'],
+        [`http://loopback.example.com:${rx.port}/hooks`, 'succeeded'],
+        [erroring.url, 'pending'],
+        [hanging.url, 'pending'],
+        ['http://127.0.0.1:9/closed', 'pending'],
+      ];
+      for (const [url, state] of cases) {
         const d = await sendTest(app, url);
-        assert.equal(d.state, 'succeeded', url);
-        assert.equal(d.attempts[0].statusCode, 200, url);
-        assert.equal(d.attempts[0].responseExcerpt, null, url);
+        const [a] = d.attempts;
+        assert.deepEqual(
+          [d.state, a.statusCode, a.error, a.durationMs, a.responseExcerpt, a.startedAt],
+          [state, null, state === 'succeeded' ? null : notTaken, 0, null, d.completedAt ?? a.startedAt],
+          url,
+        );
+        // What the console shows: the delivery's last status and the attempts.
+        const [row] = rowsOf<{ last_status_code: number | null; last_error: string | null }>(
+          await app.ctx.db.execute(
+            sql`select last_status_code, last_error from event_deliveries where client_id = ${d.merchant.clientId}`,
+          ),
+        );
+        assert.deepEqual([row!.last_status_code, row!.last_error], [null, a.error], url);
+        const b = browser();
+        const m = d.merchant;
+        assert.equal(
+          (await signIn(consoleApp, b, { role: 'merchant', clientId: m.clientId, secret: m.secret })).statusCode,
+          303,
+        );
+        const page = (await call(consoleApp, b, 'GET', `/m/${m.clientId}/events/${d.eventId}`)).body;
+        assert.match(page, /<td>0 ms<\/td>/, url);
+        for (const shown of ['answered', 'no answer', 'ECONNREFUSED', 'hunter2'])
+          assert.ok(!page.includes(shown), `the console shows "${shown}" for ${url}`);
       }
       assert.equal(rx.received.length, 2);
+      assert.equal(erroring.received.length, 1);
+      assert.equal(hanging.received.length, 1);
       const kept = rowsOf<{ n: number }>(
         await app.ctx.db.execute(
           sql`select count(*)::int as n from delivery_attempts where response_excerpt like '%hunter2%'`,
@@ -769,8 +819,9 @@ describe('receiver addresses', () => {
       );
       assert.equal(kept[0]!.n, 0, 'not stored either');
     } finally {
+      await consoleApp.close();
       await app.close();
-      await rx.close();
+      await Promise.all([rx.close(), erroring.close(), hanging.close()]);
     }
   });
 
@@ -791,10 +842,7 @@ describe('receiver addresses', () => {
   test("a public receiver's answer is shown: its first 500 characters", async () => {
     const rx = await startReceiver(() => ({ status: 500, body: `not yet ${'x'.repeat(600)}` }));
     // The loopback receiver stands for a public one: the address test treats 127.0.0.1 as public.
-    const app = await createTestApp({
-      env: LOCAL_RECEIVERS,
-      webhookIsPublicAddress: (a) => a === '127.0.0.1' || isPublicAddress(a),
-    });
+    const app = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: loopbackIsPublic });
     try {
       const d = await sendTest(app, rx.url);
       assert.equal(d.attempts[0].statusCode, 500);

@@ -8,8 +8,9 @@
 // public addresses (every DNS answer is checked, and so is the address the socket connected
 // to), and only its answers are kept as excerpts. The private pool exists only when the
 // operator allows private receivers (WEBHOOK_ALLOW_PRIVATE, local development): it takes
-// receivers whose address is not public, and their answers are never kept, so a sandbox cannot
-// be used to read internal services.
+// receivers whose address is not public, and of their attempts only whether the delivery was
+// taken is kept (no status, timing, answer or error), so a sandbox cannot be used to read or
+// map internal services.
 import { createHmac, randomInt } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isIP } from 'node:net';
@@ -25,7 +26,7 @@ import type { Db } from '../../db/open.ts';
 import {
   hostOf,
   isPublicAddress,
-  notAllowed,
+  notPublic,
   publicOnlyLookup,
   systemLookup,
   type LookupFn,
@@ -33,6 +34,7 @@ import {
 import { isRetryableDatabaseError } from '../../db/errors.ts';
 import { groupCommit } from '../../db/groups.ts';
 import { ReceiverBreakers } from './breaker.ts';
+import { LoopStalls } from './loop-stalls.ts';
 import {
   claimDueDeliveries,
   holdDeliveries,
@@ -49,6 +51,7 @@ const attemptOutcomes = {
   pending: webhookAttempts.labels('retrying'),
   failed: webhookAttempts.labels('failed'),
   canceled: webhookAttempts.labels('canceled'),
+  inconclusive: webhookAttempts.labels('inconclusive'),
 };
 
 /** How long a lease outlasts the attempt's timeout: time to record the attempt. */
@@ -60,6 +63,13 @@ const LEASE_MARGIN_MS = 5_000;
 const CLAIM_DEPTH = 8;
 /** The longest a claimed delivery waits in the queue (at most the attempt's timeout) before it goes back. */
 const MAX_QUEUE_WAIT_MS = 5_000;
+/**
+ * An attempt that timed out while this process's event loop stood still this long is
+ * inconclusive: the timeout may have fired only because the process itself was frozen.
+ */
+const STALL_MS = 1_000;
+/** The error of an attempt to a receiver on a non-public address that did not take the delivery. */
+const NOT_DELIVERED = 'not delivered (only that is recorded for a receiver on a non-public address)';
 
 export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'> {
   db: Db;
@@ -110,6 +120,13 @@ export class WebhookDispatcher {
   readonly #busy = new Map<string, number>();
   /** Webhooks whose last attempt from this process failed. */
   readonly #failing = new Set<string>();
+  /**
+   * Merchants at their cap whose queued deliveries went back because none of their slots freed
+   * in time (hanging receivers): claimed for again only once one of their attempts ends, so
+   * their deliveries are not leased here to wait and go back again.
+   */
+  readonly #stuck = new Set<string>();
+  readonly #stalls = new LoopStalls();
 
   constructor(opts: DispatcherOptions) {
     this.#o = opts;
@@ -132,7 +149,7 @@ export class WebhookDispatcher {
         // The address connected to, whatever resolved it.
         if (socket.remoteAddress && isPublic(socket.remoteAddress)) return callback(null, socket);
         socket.destroy();
-        callback(notAllowed(`${socket.remoteAddress ?? 'the receiver'} is not a public address`), null);
+        callback(notPublic(o.hostname), null);
       }),
     );
     this.#private = opts.allowPrivate
@@ -149,13 +166,25 @@ export class WebhookDispatcher {
    * its queue budget goes back unattempted. A receiver that hangs holds only its own slots
    * until the timeout, never a whole batch. One merchant gets at most `merchantConcurrency`
    * slots, and claims take every merchant's deliveries in turns, so no merchant's backlog or
-   * hanging receivers hold up another's. One webhook gets at most half the slots; one whose
-   * last attempt here failed (down, hanging, erroring) gets one attempt at a time until one
-   * succeeds; a host whose breaker is open gets none.
+   * hanging receivers hold up another's: the loop claims every poll interval whatever is in
+   * flight, and a merchant stuck at its cap gets nothing claimed until one of its attempts
+   * ends. An attempt that timed out while this process stood still goes back, due at once,
+   * without counting. One webhook gets at most half the slots; one whose last attempt here
+   * failed (down, hanging, erroring) gets one attempt at a time until one succeeds; a host
+   * whose breaker is open gets none.
    * Returns the number of attempts made, once nothing is in flight or queued and nothing more
    * is due.
    */
   async runOnce(): Promise<number> {
+    this.#stalls.start();
+    try {
+      return await this.#deliver();
+    } finally {
+      this.#stalls.stop();
+    }
+  }
+
+  async #deliver(): Promise<number> {
     const { concurrency, pollMs } = this.#o;
     const merchantCap = Math.min(this.#o.merchantConcurrency, concurrency);
     const queueWaitMs = Math.min(this.#o.timeoutMs, MAX_QUEUE_WAIT_MS);
@@ -198,6 +227,7 @@ export class WebhookDispatcher {
         settled++;
         count(this.#inFlight, d.webhookId, -1);
         count(this.#busy, d.clientId, -1);
+        this.#stuck.delete(d.clientId);
         wake?.();
       };
       // The slot is the receiver's: it frees when the answer is in, and the attempt is
@@ -206,7 +236,15 @@ export class WebhookDispatcher {
         this.#attempt(d, host).then(
           (attempt) => {
             settle();
-            return this.#record(attempt);
+            if (!('inconclusive' in attempt)) return this.#record(attempt);
+            // Neither the receiver's failure nor an attempt that counts: it goes back as claimed,
+            // due at once (a receiver that got it dedupes on webhook-id).
+            attemptOutcomes.inconclusive.inc();
+            this.#o.log.warn(
+              { deliveryId: d.id, stalledMs: attempt.stalledMs },
+              'webhook attempt inconclusive: this process stood still while it was under way; retrying',
+            );
+            giveBack([d], this.#o.clock.now());
           },
           (err: unknown) => {
             this.#o.log.error({ err, deliveryId: d.id }, 'webhook attempt failed unexpectedly');
@@ -226,6 +264,7 @@ export class WebhookDispatcher {
       while (queue.length > 0 && now.getTime() >= queue[0]!.startBy) {
         const { d } = queue.shift()!;
         back.push(d);
+        if ((this.#busy.get(d.clientId) ?? 0) >= merchantCap) this.#stuck.add(d.clientId);
       }
       while (running < concurrency) {
         let next = -1;
@@ -259,13 +298,15 @@ export class WebhookDispatcher {
       lookAgain = false;
       await released;
       const now = this.#o.clock.now();
-      // What this worker holds already, in flight or queued, counts against the caps.
+      // What this worker holds already, in flight or queued, counts against the caps; a stuck
+      // merchant has no room at all.
       const busy = new Map(this.#busy);
       const held = new Map(this.#inFlight);
       for (const { d } of queue) {
         count(busy, d.clientId, 1);
         count(held, d.webhookId, 1);
       }
+      for (const id of this.#stuck) busy.set(id, merchantCap * CLAIM_DEPTH);
       const limit = concurrency * CLAIM_DEPTH - running - queue.length;
       // The lease covers the wait in the queue, the attempt's timeout, and a margin for
       // recording it; a worker that dies delays those deliveries' retry by at most this much.
@@ -291,7 +332,7 @@ export class WebhookDispatcher {
       if (running === 0 && queue.length === 0 && !claiming && drained && settled === settledAtClaim) break;
       // Claim again once an eighth of what the last claim left held (in flight and queued) has
       // finished: early enough that the queue outlasts the claim's round trip, late enough that
-      // one statement takes many deliveries. Also after a poll interval, and when nothing is in
+      // one statement takes many deliveries. Also every poll interval, and when nothing is in
       // flight or queued.
       const idle = running === 0 && queue.length === 0;
       const refill = Math.max(1, Math.ceil(heldAtClaim / CLAIM_DEPTH));
@@ -318,9 +359,9 @@ export class WebhookDispatcher {
           continue;
         }
       }
-      // Wait for a slot or a claim; when nothing more was due, also look again after a poll
-      // interval so new events do not wait for a slow attempt to end; and wake for the first
-      // queued delivery to outlive its budget.
+      // Wait for a slot or a claim; also look again after a poll interval, whatever is in
+      // flight, so new events (another merchant's) never wait for hanging attempts to end; and
+      // wake for the first queued delivery to outlive its budget.
       const firstExpiry = queue[0]?.startBy;
       await new Promise<void>((resolve) => {
         const timers: NodeJS.Timeout[] = [];
@@ -329,7 +370,7 @@ export class WebhookDispatcher {
           for (const t of timers) clearTimeout(t);
           resolve();
         };
-        if (drained && !claiming)
+        if (!claiming)
           timers.push(
             setTimeout(() => {
               lookAgain = true;
@@ -382,14 +423,19 @@ export class WebhookDispatcher {
     return addresses.length > 0 && addresses.every((a) => this.#isPublic(a.address));
   }
 
-  /** Sends one attempt and decides what follows from its answer (nothing is written yet). */
-  async #attempt(d: ClaimedDelivery, host: string): Promise<Attempt> {
+  /**
+   * Sends one attempt and decides what follows from its answer (nothing is written yet), or
+   * finds it inconclusive: it timed out while this process itself stood still.
+   */
+  async #attempt(d: ClaimedDelivery, host: string): Promise<Attempt | Inconclusive> {
     const startedAt = this.#o.clock.now();
     const started = performance.now();
     let statusCode: number | null = null;
     let error: string | null = null;
     let excerpt: string | null = null;
     let answered = false;
+    let nonPublic = false; // sent through the private pool
+    let refused = false; // by the address policy, before connecting
     if (!d.webhookActive) {
       error = 'webhook disabled or deleted';
     } else {
@@ -398,9 +444,9 @@ export class WebhookDispatcher {
         const address = hostOf(url);
         const signal = AbortSignal.timeout(this.#o.timeoutMs);
         const viaPublic = await this.#viaPublic(address, signal);
+        nonPublic = !viaPublic;
         // An IP literal is checked before connecting (a name, by the pool's DNS guard).
-        if (viaPublic && isIP(address) && !this.#isPublic(address))
-          throw notAllowed(`${address} is not a public address`);
+        if (viaPublic && isIP(address) && !this.#isPublic(address)) throw notPublic(address);
         const secret = this.#o.sealer
           .open(d.secretSealed, 'webhook-secret', `webhooks:${d.webhookId}`)
           .toString('utf8');
@@ -439,16 +485,33 @@ export class WebhookDispatcher {
         answered = true;
         if (statusCode < 200 || statusCode >= 300) error = `receiver answered ${statusCode}`;
       } catch (err) {
+        // Timers run before sockets are read: after a stall, a timeout fires even if the answer
+        // arrived in time and waits in the socket.
+        if (timeoutOf(err)) {
+          const stalledMs = this.#stalls.longestSince(started);
+          if (stalledMs >= STALL_MS) return { inconclusive: true, stalledMs };
+        }
+        refused = codeOf(err) === 'EADDRNOTALLOWED';
         error = describe(err, this.#o);
       }
+    }
+    if (nonPublic) {
+      // Only whether a receiver on a non-public address took the delivery is kept: its status,
+      // how its connection failed and how long it took would map internal services.
+      statusCode = null;
+      answered = error === null;
+      if (error !== null) error = NOT_DELIVERED;
     }
     const ok = error === null;
     if (ok || !d.webhookActive) this.#failing.delete(d.webhookId);
     else this.#failing.add(d.webhookId);
     const now = this.#o.clock.now();
+    // A non-public receiver's times (retry, hold, completion) count from the attempt's start,
+    // not from when it ended.
+    const end = nonPublic ? startedAt : now;
     // No answer at all (not connected, timed out) counts towards the host's breaker; an answer
     // of any status closes it.
-    const opened = d.webhookActive ? this.#breakers.record(host, d, answered, now) : undefined;
+    const opened = d.webhookActive ? this.#breakers.record(host, d, answered, end) : undefined;
     const delayMs = ok || !d.webhookActive ? null : retryDelayMs(this.#o.retryDelaysS, d.attempt);
     const state = ok ? 'succeeded' : !d.webhookActive ? 'canceled' : delayMs === null ? 'failed' : 'pending';
     attemptOutcomes[state].inc();
@@ -461,13 +524,14 @@ export class WebhookDispatcher {
       attempt: d.attempt,
       leaseUntil: d.leaseUntil,
       startedAt,
-      durationMs: Math.round(performance.now() - started),
+      // Nor is how long a refusal took: a name's lookup time tells whether it exists.
+      durationMs: nonPublic || refused ? 0 : Math.round(performance.now() - started),
       statusCode,
       error,
       responseExcerpt: excerpt,
       state,
-      nextAttemptAt: delayMs === null ? null : new Date(Math.max(now.getTime() + delayMs, openUntil)),
-      now,
+      nextAttemptAt: delayMs === null ? null : new Date(Math.max(end.getTime() + delayMs, openUntil)),
+      now: end,
     };
     return { outcome, host, opened, started };
   }
@@ -508,6 +572,12 @@ interface Queued {
 }
 
 type Released = Parameters<typeof releaseDeliveries>[1][number];
+
+/** An attempt that timed out while this process stood still: it neither failed nor counts. */
+interface Inconclusive {
+  inconclusive: true;
+  stalledMs: number;
+}
 
 /** An attempt made and not yet recorded: its outcome, and its host's breaker if it opened. */
 interface Attempt {
@@ -560,19 +630,33 @@ function count(map: Map<string, number>, key: string, by: number): void {
   else map.delete(key);
 }
 
-function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
-  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+type ErrorLike = { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+
+function codeOf(err: unknown): string | undefined {
+  const e = err as ErrorLike;
+  return e.cause?.code ?? e.code;
+}
+
+/** Which of the attempt's timers ended it, if one did. */
+function timeoutOf(err: unknown): 'answer' | 'connect' | undefined {
+  const e = err as ErrorLike;
   if (
     e.name === 'TimeoutError' ||
     e.name === 'AbortError' ||
     e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
     e.code === 'UND_ERR_BODY_TIMEOUT'
-  ) {
-    return `no answer within ${o.timeoutMs} ms`;
-  }
-  if ((e.cause?.code ?? e.code) === 'UND_ERR_CONNECT_TIMEOUT')
-    return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
-  const code = e.cause?.code ?? e.code;
+  )
+    return 'answer';
+  if (codeOf(err) === 'UND_ERR_CONNECT_TIMEOUT') return 'connect';
+  return undefined;
+}
+
+function describe(err: unknown, o: { timeoutMs: number; connectTimeoutMs: number }): string {
+  const timeout = timeoutOf(err);
+  if (timeout === 'answer') return `no answer within ${o.timeoutMs} ms`;
+  if (timeout === 'connect') return `could not connect within ${Math.min(o.connectTimeoutMs, o.timeoutMs)} ms`;
+  const e = err as ErrorLike;
+  const code = codeOf(err);
   const message = e.cause?.message ?? e.message ?? String(err);
   return code ? `${code}: ${message}` : message;
 }

@@ -6,11 +6,12 @@ import { test } from 'node:test';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS } from '../../test/harness.ts';
 import { freePort } from '../../test/process.ts';
+import { loopbackIsPublic } from '../../test/receiver.ts';
 
 const EXAMPLE = fileURLToPath(new URL('../../../examples/webhook-receiver.mjs', import.meta.url));
 
 test('the example receiver verifies, acknowledges and handles a delivery once', async () => {
-  const t = await createTestApp({ env: LOCAL_RECEIVERS });
+  const t = await createTestApp({ env: LOCAL_RECEIVERS, webhookIsPublicAddress: loopbackIsPublic });
   const port = await freePort();
   const m = await t.createMerchant();
   const w = (

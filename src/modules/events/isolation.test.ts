@@ -5,12 +5,12 @@ import { createServer as createTcpServer, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { TestClock } from '../../clock.ts';
+import { TestClock, type Clock } from '../../clock.ts';
 import { rowsOf } from '../../db/open.ts';
 import { webhookBody } from '../../test/fixtures.ts';
 import { createTestApp, LOCAL_RECEIVERS, type Merchant, type TestApp } from '../../test/harness.ts';
 import { freePort } from '../../test/process.ts';
-import { startReceiver, type Receiver } from '../../test/receiver.ts';
+import { loopbackIsPublic, startReceiver, type Receiver } from '../../test/receiver.ts';
 
 async function register(t: TestApp, as: Merchant, url: string): Promise<string> {
   const res = await t.request('POST', '/api/v1/webhooks', {
@@ -103,6 +103,28 @@ async function withClaimLog(
 let epoch = Date.parse('2025-06-01T00:00:00Z');
 const ownClock = () => new TestClock(new Date((epoch -= 7 * 86_400_000)));
 
+/**
+ * A clock of the test's own epoch that runs with real time, as in production: deliveries waiting
+ * in the worker's queue run out of their budget while attempts hang.
+ */
+function runningClock(): Clock {
+  const start = ownClock().now().getTime();
+  const t0 = performance.now();
+  return { now: () => new Date(start + Math.round(performance.now() - t0)) };
+}
+
+/** How many of the merchant's pending deliveries no worker holds (not leased). */
+async function unleased(t: TestApp, m: Merchant): Promise<number> {
+  const [row] = rowsOf<{ n: number }>(
+    await t.ctx.db.execute(
+      sql`select count(*)::int as n from event_delivery_queue where client_id = ${m.clientId} and lease_until is null`,
+    ),
+  );
+  return row!.n;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 describe('delivery isolation between merchants', () => {
   test("140 hanging receivers of one merchant do not delay another merchant's delivery", async () => {
     const t = await createTestApp({
@@ -131,6 +153,60 @@ describe('delivery isolation between merchants', () => {
     } finally {
       await t.close();
       await Promise.all([hanging.close(), healthy.close()]);
+    }
+  });
+
+  test("a merchant at its cap with more deliveries due than slots never stops the worker: another merchant's delivery goes out within a second, cycle after cycle", async (c) => {
+    const cap = 2;
+    const t = await createTestApp({
+      clock: runningClock(),
+      // Attempts that hang for 8 s: longer than the 5 s a claimed delivery may wait in the queue.
+      env: { ...LOCAL_RECEIVERS, WEBHOOK_MERCHANT_CONCURRENCY: String(cap), WEBHOOK_TIMEOUT_MS: '8000' },
+    });
+    const healthy = await startReceiver();
+    const latencies: number[] = [];
+    try {
+      const a = await t.createMerchant();
+      const b = await t.createMerchant();
+      const wb = await register(t, b, healthy.url);
+      for (let cycle = 0; cycle < 3; cycle++) {
+        // Fresh webhooks on a fresh host each time: no breaker, no failing mark yet.
+        const hanging = await startReceiver(() => 'hang');
+        const hooks: string[] = [];
+        try {
+          for (let i = 0; i < 3 * cap; i++) {
+            hooks.push(await register(t, a, `${hanging.url}/${i}`));
+            await sendTest(t, a, hooks.at(-1)!);
+          }
+          const run = t.ctx.webhooks.runOnce();
+          await hanging.waitFor(cap, 10_000);
+          // The deliveries beyond the cap cannot start: they go back once their queue budget is spent.
+          for (const until = Date.now() + 10_000; (await unleased(t, a)) < 2 * cap; ) {
+            assert.ok(Date.now() < until, 'the deliveries beyond the cap went back');
+            await delay(20);
+          }
+          const start = performance.now();
+          await sendTest(t, b, wb);
+          await healthy.waitFor(cycle + 1, 15_000);
+          latencies.push(Math.round(performance.now() - start));
+          assert.ok(latencies.at(-1)! < 1_000, `the other merchant's delivery took ${latencies.at(-1)} ms`);
+          assert.equal(hanging.received.length, cap, 'the merchant at its cap got no more attempts');
+          assert.equal(
+            await unleased(t, a),
+            2 * cap,
+            'nor were its deliveries claimed again while it stays at its cap',
+          );
+          await hanging.close(); // its attempts end: the run can finish
+          await run;
+        } finally {
+          await hanging.close();
+          for (const id of hooks) await t.request('DELETE', `/api/v1/webhooks/${id}`, { as: a });
+        }
+      }
+      c.diagnostic(`latencies ${latencies.join(', ')} ms; median ${median(latencies)}, max ${Math.max(...latencies)}`);
+    } finally {
+      await t.close();
+      await healthy.close();
     }
   });
 
@@ -234,6 +310,7 @@ describe('delivery isolation between merchants', () => {
     const t = await createTestApp({
       clock: ownClock(),
       env: { ...LOCAL_RECEIVERS, WEBHOOK_CONNECT_TIMEOUT_MS: '300', WEBHOOK_TIMEOUT_MS: '5000' },
+      webhookIsPublicAddress: loopbackIsPublic,
     });
     try {
       const m = await t.createMerchant();
@@ -253,6 +330,54 @@ describe('delivery isolation between merchants', () => {
       await t.close();
       for (const s of sockets) s.destroy();
       silent.close();
+    }
+  });
+
+  test('a timeout that fires because this process stood still trips no breaker and counts as no attempt: the delivery goes out', async () => {
+    const t = await createTestApp({
+      clock: ownClock(),
+      // One failure would open the breaker.
+      env: {
+        ...LOCAL_RECEIVERS,
+        WEBHOOK_CONNECT_TIMEOUT_MS: '100',
+        WEBHOOK_TIMEOUT_MS: '300',
+        WEBHOOK_BREAKER_FAILURES: '1',
+      },
+      webhookIsPublicAddress: loopbackIsPublic,
+    });
+    // A healthy receiver in this very process: its first request freezes the process's event
+    // loop (Coffer's too) for longer than both timeouts, as a SIGSTOP would; then it answers.
+    const rx = await startReceiver((_r, index) => {
+      if (index === 0) for (const until = performance.now() + 1_500; performance.now() < until; );
+      return { status: 200 };
+    });
+    try {
+      const m = await t.createMerchant();
+      const w = await register(t, m, rx.url);
+      const eventId = await sendTest(t, m, w);
+      await t.ctx.webhooks.runOnce();
+      let rows = await deliveriesOf(t, m);
+      assert.deepEqual(
+        rows.map((r) => [r.state, r.attempt_count, r.attempts]),
+        [['succeeded', 1, 1]],
+        'delivered, and the attempt cut short by the freeze is not on record',
+      );
+      const [attempt] = (await t.request('GET', `/api/v1/webhook-events/${eventId}`, { as: m })).body.data.attributes
+        .deliveries[0].attempts;
+      assert.deepEqual([attempt.statusCode, attempt.error], [200, null]);
+      assert.equal(rx.received.length, 2, 'sent again at once (the receiver dedupes on webhook-id)');
+      assert.equal(rx.received[1]!.headers['webhook-id'], rx.received[0]!.headers['webhook-id']);
+      // The breaker stayed closed: the next event goes out at once.
+      await sendTest(t, m, w);
+      assert.equal(await t.ctx.webhooks.runOnce(), 1);
+      rows = await deliveriesOf(t, m);
+      assert.deepEqual(
+        rows.map((r) => r.state),
+        ['succeeded', 'succeeded'],
+      );
+    } finally {
+      await t.close();
+      await rx.close();
     }
   });
 

@@ -115,9 +115,13 @@ export type LookupFn = (hostname: string, options: LookupOptions, callback: Look
 
 export const systemLookup = dnsLookup as unknown as LookupFn;
 
-/** The error of a connection refused by the address policy. */
-export function notAllowed(message: string): NodeJS.ErrnoException {
-  const e: NodeJS.ErrnoException = new Error(message);
+/**
+ * The error of a connection refused by the address policy. Its words are the same whether the
+ * name resolves only to non-public addresses, does not resolve at all, or connected to a
+ * non-public address, so that attempts cannot tell which internal names exist.
+ */
+export function notPublic(host: string): NodeJS.ErrnoException {
+  const e: NodeJS.ErrnoException = new Error(`${host} has no public address: register a receiver on a public address`);
   e.code = 'EADDRNOTALLOWED';
   return e;
 }
@@ -129,9 +133,8 @@ export function publicOnlyLookup(
 ): LookupFn {
   return (hostname, options, callback) => {
     base(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, []);
-      const list = (addresses as LookupAddress[]).filter((a) => isPublic(a.address));
-      if (list.length === 0) return callback(notAllowed(`${hostname} resolves only to non-public addresses`), []);
+      const list = err ? [] : (addresses as LookupAddress[]).filter((a) => isPublic(a.address));
+      if (list.length === 0) return callback(notPublic(hostname), []);
       if (options.all) return callback(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });
