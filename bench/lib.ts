@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { loadConfig } from '../src/config.ts';
 import { freePort } from '../src/test/process.ts';
 import { STALL_MS, stallsBetween } from './disk-stalls.ts';
 
@@ -143,11 +144,12 @@ export class BareBeside {
 
   private constructor(server: Server) {
     this.#server = server;
-    this.#beside = new Beside(
-      async () =>
-        (await load('bare Fastify route (beside)', { url: `${server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 }))
-          .rps,
-    );
+    this.#beside = new Beside(() => this.rate());
+  }
+
+  /** One run of the bare route (RUN_S, or `durationS`, after a second not counted): its rate. */
+  async rate(durationS = BareBeside.RUN_S): Promise<number> {
+    return (await load('bare Fastify route (beside)', { url: `${this.#server.url}/`, durationS, warmupS: 1 })).rps;
   }
 
   static async start(): Promise<BareBeside> {
@@ -688,6 +690,9 @@ export async function fundWallets(
     await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
   }
 }
+
+/** The PostgreSQL server the benchmarks make their databases on: DATABASE_URL, or the local one. */
+export const PG_SERVER = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const created: { serverUrl: string; name: string }[] = [];
 
