@@ -172,11 +172,13 @@ export interface CofferServer extends Server {
   adminToken: string;
 }
 
-/** The Node flags of `npm start` (package.json): the benchmark runs the server as `npm start` does. */
-const START_SCRIPT = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
-).scripts.start.split(/\s+/);
-const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
+/** The Node flags of `npm start` (the checkout's package.json): the benchmark runs the server as `npm start` does. */
+function serverNodeArgs(root: string): string[] {
+  const start = (
+    JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  ).scripts.start.split(/\s+/);
+  return start.slice(1, start.indexOf('--import'));
+}
 
 /** The profilers' PROFILE_ENV: a JSON object of variables added to the server's environment. */
 export function profileEnv(): Record<string, string> {
@@ -219,7 +221,7 @@ export async function startCoffer(opts: {
   const proc = spawn(
     process.execPath,
     [
-      ...SERVER_NODE_ARGS,
+      ...serverNodeArgs(opts.root ?? fileURLToPath(new URL('..', import.meta.url))),
       ...(opts.nodeArgs ?? []),
       '--import',
       'tsx',
