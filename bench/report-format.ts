@@ -44,14 +44,16 @@ export interface Report {
 
 export interface Verdict {
   target: string;
+  /** The target in a table's cell. */
+  short: string;
   met: boolean;
 }
 
 /** At least `share` of the yardstick's rate beside it (the median of the rounds' ratios). */
-const atLeast = (row: ReportRow, share: number, of: string): Verdict => ({
-  target: `at least ${pct(share).replace('.0%', '%')} of the ${of}`,
-  met: row.summary.ratio.median >= share,
-});
+const atLeast = (row: ReportRow, share: number, of: string): Verdict => {
+  const figure = pct(share).replace('.0%', '%');
+  return { target: `at least ${figure} of the ${of}`, short: `≥ ${figure}`, met: row.summary.ratio.median >= share };
+};
 
 /** The target a closed-loop row is held to, if any. */
 export function verdictOf(row: ReportRow, report: Report): Verdict | undefined {
@@ -65,6 +67,7 @@ export function verdictOf(row: ReportRow, report: Report): Verdict | undefined {
     const share = atLeast(row, 0.08, 'bare route');
     return {
       target: `${share.target}, p99 at most 3× GET user's (${ceiling} ms)`,
+      short: `${share.short}, p99 ≤ ${ceiling} ms`,
       met: share.met && row.summary.p99 <= ceiling,
     };
   }
@@ -74,10 +77,11 @@ export function verdictOf(row: ReportRow, report: Report): Verdict | undefined {
 /** Every money write at the fixed rate: its p99 at most 3× the raw transfer's at the same rate. */
 export const fixedVerdict = (row: ReportFixedRow): Verdict => ({
   target: 'p99 at most 3× the raw transfer’s',
+  short: '≤ 3×',
   met: row.summary.p99Ratio.median <= 3,
 });
 
-const mark = (v: Verdict | undefined) => (v ? `${v.target}: ${v.met ? '**met**' : '**not met**'}` : '');
+const mark = (v: Verdict | undefined) => (v ? `${v.short}: ${v.met ? '**met**' : '**not met**'}` : '');
 const n = (v: number) => Math.round(v).toLocaleString('en-US');
 const YARDSTICK = { bare: 'bare route', raw: 'raw transfer' };
 
@@ -123,7 +127,7 @@ export function fixedSectionTable(report: Report): string {
 export function machineLine(report: Report): string {
   const m = report.machine;
   const s = report.settings;
-  return `${m.cores} × ${m.cpu} (${m.cores} cores), ${m.memoryGiB} GiB RAM, ${m.os}, Node ${m.node}, PostgreSQL ${m.postgres}: server, PostgreSQL and load generator on the same cores. Each figure is the median of ${s.rounds} rounds of ${s.durationS} s a row, each row right after a ${s.yardstickS}-second run of its yardstick, ${s.connections} connections; the lists on ${n(s.listRows)} rows of each kind.`;
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB RAM, ${m.os}, Node ${m.node}, PostgreSQL ${m.postgres}; server, PostgreSQL and load generator share the cores. Medians of ${s.rounds} round${s.rounds === 1 ? '' : 's'}, ${s.durationS} s a row after ${s.yardstickS} s of its yardstick, ${s.connections} connections; lists on ${n(s.listRows)} rows of each kind.`;
 }
 
 /** Whether every target the report judges is met, and how many are not. */
