@@ -9,7 +9,7 @@
 // yardstick. Five rounds at least before deciding anything. The worktrees, servers and
 // databases go on every way out, Ctrl-C included.
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
+import { lstatSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { mkdtemp, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,8 +62,9 @@ function cleanUp(): Promise<void> {
 /** Removes the worktrees (synchronously, so that it also runs in an exit handler). */
 function removeWorktrees(): void {
   for (const wt of worktrees.splice(0)) {
-    // The node_modules link goes first: the worktree's removal must not reach through it.
-    if (existsSync(path.join(wt, 'node_modules'))) unlinkSync(path.join(wt, 'node_modules'));
+    // A node_modules link goes first: the worktree's removal must not reach through it.
+    const modules = path.join(wt, 'node_modules');
+    if (lstatSync(modules, { throwIfNoEntry: false })?.isSymbolicLink()) unlinkSync(modules);
     try {
       execFileSync('git', ['worktree', 'remove', '--force', wt], { cwd: here, stdio: 'ignore' });
     } catch {
@@ -169,7 +170,7 @@ export async function main(args: string[]): Promise<void> {
     const lines = [
       `### compare: ${sides.map((s, i) => `${names[i]} = ${s.label}${s.commit ? ` (${s.commit.slice(0, 10)})` : ''}`).join(', ')}`,
       '',
-      `${rounds} rounds, ${durationS} s a row, 50 connections; each row right after its yardstick (${yardsticks.runS} s), on ${PG_SERVER.replace(/\/\/[^@]*@/, '//')}.`,
+      `${rounds} round${rounds === 1 ? '' : 's'}, ${durationS} s a row, 50 connections; each row right after its yardstick (${yardsticks.runS} s), on ${PG_SERVER.replace(/\/\/[^@]*@/, '//')}.`,
       '',
       '| row | side | req/s | yardstick | yardstick req/s | of yardstick (median) | min–max | interquartile | p99 ms | failed |',
       '|---|---|---:|---|---:|---:|---:|---:|---:|---:|',

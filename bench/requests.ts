@@ -126,11 +126,16 @@ export function each(
   });
 }
 
-/** Each call the next of `items`, once each; an exhausted stock is a failure of the row's set-up. */
-export function take<T>(items: readonly T[], what: string): () => T {
+/**
+ * Each call the next of `ids`, once each. Past the last, an id that matches nothing (the request
+ * is answered 404 and counted as failed, said once on stderr): a throw here would end autocannon's
+ * run, and the benchmark, mid-row.
+ */
+export function take(ids: readonly string[], what: string): () => string {
   let i = 0;
   return () => {
-    if (i >= items.length) throw new Error(`${what}: all ${items.length} prepared were used`);
-    return items[i++]!;
+    if (i < ids.length) return ids[i++]!;
+    if (i++ === ids.length) process.stderr.write(`${what}: all ${ids.length} made were used; the rest fail\n`);
+    return '00000000-0000-0000-0000-000000000000';
   };
 }
