@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { loadConfig } from '../src/config.ts';
 import { freePort } from '../src/test/process.ts';
 import { STALL_MS, stallsBetween } from './disk-stalls.ts';
 
@@ -143,11 +144,12 @@ export class BareBeside {
 
   private constructor(server: Server) {
     this.#server = server;
-    this.#beside = new Beside(
-      async () =>
-        (await load('bare Fastify route (beside)', { url: `${server.url}/`, durationS: BareBeside.RUN_S, warmupS: 1 }))
-          .rps,
-    );
+    this.#beside = new Beside(() => this.rate());
+  }
+
+  /** One run of the bare route (RUN_S, or `durationS`, after a second not counted): its rate. */
+  async rate(durationS = BareBeside.RUN_S): Promise<number> {
+    return (await load('bare Fastify route (beside)', { url: `${this.#server.url}/`, durationS, warmupS: 1 })).rps;
   }
 
   static async start(): Promise<BareBeside> {
@@ -170,11 +172,13 @@ export interface CofferServer extends Server {
   adminToken: string;
 }
 
-/** The Node flags of `npm start` (package.json): the benchmark runs the server as `npm start` does. */
-const START_SCRIPT = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
-).scripts.start.split(/\s+/);
-const SERVER_NODE_ARGS = START_SCRIPT.slice(1, START_SCRIPT.indexOf('--import'));
+/** The Node flags of `npm start` (the checkout's package.json): the benchmark runs the server as `npm start` does. */
+function serverNodeArgs(root: string): string[] {
+  const start = (
+    JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }
+  ).scripts.start.split(/\s+/);
+  return start.slice(1, start.indexOf('--import'));
+}
 
 /** The profilers' PROFILE_ENV: a JSON object of variables added to the server's environment. */
 export function profileEnv(): Record<string, string> {
@@ -217,7 +221,7 @@ export async function startCoffer(opts: {
   const proc = spawn(
     process.execPath,
     [
-      ...SERVER_NODE_ARGS,
+      ...serverNodeArgs(opts.root ?? fileURLToPath(new URL('..', import.meta.url))),
       ...(opts.nodeArgs ?? []),
       '--import',
       'tsx',
@@ -688,6 +692,9 @@ export async function fundWallets(
     await post(coffer, auth, `/api/v1/simulation/wallets/${w.walletId}/clear-pending/bank`);
   }
 }
+
+/** The PostgreSQL server the benchmarks make their databases on: DATABASE_URL, or the local one. */
+export const PG_SERVER = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const created: { serverUrl: string; name: string }[] = [];
 

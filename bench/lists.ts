@@ -9,18 +9,28 @@
 // job folds the seed's deltas). Each list is timed: first page, a counted filter, a selective
 // filter, page[offset]=1000, against the bare Fastify route of the same run. Every response's
 // meta.total is checked against a count(*) made once before the load.
-import { loadConfig } from '../src/config.ts';
 import { envelope } from '../src/modules/events/record.ts';
 import type { AnyTopic } from '../src/modules/events/topics.ts';
 import { paymentResource } from '../src/modules/payments/render.ts';
 import type { PaymentRow } from '../src/modules/payments/sql.ts';
-import { BareBeside, freshDatabase, json, load, merchant, runOn, startCoffer, type LoadResult } from './lib.ts';
+import {
+  type Auth,
+  BareBeside,
+  type CofferServer,
+  freshDatabase,
+  json,
+  load,
+  merchant,
+  PG_SERVER,
+  runOn,
+  startCoffer,
+  type LoadResult,
+} from './lib.ts';
 
-const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const say = (s: string) => process.stderr.write(`${s}\n`);
 
-/** Rows of each kind. */
-const N = Number(process.env.LISTS_ROWS ?? 1_000_000);
+/** Rows of each kind (the lists scenario's; LISTS_ROWS sets another). */
+export const LIST_ROWS = Number(process.env.LISTS_ROWS ?? 1_000_000);
 
 /** A time-ordered uuid (version 7's layout) from a timestamp and a seed text, in SQL. */
 const uuidv7Sql = (ts: string, seed: string) =>
@@ -59,7 +69,7 @@ function eventBodyTemplate(clientId: string): string {
   return body.replaceAll(at.toISOString(), AT);
 }
 
-async function seed(databaseUrl: string, clientId: string): Promise<void> {
+async function seed(databaseUrl: string, clientId: string, N: number): Promise<void> {
   const { default: pg } = await import('pg');
   const c = new pg.Client({ connectionString: databaseUrl });
   await c.connect();
@@ -142,8 +152,8 @@ async function seed(databaseUrl: string, clientId: string): Promise<void> {
 
 async function keptDatabase(): Promise<string> {
   const name = `coffer_lists_kept_${Date.now()}`;
-  await runOn(pgServer, `create database ${name}`);
-  const u = new URL(pgServer);
+  await runOn(PG_SERVER, `create database ${name}`);
+  const u = new URL(PG_SERVER);
   u.pathname = `/${name}`;
   say(`Kept database: ${u.toString()}`);
   return u.toString();
@@ -155,22 +165,30 @@ async function truth(databaseUrl: string, text: string): Promise<number> {
   return Number(row!.n);
 }
 
-export async function listsScenario(
-  db: string,
-  o: { durationS: number; bare: () => Promise<LoadResult> },
-): Promise<LoadResult[]> {
-  if (db !== 'postgres') throw new Error('the lists scenario runs on PostgreSQL only (--db postgres)');
-  const results: LoadResult[] = [await o.bare()];
+/** A list's page as the benchmark reads it, and the count(*) its meta.total must be. */
+export interface ListRow {
+  name: string;
+  path: string;
+  count: string;
+  /** A first page, a page with filters, or a page past an offset. */
+  kind: 'first' | 'filter' | 'offset';
+}
+
+/**
+ * A server on a database seeded with `n` rows of each kind for one merchant (on the PostgreSQL
+ * server of DATABASE_URL), and the lists to read, each one's meta.total checked against its
+ * count(*). The caller stops the server.
+ */
+export async function seededLists(n: number): Promise<{ coffer: CofferServer; auth: Auth; rows: ListRow[] }> {
   // LISTS_KEEP=1: a database of its own that the run leaves behind (to EXPLAIN the lists' queries on).
-  const databaseUrl = process.env.LISTS_KEEP ? await keptDatabase() : await freshDatabase(pgServer, 'coffer_lists');
+  const databaseUrl = process.env.LISTS_KEEP ? await keptDatabase() : await freshDatabase(PG_SERVER, 'coffer_lists');
   let coffer = await startCoffer({ databaseUrl });
   const auth = await merchant(coffer);
   await coffer.stop();
   const clientId = auth['client-id'];
-  await seed(databaseUrl, clientId);
+  await seed(databaseUrl, clientId, n);
   // Events are kept longer than the seed's 40 days, so the event-retention job leaves them all.
   coffer = await startCoffer({ databaseUrl, env: { EVENT_RETENTION_DAYS: '60' } });
-  const beside = await BareBeside.start();
   try {
     const wallet = (await json(`${coffer.url}/api/v1/wallets?filter[email]=seed1@example.com`, { headers: auth }))
       .data[0].id as string;
@@ -178,7 +196,7 @@ export async function listsScenario(
       .data[0].relationships.paymentIntent.data.id as string;
     const M = `client_id = '${clientId}'`;
     const now = new Date().toISOString();
-    const rows: { name: string; path: string; count: string }[] = [
+    const rows: Omit<ListRow, 'kind'>[] = [
       { name: 'users', path: '/api/v1/users', count: `select count(*) as n from users where ${M}` },
       {
         name: 'users, filter[email]',
@@ -295,6 +313,26 @@ export async function listsScenario(
       const got = await json(`${coffer.url}${r.path}`, { headers: auth });
       if (got.meta.total !== expected) throw new Error(`${r.path}: meta.total ${got.meta.total}, count(*) ${expected}`);
       say(`${r.name}: total ${expected.toLocaleString('en-US')}`);
+    }
+    const kind = (path: string): ListRow['kind'] =>
+      path.includes('page[offset]') ? 'offset' : path.includes('filter[') ? 'filter' : 'first';
+    return { coffer, auth, rows: rows.map((r) => ({ ...r, kind: kind(r.path) })) };
+  } catch (e) {
+    await coffer.stop();
+    throw e;
+  }
+}
+
+export async function listsScenario(
+  db: string,
+  o: { durationS: number; bare: () => Promise<LoadResult> },
+): Promise<LoadResult[]> {
+  if (db !== 'postgres') throw new Error('the lists scenario runs on PostgreSQL only (--db postgres)');
+  const results: LoadResult[] = [await o.bare()];
+  const { coffer, auth, rows } = await seededLists(LIST_ROWS);
+  const beside = await BareBeside.start();
+  try {
+    for (const r of rows) {
       results.push(
         await beside.around(() =>
           load(`GET ${r.name}`, {

@@ -4,10 +4,8 @@
 // database, writes the raw figures to bench/results/<time>.json and prints that path. PostgreSQL
 // runs use the server in DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres) with
 // a fresh database.
-import type autocannon from 'autocannon';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../src/config.ts';
 import {
   analyzeDatabase,
   approvedWallets,
@@ -19,6 +17,7 @@ import {
   load,
   machine,
   merchant,
+  PG_SERVER,
   RAW_TRANSFER,
   settled,
   startBare,
@@ -34,6 +33,25 @@ import {
 import { startDiskProbe, stopDiskProbe } from './disk-stalls.ts';
 import { listsScenario } from './lists.ts';
 import { rawBeside, rawTransferRate } from './raw-transfer.ts';
+import {
+  type ApiRequest,
+  authorize,
+  cancelIntent,
+  cancelPayment,
+  cannon,
+  capture,
+  checkoutFlow,
+  createIntent,
+  cycle,
+  deposit,
+  directPayment,
+  each,
+  refund,
+  rotate,
+  take,
+  type Wallet,
+  withdraw,
+} from './requests.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -47,7 +65,6 @@ const { values, positionals } = parseArgs({
 const otherRoot = values.root;
 const durationS = Number(values.duration);
 const scenarios = positionals.length > 0 ? positionals : ['users'];
-const pgServer = loadConfig(process.env).databaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbs = values.db === 'both' ? ['pglite', 'postgres'] : [values.db!];
 
 async function bare(): Promise<LoadResult> {
@@ -61,7 +78,7 @@ async function bare(): Promise<LoadResult> {
 
 async function usersScenario(db: string): Promise<LoadResult[]> {
   const results: LoadResult[] = [await bare()];
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(PG_SERVER, 'coffer_bench') : undefined;
   let floorQuery: { text: string; values: string[] } | undefined;
   const beside = await BareBeside.start();
   try {
@@ -175,45 +192,14 @@ async function rawTransfer(databaseUrl: string): Promise<LoadResult> {
  * raw pg transfer transaction on 8 connections.
  */
 async function moneyScenario(db: string): Promise<LoadResult[]> {
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(PG_SERVER, 'coffer_bench') : undefined;
   const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
   const coffer = await startCoffer({ databaseUrl });
   try {
     const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
     const wallets = await approvedWallets(coffer, auth, 50);
-    let n = 0;
-    /** A POST per request from a wallet `pick` chooses, each with its own idempotency key. */
-    const walletPosts = (
-      pick: () => { walletId: string; accountId: string },
-      type: string,
-      amount: number,
-      path: (walletId: string) => string,
-      extra: (w: { walletId: string; accountId: string }) => Record<string, unknown>,
-    ) => [
-      {
-        method: 'POST' as const,
-        setupRequest: (req: Record<string, unknown>) => {
-          const w = pick();
-          return {
-            ...req,
-            path: path(w.walletId),
-            body: JSON.stringify({
-              data: { type, attributes: { amount, ...extra(w), idempotencyKey: `bench-${n++}-${Math.random()}` } },
-            }),
-          };
-        },
-      },
-    ];
     const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
-    const depositRequest = (pick: () => { walletId: string; accountId: string }) =>
-      walletPosts(
-        pick,
-        'OneTimeDeposit',
-        1000,
-        (id) => `/api/v1/wallets/${id}/transactions`,
-        (w) => ({ linkedAccountId: w.accountId }),
-      );
-    let k = 0;
+    const nextWallet = cycle(wallets);
     results.push(
       await besideRaw(() =>
         load('POST deposit (50 wallets)', {
@@ -221,7 +207,7 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
           headers: auth,
           serverPid: coffer.proc.pid,
           durationS,
-          requests: depositRequest(() => wallets[k++ % wallets.length]!) as never,
+          requests: cannon(() => deposit(nextWallet())),
         }),
       ),
     );
@@ -232,7 +218,7 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
           headers: auth,
           serverPid: coffer.proc.pid,
           durationS,
-          requests: depositRequest(() => wallets[0]!) as never,
+          requests: cannon(() => deposit(wallets[0]!)),
         }),
       ),
     );
@@ -259,40 +245,20 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
     // wallet, more than that request finishes within the server's 90-second request timeout.
     const spenders = await approvedWallets(coffer, auth, 50, 50);
     await fundWallets(coffer, auth, spenders, 50_000_000);
-    const fromWallet = (
-      label: string,
-      type: string,
-      path: (walletId: string) => string,
-      extra: (w: { walletId: string }) => Record<string, unknown>,
-    ) => {
-      let m = 0;
-      const requests = walletPosts(() => spenders[m++ % spenders.length]!, type, 100, path, extra);
+    const fromWallet = (label: string, request: (w: Wallet) => ApiRequest) => {
+      const next = cycle(spenders);
       return besideRaw(() =>
         load(label, {
           url: coffer.url,
           headers: auth,
           serverPid: coffer.proc.pid,
           durationS,
-          requests: requests as never,
+          requests: cannon(() => request(next())),
         }),
       );
     };
-    results.push(
-      await fromWallet(
-        'POST withdraw (50 wallets)',
-        'Withdraw',
-        (id) => `/api/v1/wallets/${id}/withdraw`,
-        () => ({}),
-      ),
-    );
-    results.push(
-      await fromWallet(
-        'POST /payments (50 wallets)',
-        'CreatePayment',
-        () => '/api/v1/payments',
-        (w) => ({ walletId: w.walletId }),
-      ),
-    );
+    results.push(await fromWallet('POST withdraw (50 wallets)', (w) => withdraw(w)));
+    results.push(await fromWallet('POST /payments (50 wallets)', (w) => directPayment(w)));
     const ledger = await verifyLedger(coffer);
     if (!ledger.sound) throw new Error(`ledger not sound after the run: ${JSON.stringify(ledger.violations)}`);
   } finally {
@@ -307,60 +273,15 @@ async function moneyScenario(db: string): Promise<LoadResult[]> {
  * so that authorize's latency is its own. No card processor: bank rails, manual capture.
  */
 async function checkoutScenario(db: string): Promise<LoadResult[]> {
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(PG_SERVER, 'coffer_bench') : undefined;
   const results: LoadResult[] = [await bare(), ...(databaseUrl ? [await rawTransfer(databaseUrl)] : [])];
   const coffer = await startCoffer({ databaseUrl });
   try {
     const auth = await merchant(coffer, { maxOneTimeDeposit: 100_000_000 });
     const wallets = await approvedWallets(coffer, auth, 50);
     await fundWallets(coffer, auth, wallets, 50_000_000);
-    let k = 0;
-    type Ctx = { intentId?: string; paymentId?: string };
-    const createIntent = {
-      method: 'POST' as const,
-      path: '/api/v1/payment-intents',
-      setupRequest: (req: Record<string, unknown>) => ({
-        ...req,
-        body: JSON.stringify({
-          data: {
-            type: 'CreatePaymentIntent',
-            attributes: { amount: 100, walletId: wallets[k++ % wallets.length]!.walletId },
-          },
-        }),
-      }),
-    };
-    const authorize = (intentId: (ctx: Ctx) => string) => ({
-      method: 'POST' as const,
-      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => {
-        const id = intentId(ctx);
-        return {
-          ...req,
-          path: `/api/v1/payment-intents/${id}/authorize`,
-          body: JSON.stringify({
-            data: { type: 'AuthorizePaymentIntent', attributes: { amount: 100, idempotencyKey: `${id}-a` } },
-          }),
-        };
-      },
-    });
-    const captureOf = (id: string) => ({
-      path: `/api/v1/payments/${id}/capture`,
-      body: JSON.stringify({ data: { type: 'CapturePayment', attributes: { amount: 100 } } }),
-    });
-    const capture = (paymentId: (ctx: Ctx) => string) => ({
-      method: 'POST' as const,
-      setupRequest: (req: Record<string, unknown>, ctx: Ctx) => ({ ...req, ...captureOf(paymentId(ctx)) }),
-    });
-    const flow = [
-      {
-        ...createIntent,
-        onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.intentId = JSON.parse(body).data?.id),
-      },
-      {
-        ...authorize((ctx) => ctx.intentId!),
-        onResponse: (_s: number, body: string, ctx: Ctx) => void (ctx.paymentId = JSON.parse(body).included?.[0]?.id),
-      },
-      capture((ctx) => ctx.paymentId!),
-    ];
+    const fixture = { coffer, auth };
+    const nextWallet = cycle(wallets);
     // Each row beside the raw transfer; every row after the flow starts once the payments the
     // row before captured have settled.
     const besideRaw = rawBesideOf(databaseUrl, coffer, auth);
@@ -370,7 +291,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
         headers: auth,
         serverPid: coffer.proc.pid,
         durationS,
-        requests: flow as never,
+        requests: checkoutFlow(nextWallet),
       }),
     );
     results.push(whole, {
@@ -391,78 +312,40 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     // second of the duration: at about 2,000 per second a row runs for 5 s. (It was 400, about 2 s:
     // its p99 was then its 40 slowest responses, one group caught by one garbage collection, and
     // ran from 46 to 108 ms over five runs of the same code.)
-    let reported = false;
-    const firstError = (status: number, body: string) => {
-      if (!reported) process.stderr.write(`first failed request: ${status} ${body}\n`);
-      reported = true;
-    };
     const n = 1000 * durationS;
     const warm = 2000;
     const intents: string[] = [];
+    const newIntent = () => createIntent(nextWallet());
+    const intentId = (answer: { data: { id: string } }) => answer.data.id;
     results.push(
       await besideRaw(() =>
-        load(`POST /payment-intents (${2 * n + warm})`, {
-          url: coffer.url,
-          headers: auth,
-          serverPid: coffer.proc.pid,
-          amount: 2 * n + warm,
-          warmupAmount: warm,
-          requests: [
-            {
-              ...createIntent,
-              onResponse: (status: number, body: string) =>
-                status === 201 ? intents.push(JSON.parse(body).data.id) : firstError(status, body),
-            },
-          ] as never,
+        each(`POST /payment-intents (${2 * n + warm})`, fixture, {
+          count: 2 * n + warm,
+          warmup: warm,
+          next: newIntent,
+          keep: { pick: intentId, into: intents, warmInto: intents },
         }),
       ),
     );
     // A row's warm-up batch goes first in the same autocannon run, on the same connections
     // (warmupAmount): as a run of its own, it left the counted requests to new connections.
-    let i = 0;
+    const nextIntent = take(intents, 'intents');
     /** Authorizes `count` intents (after `warmup` more, not counted); the payments go into `into`, the warm-up's into `warmInto`. */
-    const authorizeEach = (count: number, connections: number, into?: string[], warmup = 0, warmInto?: string[]) => {
-      let answered = 0;
-      return load(`POST /payment-intents/{id}/authorize (${count}, ${connections} connections)`, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        amount: count,
-        warmupAmount: warmup,
+    const authorizeEach = (count: number, connections: number, into: string[], warmup: number, warmInto: string[]) =>
+      each(`POST /payment-intents/{id}/authorize (${count}, ${connections} connections)`, fixture, {
+        count,
+        warmup,
         connections,
-        requests: [
-          {
-            ...authorize(() => intents[i++]!),
-            onResponse: (status: number, body: string) => {
-              const to = answered++ < warmup ? warmInto : into;
-              return status !== 201 ? firstError(status, body) : to ? to.push(JSON.parse(body).included[0].id) : 0;
-            },
-          },
-        ] as never,
+        next: () => authorize(nextIntent()),
+        keep: { pick: (answer) => answer.included[0].id, into, warmInto },
       });
-    };
     /** One POST per id, each built by `request`, after one per `warmup` id, not counted. */
-    const postEach = (
-      label: string,
-      warmup: string[],
-      measured: string[],
-      request: (id: string) => { path: string; body?: string },
-    ) => {
-      const ids = [...warmup, ...measured];
-      let c = 0;
-      return load(`${label} (${measured.length})`, {
-        url: coffer.url,
-        headers: auth,
-        serverPid: coffer.proc.pid,
-        amount: measured.length,
-        warmupAmount: warmup.length,
-        requests: [
-          {
-            method: 'POST' as const,
-            setupRequest: (req: Record<string, unknown>) => ({ ...req, ...request(ids[c++]!) }),
-            onResponse: (status: number, body: string) => (status >= 300 ? firstError(status, body) : 0),
-          },
-        ] as never,
+    const postEach = (label: string, warmup: string[], measured: string[], request: (id: string) => ApiRequest) => {
+      const next = take([...warmup, ...measured], label);
+      return each(`${label} (${measured.length})`, fixture, {
+        count: measured.length,
+        warmup: warmup.length,
+        next: () => request(next()),
       });
     };
     const warmPayments: string[] = [];
@@ -478,34 +361,24 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
       await besideRaw(() => authorizeEach(n, 10, uncaptured, warm, warmUncaptured)),
     );
     if (databaseUrl) await analyzeDatabase(databaseUrl);
-    results.push(await besideRaw(() => postEach('POST /payments/{id}/capture', warmPayments, payments, captureOf)));
+    results.push(
+      await besideRaw(() => postEach('POST /payments/{id}/capture', warmPayments, payments, (id) => capture(id))),
+    );
     // The rest of a payment's life, each on its own batch: refund what was captured, cancel the
     // payments authorized at 10 connections, and cancel intents never authorized.
-    const refund = (id: string) => ({
-      path: `/api/v1/payments/${id}/refund`,
-      body: JSON.stringify({ data: { type: 'Refund', attributes: { amount: 100, idempotencyKey: `${id}-r` } } }),
-    });
-    results.push(await besideRaw(() => postEach('POST /payments/{id}/refund', warmPayments, payments, refund)));
-    const cancelPayment = (id: string) => ({ path: `/api/v1/payments/${id}/cancel` });
+    results.push(
+      await besideRaw(() => postEach('POST /payments/{id}/refund', warmPayments, payments, (id) => refund(id))),
+    );
     results.push(
       await besideRaw(() => postEach('POST /payments/{id}/cancel', warmUncaptured, uncaptured, cancelPayment)),
     );
     const open: string[] = [];
-    await load(`POST /payment-intents (${n}, to cancel)`, {
-      url: coffer.url,
-      headers: auth,
-      serverPid: coffer.proc.pid,
-      amount: n,
-      warmupAmount: warm,
-      requests: [
-        {
-          ...createIntent,
-          onResponse: (status: number, body: string) =>
-            status === 201 ? open.push(JSON.parse(body).data.id) : firstError(status, body),
-        },
-      ] as never,
+    await each(`POST /payment-intents (${n}, to cancel)`, fixture, {
+      count: n,
+      warmup: warm,
+      next: newIntent,
+      keep: { pick: intentId, into: open, warmInto: open },
     });
-    const cancelIntent = (id: string) => ({ path: `/api/v1/payment-intents/${id}/cancel` });
     results.push(
       await besideRaw(() =>
         postEach('POST /payment-intents/{id}/cancel', open.slice(0, warm), open.slice(warm), cancelIntent),
@@ -526,7 +399,7 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
  */
 async function webhooksScenario(db: string): Promise<LoadResult[]> {
   const n = 5000;
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(PG_SERVER, 'coffer_bench') : undefined;
   let received = 0;
   let first = 0;
   let last = 0;
@@ -596,7 +469,7 @@ async function webhooksScenario(db: string): Promise<LoadResult[]> {
  * checkout's Coffer with tracing off. The second round runs the servers in reverse order.
  */
 async function tracingScenario(db: string): Promise<LoadResult[]> {
-  const databaseUrl = db === 'postgres' ? await freshDatabase(pgServer, 'coffer_bench') : undefined;
+  const databaseUrl = db === 'postgres' ? await freshDatabase(PG_SERVER, 'coffer_bench') : undefined;
   const results: LoadResult[] = [await bare()];
   let exports = 0;
   const receiver = createServer((req, res) => {
@@ -637,7 +510,6 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
     } finally {
       await setup.stop();
     }
-    let n = 0;
     // The second round runs the servers in reverse order, so that a drift over the run (a warmer
     // cache, a growing ledger) does not favour whichever server comes last.
     for (const round of [1, 2]) {
@@ -659,35 +531,14 @@ async function tracingScenario(db: string): Promise<LoadResult[]> {
               requests: rotate(userIds.map((id) => `/api/v1/users/${id}`)),
             }),
           );
-          let k = 0;
+          const nextWallet = cycle(wallets);
           results.push(
             await load(`POST deposit (50 wallets)${suffix}`, {
               url: coffer.url,
               headers: auth,
               serverPid: coffer.proc.pid,
               durationS,
-              requests: [
-                {
-                  method: 'POST',
-                  setupRequest: (req: Record<string, unknown>) => {
-                    const w = wallets[k++ % wallets.length]!;
-                    return {
-                      ...req,
-                      path: `/api/v1/wallets/${w.walletId}/transactions`,
-                      body: JSON.stringify({
-                        data: {
-                          type: 'OneTimeDeposit',
-                          attributes: {
-                            amount: 1000,
-                            linkedAccountId: w.accountId,
-                            idempotencyKey: `bench-t-${n++}-${Math.random()}`,
-                          },
-                        },
-                      }),
-                    };
-                  },
-                },
-              ] as never,
+              requests: cannon(() => deposit(nextWallet())),
             }),
           );
         } finally {
@@ -715,7 +566,7 @@ for (const db of dbs) {
   // With BENCH_TAIL, the disk's stalls beside the rows, on the filesystem the database's
   // commits wait on. The probe's fsyncs load the disk too, so the tables' runs go without it.
   stopDiskProbe();
-  if (TAIL) await startDiskProbe(db === 'postgres' ? pgServer : undefined);
+  if (TAIL) await startDiskProbe(db === 'postgres' ? PG_SERVER : undefined);
   for (const s of scenarios) {
     const run = SCENARIOS[s];
     if (!run) throw new Error(`unknown scenario ${s}; known: ${Object.keys(SCENARIOS).join(', ')}`);
@@ -731,9 +582,3 @@ process.stdout.write(`\nMachine: ${machine()}\n`);
 stopDiskProbe();
 await dropDatabases();
 await writeResults(new Date().toISOString().slice(0, 19).replace(/:/g, ''), { machine: machine(), durationS, report });
-
-/** autocannon requests that walk through `paths` in turn, one per request. */
-function rotate(paths: string[]): autocannon.Request[] {
-  let i = 0;
-  return [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[i++ % paths.length]! }) }];
-}
