@@ -8,9 +8,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
 import { redactQuery } from '../log.ts';
-import { httpMetrics } from '../observability/metrics.ts';
+import { connectionsCut, httpMetrics } from '../observability/metrics.ts';
 import { context, endSpan, requestSpans, SpanKind, startSpan, trace, tracing } from '../observability/tracing.ts';
 import { apiError } from './errors.ts';
+import { limitConnections } from './connections.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
 import { documentJsonApiRequest, normalizeJsonApiRequest } from './jsonapi-request.ts';
 import { refuseNulInUrl } from './nul.ts';
@@ -85,7 +86,14 @@ export function createServer(opts: ServerOptions): App {
   );
   for (const s of sharedSchemas) app.addSchema(s);
 
-  // First of all hooks: the request's span, active for the hooks and the handler after it.
+  // First of all hooks: a connection's requests one at a time, its pipelining and write timeout
+  // bounded (connections.ts), so nothing runs for a request that has to wait its turn.
+  limitConnections(app, {
+    writeTimeoutMs: config.writeTimeoutMs,
+    maxPipelined: config.maxPipelinedRequests,
+    onCut: (reason) => connectionsCut.inc({ listener: opts.listener, reason }),
+  });
+  // Then the request's span, active for the hooks and the handler after it.
   if (tracing.enabled) traceRequests(app, opts.listener);
 
   const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
