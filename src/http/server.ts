@@ -7,7 +7,7 @@ import FindMyWay from 'find-my-way';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
-import { redactQuery } from '../log.ts';
+import { redactUrl } from '../log.ts';
 import { connectionsCut, httpMetrics } from '../observability/metrics.ts';
 import { context, endSpan, requestSpans, SpanKind, startSpan, trace, tracing } from '../observability/tracing.ts';
 import { apiError } from './errors.ts';
@@ -177,8 +177,8 @@ export function createServer(opts: ServerOptions): App {
   // The line's fields are these five, none of them a secret, so it is written by a logger
   // without the redaction paths (src/log.ts): their wildcards ran on every field of every line,
   // 4 µs and 15 KB of garbage per request, more than half of what the line cost (pino 10).
-  // Every other line, req.log's included, is still redacted. Query values are replaced in the
-  // URL (redactQuery): they carry e-mails and phone numbers.
+  // Every other line, req.log's included, is still redacted. Query values and lookUpIds are
+  // replaced in the URL (redactUrl): they carry e-mails, phone numbers and bearer secrets.
   const requestLog = opts.logger.child({}, { redact: { paths: [] } });
   const countRequest = httpMetrics(opts.listener);
   app.addHook('onResponse', (req, reply, done) => {
@@ -188,7 +188,7 @@ export function createServer(opts: ServerOptions): App {
       {
         reqId: req.id,
         method: req.method,
-        url: redactQuery(req.url),
+        url: redactUrl(req.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },
