@@ -126,7 +126,7 @@ export function createServer(opts: ServerOptions): App {
       done(null, payload);
     });
   }
-  // Every listener parses JSON the same way (the depth limit and U+0000 included).
+  // Every listener parses JSON the same way (the depth limit, U+0000 and lone surrogates included).
   registerJsonParsers(app);
   if (!opts.plainContent) {
     // JSON:API request documents (src/http/jsonapi-request.ts): jsonapi/meta/links ignored, a PATCH's data.id checked.
