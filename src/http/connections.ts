@@ -5,6 +5,7 @@
 // the response before it is handed to the network), at most `maxPipelined` may wait behind the
 // one being answered, and a connection whose client stops reading a response for
 // `writeTimeoutMs` is reset.
+import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
@@ -16,15 +17,30 @@ export interface ConnectionLimits {
   onCut: (reason: CutReason) => void;
 }
 
-interface Connection {
-  socket: Socket;
+class Connection {
   /** One of its requests is being answered. */
-  busy: boolean;
+  busy = false;
   /** Pipelined requests waiting for their turn: each continues its hooks. */
-  waiting: (() => void)[];
+  waiting: (() => void)[] = [];
   /** Bytes the kernel had taken when the sweep saw them change, and when. */
-  flushed: number;
-  stalledSince: number;
+  flushed = 0;
+  stalledSince = 0;
+
+  constructor(readonly socket: Socket) {}
+
+  /** Answers a request now: the next waits until its response closes (sent, or the connection gone). */
+  answer(res: ServerResponse, proceed: () => void): void {
+    this.busy = true;
+    res.on('close', this.release);
+    proceed();
+  }
+
+  // One function per connection, not a closure per request.
+  readonly release = (): void => {
+    this.busy = false;
+    if (this.socket.destroyed) this.waiting.length = 0;
+    else this.waiting.shift()?.();
+  };
 }
 
 /** Installs the limits on `app`'s requests: call before any other onRequest hook. */
@@ -39,15 +55,6 @@ export function limitConnections(app: FastifyInstance, limits: ConnectionLimits)
     conn.socket.resetAndDestroy();
     limits.onCut(reason);
   };
-  const answer = (conn: Connection, res: NodeJS.EventEmitter, proceed: () => void) => {
-    conn.busy = true;
-    res.once('close', () => {
-      conn.busy = false;
-      if (conn.socket.destroyed) conn.waiting.length = 0;
-      else conn.waiting.shift()?.();
-    });
-    proceed();
-  };
 
   app.addHook('onRequest', (req, reply, done) => {
     const socket = req.raw.socket;
@@ -57,17 +64,17 @@ export function limitConnections(app: FastifyInstance, limits: ConnectionLimits)
     if (socket.destroyed) return;
     let conn = connections.get(socket);
     if (conn === undefined) {
-      const created: Connection = { socket, busy: false, waiting: [], flushed: 0, stalledSince: 0 };
+      const created = new Connection(socket);
       connections.set(socket, (conn = created));
       socket.once('close', () => {
         connections.delete(socket);
         created.waiting.length = 0;
       });
     }
-    if (!conn.busy) return answer(conn, reply.raw, done);
+    if (!conn.busy) return conn.answer(reply.raw, done);
     if (conn.waiting.length >= limits.maxPipelined) return cut(conn, 'pipelining');
     const waiting = conn;
-    conn.waiting.push(() => answer(waiting, reply.raw, done));
+    conn.waiting.push(() => waiting.answer(reply.raw, done));
   });
 
   // The write timeout: a connection with bytes waiting to be sent whose count of bytes taken by
