@@ -54,6 +54,10 @@ export interface Config {
   trustProxy: boolean | string;
   /** Whole-request timeout; slow clients are cut off after this. */
   requestTimeoutMs: number;
+  /** A connection whose client stops reading a response this long is reset (src/http/connections.ts). */
+  writeTimeoutMs: number;
+  /** Requests a connection may have waiting behind the one being answered (pipelined); one more closes it. */
+  maxPipelinedRequests: number;
   logLevel: string;
   /** Background jobs (KYC decisions, expiry sweeps, webhook delivery). */
   workersEnabled: boolean;
@@ -305,6 +309,8 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 5_000, 0, 3_600_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 50 * 1024 * 1024),
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 90_000, 1_000, 600_000),
+    writeTimeoutMs: int('WRITE_TIMEOUT_MS', 10_000, 1_000, 600_000),
+    maxPipelinedRequests: int('MAX_PIPELINED_REQUESTS', 32, 1, 1_000),
     trustProxy: parseTrustProxy(read('TRUST_PROXY'), problems),
     logLevel: read('LOG_LEVEL') ?? 'info',
     workersEnabled: bool('WORKERS', true),

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { createServer } from './http/server.ts';
-import { createTestApp, logCapture, type Merchant, type TestApp } from './test/harness.ts';
+import { createTestApp, createUser, logCapture, type Merchant, type TestApp } from './test/harness.ts';
+import { createWallet } from './test/money.ts';
 
 describe('log', () => {
   let t: TestApp;
@@ -53,6 +54,35 @@ describe('log', () => {
     );
     const text = lines.join('\n');
     for (const leaked of ['ada.log', '14155550123']) assert.ok(!text.includes(leaked), `${leaked} was logged`);
+  });
+
+  test("a gift's or a barcode's lookUpId (a bearer secret) is redacted from the logged URL", async () => {
+    const gift = await t.request('POST', '/api/v1/simulation/gifts', {
+      as: m,
+      body: { data: { type: 'Gift', attributes: { amount: 500 } } },
+    });
+    assert.equal(gift.status, 201, gift.raw);
+    const user = await createUser(t, m);
+    const wallet = await createWallet(t, m, user.id);
+    const barcode = await t.request('POST', `/api/v1/simulation/wallets/${wallet.id}/barcodes`, { as: m });
+    assert.equal(barcode.status, 201, barcode.raw);
+    const giftId: string = gift.body.data.id;
+    const barcodeId: string = barcode.body.data.attributes.lookUpId;
+    const reads: [string, number, string][] = [
+      [`/api/v1/gifts/${giftId}`, 200, '/api/v1/gifts/[redacted]'],
+      [`/api/v1//gifts/${giftId}/?include=x`, 400, '/api/v1//gifts/[redacted]/?include=[redacted]'],
+      [`/api/v1/wallets/barcode/${barcodeId}`, 200, '/api/v1/wallets/barcode/[redacted]'],
+      [`/api/v1/simulation/barcodes/${barcodeId}`, 200, '/api/v1/simulation/barcodes/[redacted]'],
+      // The router decodes the path, so an escaped letter still reaches the gift.
+      [`/api/v1/%67ifts/${giftId}`, 200, '/api/v1/gifts/[redacted]'],
+    ];
+    for (const [i, [url, status, logged]] of reads.entries()) {
+      const res = await t.request('GET', url, { as: m, headers: { 'x-request-id': `log-test-look-up-${i}` } });
+      assert.equal(res.status, status, `${url}: ${res.raw}`);
+      assert.equal(parsed().find((l) => l.reqId === `log-test-look-up-${i}`)?.url, logged);
+    }
+    const text = lines.join('\n');
+    for (const secret of [giftId, barcodeId]) assert.ok(!text.includes(secret), `${secret} was logged`);
   });
 
   test("other lines are still redacted, the server's and each request's, top level and one level down", async () => {

@@ -29,13 +29,37 @@ export const REDACT_PATHS = [
 ];
 
 /**
- * A request URL fit for the log: every query value replaced, the parameter names kept. Query
- * strings carry e-mails and phone numbers (`filter[email]=…`); paths carry ids only. A string
- * scan, no parsing: it runs on every request line.
+ * Path segments that are bearer secrets: a gift's or a wallet barcode's lookUpId reads and spends
+ * it (GET /api/v1/gifts/{lookUpId}, /api/v1/wallets/barcode/{lookUpId},
+ * /api/v1/simulation/barcodes/{lookUpId}). Extra slashes route the same, so they match too.
  */
-export function redactQuery(url: string): string {
+const LOOK_UP_ID = /(\/(?:gifts|barcodes?)\/+)[^/?#]+/gi;
+
+/**
+ * A request URL fit for the log: lookUpIds in the path and every query value replaced, the
+ * parameter names kept. Query strings carry e-mails and phone numbers (`filter[email]=…`); paths
+ * carry ids, of which only lookUpIds are secrets. String scans: it runs on every request line.
+ */
+export function redactUrl(url: string): string {
   const q = url.indexOf('?');
-  return q < 0 ? url : url.slice(0, q + 1) + url.slice(q + 1).replace(/=[^&]*/g, '=[redacted]');
+  const path = q < 0 ? url : url.slice(0, q);
+  const shown = redactLookUpIds(path);
+  return q < 0 ? shown : `${shown}?${url.slice(q + 1).replace(/=[^&]*/g, '=[redacted]')}`;
+}
+
+function redactLookUpIds(path: string): string {
+  // The router matches the path percent-decoded (%67ifts is gifts), so it is checked that way too.
+  let routed = path;
+  if (path.includes('%')) {
+    try {
+      routed = decodeURI(path);
+    } catch {
+      // Malformed escapes: checked as they are.
+    }
+  }
+  if (!/gift|barcode/i.test(routed)) return path;
+  const redacted = routed.replace(LOOK_UP_ID, '$1[redacted]');
+  return redacted === routed ? path : redacted;
 }
 
 /** A PostgreSQL error code (SQLSTATE), on errors of pg and PGlite alike. */

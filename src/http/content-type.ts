@@ -3,7 +3,7 @@
 // (only charset=utf-8). Anything else is 415. Responses are always application/vnd.api+json.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { apiError } from './errors.ts';
-import { refuseNulInBody } from './nul.ts';
+import { refuseUnstorableInBody } from './nul.ts';
 
 interface MediaType {
   essence: string;
@@ -106,9 +106,9 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
 }
 
 /**
- * JSON parsing for both accepted types, with Fastify's prototype-poisoning protection and
- * the depth limit. An empty body (some clients send a content type on body-less POSTs) parses
- * as no body.
+ * JSON parsing for both accepted types, with Fastify's prototype-poisoning protection, the
+ * depth limit and the strings PostgreSQL cannot store refused (nul.ts). An empty body (some
+ * clients send a content type on body-less POSTs) parses as no body.
  */
 export function registerJsonParsers(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -122,9 +122,9 @@ export function registerJsonParsers(app: FastifyInstance): void {
     parseJson(req, body as string, (err, parsed) => {
       if (err) return done(err);
       try {
-        refuseNulInBody(body as string, parsed);
-      } catch (nul) {
-        return done(nul as Error);
+        refuseUnstorableInBody(body as string, parsed);
+      } catch (unstorable) {
+        return done(unstorable as Error);
       }
       done(null, parsed);
     });

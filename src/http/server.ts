@@ -7,10 +7,11 @@ import FindMyWay from 'find-my-way';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Clock } from '../clock.ts';
-import { redactQuery } from '../log.ts';
-import { httpMetrics } from '../observability/metrics.ts';
+import { redactUrl } from '../log.ts';
+import { connectionsCut, httpMetrics } from '../observability/metrics.ts';
 import { context, endSpan, requestSpans, SpanKind, startSpan, trace, tracing } from '../observability/tracing.ts';
 import { apiError } from './errors.ts';
+import { limitConnections } from './connections.ts';
 import { checkRequestMediaType, registerJsonParsers } from './content-type.ts';
 import { documentJsonApiRequest, normalizeJsonApiRequest } from './jsonapi-request.ts';
 import { refuseNulInUrl } from './nul.ts';
@@ -85,7 +86,14 @@ export function createServer(opts: ServerOptions): App {
   );
   for (const s of sharedSchemas) app.addSchema(s);
 
-  // First of all hooks: the request's span, active for the hooks and the handler after it.
+  // First of all hooks: a connection's requests one at a time, its pipelining and write timeout
+  // bounded (connections.ts), so nothing runs for a request that has to wait its turn.
+  limitConnections(app, {
+    writeTimeoutMs: config.writeTimeoutMs,
+    maxPipelined: config.maxPipelinedRequests,
+    onCut: (reason) => connectionsCut.inc({ listener: opts.listener, reason }),
+  });
+  // Then the request's span, active for the hooks and the handler after it.
   if (tracing.enabled) traceRequests(app, opts.listener);
 
   const errorCtx = { environment: config.environment, now: () => opts.clock.now() };
@@ -118,7 +126,7 @@ export function createServer(opts: ServerOptions): App {
       done(null, payload);
     });
   }
-  // Every listener parses JSON the same way (the depth limit and U+0000 included).
+  // Every listener parses JSON the same way (the depth limit, U+0000 and lone surrogates included).
   registerJsonParsers(app);
   if (!opts.plainContent) {
     // JSON:API request documents (src/http/jsonapi-request.ts): jsonapi/meta/links ignored, a PATCH's data.id checked.
@@ -169,8 +177,8 @@ export function createServer(opts: ServerOptions): App {
   // The line's fields are these five, none of them a secret, so it is written by a logger
   // without the redaction paths (src/log.ts): their wildcards ran on every field of every line,
   // 4 µs and 15 KB of garbage per request, more than half of what the line cost (pino 10).
-  // Every other line, req.log's included, is still redacted. Query values are replaced in the
-  // URL (redactQuery): they carry e-mails and phone numbers.
+  // Every other line, req.log's included, is still redacted. Query values and lookUpIds are
+  // replaced in the URL (redactUrl): they carry e-mails, phone numbers and bearer secrets.
   const requestLog = opts.logger.child({}, { redact: { paths: [] } });
   const countRequest = httpMetrics(opts.listener);
   app.addHook('onResponse', (req, reply, done) => {
@@ -180,7 +188,7 @@ export function createServer(opts: ServerOptions): App {
       {
         reqId: req.id,
         method: req.method,
-        url: redactQuery(req.url),
+        url: redactUrl(req.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
       },

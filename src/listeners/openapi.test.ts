@@ -74,6 +74,19 @@ describe('OpenAPI document', () => {
     assert.deepEqual(committed, served);
   });
 
+  test("is serialized once: the reference's /docs/json and /docs/yaml are the same document", async () => {
+    const again = await t.api.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
+    assert.deepEqual(JSON.parse(again.body), doc);
+    const json = await t.api.inject({ method: 'GET', url: '/docs/json' });
+    assert.equal(json.statusCode, 200);
+    assert.equal(json.body, again.body);
+    const yaml = await t.api.inject({ method: 'GET', url: '/docs/yaml' });
+    assert.equal(yaml.statusCode, 200);
+    assert.match(String(yaml.headers['content-type']), /^application\/x-yaml/);
+    assert.match(yaml.body, /^openapi: 3\.1\.0$/m);
+  });
+
   test('/docs renders the reference for people', async () => {
     const res = await t.api.inject({ method: 'GET', url: '/docs' });
     const page =

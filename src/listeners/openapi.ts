@@ -72,19 +72,40 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
   });
+  // The document (a few hundred KB) is serialized once, on its first request, and every response
+  // sends that one Buffer: a copy made per request was held for each client until it read it.
+  const JSON_TYPE = 'application/json; charset=utf-8';
+  let json: Buffer | undefined;
+  let yaml: Buffer | undefined;
+  const document = () => (json ??= Buffer.from(JSON.stringify(app.swagger())));
   app.get(
     opts.jsonPath,
     { schema: { hide: true }, ...(opts.protect ? { onRequest: opts.protect } : {}) },
     async (_req, reply) => {
-      reply.type('application/json');
-      return app.swagger();
+      reply.type(JSON_TYPE);
+      return document();
     },
   );
   if (opts.uiPath) {
+    // The UI's own copies of the document (/json, /yaml) come from the same cache.
+    const copies: Record<string, [string, () => Buffer]> = {
+      [`${opts.uiPath}/json`]: [JSON_TYPE, document],
+      [`${opts.uiPath}/yaml`]: [
+        'application/x-yaml; charset=utf-8',
+        () => (yaml ??= Buffer.from(app.swagger({ yaml: true }))),
+      ],
+    };
     await app.register(swaggerUi, {
       routePrefix: opts.uiPath,
       staticCSP: true,
       uiConfig: { url: opts.jsonPath, deepLinking: true } as never,
+      uiHooks: {
+        onRequest: (req, reply, done) => {
+          const copy = copies[req.routeOptions.url ?? ''];
+          if (copy === undefined) return done();
+          reply.type(copy[0]).send(copy[1]());
+        },
+      },
     });
   }
 }

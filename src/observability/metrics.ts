@@ -54,6 +54,13 @@ export function httpMetrics(
   };
 }
 
+export const connectionsCut = new Counter({
+  name: 'coffer_http_connections_cut_total',
+  help: 'Connections reset because the client stopped reading a response for WRITE_TIMEOUT_MS (write_timeout) or pipelined past MAX_PIPELINED_REQUESTS (pipelining), by listener.',
+  labelNames: ['listener', 'reason'] as const,
+  registers: [registry],
+});
+
 export const rateLimitRefusals = new Counter({
   name: 'coffer_rate_limit_refusals_total',
   help: 'Requests refused with 429 by a rate limit, by listener.',
