@@ -130,6 +130,17 @@ describe('request log recording', () => {
     assertNotLogged(email);
   });
 
+  test("a gift's or a barcode's lookUpId (a bearer secret) is not stored in the path", async () => {
+    const secret = `lk${randomUUID().replaceAll('-', '')}`;
+    for (const p of [`/api/v1/gifts/${secret}`, `/api/v1/wallets/barcode/${secret}`]) {
+      const res = await t.request('GET', p, { as: a });
+      assert.ok(res.status >= 400 && res.status < 500, res.raw);
+    }
+    await flush();
+    const paths = (await logged(a)).map((r) => r.path).filter((p) => /gifts|barcode/.test(p));
+    assert.deepEqual(paths, ['/api/v1/gifts/[redacted]', '/api/v1/wallets/barcode/[redacted]']);
+  });
+
   test('while the database is away, the rows wait for the next flush; the failure is logged without them', async () => {
     const marker = randomUUID();
     assert.equal((await t.request('GET', `/api/v1/users/${marker}`, { as: a })).status, 404);

@@ -8,6 +8,7 @@ import type { Db } from '../../db/open.ts';
 import type { Clock } from '../../clock.ts';
 import { isRetryableDatabaseError, sqlState } from '../../db/errors.ts';
 import { uuidv7 } from '../../ids.ts';
+import { redactUrl } from '../../log.ts';
 import { requestLogDropped } from '../../observability/metrics.ts';
 import { insertRequestJson, requestRowJson, storable } from './sql.ts';
 
@@ -191,7 +192,8 @@ export class RequestLogBuffer {
           req.body === undefined || req.body === null
             ? null
             : JSON.stringify(redactBody(req.body)).slice(0, BODY_LIMIT);
-        const path = req.url.split('?')[0]!;
+        // A gift's or a barcode's lookUpId in the path is a bearer secret: never stored.
+        const path = redactUrl(req.url.split('?')[0]!);
         this.#rows.push(
           requestRowJson({
             id: uuidv7(),
