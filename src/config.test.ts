@@ -197,6 +197,26 @@ describe('configuration', () => {
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
   });
 
+  test('database timeouts: 60 s statements, 10 s lock waits, 15 s idle in a transaction, each configurable (0: none)', () => {
+    assert.deepEqual(loadConfig({}).databaseTimeouts, {
+      statementMs: 60_000,
+      lockMs: 10_000,
+      idleInTransactionMs: 15_000,
+    });
+    assert.deepEqual(
+      loadConfig({
+        DATABASE_STATEMENT_TIMEOUT_MS: '5000',
+        DATABASE_LOCK_TIMEOUT_MS: '0',
+        DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2500',
+      }).databaseTimeouts,
+      { statementMs: 5_000, lockMs: 0, idleInTransactionMs: 2_500 },
+    );
+    assert.throws(
+      () => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: '-1' }),
+      (err: ConfigError) => /DATABASE_LOCK_TIMEOUT_MS must be an integer between 0 and/.test(err.problems.join()),
+    );
+  });
+
   test('observability: metrics token, ledger check interval, tracing off unless an OTLP endpoint is given', () => {
     const d = loadConfig({}).observability;
     assert.deepEqual(d, {

@@ -23,6 +23,8 @@ export interface Config {
   databasePoolSize: number;
   /** Named (server-side) prepared statements on the hot paths; off behind a pooler that cannot keep them (docs/scaling.md). */
   databasePreparedStatements: boolean;
+  /** PostgreSQL's timeouts on every connection of the pool (0: none). */
+  databaseTimeouts: DatabaseTimeouts;
   dataDir: string;
   /** Undefined in sandbox until resolved from DATA_DIR (see secrets.ts). */
   adminToken: string | undefined;
@@ -114,6 +116,27 @@ export interface ConsoleConfig {
   /** Days the request log keeps a request. */
   requestLogRetentionDays: number;
 }
+
+/**
+ * What a connection may wait or run for, in milliseconds (0: no limit). A frozen process keeps
+ * its row locks only until idleInTransactionMs ends its session; a request waiting on a lock
+ * answers a retryable 503 after lockMs (docs/operations.md#database-timeouts).
+ */
+export interface DatabaseTimeouts {
+  statementMs: number;
+  lockMs: number;
+  idleInTransactionMs: number;
+}
+
+/** The defaults of DATABASE_STATEMENT_TIMEOUT_MS, DATABASE_LOCK_TIMEOUT_MS and DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS. */
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  // A request's statement never needs a minute; the ledger check sets its own (ledger/invariants.ts).
+  statementMs: 60_000,
+  // Far past any wait for a running transaction's row (milliseconds), short of a client's patience.
+  lockMs: 10_000,
+  // Coffer's transactions never wait on anything outside the database: idle this long, the process is stuck.
+  idleInTransactionMs: 15_000,
+};
 
 /** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
 export interface WebhookGuards {
@@ -290,6 +313,16 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
+    databaseTimeouts: {
+      statementMs: int('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.statementMs, 0, 86_400_000),
+      lockMs: int('DATABASE_LOCK_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.lockMs, 0, 86_400_000),
+      idleInTransactionMs: int(
+        'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs,
+        0,
+        86_400_000,
+      ),
+    },
     dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
     adminToken,
     cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),
