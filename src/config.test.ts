@@ -113,17 +113,9 @@ describe('configuration', () => {
   });
 
   test('provider adapters: https in live (plain http to localhost only), a signing secret with any URL, a well-formed secret', () => {
-    const problems = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-        return [];
-      } catch (err) {
-        return (err as ConfigError).problems;
-      }
-    };
-    assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
+    assert.deepEqual(problemsOf({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
     assert.deepEqual(
-      problems({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }),
+      problemsOf({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }),
       [
         'BANK_LINKING_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
         'BANK_TRANSFERS_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
@@ -132,7 +124,7 @@ describe('configuration', () => {
       ],
     );
     // The sandbox may use an adapter for some ports (its own providers for the rest), never unsigned.
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'http://adapter.internal' }), [
+    assert.deepEqual(problemsOf({ KYC_PROVIDER_URL: 'http://adapter.internal' }), [
       'PROVIDER_SIGNING_SECRET is required when a provider URL is set',
     ]);
     const sandbox = loadConfig({
@@ -143,11 +135,11 @@ describe('configuration', () => {
     assert.deepEqual(sandbox.providers.urls, { kyc: 'http://adapter.internal' });
     assert.equal(sandbox.providers.timeoutMs, 500);
     for (const secret of ['secret', `whsec_${Buffer.alloc(16).toString('base64')}`]) {
-      assert.deepEqual(problems({ ...LIVE, ...providerEnv('https://a.internal'), PROVIDER_SIGNING_SECRET: secret }), [
+      assert.deepEqual(problemsOf({ ...LIVE, ...providerEnv('https://a.internal'), PROVIDER_SIGNING_SECRET: secret }), [
         'PROVIDER_SIGNING_SECRET must be whsec_ followed by at least 32 random bytes in base64',
       ]);
     }
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), [
+    assert.deepEqual(problemsOf({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), [
       'KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")',
     ]);
   });
@@ -193,8 +185,73 @@ describe('configuration', () => {
       () => loadConfig({ ...live, TRUST_PROXY: 'true' }),
       (err: ConfigError) => /refuses TRUST_PROXY=true/.test(err.problems.join()),
     );
-    assert.equal(loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy, '10.0.0.0/8, 192.168.1.7');
+    const proxies = loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy;
+    assert.ok(typeof proxies === 'object');
+    assert.deepEqual(proxies.ranges, ['10.0.0.0/8', '192.168.1.7/32']);
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
+  });
+
+  test('TRUST_PROXY is parsed once into ranges; live refuses IPv4 ranges wider than /8 and IPv6 wider than /32', () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    // Together, everyone: each half is refused.
+    assert.deepEqual(problemsOf({ ...live, TRUST_PROXY: '0.0.0.0/1,128.0.0.0/1' }), [
+      "live refuses TRUST_PROXY range 0.0.0.0/1: IPv4 ranges wider than /8 trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets",
+      "live refuses TRUST_PROXY range 128.0.0.0/1: IPv4 ranges wider than /8 trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets",
+    ]);
+    for (const wide of ['0.0.0.0/0', '10.0.0.0/7', '::/0', '2001:db8::/31', '::ffff:0.0.0.0/96']) {
+      assert.match(problemsOf({ ...live, TRUST_PROXY: wide }).join('\n'), /live refuses TRUST_PROXY range/, wide);
+    }
+    for (const bad of [
+      '10.0.0.0/33',
+      '10.0.0.0/',
+      '10.1',
+      '0x0a000001',
+      'proxy.internal',
+      '10.0.0.1,,10.0.0.2',
+      '::1/129',
+    ]) {
+      assert.match(
+        problemsOf({ TRUST_PROXY: bad }).join('\n'),
+        /^TRUST_PROXY must be true, false or a comma-separated list of proxy addresses or CIDR ranges/,
+        bad,
+      );
+    }
+    const c = loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 2001:db8::/32, ::ffff:192.168.0.0/112, 172.16.0.5' });
+    assert.ok(typeof c.trustProxy === 'object');
+    assert.deepEqual(c.trustProxy.ranges, ['10.0.0.0/8', '2001:db8::/32', '192.168.0.0/16', '172.16.0.5/32']);
+    const { trusts } = c.trustProxy;
+    for (const a of ['10.1.2.3', '::ffff:10.1.2.3', '2001:db8:1::7', '192.168.4.5', '172.16.0.5'])
+      assert.ok(trusts(a), a);
+    for (const a of ['11.0.0.1', '2001:db9::1', '172.16.0.6', '127.0.0.1', 'unknown', '']) assert.ok(!trusts(a), a);
+    // The sandbox may trust everyone, as with TRUST_PROXY=true.
+    const everyone = loadConfig({ TRUST_PROXY: '0.0.0.0/0' }).trustProxy;
+    assert.ok(typeof everyone === 'object' && everyone.trusts('203.0.113.9'));
+  });
+
+  test('live refuses a plain-http CONSOLE_URL or OpenTelemetry endpoint off loopback', () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    assert.deepEqual(problemsOf({ ...live, CONSOLE_URL: 'http://console.example.com' }), [
+      "live refuses CONSOLE_URL=http://console.example.com: give the console's https:// address (plain http only on loopback), so its cookies are Secure",
+    ]);
+    assert.deepEqual(problemsOf({ ...live, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:secret@collector:4318' }), [
+      "live refuses OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318: give the collector's https:// address (plain http only on loopback, to a collector beside the process)",
+    ]);
+    assert.equal(problemsOf({ ...live, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://10.0.0.9:4318' }).length, 1);
+    for (const ok of <Record<string, string>[]>[
+      { CONSOLE_URL: 'https://console.example.com' },
+      { CONSOLE_URL: 'http://localhost:3004' },
+      { CONSOLE_URL: 'http://127.0.0.1:3004' },
+      { CONSOLE_URL: 'http://[::1]:3004' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4318' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' },
+    ])
+      assert.deepEqual(problemsOf({ ...live, ...ok }), [], JSON.stringify(ok));
+    // The sandbox keeps plain http anywhere.
+    assert.deepEqual(
+      problemsOf({ CONSOLE_URL: 'http://console.test', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }),
+      [],
+    );
   });
 
   test('database timeouts: 60 s statements, 10 s lock waits, 15 s idle in a transaction, each configurable (0: none)', () => {
@@ -237,27 +294,32 @@ describe('configuration', () => {
       otlpEndpoint: 'http://collector:4318',
       serviceName: 'coffer-eu',
     });
-    const problems = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-        return '';
-      } catch (err) {
-        return (err as ConfigError).problems.join('\n');
-      }
-    };
-    assert.match(problems({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 32 characters/);
-    assert.match(problems({ METRICS_TOKEN: 'a'.repeat(40) }), /METRICS_TOKEN is too guessable/);
+    assert.match(problemsOf({ METRICS_TOKEN: 'short' }).join('\n'), /METRICS_TOKEN must be at least 32 characters/);
+    assert.match(problemsOf({ METRICS_TOKEN: 'a'.repeat(40) }).join('\n'), /METRICS_TOKEN is too guessable/);
     assert.match(
-      problems({ LEDGER_CHECK_INTERVAL_S: '5' }),
+      problemsOf({ LEDGER_CHECK_INTERVAL_S: '5' }).join('\n'),
       /LEDGER_CHECK_INTERVAL_S must be 0 \(off\) or at least 60/,
     );
-    assert.match(problems({ LEDGER_CHECK_INTERVAL_S: 'often' }), /LEDGER_CHECK_INTERVAL_S must be an integer/);
     assert.match(
-      problems({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
+      problemsOf({ LEDGER_CHECK_INTERVAL_S: 'often' }).join('\n'),
+      /LEDGER_CHECK_INTERVAL_S must be an integer/,
+    );
+    assert.match(
+      problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).join('\n'),
       /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
     );
   });
 });
+
+/** What loadConfig refuses of `env`, one problem each (none when it accepts it). */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (err) {
+    return (err as ConfigError).problems;
+  }
+}
 
 const LIVE = {
   COFFER_ENV: 'live',
