@@ -1,5 +1,6 @@
 // `coffer`: the operator's CLI over the admin API (decisions §2).
 //
+//   coffer token
 //   coffer clients create --name NAME [--settings JSON]
 //   coffer clients list [--limit N] [--offset N]
 //   coffer clients show CLIENT_ID
@@ -13,8 +14,10 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadCliConfig } from '../config.ts';
+import { generateToken } from '../crypto/tokens.ts';
 
 const USAGE = `usage:
+  coffer token                  print a new ADMIN_TOKEN or METRICS_TOKEN
   coffer clients create --name NAME [--settings JSON]
   coffer clients list [--limit N] [--offset N]
   coffer clients show CLIENT_ID
@@ -41,6 +44,10 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const [resource, command, ...args] = positionals;
+  if (resource === 'token' && command === undefined && !values.help) {
+    process.stdout.write(`${generateToken()}\n`);
+    return 0;
+  }
   if (values.help || resource !== 'clients' || !command) {
     process.stdout.write(`${USAGE}\n`);
     return values.help ? 0 : 64;

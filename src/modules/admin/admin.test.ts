@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../config.ts';
 import { ADMIN_TOKEN, createTestApp, errorsOf, type TestApp } from '../../test/harness.ts';
 
 const run = promisify(execFile);
@@ -208,5 +209,13 @@ describe('coffer CLI', () => {
       }),
       (err: { code: number; stderr: string }) => err.code === 1 && /401 Unauthorized/.test(err.stderr),
     );
+  });
+
+  test('token prints a new generated token, which ADMIN_TOKEN and METRICS_TOKEN accept', async () => {
+    const one = (await run(process.execPath, [CLI, 'token'])).stdout.trim();
+    const two = (await run(process.execPath, [CLI, 'token'])).stdout.trim();
+    assert.match(one, /^cft_[A-Za-z0-9_-]{48}$/);
+    assert.notEqual(one, two);
+    assert.equal(loadConfig({ ADMIN_TOKEN: one, METRICS_TOKEN: two }).adminToken, one);
   });
 });
