@@ -197,7 +197,7 @@ export async function startCoffer(opts: {
 }): Promise<CofferServer & { databaseUrl?: string; dataDir: string }> {
   const [api, admin] = [await freePort(), await freePort()];
   const dataDir = opts.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), 'coffer-bench-')));
-  const adminToken = 'fxVkBZmpcq+myYg0X77rNdrccaVHHcQBSU91FVcWp1wHqgbl4X/UxaZXlzkXQalZ';
+  const adminToken = 'cft_lbuu-QrlcG-__iZbC9mmdTO7Q1fqYGUniV33Nn-iDHxDV6CC';
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
     PORT: String(api),

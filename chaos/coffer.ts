@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/test/process.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-export const ADMIN_TOKEN = 'chaos-admin-token-kV3n9q2LrX8tZ5wYb7mP4sQ6dF1hJ0cG';
+export const ADMIN_TOKEN = 'cft_u087VDX-z6MoAdEeLZozSEwZ0WrEsZnyv--7SniaM15IJFXg';
 
 export class CofferProcess {
   proc?: ChildProcess;

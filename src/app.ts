@@ -58,6 +58,7 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
       dataDir: config.dataDir,
       poolSize: config.databasePoolSize,
       preparedStatements: config.databasePreparedStatements,
+      timeouts: config.databaseTimeouts,
     }));
   const clock = opts.clock ?? systemClock;
   if (!config.cardEncryptionKey)

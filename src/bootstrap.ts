@@ -6,6 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import type { Config } from './config.ts';
+import { generateToken } from './crypto/tokens.ts';
 import type { AppContext } from './context.ts';
 import { createClient } from './modules/clients/domain.ts';
 import { countClients, findClient } from './modules/clients/sql.ts';
@@ -33,14 +34,18 @@ interface StoredSecrets {
   widgetSigningKey: string;
 }
 
-/** Reads (or on first start creates) DATA_DIR/secrets.json, mode 0600, and fills what is unset. */
+/**
+ * Reads (or on first start creates) DATA_DIR/secrets.json, mode 0600, and fills what is unset.
+ * Its admin token is not checked for the generated format (crypto/tokens.ts): the sandbox
+ * generated it, and one from before the format (`adm_…`) keeps working.
+ */
 export async function resolveSandboxSecrets(config: Config): Promise<Config> {
   if (config.environment !== 'sandbox') return config;
   if (config.adminToken && config.cardEncryptionKey && config.widgetSigningKey) return config;
   await fs.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(config.dataDir, 'secrets.json');
   const fresh: StoredSecrets = {
-    adminToken: `adm_${randomBytes(32).toString('base64url')}`,
+    adminToken: generateToken(),
     cardEncryptionKey: randomBytes(32).toString('base64'),
     widgetSigningKey: randomBytes(32).toString('base64'),
   };

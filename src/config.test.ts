@@ -1,10 +1,12 @@
 // Configuration rules (decisions §1). The process-level refusals are in main.test.ts.
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig, PROVIDER_URL_VARIABLES } from './config.ts';
+import { generateToken } from './crypto/tokens.ts';
 import { PROVIDER_SIGNING_SECRET, providerEnv } from './test/harness.ts';
 
-const STRONG_TOKEN = 'Zq3Vn0xPB1r9Jk+7sLwC2yTfHm6uDgE4aR8oXiQ5bNcW/eYtKpMvS1hUjO3dGlIz';
+const STRONG_TOKEN = 'cft_GNKp2K3ZB7xk4-iRxrFrFUA6bWzQOgJPHQA93mIZ_0vwwdK3';
 
 describe('configuration', () => {
   test('defaults: sandbox, 127.0.0.1, ports 3000-3003, links on localhost, PGlite in ./.coffer/data', () => {
@@ -113,17 +115,9 @@ describe('configuration', () => {
   });
 
   test('provider adapters: https in live (plain http to localhost only), a signing secret with any URL, a well-formed secret', () => {
-    const problems = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-        return [];
-      } catch (err) {
-        return (err as ConfigError).problems;
-      }
-    };
-    assert.deepEqual(problems({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
+    assert.deepEqual(problemsOf({ ...LIVE, ...providerEnv('http://127.0.0.1:4100') }), []);
     assert.deepEqual(
-      problems({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }),
+      problemsOf({ ...LIVE, ...providerEnv('http://adapter.internal'), KYC_PROVIDER_URL: 'https://kyc.internal/' }),
       [
         'BANK_LINKING_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
         'BANK_TRANSFERS_PROVIDER_URL must be an https:// URL in live (plain http only to localhost)',
@@ -132,7 +126,7 @@ describe('configuration', () => {
       ],
     );
     // The sandbox may use an adapter for some ports (its own providers for the rest), never unsigned.
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'http://adapter.internal' }), [
+    assert.deepEqual(problemsOf({ KYC_PROVIDER_URL: 'http://adapter.internal' }), [
       'PROVIDER_SIGNING_SECRET is required when a provider URL is set',
     ]);
     const sandbox = loadConfig({
@@ -143,43 +137,53 @@ describe('configuration', () => {
     assert.deepEqual(sandbox.providers.urls, { kyc: 'http://adapter.internal' });
     assert.equal(sandbox.providers.timeoutMs, 500);
     for (const secret of ['secret', `whsec_${Buffer.alloc(16).toString('base64')}`]) {
-      assert.deepEqual(problems({ ...LIVE, ...providerEnv('https://a.internal'), PROVIDER_SIGNING_SECRET: secret }), [
+      assert.deepEqual(problemsOf({ ...LIVE, ...providerEnv('https://a.internal'), PROVIDER_SIGNING_SECRET: secret }), [
         'PROVIDER_SIGNING_SECRET must be whsec_ followed by at least 32 random bytes in base64',
       ]);
     }
-    assert.deepEqual(problems({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), [
+    assert.deepEqual(problemsOf({ KYC_PROVIDER_URL: 'ftp://x', PROVIDER_SIGNING_SECRET: PROVIDER_SIGNING_SECRET }), [
       'KYC_PROVIDER_URL must be an http(s) URL (got "ftp://x")',
     ]);
   });
 
-  test('ADMIN_TOKEN needs an estimated 128 bits of entropy; generated-looking tokens pass', () => {
-    const problem = (token: string) => {
+  test('ADMIN_TOKEN and METRICS_TOKEN must be generated tokens: chosen phrases and plain random strings are refused', () => {
+    const problem = (env: Record<string, string>) => {
       try {
-        loadConfig({ ADMIN_TOKEN: token });
+        loadConfig(env);
         return undefined;
       } catch (err) {
         return (err as ConfigError).problems.join('\n');
       }
     };
-    for (const weak of [
-      'a'.repeat(40),
-      'abcdefghijklmnopqrstuvwxyzabcdefgh',
-      '0123456789012345678901234567890123',
-      'password-password-password-password',
-      'correct horse battery staple now!',
-      'test-admin-token-0123456789abcdef0123456789',
-      'e3b0c44298fc1c149afbf4c8996fb924', // 32 hex characters: 128 bits at best, estimated below
-    ]) {
-      assert.match(problem(weak) ?? 'accepted', /too guessable.*openssl rand -base64 48/, weak);
+    const generated = generateToken();
+    assert.match(generated, /^cft_[A-Za-z0-9_-]{48}$/);
+    assert.notEqual(generateToken(), generated);
+    // The body's last character changed: the checksum no longer matches.
+    const altered = `${generated.slice(0, -1)}${generated.endsWith('A') ? 'B' : 'A'}`;
+    for (const name of ['ADMIN_TOKEN', 'METRICS_TOKEN']) {
+      for (const refused of [
+        'P@ssw0rd-P@ssw0rd-2024-Coffer-Admin-Token',
+        'CofferAdminToken2024ProductionSecretKey!',
+        'correct horse battery staple now!',
+        'short',
+        `cft_${'CofferAdminToken2024ProductionSecretKey'.repeat(2)}`,
+        altered,
+        // Random, but not in the format: `openssl rand -base64 48`, and the sandbox's older `adm_` tokens (kept only in DATA_DIR/secrets.json).
+        'Zq3Vn0xPB1r9Jk+7sLwC2yTfHm6uDgE4aR8oXiQ5bNcW/eYtKpMvS1hUjO3dGlIz',
+        'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k',
+      ]) {
+        assert.match(
+          problem({ [name]: refused }) ?? 'accepted',
+          new RegExp(`^${name} must be a generated token .*npx coffer token`),
+          `${name}=${refused}`,
+        );
+      }
+      assert.equal(problem({ [name]: generated }), undefined, name);
     }
-    assert.match(problem('short') ?? '', /at least 32 characters/);
-    for (const strong of [
-      STRONG_TOKEN,
-      'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k',
-      'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-    ]) {
-      assert.equal(problem(strong), undefined, strong);
-    }
+    // More random bytes than 32 are accepted too, checksum last.
+    const random = randomBytes(48);
+    const longer = `cft_${Buffer.concat([random, createHash('sha256').update(random).digest().subarray(0, 4)]).toString('base64url')}`;
+    assert.equal(problem({ ADMIN_TOKEN: longer }), undefined);
   });
 
   test('ADMIN_HOST is loopback by default, whatever HOST is', () => {
@@ -193,8 +197,93 @@ describe('configuration', () => {
       () => loadConfig({ ...live, TRUST_PROXY: 'true' }),
       (err: ConfigError) => /refuses TRUST_PROXY=true/.test(err.problems.join()),
     );
-    assert.equal(loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy, '10.0.0.0/8, 192.168.1.7');
+    const proxies = loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 192.168.1.7' }).trustProxy;
+    assert.ok(typeof proxies === 'object');
+    assert.deepEqual(proxies.ranges, ['10.0.0.0/8', '192.168.1.7/32']);
     assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true, 'the sandbox may trust any proxy');
+  });
+
+  test('TRUST_PROXY is parsed once into ranges; live refuses IPv4 ranges wider than /8 and IPv6 wider than /32', () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    // Together, everyone: each half is refused.
+    assert.deepEqual(problemsOf({ ...live, TRUST_PROXY: '0.0.0.0/1,128.0.0.0/1' }), [
+      "live refuses TRUST_PROXY range 0.0.0.0/1: IPv4 ranges wider than /8 trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets",
+      "live refuses TRUST_PROXY range 128.0.0.0/1: IPv4 ranges wider than /8 trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets",
+    ]);
+    for (const wide of ['0.0.0.0/0', '10.0.0.0/7', '::/0', '2001:db8::/31', '::ffff:0.0.0.0/96']) {
+      assert.match(problemsOf({ ...live, TRUST_PROXY: wide }).join('\n'), /live refuses TRUST_PROXY range/, wide);
+    }
+    for (const bad of [
+      '10.0.0.0/33',
+      '10.0.0.0/',
+      '10.1',
+      '0x0a000001',
+      'proxy.internal',
+      '10.0.0.1,,10.0.0.2',
+      '::1/129',
+    ]) {
+      assert.match(
+        problemsOf({ TRUST_PROXY: bad }).join('\n'),
+        /^TRUST_PROXY must be true, false or a comma-separated list of proxy addresses or CIDR ranges/,
+        bad,
+      );
+    }
+    const c = loadConfig({ ...live, TRUST_PROXY: '10.0.0.0/8, 2001:db8::/32, ::ffff:192.168.0.0/112, 172.16.0.5' });
+    assert.ok(typeof c.trustProxy === 'object');
+    assert.deepEqual(c.trustProxy.ranges, ['10.0.0.0/8', '2001:db8::/32', '192.168.0.0/16', '172.16.0.5/32']);
+    const { trusts } = c.trustProxy;
+    for (const a of ['10.1.2.3', '::ffff:10.1.2.3', '2001:db8:1::7', '192.168.4.5', '172.16.0.5'])
+      assert.ok(trusts(a), a);
+    for (const a of ['11.0.0.1', '2001:db9::1', '172.16.0.6', '127.0.0.1', 'unknown', '']) assert.ok(!trusts(a), a);
+    // The sandbox may trust everyone, as with TRUST_PROXY=true.
+    const everyone = loadConfig({ TRUST_PROXY: '0.0.0.0/0' }).trustProxy;
+    assert.ok(typeof everyone === 'object' && everyone.trusts('203.0.113.9'));
+  });
+
+  test('live refuses a plain-http CONSOLE_URL or OpenTelemetry endpoint off loopback', () => {
+    const live = { ...LIVE, ...providerEnv('https://adapter.internal') };
+    assert.deepEqual(problemsOf({ ...live, CONSOLE_URL: 'http://console.example.com' }), [
+      "live refuses CONSOLE_URL=http://console.example.com: give the console's https:// address (plain http only on loopback), so its cookies are Secure",
+    ]);
+    assert.deepEqual(problemsOf({ ...live, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://user:secret@collector:4318' }), [
+      "live refuses OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318: give the collector's https:// address (plain http only on loopback, to a collector beside the process)",
+    ]);
+    assert.equal(problemsOf({ ...live, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://10.0.0.9:4318' }).length, 1);
+    for (const ok of <Record<string, string>[]>[
+      { CONSOLE_URL: 'https://console.example.com' },
+      { CONSOLE_URL: 'http://localhost:3004' },
+      { CONSOLE_URL: 'http://127.0.0.1:3004' },
+      { CONSOLE_URL: 'http://[::1]:3004' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4318' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://localhost:4318' },
+    ])
+      assert.deepEqual(problemsOf({ ...live, ...ok }), [], JSON.stringify(ok));
+    // The sandbox keeps plain http anywhere.
+    assert.deepEqual(
+      problemsOf({ CONSOLE_URL: 'http://console.test', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }),
+      [],
+    );
+  });
+
+  test('database timeouts: 60 s statements, 10 s lock waits, 15 s idle in a transaction, each configurable (0: none)', () => {
+    assert.deepEqual(loadConfig({}).databaseTimeouts, {
+      statementMs: 60_000,
+      lockMs: 10_000,
+      idleInTransactionMs: 15_000,
+    });
+    assert.deepEqual(
+      loadConfig({
+        DATABASE_STATEMENT_TIMEOUT_MS: '5000',
+        DATABASE_LOCK_TIMEOUT_MS: '0',
+        DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '2500',
+      }).databaseTimeouts,
+      { statementMs: 5_000, lockMs: 0, idleInTransactionMs: 2_500 },
+    );
+    assert.throws(
+      () => loadConfig({ DATABASE_LOCK_TIMEOUT_MS: '-1' }),
+      (err: ConfigError) => /DATABASE_LOCK_TIMEOUT_MS must be an integer between 0 and/.test(err.problems.join()),
+    );
   });
 
   test('observability: metrics token, ledger check interval, tracing off unless an OTLP endpoint is given', () => {
@@ -217,27 +306,30 @@ describe('configuration', () => {
       otlpEndpoint: 'http://collector:4318',
       serviceName: 'coffer-eu',
     });
-    const problems = (env: Record<string, string>) => {
-      try {
-        loadConfig(env);
-        return '';
-      } catch (err) {
-        return (err as ConfigError).problems.join('\n');
-      }
-    };
-    assert.match(problems({ METRICS_TOKEN: 'short' }), /METRICS_TOKEN must be at least 32 characters/);
-    assert.match(problems({ METRICS_TOKEN: 'a'.repeat(40) }), /METRICS_TOKEN is too guessable/);
     assert.match(
-      problems({ LEDGER_CHECK_INTERVAL_S: '5' }),
+      problemsOf({ LEDGER_CHECK_INTERVAL_S: '5' }).join('\n'),
       /LEDGER_CHECK_INTERVAL_S must be 0 \(off\) or at least 60/,
     );
-    assert.match(problems({ LEDGER_CHECK_INTERVAL_S: 'often' }), /LEDGER_CHECK_INTERVAL_S must be an integer/);
     assert.match(
-      problems({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
+      problemsOf({ LEDGER_CHECK_INTERVAL_S: 'often' }).join('\n'),
+      /LEDGER_CHECK_INTERVAL_S must be an integer/,
+    );
+    assert.match(
+      problemsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }).join('\n'),
       /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/,
     );
   });
 });
+
+/** What loadConfig refuses of `env`, one problem each (none when it accepts it). */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (err) {
+    return (err as ConfigError).problems;
+  }
+}
 
 const LIVE = {
   COFFER_ENV: 'live',

@@ -1,6 +1,7 @@
 // The only module that reads the environment. Everything else receives a Config.
 import path from 'node:path';
-import { estimateEntropyBits, MIN_TOKEN_ENTROPY_BITS } from './crypto/entropy.ts';
+import ipaddr from 'ipaddr.js';
+import { tokenProblem } from './crypto/tokens.ts';
 
 export type Environment = 'sandbox' | 'live';
 export type ListenerName = 'api' | 'card' | 'pay' | 'admin' | 'console';
@@ -23,6 +24,8 @@ export interface Config {
   databasePoolSize: number;
   /** Named (server-side) prepared statements on the hot paths; off behind a pooler that cannot keep them (docs/scaling.md). */
   databasePreparedStatements: boolean;
+  /** PostgreSQL's timeouts on every connection of the pool (0: none). */
+  databaseTimeouts: DatabaseTimeouts;
   dataDir: string;
   /** Undefined in sandbox until resolved from DATA_DIR (see secrets.ts). */
   adminToken: string | undefined;
@@ -50,8 +53,8 @@ export interface Config {
   /** How long a process trusts a cached client record before reading it again. */
   authCacheTtlMs: number;
   bodyLimitBytes: number;
-  /** Fastify trustProxy: false, true, or a comma list of proxy addresses/CIDRs. */
-  trustProxy: boolean | string;
+  /** Whose X-Forwarded-For is believed: nobody's, anybody's (sandbox only), or the listed proxies'. */
+  trustProxy: boolean | TrustedProxies;
   /** Whole-request timeout; slow clients are cut off after this. */
   requestTimeoutMs: number;
   /** A connection whose client stops reading a response this long is reset (src/http/connections.ts). */
@@ -114,6 +117,27 @@ export interface ConsoleConfig {
   /** Days the request log keeps a request. */
   requestLogRetentionDays: number;
 }
+
+/**
+ * What a connection may wait or run for, in milliseconds (0: no limit). A frozen process keeps
+ * its row locks only until idleInTransactionMs ends its session; a request waiting on a lock
+ * answers a retryable 503 after lockMs (docs/operations.md#database-timeouts).
+ */
+export interface DatabaseTimeouts {
+  statementMs: number;
+  lockMs: number;
+  idleInTransactionMs: number;
+}
+
+/** The defaults of DATABASE_STATEMENT_TIMEOUT_MS, DATABASE_LOCK_TIMEOUT_MS and DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS. */
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  // A request's statement never needs a minute; the ledger check sets its own (ledger/invariants.ts).
+  statementMs: 60_000,
+  // Far past any wait for a running transaction's row (milliseconds), short of a client's patience.
+  lockMs: 10_000,
+  // Coffer's transactions never wait on anything outside the database: idle this long, the process is stuck.
+  idleInTransactionMs: 15_000,
+};
 
 /** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
 export interface WebhookGuards {
@@ -244,7 +268,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   const adminToken = read('ADMIN_TOKEN');
-  if (adminToken !== undefined && adminToken.length < 32) problems.push('ADMIN_TOKEN must be at least 32 characters');
+  const adminTokenProblem = adminToken === undefined ? undefined : tokenProblem('ADMIN_TOKEN', adminToken);
+  if (adminTokenProblem) problems.push(adminTokenProblem);
 
   // ----- webhook receivers: address policy and per-merchant limits (docs/webhooks.md) -----
   const webhookGuards: WebhookGuards = {
@@ -265,13 +290,8 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
 
-  // ---- Admin listener: its own bind address, and a token with real entropy (docs/going-live.md).
+  // ---- Admin listener: its own bind address (docs/going-live.md).
   const adminHost = read('ADMIN_HOST') ?? '127.0.0.1';
-  if (adminToken !== undefined && adminToken.length >= 32 && estimateEntropyBits(adminToken) < MIN_TOKEN_ENTROPY_BITS) {
-    problems.push(
-      `ADMIN_TOKEN is too guessable (an estimated ${Math.floor(estimateEntropyBits(adminToken))} bits of entropy; at least ${MIN_TOKEN_ENTROPY_BITS} needed): generate one with openssl rand -base64 48`,
-    );
-  }
 
   // ---- Encryption key rotation: earlier keys, comma-separated, still open what they sealed.
   const oldKeys = (read('CARD_ENCRYPTION_OLD_KEYS') ?? '')
@@ -290,6 +310,16 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
     databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
+    databaseTimeouts: {
+      statementMs: int('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.statementMs, 0, 86_400_000),
+      lockMs: int('DATABASE_LOCK_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.lockMs, 0, 86_400_000),
+      idleInTransactionMs: int(
+        'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+        DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs,
+        0,
+        86_400_000,
+      ),
+    },
     dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
     adminToken,
     cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),
@@ -311,7 +341,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 90_000, 1_000, 600_000),
     writeTimeoutMs: int('WRITE_TIMEOUT_MS', 10_000, 1_000, 600_000),
     maxPipelinedRequests: int('MAX_PIPELINED_REQUESTS', 32, 1, 1_000),
-    trustProxy: parseTrustProxy(read('TRUST_PROXY'), problems),
+    trustProxy: parseTrustProxy(read('TRUST_PROXY'), environment, problems),
     logLevel: read('LOG_LEVEL') ?? 'info',
     workersEnabled: bool('WORKERS', true),
     authorizationLeaseMarginMs: int('AUTHORIZATION_LEASE_MARGIN_MS', 15_000, 100, 600_000),
@@ -325,7 +355,7 @@ export function loadConfig(env: Env = process.env): Config {
       ...webhookGuards,
     },
     providers: loadProviderConfig({ read, int, environment, problems }),
-    observability: loadObservabilityConfig({ read, int, problems }),
+    observability: loadObservabilityConfig({ read, int, environment, problems }),
     console: {
       sessionTtlMs: int('CONSOLE_SESSION_HOURS', 12, 1, 24 * 30) * 3_600_000,
       signInPerMinute: int('CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE', 10, 1, 100_000),
@@ -361,6 +391,12 @@ export function loadConfig(env: Env = process.env): Config {
       problems.push(
         "live refuses TRUST_PROXY=true: give your proxies' addresses or CIDRs (TRUST_PROXY=10.0.0.0/8,...)",
       );
+    // Over plain http the console's cookies lose Secure and the __Host- prefix.
+    const consoleUrl = new URL(config.listeners.console.publicUrl);
+    if (consoleUrl.protocol !== 'https:' && !isLoopbackHost(consoleUrl.hostname))
+      problems.push(
+        `live refuses CONSOLE_URL=${config.listeners.console.publicUrl}: give the console's https:// address (plain http only on loopback), so its cookies are Secure`,
+      );
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -372,24 +408,30 @@ export function loadConfig(env: Env = process.env): Config {
 function loadObservabilityConfig(c: {
   read: (name: string) => string | undefined;
   int: (name: string, fallback: number, min: number, max: number) => number;
+  environment: Environment;
   problems: string[];
 }): ObservabilityConfig {
   const { read, problems } = c;
   const metricsToken = read('METRICS_TOKEN');
-  if (metricsToken !== undefined && metricsToken.length < 32)
-    problems.push('METRICS_TOKEN must be at least 32 characters');
-  else if (metricsToken !== undefined && estimateEntropyBits(metricsToken) < MIN_TOKEN_ENTROPY_BITS) {
-    problems.push('METRICS_TOKEN is too guessable: generate one with openssl rand -base64 48');
-  }
+  const metricsTokenProblem = metricsToken === undefined ? undefined : tokenProblem('METRICS_TOKEN', metricsToken);
+  if (metricsTokenProblem) problems.push(metricsTokenProblem);
   let otlpEndpoint = read('OTEL_EXPORTER_OTLP_ENDPOINT');
   if (otlpEndpoint !== undefined) {
+    let u: URL | undefined;
     try {
-      const u = new URL(otlpEndpoint);
+      u = new URL(otlpEndpoint);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
       otlpEndpoint = otlpEndpoint.replace(/\/+$/, '');
     } catch {
       problems.push(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL (got "${otlpEndpoint}")`);
       otlpEndpoint = undefined;
+    }
+    // Spans carry request paths and ids, and the collector's credentials (in the URL or
+    // OTEL_EXPORTER_OTLP_HEADERS) go with them: in clear only to this host.
+    if (u && otlpEndpoint && c.environment === 'live' && u.protocol === 'http:' && !isLoopbackHost(u.hostname)) {
+      problems.push(
+        `live refuses OTEL_EXPORTER_OTLP_ENDPOINT=${u.protocol}//${u.host}: give the collector's https:// address (plain http only on loopback, to a collector beside the process)`,
+      );
     }
   }
   const seconds = c.int('LEDGER_CHECK_INTERVAL_S', 3600, 0, 7 * 86_400);
@@ -464,7 +506,7 @@ function loadProviderConfig(c: {
       continue;
     }
     // Card numbers and applicants' data travel on these calls: outside this machine, only over TLS.
-    if (live && u.protocol !== 'https:' && !['localhost', '127.0.0.1', '[::1]'].includes(u.hostname)) {
+    if (live && u.protocol !== 'https:' && !isLoopbackHost(u.hostname)) {
       problems.push(`${name} must be an https:// URL in live (plain http only to localhost)`);
       continue;
     }
@@ -520,12 +562,90 @@ export function loadReferenceAdapterConfig(env: Env = process.env): ReferenceAda
   return config;
 }
 
-function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | string {
+// ----- addresses: the proxies in TRUST_PROXY, loopback hosts ---------------------------------
+
+/** The proxies TRUST_PROXY lists, parsed once: Fastify asks `trusts` of each hop of each request. */
+export interface TrustedProxies {
+  /** Each range in CIDR notation (an address alone is a /32 or /128). */
+  ranges: string[];
+  /** Whether an address (the TCP peer, then each X-Forwarded-For hop from the right) is a proxy's. */
+  trusts: (address: string) => boolean;
+}
+
+/**
+ * Live's shortest prefixes in TRUST_PROXY. A wider range holds addresses that are not the
+ * operator's proxies (0.0.0.0/1 and 128.0.0.0/1 together are everyone), and any client there
+ * could pick the address the rate limits count with X-Forwarded-For. /8 is the widest private
+ * IPv4 network (10.0.0.0/8); /32 an IPv6 allocation to one organisation.
+ */
+export const MIN_PROXY_PREFIX = { ipv4: 8, ipv6: 32 } as const;
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+
+/** An IP address in its usual notation (IPv4 only as four decimal parts), IPv4-mapped IPv6 as IPv4. */
+function parseAddress(text: string): Address | undefined {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
+  if (!ipaddr.IPv6.isValid(text)) return undefined;
+  const v6 = ipaddr.IPv6.parse(text);
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
+}
+
+/** `10.0.0.0/8`, `2001:db8::/32` or an address alone; undefined when it is neither. */
+function parseRange(text: string): [Address, number] | undefined {
+  const [addressText = '', bitsText, ...rest] = text.split('/');
+  if (rest.length > 0) return undefined;
+  let address: Address;
+  if (ipaddr.IPv4.isValidFourPartDecimal(addressText)) address = ipaddr.IPv4.parse(addressText);
+  else if (ipaddr.IPv6.isValid(addressText)) address = ipaddr.IPv6.parse(addressText);
+  else return undefined;
+  const max = address.kind() === 'ipv4' ? 32 : 128;
+  const bits = bitsText === undefined ? max : /^[0-9]{1,3}$/.test(bitsText) ? Number(bitsText) : -1;
+  if (bits < 0 || bits > max) return undefined;
+  // An IPv4-mapped range (::ffff:10.0.0.0/104) is the IPv4 range it maps: addresses are compared as IPv4.
+  if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96)
+    return [address.toIPv4Address(), bits - 96];
+  return [address, bits];
+}
+
+function parseTrustProxy(
+  raw: string | undefined,
+  environment: Environment,
+  problems: string[],
+): boolean | TrustedProxies {
   if (raw === undefined || /^(false|no|off)$/i.test(raw)) return false;
   if (/^(true|yes|on)$/i.test(raw)) return true;
-  if (/^[0-9a-fA-F.:/]+(\s*,\s*[0-9a-fA-F.:/]+)*$/.test(raw)) return raw;
-  problems.push(`TRUST_PROXY must be true, false or a comma-separated list of proxy addresses (got "${raw}")`);
-  return false;
+  const ranges: [Address, number][] = [];
+  for (const item of raw.split(',').map((s) => s.trim())) {
+    const range = parseRange(item);
+    if (!range) {
+      problems.push(
+        `TRUST_PROXY must be true, false or a comma-separated list of proxy addresses or CIDR ranges (TRUST_PROXY=10.0.0.0/8,10.1.2.3); "${item}" is neither`,
+      );
+      continue;
+    }
+    const min = MIN_PROXY_PREFIX[range[0].kind()];
+    if (environment === 'live' && range[1] < min) {
+      problems.push(
+        `live refuses TRUST_PROXY range ${item}: ${range[0].kind() === 'ipv4' ? 'IPv4' : 'IPv6'} ranges wider than /${min} trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets`,
+      );
+    }
+    ranges.push(range);
+  }
+  if (ranges.length === 0) return false;
+  return {
+    ranges: ranges.map(([a, bits]) => `${a.toString()}/${bits}`),
+    trusts: (address) => {
+      const a = parseAddress(address);
+      return a !== undefined && ranges.some(([net, bits]) => net.kind() === a.kind() && a.match(net, bits));
+    },
+  };
+}
+
+/** `localhost` or a loopback address (127.0.0.0/8, ::1): where plain http never leaves the host. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (host === 'localhost') return true;
+  return parseAddress(host)?.range() === 'loopback';
 }
 
 export interface CliConfig {

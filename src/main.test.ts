@@ -1,18 +1,24 @@
 // The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
 // restart, the live environment's refusals (decisions §1), and a database newer than the build.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { claimDatabaseEnvironment } from './db/deployment.ts';
+import { isGeneratedToken } from './crypto/tokens.ts';
 import { openDatabase } from './db/open.ts';
 import { dbKind, freshDatabaseUrl, providerEnv } from './test/harness.ts';
 import { startServer, type ServerProcess } from './test/process.ts';
 
-const LIVE_TOKEN = '8dIBFhqfVo0JPJS03y71Q94JC83vveDs0/x52t7n1mWJtrYnpyxjiWzpvkyhRBSy';
+const run = promisify(execFile);
+const CLI = fileURLToPath(new URL('../bin/coffer.mjs', import.meta.url));
+const LIVE_TOKEN = 'cft_zbbOnwjhm7GWTlZkfIExBvFoLrsL5Tw7viyLed0lA8TQy_zo';
 const PGLITE = {
   DATABASE_URL: undefined,
   COFFER_ENV: 'sandbox',
@@ -45,7 +51,8 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
     assert.match(out, /Demo merchant \(created now\)/);
     for (const port of Object.values(server.ports))
       assert.ok(out.includes(`http://localhost:${port}`), `listener ${port} printed`);
-    assert.match(out, /ADMIN_TOKEN\s+adm_/);
+    const token = out.match(/ADMIN_TOKEN\s+(\S+)/)?.[1] ?? '';
+    assert.ok(isGeneratedToken(token), `a generated token (cft_…): ${token}`);
     // The operator's console pages are off by default: the banner says how to turn them on.
     assert.match(out, /Console .*CONSOLE_OPERATOR_SIGN_IN=true/);
     const res = await fetch(`http://127.0.0.1:${server.ports.api}/api/v1/users`, {
@@ -129,7 +136,7 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
 describe('a sandbox whose admin token comes from the environment, as a process', () => {
   let dir: string;
   let server: ServerProcess;
-  const token = 'Hk2pW9sTq4vN7xZb1cR8mLf3gJ6dY0aEuPoQiXw5BnCt+Sy/VrUeMhKjGlFzD1Aa';
+  const token = 'cft_3YbZD_GKVgqNE9PJmN1pQPUY2ttbpYICtdG4dBjKyb977OWv';
   before(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
     // A folder left open by an earlier start, with a file anyone could read.
@@ -194,6 +201,48 @@ describe('a sandbox whose admin token comes from the environment, as a process',
   });
 });
 
+describe('a sandbox whose DATA_DIR holds an admin token of the older format (adm_…)', () => {
+  const oldToken = 'adm_t0GQm2bL9xV4sKcY7rWfJ1nE8hUzPd3oAi6MgNqXZ5k';
+  let dir: string;
+  let server: ServerProcess;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    await writeFile(
+      path.join(dir, 'secrets.json'),
+      JSON.stringify({
+        adminToken: oldToken,
+        cardEncryptionKey: Buffer.alloc(32, 3).toString('base64'),
+        widgetSigningKey: Buffer.alloc(32, 4).toString('base64'),
+      }),
+      { mode: 0o600 },
+    );
+    server = await startServer({ ...PGLITE, DATABASE_URL: await freshDatabaseUrl(), DATA_DIR: dir });
+    await server.waitFor(/Stop with Ctrl-C/);
+  });
+  after(async () => {
+    server.kill('SIGKILL');
+    await server.exited;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('starts and keeps that token: the admin API and the CLI take it', async () => {
+    assert.ok(server.stdout().includes(oldToken), 'the banner shows the kept token');
+    const res = await fetch(`http://127.0.0.1:${server.ports.admin}/admin/v1/clients`, {
+      headers: { authorization: `Bearer ${oldToken}` },
+    });
+    assert.equal(res.status, 200);
+    const { stdout } = await run(process.execPath, [CLI, 'clients', 'list'], {
+      env: {
+        ...process.env,
+        ADMIN_TOKEN: '',
+        DATA_DIR: dir,
+        COFFER_ADMIN_URL: `http://127.0.0.1:${server.ports.admin}`,
+      },
+    });
+    assert.ok(Array.isArray(JSON.parse(stdout).clients));
+  });
+});
+
 describe('live', () => {
   test('refuses to start without DATABASE_URL, ADMIN_TOKEN, CARD_ENCRYPTION_KEY and WIDGET_SIGNING_KEY', async () => {
     const p = await startServer({ ...PGLITE, COFFER_ENV: 'live' });
@@ -201,6 +250,30 @@ describe('live', () => {
     assert.equal(code, 78);
     for (const name of ['DATABASE_URL', 'ADMIN_TOKEN', 'CARD_ENCRYPTION_KEY', 'WIDGET_SIGNING_KEY'])
       assert.match(p.stderr(), new RegExp(`live requires ${name}`));
+  });
+
+  test('refuses a chosen ADMIN_TOKEN, a wide TRUST_PROXY range and plain http off loopback: one line each, no stack', async () => {
+    const p = await startServer({
+      COFFER_ENV: 'live',
+      // Never reached: the configuration is refused first.
+      DATABASE_URL: 'postgres://coffer@127.0.0.1:9/coffer_live',
+      ADMIN_TOKEN: 'CofferAdminToken2024ProductionSecretKey!',
+      CARD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      WIDGET_SIGNING_KEY: Buffer.alloc(32, 2).toString('base64'),
+      TRUST_PROXY: '0.0.0.0/0',
+      CONSOLE_URL: 'http://console.example.com',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.example.com:4318',
+      ...providerEnv('http://127.0.0.1:9'),
+    });
+    assert.equal((await p.exited).code, 78, p.stderr());
+    for (const line of [
+      /ADMIN_TOKEN must be a generated token .*npx coffer token/,
+      /live refuses TRUST_PROXY range 0\.0\.0\.0\/0/,
+      /live refuses CONSOLE_URL=http:\/\/console\.example\.com/,
+      /live refuses OTEL_EXPORTER_OTLP_ENDPOINT=http:\/\/collector\.example\.com:4318/,
+    ])
+      assert.match(p.stderr(), line);
+    assert.doesNotMatch(p.stderr(), /\n\s+at /, 'a message, not a stack trace');
   });
 
   test('refuses a key that is not 32 bytes', async () => {

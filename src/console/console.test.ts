@@ -1,10 +1,11 @@
 // The console through HTTP (inject) on the test database: sign-in, cookies, CSRF, isolation
 // between merchants, the pages with data, an event replay, a simulation, the request log.
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { generateToken } from '../crypto/tokens.ts';
 import { rowsOf } from '../db/open.ts';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
@@ -603,7 +604,7 @@ describe('console', () => {
     const home = await call(app, op, 'GET', '/operator');
     assert.equal(home.statusCode, 200);
     const name = `After the token changed ${randomUUID()}`;
-    const s = await createTestApp({ env: { ...OPERATOR_SIGN_IN, ADMIN_TOKEN: randomBytes(48).toString('base64') } });
+    const s = await createTestApp({ env: { ...OPERATOR_SIGN_IN, ADMIN_TOKEN: generateToken() } });
     const restarted = await buildConsoleListener(s.ctx);
     try {
       assert.equal((await call(restarted, op, 'GET', '/operator')).statusCode, 303);

@@ -28,8 +28,14 @@ export function sqlState(err: unknown): string | undefined {
   return pgFields(err)?.code;
 }
 
-/** Postgres SQLSTATE classes and driver errors that mean "try again", not "bad request". */
-const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-3]|40001|40P01)/;
+/**
+ * Postgres SQLSTATE classes and driver errors that mean "try again", not "bad request": among
+ * them the connection timeouts (db/open.ts): 55P03 a lock not had within lock_timeout, 57014 a
+ * statement cancelled at statement_timeout, 25P03 a session ended idle in a transaction.
+ */
+const RETRYABLE_SQLSTATE = /^(08|53|57P0[1-3]|57014|55P03|25P03|40001|40P01)/;
+/** The timeouts' SQLSTATEs: the database is busy, not away. */
+const TIMEOUT_SQLSTATE = /^(57014|55P03|25P03)$/;
 const RETRYABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 /**
  * node-postgres's messages for a connection that is gone or unusable. "Received unexpected …
@@ -50,6 +56,12 @@ export function isRetryableDatabaseError(err: unknown): boolean {
     e = x.cause;
   }
   return false;
+}
+
+/** A statement that waited or ran past one of the connection's timeouts (retryable too). */
+export function isDatabaseTimeout(err: unknown): boolean {
+  const state = sqlState(err);
+  return state !== undefined && TIMEOUT_SQLSTATE.test(state);
 }
 
 /**

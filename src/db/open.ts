@@ -9,6 +9,7 @@ import { markUnnamed, nameRepeatedStatements } from './statements.ts';
 import { dbQueryDuration } from '../observability/metrics.ts';
 import { trackCommits } from './commit-hooks.ts';
 import { endSpan, SpanKind, startChildSpan, tracing, type Span } from '../observability/tracing.ts';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.ts';
 
 // Without Drizzle's relational query API (`db.query.<table>`), which nothing here uses: given
 // the schema, Drizzle builds a query builder for each of its tables in a dictionary-mode object
@@ -62,11 +63,34 @@ export interface OpenOptions {
   inMemory?: boolean;
   /** PostgreSQL only: named prepared statements on the hot paths (default true; false behind a transaction-mode pooler that cannot keep them). */
   preparedStatements?: boolean;
+  /** PostgreSQL only: each pooled connection's timeouts (DATABASE_*_TIMEOUT_MS; the defaults when omitted). */
+  timeouts?: DatabaseTimeouts;
+}
+
+/**
+ * JIT off: it pays only for long analytical queries, and a short statement whose plan's
+ * estimated cost passes jit_above_cost compiled itself on every execution (13 ms of a 15 ms
+ * statement, seen with auto_explain).
+ */
+const SESSION_OPTIONS = '-c jit=off';
+
+/**
+ * The startup `options` of the pool's connections: set by PostgreSQL as each session starts, so
+ * no statement is spent on them and nothing outlives a transaction behind a pooler. PgBouncer
+ * does not pass `options` on: there they are set on the server side (docs/scaling.md).
+ */
+function poolOptions(t: DatabaseTimeouts): string {
+  return `${SESSION_OPTIONS} -c statement_timeout=${t.statementMs} -c lock_timeout=${t.lockMs} -c idle_in_transaction_session_timeout=${t.idleInTransactionMs}`;
 }
 
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const database = opts.databaseUrl
-    ? await openPostgres(opts.databaseUrl, opts.poolSize, opts.preparedStatements ?? true)
+    ? await openPostgres(
+        opts.databaseUrl,
+        opts.poolSize,
+        opts.preparedStatements ?? true,
+        opts.timeouts ?? DEFAULT_DATABASE_TIMEOUTS,
+      )
     : await openPglite(opts);
   if (opts.migrate !== false) {
     try {
@@ -79,7 +103,12 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   return database;
 }
 
-async function openPostgres(url: string, poolSize: number, preparedStatements: boolean): Promise<Database> {
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  preparedStatements: boolean,
+  timeouts: DatabaseTimeouts,
+): Promise<Database> {
   const { default: pg } = await import('pg');
   const { drizzle } = await import('drizzle-orm/node-postgres');
   const { releaseConnectionsOnFailedBegin } = await import('./pg-transaction.ts');
@@ -88,10 +117,12 @@ async function openPostgres(url: string, poolSize: number, preparedStatements: b
   // Process-wide: Drizzle passes its own per-query parsers that fall back to pg's global ones,
   // so a pool-level parser would not reach raw `db.execute` results.
   pg.types.setTypeParser(INT8, parseInt8);
-  // JIT off: it pays only for long analytical queries, and a short statement whose plan's
-  // estimated cost passes jit_above_cost compiled itself on every execution (13 ms of a 15 ms
-  // statement, seen with auto_explain).
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, options: '-c jit=off' });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    idleTimeoutMillis: 30_000,
+    options: poolOptions(timeouts),
+  });
   // A connection lost to a server restart must not crash the process. An idle client's error
   // reaches the pool, which drops it. A checked-out client (inside a transaction, between two
   // statements) emits the error on itself with no listener of the pool's, which Node would
@@ -316,9 +347,9 @@ export async function runMigrations(database: Database, folder = MIGRATIONS): Pr
   const { migrate } = await import('drizzle-orm/node-postgres/migrator');
   // Several processes may start at once against one server: one migrates, the others wait. The
   // check runs under the lock too, so a newer build migrating meanwhile is seen once it is done.
-  await withSessionLock(database.db, async () => {
+  await withMigrationLock(database.db, async (migrator) => {
     await refuseNewerSchema(database, folder);
-    await migrate(database.db as never, { migrationsFolder: folder });
+    await migrate(migrator as never, { migrationsFolder: folder });
   });
 }
 
@@ -357,25 +388,41 @@ async function refuseNewerSchema(database: Database, folder: string): Promise<vo
 }
 
 /**
- * Holds an advisory lock on a connection of its own while `fn` runs on the pool's. The lock is a
+ * Holds an advisory lock on a connection of its own while `fn` migrates on another, neither of
+ * them the pool's nor bound by its timeouts: a migration may run longer than any request's
+ * statement, and a process waits for another's migration however long it takes. The lock is a
  * transaction's, held by a transaction left open until `fn` ends: a session-level lock would
  * stay behind on whichever server connection a transaction-mode pooler (PgBouncer) gave the
- * lock statement, while an open transaction keeps its server connection until it ends. Not a
- * pooled connection: with DATABASE_POOL_SIZE=1 the lock held the pool's only one, and the
- * migrations waited for it forever.
+ * lock statement, while an open transaction keeps its server connection until it ends (and its
+ * `set local`s reach that connection whatever the pooler's server-side timeouts). Not a pooled
+ * connection: with DATABASE_POOL_SIZE=1 the lock held the pool's only one, and the migrations
+ * waited for it forever.
  */
-async function withSessionLock<T>(db: Db, fn: () => Promise<T>): Promise<T> {
+async function withMigrationLock<T>(db: Db, fn: (migrator: unknown) => Promise<T>): Promise<T> {
   const { default: pg } = await import('pg');
+  const { drizzle } = await import('drizzle-orm/node-postgres');
   const pool = (db as unknown as { $client: import('pg').Pool & { options: import('pg').PoolConfig } }).$client;
-  const conn = new pg.Client(pool.options);
-  conn.on('error', () => {});
-  await conn.connect();
+  const connect = async () => {
+    const conn = new pg.Client({ ...pool.options, options: SESSION_OPTIONS });
+    conn.on('error', () => {});
+    await conn.connect();
+    return conn;
+  };
+  const lock = await connect();
   try {
-    await conn.query('begin');
-    await conn.query(`select pg_advisory_xact_lock(hashtext('coffer:migrations'))`);
-    return await fn();
+    await lock.query('begin');
+    await lock.query(
+      'set local statement_timeout = 0; set local lock_timeout = 0; set local idle_in_transaction_session_timeout = 0',
+    );
+    await lock.query(`select pg_advisory_xact_lock(hashtext('coffer:migrations'))`);
+    const conn = await connect();
+    try {
+      return await fn(drizzle({ client: conn }));
+    } finally {
+      await conn.end().catch(() => {});
+    }
   } finally {
-    await conn.query('commit').catch(() => {});
-    await conn.end().catch(() => {});
+    await lock.query('commit').catch(() => {});
+    await lock.end().catch(() => {});
   }
 }

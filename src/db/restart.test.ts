@@ -15,7 +15,7 @@ import { serverEnv, startServer } from '../test/process.ts';
 import { startReceiver } from '../test/receiver.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'dKrePuoa4ydQdhQlNA9E5rCOdkYRX54f8CRTJJ37dR8hUJDI4actsCkR05iVGU/H';
+const ADMIN_TOKEN = 'cft_j9L2hONy66Y9jsXWGlU9TyUCZ19Gz1hRuuNLw_aFxssoJa8h';
 const WORKERS = 12;
 const bin = postgresBin();
 const skip =

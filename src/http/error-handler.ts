@@ -1,10 +1,10 @@
 // Renders every failure as a JSON:API error document. Known errors keep their code; anything
 // unexpected becomes a 500 without internals (the stack goes to the log, never the client);
-// lost database connections become a retryable 503.
+// lost database connections and the database's timeouts become a retryable 503.
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Environment } from '../config.ts';
-import { isRetryableDatabaseError } from '../db/errors.ts';
+import { isDatabaseTimeout, isRetryableDatabaseError } from '../db/errors.ts';
 import { ApiError, apiError, errorItem, type ErrorItem } from './errors.ts';
 import { JSONAPI } from './schemas.ts';
 import { validationErrorItems, type ValidationContext } from './validation.ts';
@@ -65,9 +65,10 @@ export function toApiError(err: unknown): ApiError | undefined {
   }
   if (fe?.statusCode === 408 || fe?.code === 'ERR_HTTP_REQUEST_TIMEOUT') return apiError('RequestTimeout');
   if (isRetryableDatabaseError(err)) {
-    return apiError('ServiceUnavailable', 'The database is unavailable; retry shortly.', {
-      headers: { 'retry-after': '1' },
-    });
+    const detail = isDatabaseTimeout(err)
+      ? 'The database did not answer in time (a row this request needs may be held by another request); retry shortly.'
+      : 'The database is unavailable; retry shortly.';
+    return apiError('ServiceUnavailable', detail, { headers: { 'retry-after': '1' } });
   }
   return undefined;
 }

@@ -71,7 +71,8 @@ export function createServer(opts: ServerOptions): App {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // The rate limit keys on the client address; behind a proxy it comes from X-Forwarded-For.
-    trustProxy: config.trustProxy,
+    // The listed proxies were parsed once, in config.ts.
+    trustProxy: typeof config.trustProxy === 'boolean' ? config.trustProxy : config.trustProxy.trusts,
     ajv: { customOptions: { strict: false } },
     // Response serializers from the schemas with nullable fields as type arrays (serializer.ts).
     schemaController: { compilersFactory: { buildSerializer } },

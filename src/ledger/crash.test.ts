@@ -11,7 +11,7 @@ import { freshDatabaseUrl } from '../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'ge1xhRNZaqeX1rIbJS7JF9SV0snabsXtFDs7gCvwCkzUYAE3cA3QUgZ7LyQSM/ch';
+const ADMIN_TOKEN = 'cft_DnZMOc8uXzjJDQvO2q7rMNqGyiDLIEbAWgw4Vn-0a4GUSNmA';
 const N = 40;
 
 const env = (dir: string, databaseUrl: string | undefined) => serverEnv(dir, databaseUrl, ADMIN_TOKEN);

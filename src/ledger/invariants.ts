@@ -62,7 +62,9 @@ async function verifyIn(tx: Tx): Promise<Violation[]> {
   const out: Violation[] = [];
   const q = async <T>(query: ReturnType<typeof sql>) => rowsOf<T>(await tx.execute(query));
   // The two aggregates hash a group per account and per entry: in memory, not spilled to disk.
+  // Linear in the ledger, the check may run past DATABASE_STATEMENT_TIMEOUT_MS, which is for requests.
   await tx.execute(sql`set local work_mem = '64MB'`);
+  await tx.execute(sql`set local statement_timeout = 0`);
 
   const danglingAccounts: string[] = [];
   for (const r of await q<AccountRow>(BY_ACCOUNT)) {

@@ -16,7 +16,7 @@ import { pgbouncerSkip, startPgBouncer, type Bouncer } from '../test/pgbouncer.t
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteLedger, remoteMerchant, type RemoteCall } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'EAIdFvOSTjdacnc++hVe/10SdBc746WXO+3Upa+yRXDs8SP7GbCOYa5elWRhcEGU';
+const ADMIN_TOKEN = 'cft_bFJnqOrL9KH221JUfqs9bg_5W9mVdv8Bn_fURPRsxQdHtqd_';
 
 const PGLITE_SKIP = dbKind === 'pglite' ? 'PostgreSQL only (PGlite is one process)' : false;
 

@@ -20,7 +20,7 @@ import {
   approvedUser,
 } from '../test/money.ts';
 
-const METRICS_TOKEN = 'Qm9vbGVhbi1zY3JhcGVyLXRva2VuLWZvci10ZXN0cy0xMjM0NTY3ODkw+/zXk';
+const METRICS_TOKEN = 'cft_KBa1syf9WUlUW4HseaHrSAI_kt4nHTFDSdt2n6RuOC327d0K';
 
 interface Sample {
   name: string;

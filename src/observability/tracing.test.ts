@@ -15,7 +15,7 @@ import { freshDatabaseUrl } from '../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 import { remoteApprovedWallet, remoteMerchant } from '../test/remote.ts';
 
-const ADMIN_TOKEN = 'tracing-admin-token-Xq7vB2nL9pR4sT6wY8zA1cD3fG5hJ0kM';
+const ADMIN_TOKEN = 'cft_A_JMivxWf2IBEsTW8spNc-b4rSqrXa3vubw8Rd2I6hbaHjXc';
 
 interface ReceivedSpan {
   traceId: string;

@@ -18,7 +18,7 @@ import { startServer } from '../test/process.ts';
 import { remoteLedger, remoteMerchant } from '../test/remote.ts';
 import { ReferenceAdapter } from './http/reference-adapter.ts';
 
-const ADMIN_TOKEN = 'live-providers-admin-token-0123456789abcdef';
+const ADMIN_TOKEN = 'cft_unyucCW6P8vsUf8lMXlSz-MO9t9ecv5CQNSsUDVnV8eIUgxk';
 const SECRETS = {
   COFFER_ENV: 'live',
   ADMIN_TOKEN,

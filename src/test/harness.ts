@@ -24,7 +24,7 @@ import { createLogger } from '../log.ts';
 import { closeProviders } from '../providers/index.ts';
 import { recorded } from './responses.ts';
 
-export const ADMIN_TOKEN = 'O0gNPN5Lwi4WDF6vNmCbc8g3NGqU9UA4LQYslyc/ewwTnaEPtLodnjJmgmLjnyGT';
+export const ADMIN_TOKEN = 'cft_cGoGW7p5oil4eLUS_k76M5si-xhPxPuhEIf_iZdVll4MFp5J';
 export const JSONAPI = 'application/vnd.api+json';
 
 const serverUrl = loadConfig(process.env).databaseUrl;

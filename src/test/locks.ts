@@ -1,13 +1,14 @@
 // Row locks held by another session while a test sends its requests (PostgreSQL only: PGlite
 // runs one statement at a time).
 import type { SQL } from 'drizzle-orm';
-import type { TestApp } from './harness.ts';
+import type { Db } from '../db/open.ts';
 
 /**
- * Runs `body` while another transaction holds the rows `lock` locks (a SELECT … FOR UPDATE or
- * FOR NO KEY UPDATE), and releases them when `body` ends, whether it succeeds or fails.
+ * Runs `body` while another transaction, on `t`'s database (a test app's, or another pool's),
+ * holds the rows `lock` locks (a SELECT … FOR UPDATE or FOR NO KEY UPDATE), and releases them
+ * when `body` ends, whether it succeeds or fails.
  */
-export async function whileLocked(t: TestApp, lock: SQL, body: () => Promise<void>): Promise<void> {
+export async function whileLocked(t: { ctx: { db: Db } }, lock: SQL, body: () => Promise<void>): Promise<void> {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let locked!: () => void;

@@ -9,9 +9,13 @@ import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_DATABASE_TIMEOUTS } from '../config.ts';
 import { freePort } from './process.ts';
 
 const run = promisify(execFile);
+const t = DEFAULT_DATABASE_TIMEOUTS;
+/** What docs/scaling.md#behind-pgbouncer sets on each server connection. */
+const SERVER_SETTINGS = `SET jit = off; SET statement_timeout = ${t.statementMs}; SET lock_timeout = ${t.lockMs}; SET idle_in_transaction_session_timeout = ${t.idleInTransactionMs}`;
 export const PGBOUNCER = '/usr/sbin/pgbouncer';
 
 /** Why PgBouncer tests cannot run here, or false when they can (REQUIRE_PGBOUNCER makes a missing binary a failure). */
@@ -57,9 +61,9 @@ export async function startPgBouncer(
   };
   const ini = [
     '[databases]',
-    // Every database name goes to the same server; jit off as Coffer's own pool asks for it
-    // (PgBouncer does not pass the `options` startup parameter on).
-    `* = host=${server.hostname} port=${server.port || 5432} connect_query='SET jit = off'`,
+    // Every database name goes to the same server; jit off and the default timeouts as Coffer's
+    // own pool asks for them (PgBouncer does not pass the `options` startup parameter on).
+    `* = host=${server.hostname} port=${server.port || 5432} connect_query='${SERVER_SETTINGS}'`,
     '[pgbouncer]',
     ...Object.entries({ ...base, ...settings }).map(([k, v]) => `${k} = ${v}`),
   ].join('\n');

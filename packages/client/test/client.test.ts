@@ -24,7 +24,7 @@ import {
   type Coffer,
 } from '../src/index.ts';
 
-const ADMIN_TOKEN = 'YQ61Hr9wuziW8+oBzGUNCZu/bNq/Ndq2zDncBgGnK+jo23dq5hNrS/nsPPD694iM';
+const ADMIN_TOKEN = 'cft_ucdSMdwqbKZa2i5dcOVkjNwOEJUFbxKxwbvWCClCGutSwtKF';
 
 /** The CofferError a call fails with (the test fails if it succeeds). */
 async function failure(p: Promise<unknown>): Promise<CofferError> {

@@ -1,9 +1,16 @@
 // The operator's admin API and the `coffer` CLI over it (decisions §2).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../config.ts';
 import { ADMIN_TOKEN, createTestApp, errorsOf, type TestApp } from '../../test/harness.ts';
 
 const run = promisify(execFile);
@@ -151,14 +158,21 @@ describe('admin API', () => {
   });
 });
 
+/** The CLI tests' folder: token files, and an empty DATA_DIR (no sandbox secrets). */
+let dir: string;
+
 describe('coffer CLI', () => {
   let t: TestApp;
   let url: string;
   before(async () => {
     t = await createTestApp();
     url = await t.admin.listen({ host: '127.0.0.1', port: 0 });
+    dir = await mkdtemp(path.join(tmpdir(), 'coffer-cli-'));
   });
-  after(() => t.close());
+  after(async () => {
+    await t.close();
+    await rm(dir, { recursive: true, force: true });
+  });
 
   const cli = async (...args: string[]) => {
     const { stdout } = await run(process.execPath, [CLI, ...args, '--url', url], {
@@ -202,11 +216,120 @@ describe('coffer CLI', () => {
       }),
       (err: { code: number; stderr: string }) => err.code === 1 && /404 ClientNotFound/.test(err.stderr),
     );
+    const wrong = await tokenFile('wrong');
     await assert.rejects(
-      run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token', 'wrong'], {
+      run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token-file', wrong], {
         env: { ...process.env, ADMIN_TOKEN: '' },
       }),
       (err: { code: number; stderr: string }) => err.code === 1 && /401 Unauthorized/.test(err.stderr),
     );
   });
+
+  /** The CLI's exit code and output, run without ADMIN_TOKEN and with an empty DATA_DIR unless `env` says otherwise. */
+  const outcome = async (args: string[], env: Record<string, string> = {}) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, ...args], {
+        env: { ...process.env, ADMIN_TOKEN: '', DATA_DIR: dir, COFFER_ADMIN_URL: url, ...env },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+
+  test('token prints a new generated token, which ADMIN_TOKEN and METRICS_TOKEN accept', async () => {
+    const one = (await run(process.execPath, [CLI, 'token'])).stdout.trim();
+    const two = (await run(process.execPath, [CLI, 'token'])).stdout.trim();
+    assert.match(one, /^cft_[A-Za-z0-9_-]{48}$/);
+    assert.notEqual(one, two);
+    assert.equal(loadConfig({ ADMIN_TOKEN: one, METRICS_TOKEN: two }).adminToken, one);
+  });
+
+  test('--token is refused (ps shows it) with the alternatives; --token-file and ADMIN_TOKEN are read', async () => {
+    const refused = await outcome(['clients', 'list', '--token', ADMIN_TOKEN], { ADMIN_TOKEN });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^coffer: --token is refused: .*--token-file FILE.*ADMIN_TOKEN/);
+    assert.doesNotMatch(refused.stderr, /\n\s+at /);
+    const file = await tokenFile(`${ADMIN_TOKEN}\n`);
+    const listed = await outcome(['clients', 'list', '--limit', '1', '--token-file', file]);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(JSON.parse(listed.stdout).clients.length, 1);
+    const missing = await outcome(['clients', 'list', '--token-file', path.join(dir, 'nowhere')]);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^coffer: cannot read --token-file .*nowhere/);
+  });
+
+  test('without a token the message names ADMIN_TOKEN, --token-file and DATA_DIR/secrets.json', async () => {
+    const none = await outcome(['clients', 'list']);
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /^coffer: no admin token: set ADMIN_TOKEN .*--token-file FILE.*DATA_DIR\/secrets\.json/);
+    assert.ok(none.stderr.includes(path.join(dir, 'secrets.json')), none.stderr);
+  });
+
+  test('ids are sent as one encoded path segment each; . and .. are refused', async () => {
+    const {
+      server,
+      url: fake,
+      paths,
+    } = await recorder(200, 'application/vnd.api+json', '{"data":{"id":"x","attributes":{}}}');
+    try {
+      const env = { ADMIN_TOKEN, COFFER_ADMIN_URL: fake };
+      assert.equal((await outcome(['clients', 'show', '../../metrics'], env)).code, 0);
+      assert.equal((await outcome(['clients', 'delete-secret', 'a/b?c#d', '%2e%2e'], env)).code, 0);
+      assert.deepEqual(paths, [
+        '/admin/v1/clients/..%2F..%2Fmetrics',
+        '/admin/v1/clients/a%2Fb%3Fc%23d/secrets/%252e%252e',
+      ]);
+      for (const args of [
+        ['clients', 'show', '..'],
+        ['clients', 'rotate-secret', '.'],
+        ['clients', 'delete-secret', 'x', '..'],
+      ]) {
+        const r = await outcome(args, env);
+        assert.equal(r.code, 1, args.join(' '));
+        assert.match(r.stderr, /is not an id/);
+      }
+      assert.equal(paths.length, 2, 'nothing sent for a refused id');
+    } finally {
+      server.close();
+    }
+    // Against the admin listener, the encoded id is a client id (not a valid one), never another route.
+    const shown = await outcome(['clients', 'show', '../../metrics'], { ADMIN_TOKEN });
+    assert.equal(shown.code, 1);
+    assert.match(shown.stderr, /^coffer: 400 BadRequest: `clientId` must be a valid UUID/);
+  });
+
+  test('an answer that is not JSON is one line with its status and what to check, not a stack', async () => {
+    const { server, url: fake } = await recorder(502, 'text/html', '<html><body>Bad Gateway</body></html>');
+    try {
+      const r = await outcome(['clients', 'list'], { ADMIN_TOKEN, COFFER_ADMIN_URL: fake });
+      assert.equal(r.code, 1);
+      assert.equal(
+        r.stderr,
+        `coffer: GET ${fake}/admin/v1/clients answered 502 with text/html, not JSON: check that --url or COFFER_ADMIN_URL is the admin listener (ADMIN_HOST:ADMIN_PORT)\n`,
+      );
+    } finally {
+      server.close();
+    }
+  });
 });
+
+/** A file in the suite's folder holding `content`, readable by this user only. */
+async function tokenFile(content: string): Promise<string> {
+  const file = path.join(dir, `token-${randomBytes(4).toString('hex')}`);
+  await writeFile(file, content, { mode: 0o600 });
+  return file;
+}
+
+/** An HTTP server that answers every request alike and records the paths asked for. */
+async function recorder(status: number, type: string, body: string) {
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? '');
+    res.writeHead(status, { 'content-type': type }).end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { server, url: `http://127.0.0.1:${port}`, paths };
+}

@@ -52,7 +52,7 @@ describe('delivery workers', () => {
       DATA_DIR: dir,
       DATABASE_URL: databaseUrl,
       COFFER_ENV: 'sandbox',
-      ADMIN_TOKEN: 'lcA5StRanckFcd4TpGn3gomvNKC56q9xIrF50IrSIZdQ3PWKti87K761+4T3lirB',
+      ADMIN_TOKEN: 'cft_mOAMHrpbDpC2vkobaFp8cej39LVu3vCEDc-ah1meCg_wCh8l',
       CARD_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
       WIDGET_SIGNING_KEY: Buffer.alloc(32, 4).toString('base64'),
       WEBHOOK_RETRY_DELAYS: Array(12).fill('0.3').join(','),

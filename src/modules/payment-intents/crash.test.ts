@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import { dbKind, freshDatabaseUrl } from '../../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../../test/process.ts';
 
-const ADMIN_TOKEN = 'I1qocgqOowlemSH8QWODKfxveW35KUlt4567RTgnG4N56gclATevZWUXyWdNSHr6';
+const ADMIN_TOKEN = 'cft_9tIpgg4oSoMRRlsO5kthv0EKSnAJQO9NWtLWZ0PZmS7rQZHt';
 
 const env = (dir: string, databaseUrl: string | undefined) =>
   serverEnv(dir, databaseUrl, ADMIN_TOKEN, { AUTHORIZATION_LEASE_MARGIN_MS: '1000' });
