@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { createTestApp, freshDatabaseUrl, type Merchant, type TestApp } from '../test/harness.ts';
+import { ADMIN_TOKEN, createTestApp, freshDatabaseUrl, type Merchant, type TestApp } from '../test/harness.ts';
 import { serverEnv, startServer, type ServerProcess } from '../test/process.ts';
 
 /** A raw connection (one that never reads unless `read`), with what it received and how it ended. */
@@ -124,7 +124,6 @@ describe('slow clients', () => {
   });
 });
 
-const ADMIN_TOKEN = 'slow-readers-admin-token-Xq7vB2nL9pR4sT6wY8zA1cD3fG5hJ0kM';
 const WRITE_TIMEOUT_MS = 2_000;
 const CONNECTIONS = 100;
 const PIPELINED = 20;
