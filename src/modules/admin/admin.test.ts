@@ -205,8 +205,14 @@ describe('coffer CLI', () => {
     assert.match(rotated.secret, /^sk_sandbox_/);
     const deleted = await cli('clients', 'delete-secret', created.clientId, created.secretId);
     assert.equal(deleted.deleted, created.secretId);
-    const listed = await cli('clients', 'list', '--limit', '50');
-    assert.ok(listed.clients.some((c: { clientId: string }) => c.clientId === created.clientId));
+    // The run's database is shared with other tests' clients, so walk the pages.
+    let found = false;
+    for (let offset = 0; !found; offset += 100) {
+      const listed = await cli('clients', 'list', '--limit', '100', '--offset', String(offset));
+      found = listed.clients.some((c: { clientId: string }) => c.clientId === created.clientId);
+      if (listed.clients.length < 100) break;
+    }
+    assert.ok(found, 'the created client is on one of the pages');
   });
 
   test('errors are reported on stderr with a non-zero exit', async () => {
