@@ -1,9 +1,11 @@
 // Configuration rules (decisions §1). The process-level refusals are in main.test.ts.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { ConfigError, loadConfig, PROVIDER_URL_VARIABLES } from './config.ts';
 import { generateToken } from './crypto/tokens.ts';
+import { envExample, SETTINGS, setting, withSettingsTable } from './settings.ts';
 import { PROVIDER_SIGNING_SECRET, providerEnv } from './test/harness.ts';
 
 const STRONG_TOKEN = 'cft_GNKp2K3ZB7xk4-iRxrFrFUA6bWzQOgJPHQA93mIZ_0vwwdK3';
@@ -338,3 +340,51 @@ const LIVE = {
   CARD_ENCRYPTION_KEY: Buffer.alloc(32).toString('base64'),
   WIDGET_SIGNING_KEY: Buffer.alloc(32).toString('base64'),
 };
+
+describe('the settings schema (src/settings.ts)', () => {
+  test('the README table and .env.example are generated from it and current (npm run docs:config)', async () => {
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8');
+    assert.equal(readme, withSettingsTable(readme), 'README.md: run npm run docs:config');
+    const example = await readFile(new URL('../.env.example', import.meta.url), 'utf8');
+    assert.equal(example, envExample(), '.env.example: run npm run docs:config');
+    for (const s of SETTINGS) assert.ok(example.includes(`# ${s.name}=`), s.name);
+  });
+
+  test('each integer setting is bounded by its declared range and defaults to its declared value', () => {
+    const server = SETTINGS.filter((s) => s.type === 'integer' && !s.tool);
+    assert.ok(server.length > 30);
+    for (const s of server) {
+      assert.throws(
+        () => loadConfig({ [s.name]: String(s.max! + 1) }),
+        (e: unknown) => e instanceof ConfigError && e.message.includes(`${s.name} must be an integer between`),
+        s.name,
+      );
+      try {
+        loadConfig({ [s.name]: String(s.min) });
+      } catch (e) {
+        // The minimum may break a rule between settings (events outliving retries), never its range.
+        assert.ok(!String(e).includes(`${s.name} must be an integer`), s.name);
+      }
+    }
+    const c = loadConfig({});
+    assert.equal(c.webhooks.timeoutMs, Number(setting('WEBHOOK_TIMEOUT_MS').default));
+    assert.equal(c.databasePoolSize, Number(setting('DATABASE_POOL_SIZE').default));
+    assert.deepEqual(c.webhooks.retryDelaysS, setting('WEBHOOK_RETRY_DELAYS').default!.split(',').map(Number));
+  });
+
+  test('every declared setting is read by the code, and reading an undeclared one is a bug', async () => {
+    const sources = await Promise.all(
+      ['./config.ts', './cli/main.ts'].map((f) => readFile(new URL(f, import.meta.url), 'utf8').catch(() => '')),
+    );
+    const code = sources.join('\n');
+    for (const s of SETTINGS) assert.ok(code.includes(`'${s.name}'`), `${s.name} is declared but not read`);
+    assert.throws(() => setting('NOT_A_SETTING'), /not declared in src\/settings.ts/);
+  });
+
+  test('LOG_FORMAT is pretty or json; unset, logs are pretty only on a terminal', () => {
+    assert.equal(loadConfig({}).logFormat, 'auto');
+    assert.equal(loadConfig({ LOG_FORMAT: 'json' }).logFormat, 'json');
+    assert.equal(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');
+    assert.throws(() => loadConfig({ LOG_FORMAT: 'xml' }), /LOG_FORMAT must be pretty or json/);
+  });
+});

@@ -2,6 +2,7 @@
 import path from 'node:path';
 import ipaddr from 'ipaddr.js';
 import { tokenProblem } from './crypto/tokens.ts';
+import { setting } from './settings.ts';
 
 export type Environment = 'sandbox' | 'live';
 export type ListenerName = 'api' | 'card' | 'pay' | 'admin' | 'console';
@@ -62,6 +63,8 @@ export interface Config {
   /** Requests a connection may have waiting behind the one being answered (pipelined); one more closes it. */
   maxPipelinedRequests: number;
   logLevel: string;
+  /** `pretty` for a person at a terminal, `json` for a collector; `auto`: pretty when stdout is a terminal. */
+  logFormat: 'auto' | 'pretty' | 'json';
   /** Background jobs (KYC decisions, expiry sweeps, webhook delivery). */
   workersEnabled: boolean;
   /**
@@ -131,12 +134,9 @@ export interface DatabaseTimeouts {
 
 /** The defaults of DATABASE_STATEMENT_TIMEOUT_MS, DATABASE_LOCK_TIMEOUT_MS and DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS. */
 export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
-  // A request's statement never needs a minute; the ledger check sets its own (ledger/invariants.ts).
-  statementMs: 60_000,
-  // Far past any wait for a running transaction's row (milliseconds), short of a client's patience.
-  lockMs: 10_000,
-  // Coffer's transactions never wait on anything outside the database: idle this long, the process is stuck.
-  idleInTransactionMs: 15_000,
+  statementMs: Number(setting('DATABASE_STATEMENT_TIMEOUT_MS').default),
+  lockMs: Number(setting('DATABASE_LOCK_TIMEOUT_MS').default),
+  idleInTransactionMs: Number(setting('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS').default),
 };
 
 /** What keeps webhook receivers from reaching inside the network or from holding up other merchants. */
@@ -155,9 +155,6 @@ export interface WebhookGuards {
   breakerCooldownMs: number;
 }
 
-/** Retry delays after each failed attempt (decisions §10): about three days in all. */
-export const DEFAULT_WEBHOOK_RETRY_DELAYS_S = [5, 10, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400, 86400];
-
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -167,13 +164,16 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-export function loadConfig(env: Env = process.env): Config {
-  const problems: string[] = [];
+/** Reads declared settings (src/settings.ts) from an environment, noting each bad value in `problems`. */
+function reader(env: Env, problems: string[]) {
   const read = (name: string): string | undefined => {
+    setting(name);
     const v = env[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   };
-  const int = (name: string, fallback: number, min: number, max: number): number => {
+  const int = (name: string): number => {
+    const { default: def, min = 0, max = Number.MAX_SAFE_INTEGER } = setting(name);
+    const fallback = Number(def);
     const raw = read(name);
     if (raw === undefined) return fallback;
     const n = Number(raw);
@@ -183,7 +183,8 @@ export function loadConfig(env: Env = process.env): Config {
     }
     return n;
   };
-  const bool = (name: string, fallback: boolean): boolean => {
+  const bool = (name: string): boolean => {
+    const fallback = setting(name).default === 'true';
     const raw = read(name);
     if (raw === undefined) return fallback;
     if (/^(1|true|yes|on)$/i.test(raw)) return true;
@@ -191,6 +192,14 @@ export function loadConfig(env: Env = process.env): Config {
     problems.push(`${name} must be true or false (got "${raw}")`);
     return fallback;
   };
+  /** A text setting, or its declared default. */
+  const text = (name: string): string | undefined => read(name) ?? setting(name).default;
+  return { read, int, bool, text };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const { read, int, bool, text } = reader(env, problems);
   const key32 = (name: string): Buffer | undefined => {
     const raw = read(name);
     if (raw === undefined) return undefined;
@@ -202,7 +211,8 @@ export function loadConfig(env: Env = process.env): Config {
     return buf;
   };
 
-  const delays = (name: string, fallback: number[]): number[] => {
+  const delays = (name: string): number[] => {
+    const fallback = text(name)!.split(',').map(Number);
     const raw = read(name);
     if (raw === undefined) return fallback;
     const list = raw.split(',').map((x) => Number(x.trim()));
@@ -213,13 +223,12 @@ export function loadConfig(env: Env = process.env): Config {
     return list;
   };
 
-  const envName = read('COFFER_ENV') ?? 'sandbox';
+  const envName = text('COFFER_ENV')!;
   if (envName !== 'sandbox' && envName !== 'live')
     problems.push(`COFFER_ENV must be sandbox or live (got "${envName}")`);
   const environment: Environment = envName === 'live' ? 'live' : 'sandbox';
 
-  const host = read('HOST') ?? '127.0.0.1';
-  const port = (name: string, fallback: number) => int(name, fallback, 0, 65535);
+  const host = text('HOST')!;
   const url = (name: string, p: number): string => {
     const raw = read(name);
     if (raw === undefined) return `http://localhost:${p}`;
@@ -232,11 +241,11 @@ export function loadConfig(env: Env = process.env): Config {
       return `http://localhost:${p}`;
     }
   };
-  const apiPort = port('PORT', 3000);
-  const cardPort = port('CARD_PORT', 3001);
-  const payPort = port('PAY_PORT', 3002);
-  const adminPort = port('ADMIN_PORT', 3003);
-  const consolePort = port('CONSOLE_PORT', 3004);
+  const apiPort = int('PORT');
+  const cardPort = int('CARD_PORT');
+  const payPort = int('PAY_PORT');
+  const adminPort = int('ADMIN_PORT');
+  const consolePort = int('CONSOLE_PORT');
   const listeners: Record<ListenerName, ListenerConfig> = {
     api: { port: apiPort, publicUrl: url('BASE_URL', apiPort) },
     card: { port: cardPort, publicUrl: url('SECURE_URL', cardPort) },
@@ -273,16 +282,16 @@ export function loadConfig(env: Env = process.env): Config {
 
   // ----- webhook receivers: address policy and per-merchant limits (docs/webhooks.md) -----
   const webhookGuards: WebhookGuards = {
-    allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE', false),
-    maxPerMerchant: int('WEBHOOK_MAX_PER_MERCHANT', 16, 1, 10_000),
+    allowPrivate: bool('WEBHOOK_ALLOW_PRIVATE'),
+    maxPerMerchant: int('WEBHOOK_MAX_PER_MERCHANT'),
     // A merchant's deliveries per process run at most this many per answer time, and under load
     // the answer time includes the process's own queue: with 32, a merchant alone on a fully
     // loaded process has its events delivered as fast as they are written (the soak;
     // docs/operations.md#webhook-delivery).
-    merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 32, 1, 1024),
-    connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
-    breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
-    breakerCooldownMs: int('WEBHOOK_BREAKER_COOLDOWN_MS', 60_000, 1_000, 86_400_000),
+    merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY'),
+    connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS'),
+    breakerFailures: int('WEBHOOK_BREAKER_FAILURES'),
+    breakerCooldownMs: int('WEBHOOK_BREAKER_COOLDOWN_MS'),
   };
   if (environment === 'live' && webhookGuards.allowPrivate) {
     problems.push(
@@ -291,7 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   // ---- Admin listener: its own bind address (docs/going-live.md).
-  const adminHost = read('ADMIN_HOST') ?? '127.0.0.1';
+  const adminHost = text('ADMIN_HOST')!;
 
   // ---- Encryption key rotation: earlier keys, comma-separated, still open what they sealed.
   const oldKeys = (read('CARD_ENCRYPTION_OLD_KEYS') ?? '')
@@ -308,61 +317,57 @@ export function loadConfig(env: Env = process.env): Config {
     listeners,
     enabledListeners,
     databaseUrl,
-    databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 1000),
-    databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS', true),
+    databasePoolSize: int('DATABASE_POOL_SIZE'),
+    databasePreparedStatements: bool('DATABASE_PREPARED_STATEMENTS'),
     databaseTimeouts: {
-      statementMs: int('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.statementMs, 0, 86_400_000),
-      lockMs: int('DATABASE_LOCK_TIMEOUT_MS', DEFAULT_DATABASE_TIMEOUTS.lockMs, 0, 86_400_000),
-      idleInTransactionMs: int(
-        'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS',
-        DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs,
-        0,
-        86_400_000,
-      ),
+      statementMs: int('DATABASE_STATEMENT_TIMEOUT_MS'),
+      lockMs: int('DATABASE_LOCK_TIMEOUT_MS'),
+      idleInTransactionMs: int('DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS'),
     },
-    dataDir: path.resolve(read('DATA_DIR') ?? './.coffer/data'),
+    dataDir: path.resolve(text('DATA_DIR')!),
     adminToken,
     cardEncryptionKey: key32('CARD_ENCRYPTION_KEY'),
     cardEncryptionOldKeys,
     widgetSigningKey: key32('WIDGET_SIGNING_KEY'),
     adminHost,
     rateLimit: {
-      perMinute: int('RATE_LIMIT_PER_MINUTE', 10_000, 1, 100_000_000),
-      syncIntervalMs: int('RATE_LIMIT_SYNC_MS', 500, 10, 60_000),
-      perClientPerMinute: int('CLIENT_RATE_LIMIT_PER_MINUTE', 60_000, 1, 100_000_000),
-      cardPerMinute: int('CARD_RATE_LIMIT_PER_MINUTE', 1_000, 1, 100_000_000),
-      payPerMinute: int('PAY_RATE_LIMIT_PER_MINUTE', 1_000, 1, 100_000_000),
-      adminPerMinute: int('ADMIN_RATE_LIMIT_PER_MINUTE', 600, 1, 100_000_000),
-      userCheckPerMinute: int('USER_CHECK_RATE_LIMIT_PER_MINUTE', 30, 1, 100_000),
-      userCheckPerWalletPerHour: int('USER_CHECK_WALLET_LIMIT_PER_HOUR', 10, 1, 100_000),
+      perMinute: int('RATE_LIMIT_PER_MINUTE'),
+      syncIntervalMs: int('RATE_LIMIT_SYNC_MS'),
+      perClientPerMinute: int('CLIENT_RATE_LIMIT_PER_MINUTE'),
+      cardPerMinute: int('CARD_RATE_LIMIT_PER_MINUTE'),
+      payPerMinute: int('PAY_RATE_LIMIT_PER_MINUTE'),
+      adminPerMinute: int('ADMIN_RATE_LIMIT_PER_MINUTE'),
+      userCheckPerMinute: int('USER_CHECK_RATE_LIMIT_PER_MINUTE'),
+      userCheckPerWalletPerHour: int('USER_CHECK_WALLET_LIMIT_PER_HOUR'),
     },
-    authCacheTtlMs: int('AUTH_CACHE_TTL_MS', 5_000, 0, 3_600_000),
-    bodyLimitBytes: int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 50 * 1024 * 1024),
-    requestTimeoutMs: int('REQUEST_TIMEOUT_MS', 90_000, 1_000, 600_000),
-    writeTimeoutMs: int('WRITE_TIMEOUT_MS', 10_000, 1_000, 600_000),
-    maxPipelinedRequests: int('MAX_PIPELINED_REQUESTS', 32, 1, 1_000),
+    authCacheTtlMs: int('AUTH_CACHE_TTL_MS'),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES'),
+    requestTimeoutMs: int('REQUEST_TIMEOUT_MS'),
+    writeTimeoutMs: int('WRITE_TIMEOUT_MS'),
+    maxPipelinedRequests: int('MAX_PIPELINED_REQUESTS'),
     trustProxy: parseTrustProxy(read('TRUST_PROXY'), environment, problems),
-    logLevel: read('LOG_LEVEL') ?? 'info',
-    workersEnabled: bool('WORKERS', true),
-    authorizationLeaseMarginMs: int('AUTHORIZATION_LEASE_MARGIN_MS', 15_000, 100, 600_000),
+    logLevel: text('LOG_LEVEL')!,
+    logFormat: logFormat(read('LOG_FORMAT'), problems),
+    workersEnabled: bool('WORKERS'),
+    authorizationLeaseMarginMs: int('AUTHORIZATION_LEASE_MARGIN_MS'),
     webhooks: {
-      timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
-      retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
-      pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
+      timeoutMs: int('WEBHOOK_TIMEOUT_MS'),
+      retryDelaysS: delays('WEBHOOK_RETRY_DELAYS'),
+      pollMs: int('WEBHOOK_POLL_MS'),
       // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/operations.md#webhook-delivery).
-      concurrency: int('WEBHOOK_CONCURRENCY', 256, 1, 1024),
-      eventRetentionDays: int('EVENT_RETENTION_DAYS', 30, 1, 3650),
+      concurrency: int('WEBHOOK_CONCURRENCY'),
+      eventRetentionDays: int('EVENT_RETENTION_DAYS'),
       ...webhookGuards,
     },
-    providers: loadProviderConfig({ read, int, environment, problems }),
-    observability: loadObservabilityConfig({ read, int, environment, problems }),
+    providers: loadProviderConfig({ read, int, bool, text, environment, problems }),
+    observability: loadObservabilityConfig({ read, int, bool, text, environment, problems }),
     console: {
-      sessionTtlMs: int('CONSOLE_SESSION_HOURS', 12, 1, 24 * 30) * 3_600_000,
-      signInPerMinute: int('CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE', 10, 1, 100_000),
-      perMinute: int('CONSOLE_RATE_LIMIT_PER_MINUTE', 600, 1, 100_000_000),
-      operatorSignIn: bool('CONSOLE_OPERATOR_SIGN_IN', false),
-      requestLog: bool('REQUEST_LOG', true),
-      requestLogRetentionDays: int('REQUEST_LOG_RETENTION_DAYS', 7, 1, 3650),
+      sessionTtlMs: int('CONSOLE_SESSION_HOURS') * 3_600_000,
+      signInPerMinute: int('CONSOLE_SIGN_IN_RATE_LIMIT_PER_MINUTE'),
+      perMinute: int('CONSOLE_RATE_LIMIT_PER_MINUTE'),
+      operatorSignIn: bool('CONSOLE_OPERATOR_SIGN_IN'),
+      requestLog: bool('REQUEST_LOG'),
+      requestLogRetentionDays: int('REQUEST_LOG_RETENTION_DAYS'),
     },
   };
 
@@ -403,14 +408,18 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
+function logFormat(raw: string | undefined, problems: string[]): Config['logFormat'] {
+  if (raw === undefined) return 'auto';
+  if (raw === 'pretty' || raw === 'json') return raw;
+  problems.push(`LOG_FORMAT must be pretty or json (got "${raw}")`);
+  return 'auto';
+}
+
 // ----- metrics and traces (docs/operations.md#metrics, #traces) ------------------------------
 
-function loadObservabilityConfig(c: {
-  read: (name: string) => string | undefined;
-  int: (name: string, fallback: number, min: number, max: number) => number;
-  environment: Environment;
-  problems: string[];
-}): ObservabilityConfig {
+function loadObservabilityConfig(
+  c: ReturnType<typeof reader> & { environment: Environment; problems: string[] },
+): ObservabilityConfig {
   const { read, problems } = c;
   const metricsToken = read('METRICS_TOKEN');
   const metricsTokenProblem = metricsToken === undefined ? undefined : tokenProblem('METRICS_TOKEN', metricsToken);
@@ -434,14 +443,14 @@ function loadObservabilityConfig(c: {
       );
     }
   }
-  const seconds = c.int('LEDGER_CHECK_INTERVAL_S', 3600, 0, 7 * 86_400);
+  const seconds = c.int('LEDGER_CHECK_INTERVAL_S');
   if (seconds > 0 && seconds < 60)
     problems.push(`LEDGER_CHECK_INTERVAL_S must be 0 (off) or at least 60 (got "${seconds}")`);
   return {
     metricsToken,
     ledgerCheckIntervalMs: seconds * 1000,
     otlpEndpoint,
-    serviceName: read('OTEL_SERVICE_NAME') ?? 'coffer',
+    serviceName: c.text('OTEL_SERVICE_NAME')!,
   };
 }
 
@@ -481,12 +490,9 @@ const MIN_SIGNING_SECRET_BYTES = 32;
  * The provider adapters: live refuses to start unless every port has one and the signing secret
  * is set, so a live deployment can never fall back to a sandbox provider.
  */
-function loadProviderConfig(c: {
-  read: (name: string) => string | undefined;
-  int: (name: string, fallback: number, min: number, max: number) => number;
-  environment: Environment;
-  problems: string[];
-}): ProviderConfig {
+function loadProviderConfig(
+  c: ReturnType<typeof reader> & { environment: Environment; problems: string[] },
+): ProviderConfig {
   const { read, problems } = c;
   const live = c.environment === 'live';
   const urls: Partial<Record<ProviderPort, string>> = {};
@@ -525,7 +531,7 @@ function loadProviderConfig(c: {
       `PROVIDER_SIGNING_SECRET must be whsec_ followed by at least ${MIN_SIGNING_SECRET_BYTES} random bytes in base64`,
     );
   }
-  return { urls, signingSecret, timeoutMs: c.int('PROVIDER_TIMEOUT_MS', 10_000, 100, 60_000) };
+  return { urls, signingSecret, timeoutMs: c.int('PROVIDER_TIMEOUT_MS') };
 }
 
 export interface ReferenceAdapterConfig {
@@ -541,22 +547,15 @@ export interface ReferenceAdapterConfig {
 /** What `npm run provider-adapter` (src/providers/http/reference-adapter.ts) needs. */
 export function loadReferenceAdapterConfig(env: Env = process.env): ReferenceAdapterConfig {
   const problems: string[] = [];
-  const read = (name: string) => env[name]?.trim() || undefined;
-  const int = (name: string, fallback: number, max: number) => {
-    const raw = read(name);
-    const n = raw === undefined ? fallback : Number(raw);
-    if (!Number.isInteger(n) || n < 0 || n > max)
-      problems.push(`${name} must be an integer between 0 and ${max} (got "${raw}")`);
-    return n;
-  };
+  const { read, int, text } = reader(env, problems);
   const signingSecret = read('PROVIDER_SIGNING_SECRET');
   if (signingSecret === undefined) problems.push("PROVIDER_SIGNING_SECRET is required (the same secret as Coffer's)");
   const config = {
-    host: read('ADAPTER_HOST') ?? '127.0.0.1',
-    port: int('ADAPTER_PORT', 4100, 65535),
+    host: text('ADAPTER_HOST')!,
+    port: int('ADAPTER_PORT'),
     signingSecret: signingSecret ?? '',
-    settleMs: int('ADAPTER_SETTLE_MS', 1_000, 86_400_000),
-    kycDecisionMs: int('ADAPTER_KYC_DECISION_MS', 500, 86_400_000),
+    settleMs: int('ADAPTER_SETTLE_MS'),
+    kycDecisionMs: int('ADAPTER_KYC_DECISION_MS'),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -656,10 +655,12 @@ export interface CliConfig {
 
 /** What the `coffer` CLI needs: where the admin listener is and the token to call it. */
 export function loadCliConfig(env: Env = process.env): CliConfig {
-  const port = env.ADMIN_PORT?.trim() || '3003';
+  const { read, text } = reader(env, []);
   return {
-    adminUrl: (env.COFFER_ADMIN_URL?.trim() || `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
-    adminToken: env.ADMIN_TOKEN?.trim() || undefined,
-    dataDir: path.resolve(env.DATA_DIR?.trim() || './.coffer/data'),
+    adminUrl: (
+      read('COFFER_ADMIN_URL') ?? `http://127.0.0.1:${read('ADMIN_PORT') ?? setting('ADMIN_PORT').default}`
+    ).replace(/\/+$/, ''),
+    adminToken: read('ADMIN_TOKEN'),
+    dataDir: path.resolve(text('DATA_DIR')!),
   };
 }

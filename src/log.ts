@@ -2,6 +2,7 @@
 // bodies, but any object that reaches a log line with these names is censored. Errors of
 // database queries are logged without the values they carry (serializeError).
 import { pino, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { traceMixin } from './observability/tracing.ts';
 
@@ -137,7 +138,10 @@ export function serializeError(err: unknown): unknown {
 }
 
 export function createLogger(
-  config: Pick<Config, 'logLevel' | 'environment'> & { observability?: Pick<Config['observability'], 'otlpEndpoint'> },
+  config: Pick<Config, 'logLevel' | 'environment'> & {
+    logFormat?: Config['logFormat'];
+    observability?: Pick<Config['observability'], 'otlpEndpoint'>;
+  },
   destination?: pino.DestinationStream,
 ): Logger {
   return pino(
@@ -150,6 +154,20 @@ export function createLogger(
       serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ sync: false }),
+    destination ?? (pretty(config.logFormat) ? prettyStream() : pino.destination({ sync: false })),
   );
+}
+
+/** Pretty for a person: LOG_FORMAT=pretty, or unset with stdout a terminal. */
+function pretty(format: Config['logFormat'] | undefined): boolean {
+  return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+}
+
+/** One coloured line per entry; the fields pino-pretty would repeat on every line are left out. */
+function prettyStream(): pino.DestinationStream {
+  return pinoPretty({
+    colorize: process.stdout.isTTY === true,
+    ignore: 'pid,hostname,service,env',
+    translateTime: 'SYS:HH:MM:ss.l',
+  });
 }

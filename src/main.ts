@@ -1,4 +1,5 @@
 // Composition: config → database → listeners → jobs, and an orderly shutdown.
+import { inspect } from 'node:util';
 import closeWithGrace from 'close-with-grace';
 import { createContext } from './app.ts';
 import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
@@ -131,6 +132,8 @@ function banner(
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`coffer: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.stderr.write(
+    `coffer: failed to start: ${err instanceof Error ? (err.stack ?? err.message) : inspect(err)}\n`,
+  );
   process.exit(1);
 });
