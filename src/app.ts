@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { systemClock, type Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import type { AppContext } from './context.ts';
-import { resealOldValues } from './crypto/reseal.ts';
+import { resealOldValues } from './db/reseal.ts';
 import { Sealer } from './crypto/sealer.ts';
 import { foldListCounts } from './db/list-counts.ts';
 import { deliveryQueueVacuum, maintainTables, needsTableMaintenance } from './db/maintenance.ts';
@@ -19,7 +19,8 @@ import { KEY_PURGE_BATCH, purgeExpiredKeys } from './http/idempotency.ts';
 import { retryDeactivations } from './modules/linked-accounts/domain.ts';
 import { recoverAttempts } from './modules/payment-intents/authorize.ts';
 import { expireIntents } from './modules/payment-intents/domain.ts';
-import { authorizeDeps, renderContext } from './modules/payment-intents/routes.ts';
+import { authorizeDeps } from './modules/payment-intents/authorize.ts';
+import { renderContext } from './modules/payments/render.ts';
 import {
   expireAuthorizations,
   PAYMENT_PULL_BATCH,
@@ -33,7 +34,7 @@ import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
 import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
 import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
-import { runDueLedgerCheck } from './observability/ledger-check.ts';
+import { runDueLedgerCheck } from './ledger/scheduled-check.ts';
 import { RequestLogBuffer } from './modules/request-log/record.ts';
 import { maintainRequestLog, REQUEST_LOG_PURGE_BATCH } from './modules/request-log/retention.ts';
 
@@ -220,7 +221,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
   });
   // The ledger's invariants (ledger/invariants.ts), their result and time in the metrics. The
   // check reads the whole ledger: once per interval for the whole deployment, by whichever
-  // process finds it due (observability/ledger-check.ts). Each process looks every minute (or
+  // process finds it due (ledger/scheduled-check.ts). Each process looks every minute (or
   // interval, if shorter), which shows the latest check in its metrics; the first look is at
   // start, so a new deployment's empty ledger is checked then, and a restarted process checks
   // only when no other did in the interval.

@@ -27,7 +27,7 @@ import {
   paymentIdsOfIntent,
   type PaymentRow,
 } from '../modules/payments/sql.ts';
-import { renderContext } from '../modules/payment-intents/routes.ts';
+import { renderContext } from '../modules/payments/render.ts';
 import { findRequestRow, listRequestRows } from '../modules/request-log/sql.ts';
 import { clearPendingDeposits } from '../modules/transactions/domain.ts';
 import { listTransactionRows } from '../modules/transactions/sql.ts';

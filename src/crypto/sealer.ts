@@ -6,7 +6,7 @@
 // purpose and the value's place (a context such as "webhooks:<id>"), so a value copied into
 // another row or column does not open. <kid> names the master key (the first four bytes of
 // its SHA-256, hex): the current key seals, earlier keys (CARD_ENCRYPTION_OLD_KEYS) still open
-// what they sealed, and the re-seal job (crypto/reseal.ts) moves old values to the current key.
+// what they sealed, and the re-seal job (db/reseal.ts) moves old values to the current key.
 // The tag must be the full 16 bytes.
 //
 // Format v1 ("v1.<iv>.<ciphertext>.<tag>", the purpose alone as associated data, no key id)

@@ -3,22 +3,15 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
-import { sql, type ExtractTablesWithRelations } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { markUnnamed, nameRepeatedStatements } from './statements.ts';
 import { dbQueryDuration } from '../observability/metrics.ts';
 import { trackCommits } from './commit-hooks.ts';
 import { endSpan, SpanKind, startChildSpan, tracing, type Span } from '../observability/tracing.ts';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from '../config.ts';
 
-// Without Drizzle's relational query API (`db.query.<table>`), which nothing here uses: given
-// the schema, Drizzle builds a query builder for each of its tables in a dictionary-mode object
-// (`--log-maps`: TooManyFastProperties) for every transaction it opens.
-type NoSchema = Record<string, never>;
-export type Db = PgDatabase<PgQueryResultHKT, NoSchema>;
-export type Tx = PgTransaction<PgQueryResultHKT, NoSchema, ExtractTablesWithRelations<NoSchema>>;
-/** Anything that runs queries: the database or an open transaction. */
-export type Executor = Db | Tx;
+export type { Db, Executor, Tx } from './executor.ts';
+import type { Db } from './executor.ts';
 
 /** Rows of a raw `db.execute(sql...)` (both drivers return `{ rows }`). */
 export function rowsOf<T>(result: unknown): T[] {

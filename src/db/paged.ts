@@ -3,8 +3,13 @@
 // second query for it.
 import { and, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
-import type { Page } from '../http/paging.ts';
 import type { Executor } from './open.ts';
+
+/** One page of a list: how many rows, after how many. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
 
 export async function pagedRows<T extends PgTable>(
   db: Executor,

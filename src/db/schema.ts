@@ -561,7 +561,7 @@ export const ledgerPostings = pgTable(
 /**
  * The ledger checks' results (ledger/invariants.ts), whichever process ran them: the scheduled
  * check runs once per interval for the whole deployment, not once in each process, and every
- * process's metrics report the latest row (observability/ledger-check.ts). `violations` counts
+ * process's metrics report the latest row (ledger/scheduled-check.ts). `violations` counts
  * them; `sample` holds the first 20. Rows older than 30 days are deleted as checks are recorded.
  */
 export const ledgerChecks = pgTable(

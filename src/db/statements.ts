@@ -4,7 +4,7 @@
 // parsed and planned once per connection, then only bound and executed. The statement runs
 // on whatever the caller holds: the pool, a transaction's connection, or PGlite.
 import { createHash } from 'node:crypto';
-import type { Executor } from './open.ts';
+import type { Executor } from './executor.ts';
 import { deferToNextStatement } from './next-statement.ts';
 
 export interface Statement {

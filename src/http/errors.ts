@@ -1,6 +1,7 @@
 // The one catalogue of coded errors. Every error a route returns is one of these codes,
 // rendered as a JSON:API error object by error-handler.ts. Titles follow the spec's error
 // table where it gives one; codes it does not name are ours and are listed in docs/errors.md.
+import { ProviderError } from '../providers/http/client.ts';
 
 interface ErrorDef {
   status: number;
@@ -223,4 +224,13 @@ export class ApiError extends Error {
 
 export function apiError(code: ErrorCode, detail?: string, opts: ErrorOptions = {}): ApiError {
   return new ApiError([errorItem(code, detail, opts)], opts.headers);
+}
+
+/**
+ * What a request that needed an adapter answers when it failed: 503 ServiceUnavailable, to be
+ * retried (any other error passes through unchanged).
+ */
+export function providerUnavailable(err: unknown, detail: string): unknown {
+  if (!(err instanceof ProviderError)) return err;
+  return apiError('ServiceUnavailable', detail, { headers: { 'retry-after': '2' } }) satisfies ApiError;
 }

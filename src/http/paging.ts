@@ -24,10 +24,8 @@ export function query<P extends TProperties>(props: P) {
   return Type.Object(props, { additionalProperties: false });
 }
 
-export interface Page {
-  limit: number;
-  offset: number;
-}
+export type { Page } from '../db/paged.ts';
+import type { Page } from '../db/paged.ts';
 
 export function pageOf(q: { 'page[limit]'?: number; 'page[offset]'?: number }): Page {
   return { limit: Math.min(q['page[limit]'] ?? DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT), offset: q['page[offset]'] ?? 0 };

@@ -13,7 +13,7 @@ import rateLimit from '@fastify/rate-limit';
 import { sql } from 'drizzle-orm';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config.ts';
 import { rowsOf, type Executor } from '../db/open.ts';
 import { apiError } from './errors.ts';
 import type { App } from './server.ts';
@@ -204,7 +204,7 @@ declare module 'fastify' {
  */
 export async function registerRateLimit(
   app: App,
-  ctx: AppContext,
+  ctx: { db: Executor; clock: Clock; log: FastifyBaseLogger; config: Pick<Config, 'rateLimit' | 'environment'> },
   opts: { name: string; perMinute: number },
 ): Promise<SharedRateLimitStore> {
   const store = new SharedRateLimitStore({

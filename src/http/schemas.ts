@@ -205,3 +205,10 @@ export function defaultBody(value: unknown) {
     if (req.body === undefined || req.body === null) req.body = structuredClone(value);
   };
 }
+
+/** A write's `idempotencyKey` attribute (src/http/idempotency.ts). */
+export const IdempotencyKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description: 'Reuse it for every retry of this one operation (UUID v4 recommended)',
+});

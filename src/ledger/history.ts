@@ -2,7 +2,7 @@
 import { and, desc, eq, or, sql } from 'drizzle-orm';
 import type { Executor } from '../db/open.ts';
 import { ledgerAccounts, ledgerEntries, ledgerPostings } from '../db/schema.ts';
-import type { Page } from '../http/paging.ts';
+import type { Page } from '../db/paged.ts';
 import type { OwnerType } from './accounts.ts';
 
 export interface PostingView {

@@ -7,7 +7,7 @@ import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts
 import { linkedAccountAdminRoutes } from '../modules/linked-accounts/routes.ts';
 import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
 import { registerOpenApi } from './openapi.ts';
-import { metricsRoute } from '../observability/routes.ts';
+import { metricsRoute } from '../modules/admin/metrics.ts';
 
 export async function buildAdminListener(ctx: AppContext): Promise<App> {
   const { config } = ctx;

@@ -1,6 +1,6 @@
 // The API listener: /api/v1 for merchants, /health, the OpenAPI document and /docs.
 import type { AppContext } from '../context.ts';
-import { clientAuthHook } from '../http/auth.ts';
+import { clientAuthHook } from '../modules/clients/authenticate.ts';
 import { keyedRateLimit, registerRateLimit, type SharedRateLimitStore } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { counterpartyRoutes } from '../modules/counterparties/routes.ts';

@@ -1,7 +1,7 @@
 // The secure card listener ({secure_url}): virtual debit card reads only, with the same
 // merchant authentication as the API. Deployable apart (LISTENERS=card) behind its own ingress.
 import type { AppContext } from '../context.ts';
-import { clientAuthHook } from '../http/auth.ts';
+import { clientAuthHook } from '../modules/clients/authenticate.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { sharedSchemas } from '../http/schemas.ts';
 import { createServer, type App } from '../http/server.ts';

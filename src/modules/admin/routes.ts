@@ -18,7 +18,7 @@ import type { App } from '../../http/server.ts';
 import { createClient, getClient, removeClientSecret, rotateClientSecret, updateClient } from '../clients/domain.ts';
 import { ClientSettingsSchema, EffectiveSettingsSchema, resolveSettings } from '../clients/settings.ts';
 import { listClientRows, listSecretRows, type ClientRow, type ClientSecretRow } from '../clients/sql.ts';
-import { checkLedger, recentLedgerChecks } from '../../observability/ledger-check.ts';
+import { checkLedger, recentLedgerChecks } from '../../ledger/scheduled-check.ts';
 
 const TAGS = ['Admin'];
 const ADMIN_ERRORS = [400, 401, 415] as const;

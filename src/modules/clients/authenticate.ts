@@ -11,6 +11,7 @@
 // API call needs them. Changes made through this process's admin API take effect at once;
 // other processes see them within the TTL.
 import { timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import type { Environment } from '../../config.ts';
 import type { Executor } from '../../db/open.ts';
@@ -118,4 +119,31 @@ export class ClientAuthenticator {
     this.#cache.set(clientId, entry);
     return entry;
   }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The merchant making the call; set by the client auth hook on every /api/v1 route. */
+    client: AuthenticatedClient;
+  }
+}
+
+/** The hook of the API and card listeners: every /api/v1 route's caller is a merchant. */
+export function clientAuthHook(auth: ClientAuthenticator) {
+  return (req: FastifyRequest, _reply: unknown, done: (err?: Error) => void) => {
+    let result: ReturnType<ClientAuthenticator['authenticate']>;
+    try {
+      result = auth.authenticate(req.headers['client-id'], req.headers.authorization);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (!(result instanceof Promise)) {
+      req.client = result;
+      return done();
+    }
+    result.then((client) => {
+      req.client = client;
+      done();
+    }, done);
+  };
 }

@@ -4,7 +4,6 @@ import { uuidv7 } from '../../ids.ts';
 import type { Environment } from '../../config.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { findCounterparty } from '../counterparties/sql.ts';
 import { mergeSettings, type ClientSettingsInput } from './settings.ts';
 import * as q from './sql.ts';
 
@@ -52,7 +51,7 @@ async function checkFeeCounterparty(
 ): Promise<void> {
   const id = settings?.feeCounterpartyId;
   if (!id) return;
-  if (!clientId || !(await findCounterparty(db, clientId, id))) {
+  if (!clientId || !(await q.hasCounterparty(db, clientId, id))) {
     throw apiError('CounterpartyNotFound', `The client has no counterparty ${id}.`, {
       status: 400,
       pointer: '/data/attributes/settings/feeCounterpartyId',

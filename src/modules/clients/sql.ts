@@ -1,7 +1,7 @@
 // Every query on clients and client_secrets.
-import { and, asc, count, eq, inArray } from 'drizzle-orm';
+import { and, asc, count, eq, inArray, isNull } from 'drizzle-orm';
 import type { Executor } from '../../db/open.ts';
-import { clientSecrets, clients } from '../../db/schema.ts';
+import { clientSecrets, clients, counterparties } from '../../db/schema.ts';
 
 export type ClientRow = typeof clients.$inferSelect;
 export type ClientSecretRow = typeof clientSecrets.$inferSelect;
@@ -92,4 +92,13 @@ export async function findClientWithSecretHashes(
     .where(eq(clients.id, clientId));
   if (rows.length === 0) return undefined;
   return { client: rows[0]!.client, hashes: rows.flatMap((r) => (r.hash ? [r.hash] : [])) };
+}
+
+/** Whether the client has this counterparty, not deleted (a fee counterparty must). */
+export async function hasCounterparty(db: Executor, clientId: string, id: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: counterparties.id })
+    .from(counterparties)
+    .where(and(eq(counterparties.clientId, clientId), eq(counterparties.id, id), isNull(counterparties.deletedAt)));
+  return row !== undefined;
 }

@@ -7,7 +7,7 @@ import type { Page } from '../../http/paging.ts';
 import { balancesOf, openAccounts } from '../../ledger/accounts.ts';
 import { resolveSettings } from '../clients/settings.ts';
 import { findClient } from '../clients/sql.ts';
-import { defaultLabel } from './render.ts';
+import { defaultLabel, type CounterpartyBalance } from './render.ts';
 import * as q from './sql.ts';
 
 /** ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). */
@@ -143,11 +143,6 @@ export async function lockAvailable(
   const gone = counterpartyIds.find((id) => !live.has(id));
   if (gone !== undefined) throw apiError('CounterpartyNotFound', `No counterparty ${gone}.`);
   return new Map(locked.map((a) => [a.ownerId, a]));
-}
-
-export interface CounterpartyBalance {
-  pending: number;
-  available: number;
 }
 
 export async function counterpartyBalances(db: Executor, ids: string[]): Promise<Map<string, CounterpartyBalance>> {

@@ -1,9 +1,13 @@
 // Counterparty rows → JSON:API resources (and the resources their events carry).
 import { createHash } from 'node:crypto';
 import type { Topic } from '../events/topics.ts';
-import type { CounterpartyBalance } from './domain.ts';
 import type { CounterpartyRow, IncomingPaymentRow, PayoutRow } from './sql.ts';
 import { isoTime } from '../../timestamps.ts';
+
+export interface CounterpartyBalance {
+  pending: number;
+  available: number;
+}
 
 type AccountType = 'Checking' | 'Savings';
 

@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
-import { Nullable, Text, Timestamp, requestBody, resource } from '../../http/schemas.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
+import { Nullable, Text, Timestamp, requestBody, resource, IdempotencyKey } from '../../http/schemas.ts';
 
 /** Accrue's spelling in responses; requests take it or lower case. */
 const AccountType = Type.Enum(['Checking', 'Savings']);

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
-import { Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
+import { Nullable, Timestamp, Uuid, requestBody, resource, IdempotencyKey } from '../../http/schemas.ts';
 import { MAX_PAYOUT } from '../counterparties/schemas.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
 
 const Status = Type.Enum(['Pending', 'Completed', 'Failed'], {
   description: 'A transfer moves money at once: Coffer answers `Completed` (a refused transfer is not recorded)',

@@ -9,7 +9,7 @@ import type { Db, Executor } from '../../db/open.ts';
 import { accountIds, balancesOf, clientAccountIds, openAccounts, type GiftCode } from '../../ledger/accounts.ts';
 import { postEntry } from '../../ledger/post.ts';
 import type { CardIssuer } from '../../providers/card-issuing.ts';
-import { providerUnavailable } from '../../providers/http/client.ts';
+import { providerUnavailable } from '../../http/errors.ts';
 import { insertCard } from '../payments/sql.ts';
 import * as q from './sql.ts';
 

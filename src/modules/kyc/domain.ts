@@ -7,7 +7,7 @@ import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
 import { nextCheckAt } from '../../jobs/backoff.ts';
-import { providerUnavailable } from '../../providers/http/client.ts';
+import { providerUnavailable } from '../../http/errors.ts';
 import type { KycAnswer, KycProvider, KycSubmission } from '../../providers/kyc.ts';
 import { getUser } from '../users/domain.ts';
 import { updateUserRow, type UserRow } from '../users/sql.ts';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { uuidv7 } from '../../ids.ts';
 import type { Db, Executor } from '../../db/open.ts';
 import { apiError } from '../../http/errors.ts';
-import { providerUnavailable } from '../../providers/http/client.ts';
+import { providerUnavailable } from '../../http/errors.ts';
 import type { Page } from '../../http/paging.ts';
 import type { BankLinkingProvider } from '../../providers/bank-linking.ts';
 import { getUser } from '../users/domain.ts';

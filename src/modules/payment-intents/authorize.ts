@@ -45,7 +45,8 @@ import type { Sealer } from '../../crypto/sealer.ts';
 import type { ClientSettings } from '../clients/settings.ts';
 import { AUTHORIZATION_LIFETIME_MS, captureBankPayment, emitIntent, emitPayment } from '../payments/domain.ts';
 import { NO_SOURCING, planWalletSourcing, releaseWallet, reserveWallet } from '../payments/money.ts';
-import { paymentResource, type RenderContext } from '../payments/render.ts';
+import { paymentResource, renderContext, type RenderContext } from '../payments/render.ts';
+import type { AppContext } from '../../context.ts';
 import * as payments from '../payments/sql.ts';
 import { rememberPaymentWallet } from '../payments/wallet-hints.ts';
 import { effectiveStatus, intentResource } from './render.ts';
@@ -77,6 +78,20 @@ export interface AuthorizeDeps {
   log: FastifyBaseLogger;
   /** Lease past the processor's latency before an open attempt is presumed dead. */
   leaseMarginMs: number;
+}
+
+export function authorizeDeps(ctx: AppContext): AuthorizeDeps {
+  return {
+    db: ctx.db,
+    rc: renderContext(ctx),
+    now: () => ctx.clock.now(),
+    environment: ctx.config.environment,
+    processor: ctx.providers.cardProcessor,
+    issuer: ctx.providers.cardIssuer,
+    sealer: ctx.sealer,
+    log: ctx.log,
+    leaseMarginMs: ctx.config.authorizationLeaseMarginMs,
+  };
 }
 
 /** What the processor attempt carries between its transactions. */

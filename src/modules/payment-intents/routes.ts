@@ -5,10 +5,10 @@ import { pageLinks, pageOf, parseInclude, parseSort } from '../../http/paging.ts
 import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import type { AuthenticatedClient } from '../clients/authenticate.ts';
-import { paymentResource, type RenderContext } from '../payments/render.ts';
+import { paymentResource, renderContext } from '../payments/render.ts';
 import { Payment } from '../payments/schemas.ts';
 import { paymentIdsOfListedIntents, paymentsOfIntents } from '../payments/sql.ts';
-import { serializerOf, type AuthorizeDeps } from './authorize.ts';
+import { authorizeDeps, serializerOf } from './authorize.ts';
 import { submitAuthorize } from './authorize-groups.ts';
 import { submitIntentCancel } from './cancel-groups.ts';
 import { createIntent, getIntent, listIntents, refreshBalance } from './domain.ts';
@@ -26,24 +26,6 @@ import { INTENT_SORT_FIELDS, type IntentRow } from './sql.ts';
 import { authorizations } from '../../observability/metrics.ts';
 
 const TAGS = ['Payment intents'];
-
-export function renderContext(ctx: AppContext): RenderContext {
-  return { baseUrl: ctx.config.listeners.api.publicUrl, secureUrl: ctx.config.listeners.card.publicUrl };
-}
-
-export function authorizeDeps(ctx: AppContext): AuthorizeDeps {
-  return {
-    db: ctx.db,
-    rc: renderContext(ctx),
-    now: () => ctx.clock.now(),
-    environment: ctx.config.environment,
-    processor: ctx.providers.cardProcessor,
-    issuer: ctx.providers.cardIssuer,
-    sealer: ctx.sealer,
-    log: ctx.log,
-    leaseMarginMs: ctx.config.authorizationLeaseMarginMs,
-  };
-}
 
 const clientResource = (c: AuthenticatedClient) => ({
   id: c.id,

@@ -1,7 +1,16 @@
 import { Type } from 'typebox';
 import { listQuery, query } from '../../http/paging.ts';
-import { Cents, Email, E164, Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
+import {
+  Cents,
+  Email,
+  E164,
+  Nullable,
+  Timestamp,
+  Uuid,
+  requestBody,
+  resource,
+  IdempotencyKey,
+} from '../../http/schemas.ts';
 
 export const INTENT_STATUSES = [
   'Promotable',

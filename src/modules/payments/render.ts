@@ -1,9 +1,14 @@
 import type { CaptureRow, CardAuthorizationRow, PaymentRow, RefundRow } from './sql.ts';
+import type { AppContext } from '../../context.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
 export interface RenderContext {
   baseUrl: string;
   secureUrl: string;
+}
+
+export function renderContext(ctx: AppContext): RenderContext {
+  return { baseUrl: ctx.config.listeners.api.publicUrl, secureUrl: ctx.config.listeners.card.publicUrl };
 }
 
 export function paymentResource(

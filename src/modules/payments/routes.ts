@@ -19,7 +19,7 @@ import {
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { intentResource } from '../payment-intents/render.ts';
-import { renderContext } from '../payment-intents/routes.ts';
+import { renderContext } from './render.ts';
 import { PaymentIntent } from '../payment-intents/schemas.ts';
 import { findIntent, intentsByIds } from '../payment-intents/sql.ts';
 import { submitCancel } from './cancel-groups.ts';

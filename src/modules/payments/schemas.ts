@@ -1,8 +1,16 @@
 import { Type } from 'typebox';
 import { listQuery, query } from '../../http/paging.ts';
 import { updateBodies } from '../../http/patch-body.ts';
-import { Cents, MAX_CENTS, Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
+import {
+  Cents,
+  MAX_CENTS,
+  Nullable,
+  Timestamp,
+  Uuid,
+  requestBody,
+  resource,
+  IdempotencyKey,
+} from '../../http/schemas.ts';
 
 export const PAYMENT_STATUSES = ['Created', 'Processing', 'Sent', 'Failed', 'Canceled', 'Returned'] as const;
 

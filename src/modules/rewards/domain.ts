@@ -16,7 +16,6 @@ import { accountIds, clientAccountIds, type ClientCode, type WalletCode } from '
 import { lockAccounts, postEntry } from '../../ledger/post.ts';
 import { recordEvent } from '../events/record.ts';
 import type { Topic } from '../events/topics.ts';
-import { findWallet } from '../wallets/sql.ts';
 import { effectiveStatus, rewardResource } from './render.ts';
 import * as q from './sql.ts';
 
@@ -114,15 +113,15 @@ export async function issueReward(tx: Executor, i: IssueInput): Promise<q.Reward
   };
   let walletId: string | undefined;
   if (i.walletId !== undefined) {
-    const wallet = await findWallet(tx, i.clientId, i.walletId);
-    if (!wallet)
+    const status = await q.walletStatus(tx, i.clientId, i.walletId);
+    if (status === undefined)
       throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, {
         status: 400,
         pointer: '/data/attributes/walletId',
       });
-    if (wallet.status !== 'Active')
-      throw apiError('WalletNotIssuable', `The wallet is ${wallet.status}.`, { pointer: '/data/attributes/walletId' });
-    walletId = wallet.id;
+    if (status !== 'Active')
+      throw apiError('WalletNotIssuable', `The wallet is ${status}.`, { pointer: '/data/attributes/walletId' });
+    walletId = i.walletId;
   } else {
     const recipient = await q.recipientByPhone(tx, i.clientId, i.phoneNumber!);
     if (recipient?.walletId && recipient.walletStatus !== 'Active') {

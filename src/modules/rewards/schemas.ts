@@ -1,8 +1,18 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
 import { updateBodies } from '../../http/patch-body.ts';
-import { Cents, E164, Email, Nullable, Text, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
+import {
+  Cents,
+  E164,
+  Email,
+  Nullable,
+  Text,
+  Timestamp,
+  Uuid,
+  requestBody,
+  resource,
+  IdempotencyKey,
+} from '../../http/schemas.ts';
 
 export const REWARD_STATUSES = ['Credited', 'Created', 'Claimed', 'Expired', 'Cancelled'] as const;
 

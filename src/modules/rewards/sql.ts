@@ -125,3 +125,12 @@ export async function listRewardRows(db: Executor, clientId: string, f: RewardFi
     .where(where);
   return { rows: [], total: c?.n ?? 0 };
 }
+
+/** The status of the client's wallet a reward names; undefined when the client has no such wallet. */
+export async function walletStatus(db: Executor, clientId: string, id: string): Promise<string | undefined> {
+  const [row] = await db
+    .select({ status: wallets.status })
+    .from(wallets)
+    .where(and(eq(wallets.clientId, clientId), eq(wallets.id, id)));
+  return row?.status;
+}

@@ -1,6 +1,15 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
-import { Cents, MAX_CENTS, Nullable, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
+import {
+  Cents,
+  IdempotencyKey,
+  MAX_CENTS,
+  Nullable,
+  requestBody,
+  resource,
+  Timestamp,
+  Uuid,
+} from '../../http/schemas.ts';
 
 const Fee = Type.Object({ amount: Type.Integer(), type: Type.String({ examples: ['ACHFee'] }) });
 const Status = Type.Enum(['Pending', 'Cleared', 'Failed']);
@@ -49,12 +58,6 @@ export const OneTimeDeposit = resource(
   },
   { links: { transaction: Type.String() } },
 );
-
-export const IdempotencyKey = Type.String({
-  minLength: 1,
-  maxLength: 255,
-  description: 'Reuse it for every retry of this one operation (UUID v4 recommended)',
-});
 
 export const DepositBody = requestBody(
   'OneTimeDeposit',

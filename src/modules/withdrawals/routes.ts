@@ -12,10 +12,10 @@ import {
   requestBody,
   resource,
   responses,
+  IdempotencyKey,
 } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
-import { IdempotencyKey } from '../transactions/schemas.ts';
 import type { WithdrawalRow } from './sql.ts';
 import { submitWithdrawal } from './withdraw-groups.ts';
 

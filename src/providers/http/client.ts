@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import type { ProviderPort } from '../../config.ts';
-import { apiError, type ApiError } from '../../http/errors.ts';
 import {
   firstErrorOf,
   OPERATIONS,
@@ -31,15 +30,6 @@ export class ProviderError extends Error {
     super(`${port} adapter: ${message}`, opts);
     this.name = 'ProviderError';
   }
-}
-
-/**
- * What a request that needed an adapter answers when it failed: 503 ServiceUnavailable, to be
- * retried (any other error passes through unchanged).
- */
-export function providerUnavailable(err: unknown, detail: string): unknown {
-  if (!(err instanceof ProviderError)) return err;
-  return apiError('ServiceUnavailable', detail, { headers: { 'retry-after': '2' } }) satisfies ApiError;
 }
 
 export interface AdapterOptions {

@@ -3,11 +3,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.ts';
-import { rowsOf } from '../db/open.ts';
-import { apiError } from '../http/errors.ts';
-import type { App } from '../http/server.ts';
-import { dbPoolInUse, dbPoolWaiting, registry, webhookDueDeliveries, webhookOldestUndeliveredAge } from './metrics.ts';
+import type { AppContext } from '../../context.ts';
+import { rowsOf } from '../../db/open.ts';
+import { apiError } from '../../http/errors.ts';
+import type { App } from '../../http/server.ts';
+import {
+  dbPoolInUse,
+  dbPoolWaiting,
+  registry,
+  webhookDueDeliveries,
+  webhookOldestUndeliveredAge,
+} from '../../observability/metrics.ts';
 
 export function metricsRoute(app: App, ctx: AppContext): void {
   const { adminToken, observability } = ctx.config;

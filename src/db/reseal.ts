@@ -5,8 +5,8 @@
 // processes running this at once never overwrite each other.
 import { sql } from 'drizzle-orm';
 import type { FastifyBaseLogger } from 'fastify';
-import { rowsOf, type Executor } from '../db/open.ts';
-import type { Sealer, SealPurpose } from './sealer.ts';
+import { rowsOf, type Executor } from './open.ts';
+import type { Sealer, SealPurpose } from '../crypto/sealer.ts';
 
 interface SealedColumn {
   table: string;

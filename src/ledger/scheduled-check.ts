@@ -11,8 +11,13 @@ import type { FastifyBaseLogger } from 'fastify';
 import { desc, lt, sql } from 'drizzle-orm';
 import { rowsOf, type Db, type Tx } from '../db/open.ts';
 import { ledgerChecks } from '../db/schema.ts';
-import { verifyLedger, type Violation } from '../ledger/invariants.ts';
-import { ledgerCheckDuration, ledgerCheckFailures, ledgerCheckTimestamp, ledgerCheckViolations } from './metrics.ts';
+import { verifyLedger, type Violation } from './invariants.ts';
+import {
+  ledgerCheckDuration,
+  ledgerCheckFailures,
+  ledgerCheckTimestamp,
+  ledgerCheckViolations,
+} from '../observability/metrics.ts';
 
 /** How many violations a check's row keeps, and the log line shows: a broken ledger could report thousands. */
 const SAMPLE = 20;
