@@ -207,10 +207,11 @@ describe('coffer CLI', () => {
     assert.equal(deleted.deleted, created.secretId);
     // The run's database is shared with other tests' clients, so walk the pages.
     let found = false;
-    for (let offset = 0; !found; offset += 100) {
-      const listed = await cli('clients', 'list', '--limit', '100', '--offset', String(offset));
+    for (let offset = 0; !found; ) {
+      const listed = await cli('clients', 'list', '--limit', '50', '--offset', String(offset));
+      if (listed.clients.length === 0) break;
       found = listed.clients.some((c: { clientId: string }) => c.clientId === created.clientId);
-      if (listed.clients.length < 100) break;
+      offset += listed.clients.length;
     }
     assert.ok(found, 'the created client is on one of the pages');
   });
