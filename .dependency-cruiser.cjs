@@ -41,9 +41,9 @@ module.exports = {
     },
     {
       name: 'no-route-file-as-library',
-      comment: "a module's routes.ts is registered by a listener, never imported by another file",
+      comment: "a module's routes.ts is declared in its module.ts, never imported by another file",
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(listeners/|app\\.ts$)' },
+      from: { path: '^src/', pathNot: '^src/(listeners/|app\\.ts$|modules/[^/]+/module\\.ts$)' },
       to: { path: '^src/modules/[^/]+/routes\\.ts$' },
     },
   ],

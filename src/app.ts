@@ -7,36 +7,16 @@ import type { AppContext } from './context.ts';
 import { resealOldValues } from './db/reseal.ts';
 import { Sealer } from './crypto/sealer.ts';
 import { foldListCounts } from './db/list-counts.ts';
-import { deliveryQueueVacuum, maintainTables, needsTableMaintenance } from './db/maintenance.ts';
+import { maintainTables, needsTableMaintenance } from './db/maintenance.ts';
 import { openDatabase, type Database } from './db/open.ts';
 import { JobRunner } from './jobs/runner.ts';
+import { MODULES } from './modules/index.ts';
 import { ClientAuthenticator } from './modules/clients/authenticate.ts';
 import { WebhookDispatcher } from './modules/events/dispatcher.ts';
-import { maintainEventPartitions, RETENTION_BATCH } from './modules/events/partitions.ts';
-import { checkDueTransfers, STATUS_BATCH } from './modules/bank-transfers/domain.ts';
-import { decideDueKycApplications } from './modules/kyc/domain.ts';
 import { KEY_PURGE_BATCH, purgeExpiredKeys } from './http/idempotency.ts';
-import { retryDeactivations } from './modules/linked-accounts/domain.ts';
-import { recoverAttempts } from './modules/payment-intents/authorize.ts';
-import { expireIntents } from './modules/payment-intents/domain.ts';
-import { authorizeDeps } from './modules/payment-intents/authorize.ts';
-import { renderContext } from './modules/payments/render.ts';
-import {
-  expireAuthorizations,
-  PAYMENT_PULL_BATCH,
-  sendPaymentPulls,
-  SETTLE_BATCH,
-  settlementJob,
-} from './modules/payments/domain.ts';
-import { foldPaymentRollup } from './modules/payments/sql.ts';
-import { EXPIRY_BATCH, expireRewardClaims } from './modules/rewards/domain.ts';
-import { PULL_BATCH, sendPendingPulls } from './modules/transactions/domain.ts';
-import { PUSH_BATCH, sendPendingPushes } from './modules/withdrawals/domain.ts';
-import { PAYOUT_BATCH, sendPendingPayouts } from './modules/counterparties/payouts.ts';
 import { createProviders, type Providers } from './providers/index.ts';
 import { runDueLedgerCheck } from './ledger/scheduled-check.ts';
 import { RequestLogBuffer } from './modules/request-log/record.ts';
-import { maintainRequestLog, REQUEST_LOG_PURGE_BATCH } from './modules/request-log/retention.ts';
 
 export interface ContextOptions {
   log: FastifyBaseLogger;
@@ -101,110 +81,21 @@ export async function createContext(config: Config, opts: ContextOptions): Promi
   return ctx;
 }
 
-/** Delta rows folded per run of console-payment-rollup (a full batch runs the next at once). */
-const ROLLUP_BATCH = 10_000;
 /** Delta rows folded per run of list-count-fold (a full batch runs the next at once). */
 const LIST_COUNT_BATCH = 10_000;
 
+/** Every module's jobs (modules/index.ts), then the platform's own. */
 function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
-  const now = () => ctx.clock.now();
-  const base = ctx.config.listeners.api.publicUrl;
-  ctx.jobs.register({
-    name: 'kyc-decisions',
-    intervalMs: 200,
-    // A change's events are written in the change's transaction (modules/kyc/events.ts).
-    run: () => decideDueKycApplications(ctx.db, { provider: ctx.providers.kyc, now, baseUrl: base, log: ctx.log }),
-  });
-  ctx.jobs.register({
-    name: 'webhook-delivery',
-    intervalMs: ctx.config.webhooks.pollMs,
-    run: () => ctx.webhooks.runOnce(),
-  });
-  const bank = ctx.providers.bankTransfers;
-  ctx.jobs.register({
-    name: 'bank-pulls',
-    intervalMs: 250,
-    batch: PULL_BATCH,
-    run: () => sendPendingPulls(ctx.db, { provider: bank, now, log: ctx.log }),
-  });
-  ctx.jobs.register({
-    name: 'bank-pushes',
-    intervalMs: 250,
-    batch: PUSH_BATCH,
-    run: () => sendPendingPushes(ctx.db, { provider: bank, now, log: ctx.log }),
-  });
-  ctx.jobs.register({
-    name: 'counterparty-payouts',
-    intervalMs: 250,
-    batch: PAYOUT_BATCH,
-    run: () => sendPendingPayouts(ctx.db, { provider: bank, sealer: ctx.sealer, now, log: ctx.log }),
-  });
-  const rc = renderContext(ctx);
-  ctx.jobs.register({
-    name: 'payment-intent-expiry',
-    intervalMs: 1_000,
-    run: () => expireIntents(ctx.db, { rc, now }),
-  });
-  ctx.jobs.register({
-    name: 'authorization-expiry',
-    intervalMs: 60_000,
-    run: () => expireAuthorizations(ctx.db, { rc, now }),
-  });
-  ctx.jobs.register({
-    name: 'authorization-recovery',
-    intervalMs: 5_000,
-    run: () => recoverAttempts(authorizeDeps(ctx)),
-  });
-  ctx.jobs.register({
-    name: 'reward-claim-expiry',
-    intervalMs: 60_000,
-    batch: EXPIRY_BATCH,
-    run: () => expireRewardClaims(ctx.db, { baseUrl: base, now }),
-  });
-  // Captured payments settle at their settlement time, except (with a bank that reports status,
-  // as every live one does) those with a bank part: that is pulled, and they settle or fail when
-  // the bank reports, as deposits and withdrawals' pushes end (modules/bank-transfers).
-  const reported = bank.reportsStatus;
-  ctx.jobs.register({
-    name: 'payment-settlement',
-    intervalMs: 500,
-    batch: SETTLE_BATCH,
-    run: settlementJob(ctx.db, { rc, now, withoutBankPart: reported }),
-  });
-  if (reported) {
-    ctx.jobs.register({
-      name: 'payment-pulls',
-      intervalMs: 250,
-      batch: PAYMENT_PULL_BATCH,
-      run: () => sendPaymentPulls(ctx.db, { provider: bank, now, log: ctx.log }),
-    });
-    ctx.jobs.register({
-      name: 'bank-transfer-status',
-      intervalMs: 250,
-      batch: STATUS_BATCH,
-      run: () => checkDueTransfers(ctx.db, { provider: bank, rc, now, log: ctx.log }),
-    });
-  }
+  for (const m of MODULES) for (const job of m.jobs?.(ctx) ?? []) ctx.jobs.register(job);
   // PGlite has no autovacuum, and a PostgreSQL server may have it off (db/maintenance.ts): the
   // same thresholds, checked every minute.
   if (opts.maintenance)
     ctx.jobs.register({ name: 'table-maintenance', intervalMs: 60_000, run: () => maintainTables(ctx.db) });
-  ctx.jobs.register({ name: 'webhook-queue-vacuum', intervalMs: 5_000, run: deliveryQueueVacuum(ctx.db) });
   ctx.jobs.register({
     name: 'idempotency-purge',
     intervalMs: 600_000,
     batch: KEY_PURGE_BATCH,
-    run: () => purgeExpiredKeys(ctx.db, now()),
-  });
-  // Weeks of events, deliveries and attempts are created ahead and dropped past the retention
-  // (modules/events/partitions.ts). By the real clock, as the ids the weeks are made of.
-  const retentionDays = ctx.config.webhooks.eventRetentionDays;
-  ctx.jobs.register({
-    name: 'event-retention',
-    intervalMs: 600_000,
-    firstRunMs: 0,
-    batch: RETENTION_BATCH,
-    run: async () => (await maintainEventPartitions(ctx.db, { now: new Date(), retentionDays })).deleted,
+    run: () => purgeExpiredKeys(ctx.db, ctx.clock.now()),
   });
   // Key rotation: values sealed with an earlier key (or format) move to the current key. Values
   // sealed from now on are current, so once a pass finds nothing the job stays idle.
@@ -231,17 +122,9 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
       name: 'ledger-check',
       intervalMs: Math.min(ledgerCheckMs, 60_000),
       firstRunMs: 0,
-      run: () => runDueLedgerCheck(ctx.db, { log: ctx.log, now, intervalMs: ledgerCheckMs }),
+      run: () => runDueLedgerCheck(ctx.db, { log: ctx.log, now: () => ctx.clock.now(), intervalMs: ledgerCheckMs }),
     });
   }
-  // The console's charts: what statements on payments changed (appended by triggers) folded
-  // into the hourly rollup; charts read both, so this keeps the deltas short, not the charts exact.
-  ctx.jobs.register({
-    name: 'console-payment-rollup',
-    intervalMs: 1_000,
-    batch: ROLLUP_BATCH,
-    run: () => foldPaymentRollup(ctx.db, ROLLUP_BATCH),
-  });
   // The API lists' totals: what statements changed (appended by triggers) folded into
   // list_counts; a total reads both, so this keeps the deltas each total sums few, not totals exact.
   ctx.jobs.register({
@@ -249,25 +132,5 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
     intervalMs: 1_000,
     batch: LIST_COUNT_BATCH,
     run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH),
-  });
-  // The console's request log, kept for its retention: written every 50 ms, so a request's row
-  // leaves memory before most young-generation collections find it. Every row still buffered
-  // is copied by each one: at a quarter second, GET user's scavenges took twice as long (6.8
-  // against 3.4 ms on a two-core host, docs/benchmarks.md#garbage-collection).
-  ctx.jobs.register({ name: 'request-log-flush', intervalMs: 50, run: () => ctx.requestLog.flush(ctx.db) });
-  // Its weeks, as the events' (modules/request-log/retention.ts): by the real clock, as its ids.
-  ctx.jobs.register({
-    name: 'request-log-retention',
-    intervalMs: 600_000,
-    firstRunMs: 0,
-    batch: REQUEST_LOG_PURGE_BATCH,
-    run: async () =>
-      (await maintainRequestLog(ctx.db, { now: new Date(), retentionDays: ctx.config.console.requestLogRetentionDays }))
-        .deleted,
-  });
-  ctx.jobs.register({
-    name: 'linked-account-deactivations',
-    intervalMs: 30_000,
-    run: () => retryDeactivations(ctx.db, { provider: ctx.providers.bankLinking, now }),
   });
 }

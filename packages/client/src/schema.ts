@@ -1247,6 +1247,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/simulation/counterparties/{counterpartyId}/deposits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A payment arrives on a counterparty's deposit account (sandbox)
+         * @description An incoming ACH payment to the counterparty's `internalBankAccount`: `amount` is on its available balance when this answers, and `CounterpartyIncomingPayment` fires.
+         */
+        post: operations["simulateCounterpartyDeposit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The bank reconciles a payout (sandbox)
+         * @description A `Sent` payout becomes `Completed` and `CounterpartyPayoutCompleted` fires. Any other status: 400 `IllegalOperation`.
+         */
+        post: operations["simulateCounterpartyPayoutCompleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/return": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The receiving bank returns a payout (sandbox)
+         * @description A `Sent` payout becomes `Returned`: its amount is back on the available balance and `CounterpartyPayoutReturned` fires with `returnCode` (default `R01`) and `returnReason`. Any other status: 400 `IllegalOperation`. The body is optional.
+         */
+        post: operations["simulateCounterpartyPayoutReturned"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/simulation/wallets/{walletId}/clear-pending/{type}": {
         parameters: {
             query?: never;
@@ -1409,66 +1469,6 @@ export interface paths {
          * @description `Processing` → `Failed`: the captured money goes back to the wallet. 200 with the payment.
          */
         post: operations["simulateBankPullFailure"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/simulation/counterparties/{counterpartyId}/deposits": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * A payment arrives on a counterparty's deposit account (sandbox)
-         * @description An incoming ACH payment to the counterparty's `internalBankAccount`: `amount` is on its available balance when this answers, and `CounterpartyIncomingPayment` fires.
-         */
-        post: operations["simulateCounterpartyDeposit"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/complete": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * The bank reconciles a payout (sandbox)
-         * @description A `Sent` payout becomes `Completed` and `CounterpartyPayoutCompleted` fires. Any other status: 400 `IllegalOperation`.
-         */
-        post: operations["simulateCounterpartyPayoutCompleted"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/simulation/counterparties/{counterpartyId}/payouts/{payoutId}/return": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * The receiving bank returns a payout (sandbox)
-         * @description A `Sent` payout becomes `Returned`: its amount is back on the available balance and `CounterpartyPayoutReturned` fires with `returnCode` (default `R01`) and `returnReason`. Any other status: 400 `IllegalOperation`. The body is optional.
-         */
-        post: operations["simulateCounterpartyPayoutReturned"];
         delete?: never;
         options?: never;
         head?: never;
@@ -12718,6 +12718,396 @@ export interface operations {
             };
         };
     };
+    simulateCounterpartyDeposit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyDeposit";
+                        attributes: {
+                            /** @description Cents */
+                            amount: number;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyDeposit";
+                        attributes: {
+                            /** @description Cents */
+                            amount: number;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound`, `NotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCounterpartyPayoutCompleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound`, `PayoutNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    simulateCounterpartyPayoutReturned: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                counterpartyId: string;
+                payoutId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/vnd.api+json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyPayoutReturn";
+                        attributes: {
+                            returnCode?: string;
+                            returnReason?: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+                "application/json": {
+                    data: {
+                        /** @enum {string} */
+                        type: "SimulateCounterpartyPayoutReturn";
+                        attributes: {
+                            returnCode?: string;
+                            returnReason?: string;
+                        };
+                    };
+                    /** @description The JSON:API object (accepted and ignored) */
+                    jsonapi?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    meta?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Accepted and ignored */
+                    links?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `CounterpartyNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Body too large: `PayloadTooLarge` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
     clearPendingTransactions: {
         parameters: {
             query?: never;
@@ -14009,396 +14399,6 @@ export interface operations {
                 };
             };
             /** @description Not found: `PaymentNotFound` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Body too large: `PayloadTooLarge` */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Path segment too long: `UriTooLong` */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Unsupported media type: `UnsupportedMediaType` */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Rate limit exceeded: `RateLimitExceeded` */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Service unavailable; retry: `ServiceUnavailable` */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-        };
-    };
-    simulateCounterpartyDeposit: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                counterpartyId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/vnd.api+json": {
-                    data: {
-                        /** @enum {string} */
-                        type: "SimulateCounterpartyDeposit";
-                        attributes: {
-                            /** @description Cents */
-                            amount: number;
-                        };
-                    };
-                    /** @description The JSON:API object (accepted and ignored) */
-                    jsonapi?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    meta?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    links?: {
-                        [key: string]: unknown;
-                    };
-                };
-                "application/json": {
-                    data: {
-                        /** @enum {string} */
-                        type: "SimulateCounterpartyDeposit";
-                        attributes: {
-                            /** @description Cents */
-                            amount: number;
-                        };
-                    };
-                    /** @description The JSON:API object (accepted and ignored) */
-                    jsonapi?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    meta?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    links?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description No content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Authentication failed: `Unauthorized` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Permission denied: `ClientDisabled` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `CounterpartyNotFound`, `NotFound` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Body too large: `PayloadTooLarge` */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Path segment too long: `UriTooLong` */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Unsupported media type: `UnsupportedMediaType` */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Rate limit exceeded: `RateLimitExceeded` */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Service unavailable; retry: `ServiceUnavailable` */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-        };
-    };
-    simulateCounterpartyPayoutCompleted: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                counterpartyId: string;
-                payoutId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description No content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Authentication failed: `Unauthorized` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Permission denied: `ClientDisabled` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `CounterpartyNotFound`, `PayoutNotFound` */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Path segment too long: `UriTooLong` */
-            414: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Unsupported media type: `UnsupportedMediaType` */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Rate limit exceeded: `RateLimitExceeded` */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Service unavailable; retry: `ServiceUnavailable` */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-        };
-    };
-    simulateCounterpartyPayoutReturned: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                counterpartyId: string;
-                payoutId: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/vnd.api+json": {
-                    data: {
-                        /** @enum {string} */
-                        type: "SimulateCounterpartyPayoutReturn";
-                        attributes: {
-                            returnCode?: string;
-                            returnReason?: string;
-                        };
-                    };
-                    /** @description The JSON:API object (accepted and ignored) */
-                    jsonapi?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    meta?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    links?: {
-                        [key: string]: unknown;
-                    };
-                };
-                "application/json": {
-                    data: {
-                        /** @enum {string} */
-                        type: "SimulateCounterpartyPayoutReturn";
-                        attributes: {
-                            returnCode?: string;
-                            returnReason?: string;
-                        };
-                    };
-                    /** @description The JSON:API object (accepted and ignored) */
-                    jsonapi?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    meta?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Accepted and ignored */
-                    links?: {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-        };
-        responses: {
-            /** @description No content */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Authentication failed: `Unauthorized` */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Permission denied: `ClientDisabled` */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `CounterpartyNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
