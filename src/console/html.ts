@@ -1,6 +1,7 @@
 // Server-rendered HTML: a tagged template that escapes every interpolated value unless it is
 // already Html (built by this template), so no text from the database or the request reaches
 // the page unescaped. No client-side script: links, forms and inline SVG only.
+import { FAVICON_LINK, LOGO_SVG } from '../http/logo.ts';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -84,8 +85,8 @@ export interface PageNav {
 export function layout(title: string, body: Html, o: PageNav): string {
   return `<!doctype html>${
     html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
-<body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
+<title>${title} · Coffer console</title>${trusted(FAVICON_LINK)}<link rel="stylesheet" href="/console.css"></head>
+<body><header><a class="brand" href="/">${trusted(LOGO_SVG)}Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
 <nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
 ${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button><button class="quiet" formaction="/sign-out-everywhere">Sign out everywhere</button></form>` : ''}
 </header><main><h1>${title}</h1>${body}</main></body></html>`.value

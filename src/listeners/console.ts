@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
+import { faviconRoutes } from '../http/logo.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { PageError, registerSessions } from '../console/auth.ts';
@@ -63,6 +64,7 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   app.get('/console.css', async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS),
   );
+  faviconRoutes(app);
   // The pages in a context of their own: failures render as HTML pages, not JSON:API documents.
   await app.register(async (pages) => {
     pages.setErrorHandler((err, req, reply) => {
