@@ -43,12 +43,12 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 /** Markup made elsewhere and known safe (the SVG charts build theirs from numbers). */
 export const trusted = (s: string) => new Html(s);
 
-/** Cents as money: 123456 → "1,234.56". */
+/** Cents as US dollars: 123456 → "$1,234.56", -500 → "-$5.00". */
 export function money(cents: number | null | undefined): string {
   if (cents === null || cents === undefined) return '';
   const sign = cents < 0 ? '-' : '';
   const abs = Math.abs(cents);
-  return `${sign}${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
 }
 
 export function when(d: Date | null | undefined): Html {
@@ -136,7 +136,8 @@ export function flash(q: Record<string, string | undefined>): Html {
 /** A table: headers and rows of cells (each escaped unless Html). */
 export function table(headers: string[], rows: Part[][], empty = 'Nothing here yet.'): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
-  return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>`;
+  // In a box of its own that scrolls sideways when the table is wider than the screen.
+  return html`<div class="table"><table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table></div>`;
 }
 
 /**

@@ -28,7 +28,8 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   await registerRateLimit(app, ctx, { name: 'console', perMinute: ctx.config.console.perMinute });
   const live = ctx.config.environment === 'live';
   await app.register(helmet, {
-    // No script at all: pages are HTML and inline SVG; forms post only to the console itself.
+    // No script at all: pages are HTML and inline SVG (the favicon is the only image); forms
+    // post only to the console itself.
     // Exactly these directives, as docs/operations.md#signing-in shows them (a test compares):
     // helmet's defaults would add script-src 'self', upgrade-insecure-requests and more.
     contentSecurityPolicy: {
@@ -36,6 +37,7 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
       directives: {
         defaultSrc: ["'none'"],
         styleSrc: ["'self'"],
+        imgSrc: ["'self'"],
         formAction: ["'self'"],
         frameAncestors: ["'none'"],
         baseUri: ["'none'"],
