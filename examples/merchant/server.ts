@@ -17,7 +17,11 @@ export interface MerchantOptions extends CofferAccount {
 }
 
 const PUBLIC = new URL('./public/', import.meta.url);
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
 const CART = { item: 'Single-origin coffee beans, 1 kg', amount: 2_500 };
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -92,7 +96,7 @@ export async function startMerchant(opts: MerchantOptions): Promise<{ url: strin
           .replaceAll('{{REFERENCE}}', `order-${Date.now().toString(36)}`);
         return send(200, 'text/html; charset=utf-8', page);
       }
-      if (req.method === 'GET' && /^\/(app\.js|style\.css)$/.test(url.pathname)) {
+      if (req.method === 'GET' && /^\/(app\.js|style\.css|favicon\.svg)$/.test(url.pathname)) {
         const file = url.pathname.slice(1);
         return send(200, TYPES[file.slice(file.lastIndexOf('.'))]!, await readFile(new URL(file, PUBLIC), 'utf8'));
       }

@@ -115,7 +115,7 @@ describe('console in Chromium', { skip }, () => {
     await form.locator('input[name="secret"]').fill(m.secret);
     await form.locator('button').click();
     await page.waitForURL(`${url}/m/${m.clientId}`);
-    assert.equal(await page.locator('svg').count(), 3, 'three charts');
+    assert.equal(await page.locator('.chart svg').count(), 3, 'three charts');
     const cookie = (await page.context().cookies()).find((c) => c.name === 'coffer_console')!;
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, 'Strict');
@@ -129,7 +129,7 @@ describe('console in Chromium', { skip }, () => {
     await page.click('form.filters button');
     await page.waitForURL(`${url}/m/${m.clientId}/payments/${paymentId}`);
     assert.equal(await page.locator('h1').textContent(), 'Payment');
-    assert.match((await page.locator('ol.timeline').textContent()) ?? '', /Captured 40\.00/);
+    assert.match((await page.locator('ol.timeline').textContent()) ?? '', /Captured \$40\.00/);
     await shot('payment', ctx);
   });
 

@@ -127,7 +127,7 @@ describe('console charts', () => {
       assert.ok(chart, caption);
       return Object.fromEntries(
         [...chart.matchAll(/<rect [^>]*><title>(\d\d-\d\d): ([^<]*)<\/title>/g)]
-          .filter((x) => x[2] !== '0' && x[2] !== '0.00')
+          .filter((x) => x[2] !== '0' && x[2] !== '$0.00')
           .map((x) => [x[1], x[2]]),
       );
     };
@@ -156,38 +156,44 @@ describe('console charts', () => {
   }
 
   test('the figures follow payments as they are created, captured, refunded, failed, canceled and settled, before and after the fold', async () => {
-    await expectFigures({ payments: '0', captured: '0.00', refunded: '0.00', successRate: '—' });
+    await expectFigures({ payments: '0', captured: '$0.00', refunded: '$0.00', successRate: '—' });
     const today = t.clock.now().toISOString().slice(5, 10);
 
     const p1 = await authorized(2_500);
     const p2 = await authorized(1_000);
     const p3 = await authorized(4_000);
-    await expectFigures({ payments: '3', captured: '0.00', refunded: '0.00', successRate: '100.0%' }, { [today]: '3' });
+    await expectFigures(
+      { payments: '3', captured: '$0.00', refunded: '$0.00', successRate: '100.0%' },
+      { [today]: '3' },
+    );
     assert.ok((await deltasOf(m.clientId)) > 0, 'the changes wait as deltas');
 
     await capture(p1, 2_500);
     await capture(p2, 1_000);
-    await expectFigures({ payments: '3', captured: '35.00', refunded: '0.00', successRate: '100.0%' });
+    await expectFigures({ payments: '3', captured: '$35.00', refunded: '$0.00', successRate: '100.0%' });
     await fold();
     assert.equal(await deltasOf(m.clientId), 0, 'the fold took every delta');
-    await expectFigures({ payments: '3', captured: '35.00', refunded: '0.00', successRate: '100.0%' });
+    await expectFigures({ payments: '3', captured: '$35.00', refunded: '$0.00', successRate: '100.0%' });
 
     // After a fold, changes land in new deltas on top of the folded rows.
     await refund(p1, 500);
-    await expectFigures({ payments: '3', captured: '35.00', refunded: '5.00', successRate: '100.0%' });
+    await expectFigures({ payments: '3', captured: '$35.00', refunded: '$5.00', successRate: '100.0%' });
     // A failed bank pull: one payment in three Failed, its capture no longer counted.
     await failPull(p2);
-    await expectFigures({ payments: '3', captured: '25.00', refunded: '5.00', successRate: '66.7%' });
+    await expectFigures({ payments: '3', captured: '$25.00', refunded: '$5.00', successRate: '66.7%' });
     // Canceled is not Failed.
     await cancel(p3);
-    await expectFigures({ payments: '3', captured: '25.00', refunded: '5.00', successRate: '66.7%' });
+    await expectFigures({ payments: '3', captured: '$25.00', refunded: '$5.00', successRate: '66.7%' });
     // Settling (Processing → Sent) changes none of the figures.
     t.clock.advance(1_000);
     await t.ctx.jobs.runOnce('payment-settlement');
     assert.equal((await t.request('GET', `/api/v1/payments/${p1}`, { as: m })).body.data.attributes.status, 'Sent');
-    await expectFigures({ payments: '3', captured: '25.00', refunded: '5.00', successRate: '66.7%' });
+    await expectFigures({ payments: '3', captured: '$25.00', refunded: '$5.00', successRate: '66.7%' });
     await fold();
-    await expectFigures({ payments: '3', captured: '25.00', refunded: '5.00', successRate: '66.7%' }, { [today]: '3' });
+    await expectFigures(
+      { payments: '3', captured: '$25.00', refunded: '$5.00', successRate: '66.7%' },
+      { [today]: '3' },
+    );
 
     // The next day: its own bar; a refund of a payment of the day before counts on that day.
     t.clock.advance(DAY);
@@ -198,16 +204,16 @@ describe('console charts', () => {
     await refund(p1, 2_000);
     const page = await overview();
     assert.deepEqual(page.perDay, { [today]: '3', [tomorrow]: '1' });
-    assert.deepEqual(page.capturedPerDay, { [today]: '25.00', [tomorrow]: '7.00' });
-    await expectFigures({ payments: '4', captured: '32.00', refunded: '25.00', successRate: '75.0%' });
+    assert.deepEqual(page.capturedPerDay, { [today]: '$25.00', [tomorrow]: '$7.00' });
+    await expectFigures({ payments: '4', captured: '$32.00', refunded: '$25.00', successRate: '75.0%' });
     await fold();
-    await expectFigures({ payments: '4', captured: '32.00', refunded: '25.00', successRate: '75.0%' });
+    await expectFigures({ payments: '4', captured: '$32.00', refunded: '$25.00', successRate: '75.0%' });
 
     // 30 days on, the first day has left the chart.
     t.clock.advance(29 * DAY);
     await freshSession();
     await expectFigures(
-      { payments: '1', captured: '7.00', refunded: '0.00', successRate: '100.0%' },
+      { payments: '1', captured: '$7.00', refunded: '$0.00', successRate: '100.0%' },
       { [tomorrow]: '1' },
     );
   });

@@ -117,7 +117,7 @@ describe('console', () => {
     assert.doesNotMatch(cookie, /Secure/, 'http console URL: no Secure flag');
     const home = await call(app, b, 'GET', `/m/${a.clientId}`);
     assert.equal(home.statusCode, 200);
-    assert.match(home.body, /<svg/);
+    assert.match(home.body, /<figure class="chart">.*<svg/);
     assert.equal(home.headers['cache-control'], 'no-store');
     // The operator's pages are not a merchant's.
     assert.equal((await call(app, b, 'GET', '/operator')).statusCode, 404);
@@ -203,7 +203,7 @@ describe('console', () => {
     assert.equal(captured.status, 200, captured.raw);
     const detail = await call(app, b, 'GET', `${base}/payments/${paymentId}`);
     assert.match(detail.body, /Timeline/);
-    assert.match(detail.body, /Captured 25\.00/);
+    assert.match(detail.body, /Captured \$25\.00/);
     assert.match(detail.body, /Ledger: payment\./);
     assert.match(detail.body, /Settle now/);
     for (const p of ['/users', '/wallets', `/wallets/${walletId}`, '/intents', '/events', '/webhooks', '/requests']) {

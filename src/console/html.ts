@@ -1,6 +1,7 @@
 // Server-rendered HTML: a tagged template that escapes every interpolated value unless it is
 // already Html (built by this template), so no text from the database or the request reaches
 // the page unescaped. No client-side script: links, forms and inline SVG only.
+import { FAVICON_LINK, LOGO_SVG } from '../http/logo.ts';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -42,12 +43,12 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 /** Markup made elsewhere and known safe (the SVG charts build theirs from numbers). */
 export const trusted = (s: string) => new Html(s);
 
-/** Cents as money: 123456 → "1,234.56". */
+/** Cents as US dollars: 123456 → "$1,234.56", -500 → "-$5.00". */
 export function money(cents: number | null | undefined): string {
   if (cents === null || cents === undefined) return '';
   const sign = cents < 0 ? '-' : '';
   const abs = Math.abs(cents);
-  return `${sign}${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
 }
 
 export function when(d: Date | null | undefined): Html {
@@ -84,8 +85,8 @@ export interface PageNav {
 export function layout(title: string, body: Html, o: PageNav): string {
   return `<!doctype html>${
     html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Coffer console</title><link rel="stylesheet" href="/console.css"></head>
-<body><header><a class="brand" href="/">Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
+<title>${title} · Coffer console</title>${trusted(FAVICON_LINK)}<link rel="stylesheet" href="/console.css"></head>
+<body><header><a class="brand" href="/">${trusted(LOGO_SVG)}Coffer</a>${o.environment === 'sandbox' ? html`<span class="env">sandbox</span>` : html`<span class="env live">live</span>`}
 <nav>${(o.nav ?? []).map((n) => html`<a href="${n.href}"${n.current ? trusted(' aria-current="page"') : ''}>${n.label}</a>`)}</nav>
 ${o.who ? html`<form method="post" action="/sign-out" class="signout"><span>${o.who}</span><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button>Sign out</button><button class="quiet" formaction="/sign-out-everywhere">Sign out everywhere</button></form>` : ''}
 </header><main><h1>${title}</h1>${body}</main></body></html>`.value
@@ -135,7 +136,8 @@ export function flash(q: Record<string, string | undefined>): Html {
 /** A table: headers and rows of cells (each escaped unless Html). */
 export function table(headers: string[], rows: Part[][], empty = 'Nothing here yet.'): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
-  return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table>`;
+  // In a box of its own that scrolls sideways when the table is wider than the screen.
+  return html`<div class="table"><table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map((r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`)}</tbody></table></div>`;
 }
 
 /**

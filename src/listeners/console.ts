@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../http/errors.ts';
+import { faviconRoutes } from '../http/logo.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { PageError, registerSessions } from '../console/auth.ts';
@@ -27,7 +28,8 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   await registerRateLimit(app, ctx, { name: 'console', perMinute: ctx.config.console.perMinute });
   const live = ctx.config.environment === 'live';
   await app.register(helmet, {
-    // No script at all: pages are HTML and inline SVG; forms post only to the console itself.
+    // No script at all: pages are HTML and inline SVG (the favicon is the only image); forms
+    // post only to the console itself.
     // Exactly these directives, as docs/operations.md#signing-in shows them (a test compares):
     // helmet's defaults would add script-src 'self', upgrade-insecure-requests and more.
     contentSecurityPolicy: {
@@ -35,6 +37,7 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
       directives: {
         defaultSrc: ["'none'"],
         styleSrc: ["'self'"],
+        imgSrc: ["'self'"],
         formAction: ["'self'"],
         frameAncestors: ["'none'"],
         baseUri: ["'none'"],
@@ -63,6 +66,7 @@ export async function buildConsoleListener(ctx: AppContext): Promise<App> {
   app.get('/console.css', async (_req, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=300').send(CSS),
   );
+  faviconRoutes(app);
   // The pages in a context of their own: failures render as HTML pages, not JSON:API documents.
   await app.register(async (pages) => {
     pages.setErrorHandler((err, req, reply) => {

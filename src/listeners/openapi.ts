@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { onRequestHookHandler } from 'fastify';
 import type { OpenAPIV3 } from 'openapi-types';
 import type { App } from '../http/server.ts';
+import { faviconRoutes, LOGO_SVG } from '../http/logo.ts';
 
 export interface OpenApiOptions {
   title: string;
@@ -95,10 +96,17 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
         () => (yaml ??= Buffer.from(app.swagger({ yaml: true }))),
       ],
     };
+    faviconRoutes(app);
     await app.register(swaggerUi, {
       routePrefix: opts.uiPath,
       staticCSP: true,
-      uiConfig: { url: opts.jsonPath, deepLinking: true } as never,
+      // BaseLayout: no top bar. Its Swagger logo is an SVG with a <style> element, which the
+      // page's policy (style-src 'self') refuses, and the browser reports that as an error.
+      uiConfig: { url: opts.jsonPath, deepLinking: true, layout: 'BaseLayout' } as never,
+      theme: {
+        title: opts.title,
+        favicon: [{ filename: 'favicon.svg', rel: 'icon', sizes: 'any', type: 'image/svg+xml', content: LOGO_SVG }],
+      },
       uiHooks: {
         onRequest: (req, reply, done) => {
           const copy = copies[req.routeOptions.url ?? ''];

@@ -2,6 +2,7 @@
 // with the widget payload (decisions §11); in the sandbox also the KYC document page.
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
+import { faviconRoutes } from '../http/logo.ts';
 import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { kycDocumentPageRoutes } from '../modules/kyc/portal.ts';
@@ -27,6 +28,7 @@ export async function buildPayListener(ctx: AppContext): Promise<App> {
     strictTransportSecurity:
       ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
   });
+  faviconRoutes(app);
   await widgetHostRoutes(app, ctx);
   // The sandbox's stand-in for a KYC provider's document upload page.
   if (ctx.config.environment === 'sandbox') await kycDocumentPageRoutes(app, ctx);

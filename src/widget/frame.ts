@@ -88,7 +88,8 @@ async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
 }
 
 function icon(): Node[] {
-  if (!settings.iconUrl) return [el('span', { class: 'icon icon-default', 'aria-hidden': 'true' })];
+  // The default: Coffer's logo mark, from the widget host (src/http/logo.ts).
+  if (!settings.iconUrl) return [el('img', { class: 'icon', src: '/favicon.svg', alt: '' })];
   return [el('img', { class: 'icon', src: settings.iconUrl, alt: '' })];
 }
 
@@ -121,7 +122,7 @@ function renderBalance(): Node[] {
   });
   if (settings.toggleStyle === 'switch') input.setAttribute('role', 'switch');
   input.checked = state.balanceApplied;
-  if (d.available === 0) input.disabled = true;
+  if (d.available === 0 || state.paid) input.disabled = true;
   input.addEventListener('change', () => {
     state.balanceApplied = input.checked;
     label.textContent = input.checked ? 'Balance applied' : 'Apply balance';
@@ -339,7 +340,9 @@ window.addEventListener('message', (event: MessageEvent) => {
     case MSG.StateUpdated: {
       const next = msg.data as PageState;
       const changed =
-        next.balanceApplied !== state.balanceApplied || next.hideBalanceToggle !== state.hideBalanceToggle;
+        next.balanceApplied !== state.balanceApplied ||
+        next.hideBalanceToggle !== state.hideBalanceToggle ||
+        next.paid !== state.paid;
       Object.assign(state, next);
       // Redraw only on a change, so the control the user just used keeps focus.
       if (changed && !flowBusy) render();
@@ -363,8 +366,9 @@ window.addEventListener('message', (event: MessageEvent) => {
   }
 });
 
-new ResizeObserver(() => post({ type: MSG.Resize, data: { height: document.documentElement.scrollHeight } })).observe(
-  document.body,
-);
+// The body's own height: the document's scrollHeight is at least the frame's, so it never shrinks.
+new ResizeObserver(() =>
+  post({ type: MSG.Resize, data: { height: Math.ceil(document.body.getBoundingClientRect().height) } }),
+).observe(document.body);
 if (!parentOrigin) showError('This widget must be embedded with main.js.');
 else post({ type: MSG.FrameReady });

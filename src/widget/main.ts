@@ -221,7 +221,11 @@ const VERSION = '1.0.0';
         call(on.paymentIntentUpdate, msg.data);
         // Money moved: the other widgets show the wallet as it is now.
         const status = (msg.data as { attributes?: { status?: string } } | undefined)?.attributes?.status;
-        if (status === 'PromotedToPayment') broadcast({ type: MSG.Refresh });
+        if (status === 'PromotedToPayment') {
+          state.paid = true;
+          broadcast({ type: MSG.StateUpdated, data: state });
+          broadcast({ type: MSG.Refresh });
+        }
         break;
       }
       case MSG.GetUserData:

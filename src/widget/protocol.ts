@@ -33,6 +33,8 @@ export interface Message<T = unknown> {
 export interface PageState {
   balanceApplied: boolean;
   hideBalanceToggle: boolean;
+  /** The order is paid (main.js saw the intent promoted): the balance toggle is disabled. */
+  paid?: boolean;
 }
 
 /** What onApplyBalanceToggle callbacks receive. */

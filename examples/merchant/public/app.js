@@ -21,11 +21,14 @@ function log(name, detail) {
   document.getElementById('events').prepend(li);
 }
 
-function totals(applied) {
+// One total, the order's, as the pay widget shows it; the balance toggle only says how much of
+// it the wallet balance covers. Once paid, the total is what was paid.
+function totals(applied, paid) {
   document.getElementById('subtotal').textContent = money(amount);
-  document.getElementById('applied-line').hidden = applied === 0;
-  document.getElementById('applied').textContent = `−${money(applied)}`;
-  document.getElementById('due').textContent = money(amount - applied);
+  document.getElementById('applied-line').hidden = applied === 0 || paid !== undefined;
+  document.getElementById('applied').textContent = money(applied);
+  document.getElementById('total-label').textContent = paid === undefined ? 'Total' : 'Paid';
+  document.getElementById('total').textContent = money(paid ?? amount);
 }
 totals(0);
 
@@ -60,7 +63,7 @@ document.addEventListener('ServicePay::Ready', (event) => {
     if (intent.attributes.status !== 'PromotedToPayment') return;
     document.getElementById('paid').hidden = false;
     document.getElementById('pay-area').hidden = true;
-    totals(0);
+    totals(0, intent.attributes.amount);
     const success = document.createElement('service-pay');
     success.setAttribute('widget', 'wallet-payment-success');
     success.setAttribute('amount', String(amount));

@@ -4,6 +4,7 @@
 // verification. Only links the sandbox's provider made are served, for an hour.
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { FAVICON_LINK } from '../../http/logo.ts';
 import type { App } from '../../http/server.ts';
 import { sandboxDocumentPageUrl } from '../../providers/kyc.ts';
 import { findDocumentLink } from './sql.ts';
@@ -11,7 +12,7 @@ import { findDocumentLink } from './sql.ts';
 export const DOCUMENT_PAGE_TTL_MS = 3_600_000;
 
 const CSP =
-  "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const page = (title: string, body: string) => `<!doctype html>
@@ -20,6 +21,7 @@ const page = (title: string, body: string) => `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title}</title>
+${FAVICON_LINK}
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}a.button{display:inline-block;padding:.6rem 1.2rem;border-radius:.4rem;background:#1d4ed8;color:#fff;text-decoration:none}</style>
 </head>
 <body>

@@ -140,7 +140,8 @@ describe('widgets in Chromium', { skip }, () => {
       appliedAmount: 2_500,
       purchaseAmount: 2_500,
     });
-    assert.equal(await page.locator('#due').textContent(), '$0.00');
+    assert.equal(await page.locator('#total').textContent(), '$25.00');
+    assert.equal(await page.locator('#applied').textContent(), '$25.00');
     await shot('2-balance-applied', ctx);
 
     await page.evaluate(() => (globalThis as any).servicePay.setBalanceApplied(false));
