@@ -1,7 +1,7 @@
 // The layers of src/, lowest first (docs/architecture.md#layers). A file imports only from its
 // own layer or lower ones; there are no cycles; a module's routes.ts is registered, never used
 // as a library. src/test/layers.test.ts runs these rules and the module-pair check.
-const BASE = '^src/((config|settings|clock|ids|timestamps|log)\\.ts$|crypto/|observability/)';
+const BASE = '^src/((config|settings|addresses|clock|ids|timestamps|log)\\.ts$|crypto/|observability/)';
 const DB = '^src/db/';
 const CORE = '^src/(ledger|providers|jobs)/';
 const HTTP = '^src/http/';

@@ -1,7 +1,7 @@
 // The only module that reads the environment. Everything else receives a Config.
 import path from 'node:path';
-import ipaddr from 'ipaddr.js';
 import { tokenProblem } from './crypto/tokens.ts';
+import { isLoopbackHost, parseTrustProxy, type TrustedProxies } from './addresses.ts';
 import { setting } from './settings.ts';
 
 export type Environment = 'sandbox' | 'live';
@@ -194,34 +194,15 @@ function reader(env: Env, problems: string[]) {
   };
   /** A text setting, or its declared default. */
   const text = (name: string): string | undefined => read(name) ?? setting(name).default;
-  return { read, int, bool, text };
+  return { read, int, bool, text, problems };
 }
 
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
-  const { read, int, bool, text } = reader(env, problems);
-  const key32 = (name: string): Buffer | undefined => {
-    const raw = read(name);
-    if (raw === undefined) return undefined;
-    const buf = Buffer.from(raw, 'base64');
-    if (buf.length !== 32) {
-      problems.push(`${name} must be 32 bytes encoded as base64`);
-      return undefined;
-    }
-    return buf;
-  };
-
-  const delays = (name: string): number[] => {
-    const fallback = text(name)!.split(',').map(Number);
-    const raw = read(name);
-    if (raw === undefined) return fallback;
-    const list = raw.split(',').map((x) => Number(x.trim()));
-    if (list.length === 0 || list.length > 50 || list.some((n) => !Number.isFinite(n) || n <= 0 || n > 7 * 86_400)) {
-      problems.push(`${name} must be a comma-separated list of positive delays in seconds (got "${raw}")`);
-      return fallback;
-    }
-    return list;
-  };
+  const r = reader(env, problems);
+  const { read, int, bool, text } = r;
+  const key32 = (name: string) => readKey32(r, name);
+  const delays = (name: string) => readDelays(r, name);
 
   const envName = text('COFFER_ENV')!;
   if (envName !== 'sandbox' && envName !== 'live')
@@ -229,47 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
   const environment: Environment = envName === 'live' ? 'live' : 'sandbox';
 
   const host = text('HOST')!;
-  const url = (name: string, p: number): string => {
-    const raw = read(name);
-    if (raw === undefined) return `http://localhost:${p}`;
-    try {
-      const u = new URL(raw);
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
-      return raw.replace(/\/+$/, '');
-    } catch {
-      problems.push(`${name} must be an http(s) URL (got "${raw}")`);
-      return `http://localhost:${p}`;
-    }
-  };
-  const apiPort = int('PORT');
-  const cardPort = int('CARD_PORT');
-  const payPort = int('PAY_PORT');
-  const adminPort = int('ADMIN_PORT');
-  const consolePort = int('CONSOLE_PORT');
-  const listeners: Record<ListenerName, ListenerConfig> = {
-    api: { port: apiPort, publicUrl: url('BASE_URL', apiPort) },
-    card: { port: cardPort, publicUrl: url('SECURE_URL', cardPort) },
-    pay: { port: payPort, publicUrl: url('PAY_URL', payPort) },
-    admin: { port: adminPort, publicUrl: `http://localhost:${adminPort}` },
-    console: { port: consolePort, publicUrl: url('CONSOLE_URL', consolePort) },
-  };
-
-  let enabledListeners: ListenerName[] = [...LISTENER_NAMES];
-  const rawListeners = read('LISTENERS');
-  if (rawListeners !== undefined) {
-    const names = rawListeners
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-    const unknown = names.filter((n) => !LISTENER_NAMES.includes(n as ListenerName));
-    if (unknown.length > 0 || names.length === 0) {
-      problems.push(
-        `LISTENERS must be a comma-separated subset of ${LISTENER_NAMES.join(',')} (got "${rawListeners}")`,
-      );
-    } else {
-      enabledListeners = [...new Set(names)] as ListenerName[];
-    }
-  }
+  const { listeners, enabledListeners } = readListeners(r);
 
   const databaseUrl = read('DATABASE_URL');
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
@@ -371,6 +312,92 @@ export function loadConfig(env: Env = process.env): Config {
     },
   };
 
+  checkAcross(config, r);
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+type Reader = ReturnType<typeof reader>;
+
+/** A 32-byte key in base64, or undefined when unset. */
+function readKey32(r: Reader, name: string): Buffer | undefined {
+  const raw = r.read(name);
+  if (raw === undefined) return undefined;
+  const buf = Buffer.from(raw, 'base64');
+  if (buf.length !== 32) {
+    r.problems.push(`${name} must be 32 bytes encoded as base64`);
+    return undefined;
+  }
+  return buf;
+}
+
+/** A comma-separated list of delays in seconds (the webhook retry schedule). */
+function readDelays(r: Reader, name: string): number[] {
+  const fallback = r.text(name)!.split(',').map(Number);
+  const raw = r.read(name);
+  if (raw === undefined) return fallback;
+  const list = raw.split(',').map((x) => Number(x.trim()));
+  if (list.length === 0 || list.length > 50 || list.some((n) => !Number.isFinite(n) || n <= 0 || n > 7 * 86_400)) {
+    r.problems.push(`${name} must be a comma-separated list of positive delays in seconds (got "${raw}")`);
+    return fallback;
+  }
+  return list;
+}
+
+/** Each listener's port and public address, and which of them this process starts. */
+function readListeners(r: Reader): {
+  listeners: Record<ListenerName, ListenerConfig>;
+  enabledListeners: ListenerName[];
+} {
+  const { read, int, problems } = r;
+  const url = (name: string, p: number): string => {
+    const raw = read(name);
+    if (raw === undefined) return `http://localhost:${p}`;
+    try {
+      const u = new URL(raw);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+      return raw.replace(/\/+$/, '');
+    } catch {
+      problems.push(`${name} must be an http(s) URL (got "${raw}")`);
+      return `http://localhost:${p}`;
+    }
+  };
+  const apiPort = int('PORT');
+  const cardPort = int('CARD_PORT');
+  const payPort = int('PAY_PORT');
+  const adminPort = int('ADMIN_PORT');
+  const consolePort = int('CONSOLE_PORT');
+  const listeners: Record<ListenerName, ListenerConfig> = {
+    api: { port: apiPort, publicUrl: url('BASE_URL', apiPort) },
+    card: { port: cardPort, publicUrl: url('SECURE_URL', cardPort) },
+    pay: { port: payPort, publicUrl: url('PAY_URL', payPort) },
+    admin: { port: adminPort, publicUrl: `http://localhost:${adminPort}` },
+    console: { port: consolePort, publicUrl: url('CONSOLE_URL', consolePort) },
+  };
+
+  let enabledListeners: ListenerName[] = [...LISTENER_NAMES];
+  const rawListeners = read('LISTENERS');
+  if (rawListeners !== undefined) {
+    const names = rawListeners
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const unknown = names.filter((n) => !LISTENER_NAMES.includes(n as ListenerName));
+    if (unknown.length > 0 || names.length === 0) {
+      problems.push(
+        `LISTENERS must be a comma-separated subset of ${LISTENER_NAMES.join(',')} (got "${rawListeners}")`,
+      );
+    } else {
+      enabledListeners = [...new Set(names)] as ListenerName[];
+    }
+  }
+  return { listeners, enabledListeners };
+}
+
+/** Rules between settings, and what live requires: real money gets no embedded database or generated secrets. */
+function checkAcross(config: Config, r: Reader): void {
+  const { read, problems } = r;
   // An event must outlive its last retry, or a delivery still due would lose its event.
   const retrySpanS = config.webhooks.retryDelaysS.reduce((a, b) => a + b, 0);
   if (config.webhooks.eventRetentionDays * 86_400 <= retrySpanS) {
@@ -380,10 +407,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
   // Live handles real money: no embedded database and no generated secrets.
-  if (environment === 'live') {
-    if (databaseUrl === undefined)
+  if (config.environment === 'live') {
+    if (config.databaseUrl === undefined)
       problems.push('live requires DATABASE_URL (embedded PGlite is for the sandbox only)');
-    if (adminToken === undefined) problems.push('live requires ADMIN_TOKEN');
+    if (config.adminToken === undefined) problems.push('live requires ADMIN_TOKEN');
     if (config.cardEncryptionKey === undefined && read('CARD_ENCRYPTION_KEY') === undefined) {
       problems.push('live requires CARD_ENCRYPTION_KEY (32 bytes, base64)');
     }
@@ -403,9 +430,6 @@ export function loadConfig(env: Env = process.env): Config {
         `live refuses CONSOLE_URL=${config.listeners.console.publicUrl}: give the console's https:// address (plain http only on loopback), so its cookies are Secure`,
       );
   }
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config;
 }
 
 function logFormat(raw: string | undefined, problems: string[]): Config['logFormat'] {
@@ -559,92 +583,6 @@ export function loadReferenceAdapterConfig(env: Env = process.env): ReferenceAda
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
-}
-
-// ----- addresses: the proxies in TRUST_PROXY, loopback hosts ---------------------------------
-
-/** The proxies TRUST_PROXY lists, parsed once: Fastify asks `trusts` of each hop of each request. */
-export interface TrustedProxies {
-  /** Each range in CIDR notation (an address alone is a /32 or /128). */
-  ranges: string[];
-  /** Whether an address (the TCP peer, then each X-Forwarded-For hop from the right) is a proxy's. */
-  trusts: (address: string) => boolean;
-}
-
-/**
- * Live's shortest prefixes in TRUST_PROXY. A wider range holds addresses that are not the
- * operator's proxies (0.0.0.0/1 and 128.0.0.0/1 together are everyone), and any client there
- * could pick the address the rate limits count with X-Forwarded-For. /8 is the widest private
- * IPv4 network (10.0.0.0/8); /32 an IPv6 allocation to one organisation.
- */
-export const MIN_PROXY_PREFIX = { ipv4: 8, ipv6: 32 } as const;
-
-type Address = ipaddr.IPv4 | ipaddr.IPv6;
-
-/** An IP address in its usual notation (IPv4 only as four decimal parts), IPv4-mapped IPv6 as IPv4. */
-function parseAddress(text: string): Address | undefined {
-  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text);
-  if (!ipaddr.IPv6.isValid(text)) return undefined;
-  const v6 = ipaddr.IPv6.parse(text);
-  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6;
-}
-
-/** `10.0.0.0/8`, `2001:db8::/32` or an address alone; undefined when it is neither. */
-function parseRange(text: string): [Address, number] | undefined {
-  const [addressText = '', bitsText, ...rest] = text.split('/');
-  if (rest.length > 0) return undefined;
-  let address: Address;
-  if (ipaddr.IPv4.isValidFourPartDecimal(addressText)) address = ipaddr.IPv4.parse(addressText);
-  else if (ipaddr.IPv6.isValid(addressText)) address = ipaddr.IPv6.parse(addressText);
-  else return undefined;
-  const max = address.kind() === 'ipv4' ? 32 : 128;
-  const bits = bitsText === undefined ? max : /^[0-9]{1,3}$/.test(bitsText) ? Number(bitsText) : -1;
-  if (bits < 0 || bits > max) return undefined;
-  // An IPv4-mapped range (::ffff:10.0.0.0/104) is the IPv4 range it maps: addresses are compared as IPv4.
-  if (address instanceof ipaddr.IPv6 && address.isIPv4MappedAddress() && bits >= 96)
-    return [address.toIPv4Address(), bits - 96];
-  return [address, bits];
-}
-
-function parseTrustProxy(
-  raw: string | undefined,
-  environment: Environment,
-  problems: string[],
-): boolean | TrustedProxies {
-  if (raw === undefined || /^(false|no|off)$/i.test(raw)) return false;
-  if (/^(true|yes|on)$/i.test(raw)) return true;
-  const ranges: [Address, number][] = [];
-  for (const item of raw.split(',').map((s) => s.trim())) {
-    const range = parseRange(item);
-    if (!range) {
-      problems.push(
-        `TRUST_PROXY must be true, false or a comma-separated list of proxy addresses or CIDR ranges (TRUST_PROXY=10.0.0.0/8,10.1.2.3); "${item}" is neither`,
-      );
-      continue;
-    }
-    const min = MIN_PROXY_PREFIX[range[0].kind()];
-    if (environment === 'live' && range[1] < min) {
-      problems.push(
-        `live refuses TRUST_PROXY range ${item}: ${range[0].kind() === 'ipv4' ? 'IPv4' : 'IPv6'} ranges wider than /${min} trust more than your proxies, so any client could pick the address the rate limits count; list your proxies' own addresses or subnets`,
-      );
-    }
-    ranges.push(range);
-  }
-  if (ranges.length === 0) return false;
-  return {
-    ranges: ranges.map(([a, bits]) => `${a.toString()}/${bits}`),
-    trusts: (address) => {
-      const a = parseAddress(address);
-      return a !== undefined && ranges.some(([net, bits]) => net.kind() === a.kind() && a.match(net, bits));
-    },
-  };
-}
-
-/** `localhost` or a loopback address (127.0.0.0/8, ::1): where plain http never leaves the host. */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[(.*)\]$/, '$1');
-  if (host === 'localhost') return true;
-  return parseAddress(host)?.range() === 'loopback';
 }
 
 export interface CliConfig {
