@@ -250,9 +250,7 @@ function registerJobs(ctx: AppContext, opts: { maintenance: boolean }): void {
     run: () => foldListCounts(ctx.db, LIST_COUNT_BATCH),
   });
   // The console's request log, kept for its retention: written every 50 ms, so a request's row
-  // leaves memory before most young-generation collections find it. Every row still buffered
-  // is copied by each one: at a quarter second, GET user's scavenges took twice as long (6.8
-  // against 3.4 ms on a two-core host, docs/benchmarks.md#garbage-collection).
+  // leaves memory before most young-generation collections find it (each copies every row still buffered).
   ctx.jobs.register({ name: 'request-log-flush', intervalMs: 50, run: () => ctx.requestLog.flush(ctx.db) });
   // Its weeks, as the events' (modules/request-log/retention.ts): by the real clock, as its ids.
   ctx.jobs.register({

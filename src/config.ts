@@ -70,9 +70,9 @@ export interface Config {
    */
   authorizationLeaseMarginMs: number;
   webhooks: {
-    /** A receiver must answer within this (decisions §10: 15 s). */
+    /** A receiver must answer within this (docs/adr/0006-events-in-an-outbox.md: 15 s). */
     timeoutMs: number;
-    /** Delays before each retry, in seconds (decisions §10's schedule by default). */
+    /** Delays before each retry, in seconds (by default the schedule of docs/adr/0006-events-in-an-outbox.md). */
     retryDelaysS: number[];
     /** How often the worker looks for due deliveries when idle. */
     pollMs: number;
@@ -155,7 +155,7 @@ export interface WebhookGuards {
   breakerCooldownMs: number;
 }
 
-/** Retry delays after each failed attempt (decisions §10): about three days in all. */
+/** Retry delays after each failed attempt (docs/adr/0006-events-in-an-outbox.md): about three days in all. */
 export const DEFAULT_WEBHOOK_RETRY_DELAYS_S = [5, 10, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400, 86400];
 
 export class ConfigError extends Error {
@@ -278,7 +278,7 @@ export function loadConfig(env: Env = process.env): Config {
     // A merchant's deliveries per process run at most this many per answer time, and under load
     // the answer time includes the process's own queue: with 32, a merchant alone on a fully
     // loaded process has its events delivered as fast as they are written (the soak;
-    // docs/operations.md#webhook-delivery).
+    // docs/internals.md#webhook-delivery).
     merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY', 32, 1, 1024),
     connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 3_000, 50, 60_000),
     breakerFailures: int('WEBHOOK_BREAKER_FAILURES', 5, 1, 1000),
@@ -349,7 +349,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 100, 120_000),
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS', DEFAULT_WEBHOOK_RETRY_DELAYS_S),
       pollMs: int('WEBHOOK_POLL_MS', 250, 10, 60_000),
-      // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/operations.md#webhook-delivery).
+      // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/internals.md#webhook-delivery).
       concurrency: int('WEBHOOK_CONCURRENCY', 256, 1, 1024),
       eventRetentionDays: int('EVENT_RETENTION_DAYS', 30, 1, 3650),
       ...webhookGuards,

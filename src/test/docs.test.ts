@@ -33,6 +33,8 @@ const BUDGETS: [RegExp, number][] = [
   [/^docs\/operations\.md$/, 400],
   [/^docs\/adr\/\d{4}-.*\.md$/, 80],
 ];
+/** The folders whose code may cite the docs. */
+const CODE_DIRS = ['src', 'bench', 'chaos', 'packages', 'examples', 'scripts'];
 const SKIP = /^<!--\s*docs-test:\s*skip:\s*(\S.*?)\s*-->$/;
 
 interface Block {
@@ -111,6 +113,17 @@ function steps(block: Block): Step[] {
   return out;
 }
 
+/** The code files under a folder (what git keeps: no dependencies, builds or results). */
+function codeFiles(dir: string): string[] {
+  const full = path.join(ROOT, dir);
+  if (!existsSync(full)) return [];
+  return readdirSync(full, { withFileTypes: true }).flatMap((e) => {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) return ['node_modules', 'dist', 'results'].includes(e.name) ? [] : codeFiles(rel);
+    return /\.(ts|tsx|mts|js|mjs|cjs|sql)$/.test(e.name) ? [rel] : [];
+  });
+}
+
 /** GitHub's anchors for a document's headings. */
 function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
@@ -146,6 +159,25 @@ describe('the docs', () => {
           broken.push(`${doc}: ${target} (no such heading)`);
       }
     }
+    assert.deepEqual(broken, []);
+  });
+
+  test('every docs/ reference in the code resolves, #anchors included, and none cites the spec’s decisions', async () => {
+    const broken: string[] = [];
+    for (const file of CODE_DIRS.flatMap(codeFiles))
+      (await readFile(path.join(ROOT, file), 'utf8')).split('\n').forEach((l, i) => {
+        const at = `${file}:${i + 1}`;
+        // "decisions" and a section sign: a file that is not in the repository.
+        if (/\bdecisions\s*\u00a7/i.test(l))
+          broken.push(`${at}: cites the spec's decisions, which are not in the repository`);
+        for (const [ref] of l.matchAll(/(?<![\w/.-])docs\/[\w./-]*\w(?:#[\w-]+)?/g)) {
+          const [target, anchor] = ref.split('#') as [string, string | undefined];
+          const resolved = path.join(ROOT, target);
+          if (!existsSync(resolved)) broken.push(`${at}: ${ref} (no such file)`);
+          else if (anchor && target.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor))
+            broken.push(`${at}: ${ref} (no such heading)`);
+        }
+      });
     assert.deepEqual(broken, []);
   });
 
