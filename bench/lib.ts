@@ -101,8 +101,7 @@ export async function startBare(query?: { databaseUrl: string; text: string; val
 
 /**
  * A yardstick measured beside each row: a run of it just before the row and one just after,
- * the row's yardstick their mean. This host's speed moves within seconds (the bare route alone
- * ran 18,000 to 41,000 a second in 3-second runs a minute apart), so a ratio to one run at the
+ * the row's yardstick their mean. A shared host's speed moves within seconds, so a ratio to one run at the
  * start of a scenario measures the host's minute as much as the code. A row that follows
  * another at once shares the run between them. `settle`, if given, is awaited after each row
  * before the run after it: the row's own work that outlives it does not share the cores with

@@ -128,8 +128,7 @@ export const rawYardstick = (databaseUrl: string, durationS = RAW_BESIDE_RUN_S) 
 /**
  * The raw transfer beside each money row on PostgreSQL (Beside, lib.ts), as the bare route is
  * beside read rows: its yardstick is LoadResult.raw. The raw transfer's rate moves with the
- * host's minute as Coffer's does (its 10-second runs at the start of a scenario went from 1,942
- * to 2,950 a second within an hour and a half on the AMD EPYC host). The run after a row starts
+ * host's minute as Coffer's does. The run after a row starts
  * QUIET_MS after it, then waits for `settle` (the payments a row made settle a second later, its
  * deposits' bank pulls run every quarter second).
  */

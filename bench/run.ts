@@ -307,11 +307,9 @@ async function checkoutScenario(db: string): Promise<LoadResult[]> {
     // where the server is not saturated), then capture what was authorized at 50. Each step's
     // request consumes its intent or payment, so these rows run a fixed number of requests; each
     // step first runs a warm-up batch of its own, not counted, like the timed rows' 2 s of the same
-    // load. (Without it, a row's first 50 requests, sent at once on new connections to code not yet
-    // compiled, were most of its 1% slowest: 39 of a refund row's 50, at 66 to 77 ms.) 1,000 per
-    // second of the duration: at about 2,000 per second a row runs for 5 s. (It was 400, about 2 s:
-    // its p99 was then its 40 slowest responses, one group caught by one garbage collection, and
-    // ran from 46 to 108 ms over five runs of the same code.)
+    // load: a row's first requests, sent at once on new connections to code not yet compiled, would
+    // be most of its 1% slowest. 1,000 per second of the duration, so a row's p99 is more than a
+    // handful of responses that one garbage collection can catch.
     const n = 1000 * durationS;
     const warm = 2000;
     const intents: string[] = [];

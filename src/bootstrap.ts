@@ -1,4 +1,4 @@
-// First-start conveniences of the sandbox (decisions §1): generated secrets kept in DATA_DIR,
+// First-start conveniences of the sandbox (docs/adr/0010-one-process-five-listeners.md): generated secrets kept in DATA_DIR,
 // and a demo merchant so a newcomer can call the API at once. Live never gets here without
 // its secrets (config.ts refuses to start) and never creates a demo merchant.
 import { randomBytes } from 'node:crypto';

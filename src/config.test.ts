@@ -1,4 +1,4 @@
-// Configuration rules (decisions §1). The process-level refusals are in main.test.ts.
+// Configuration rules (docs/adr/0010-one-process-five-listeners.md). The process-level refusals are in main.test.ts.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

@@ -73,9 +73,9 @@ export interface Config {
    */
   authorizationLeaseMarginMs: number;
   webhooks: {
-    /** A receiver must answer within this (decisions §10: 15 s). */
+    /** A receiver must answer within this (docs/adr/0006-events-in-an-outbox.md: 15 s). */
     timeoutMs: number;
-    /** Delays before each retry, in seconds (decisions §10's schedule by default). */
+    /** Delays before each retry, in seconds (by default the schedule of docs/adr/0006-events-in-an-outbox.md). */
     retryDelaysS: number[];
     /** How often the worker looks for due deliveries when idle. */
     pollMs: number;
@@ -228,7 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     // A merchant's deliveries per process run at most this many per answer time, and under load
     // the answer time includes the process's own queue: with 32, a merchant alone on a fully
     // loaded process has its events delivered as fast as they are written (the soak;
-    // docs/operations.md#webhook-delivery).
+    // docs/internals.md#webhook-delivery).
     merchantConcurrency: int('WEBHOOK_MERCHANT_CONCURRENCY'),
     connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS'),
     breakerFailures: int('WEBHOOK_BREAKER_FAILURES'),
@@ -295,7 +295,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: int('WEBHOOK_TIMEOUT_MS'),
       retryDelaysS: delays('WEBHOOK_RETRY_DELAYS'),
       pollMs: int('WEBHOOK_POLL_MS'),
-      // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/operations.md#webhook-delivery).
+      // Eight merchants' worth of WEBHOOK_MERCHANT_CONCURRENCY (docs/internals.md#webhook-delivery).
       concurrency: int('WEBHOOK_CONCURRENCY'),
       eventRetentionDays: int('EVENT_RETENTION_DAYS'),
       ...webhookGuards,

@@ -1,8 +1,7 @@
 // Row ids: UUIDv7 (time-ordered, so new rows go to the end of each primary-key index), made by
 // the uuidv7 library with its random bits drawn from a pool refilled 4 KB at a time. The
 // library's default source asks crypto.getRandomValues for 32 bytes every few ids, and each such
-// call cost microseconds in the server: 4% of its CPU profile under the authorize benchmark,
-// which makes about ten ids per authorize. Same generator, same monotonic order within a
+// call cost microseconds in the server, which makes about ten ids per authorize. Same generator, same monotonic order within a
 // millisecond, the same cryptographic source; only fewer calls to it.
 import { randomFillSync } from 'node:crypto';
 import { V7Generator } from 'uuidv7';

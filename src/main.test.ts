@@ -1,5 +1,5 @@
 // The server as a process: first start, logs, the PGlite folder lock, graceful shutdown,
-// restart, the live environment's refusals (decisions §1), and a database newer than the build.
+// restart, the live environment's refusals (docs/adr/0010-one-process-five-listeners.md), and a database newer than the build.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';

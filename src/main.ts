@@ -124,7 +124,8 @@ function banner(
       `  curl -s ${l.api.publicUrl}/api/v1/users \\`,
       `    -H 'Client-ID: ${demo.clientId}' -H 'Authorization: Bearer ${demo.secret ?? '<secret>'}' \\`,
       `    -H 'Content-Type: application/vnd.api+json' \\`,
-      `    -d '{"data":{"type":"User","attributes":{"phoneNumber":"+14155550123","email":"ada@example.com"}}}'`,
+      // A new e-mail address each time it is pasted, so it never collides with the README's walk-through or itself.
+      `    -d '{"data":{"type":"User","attributes":{"email":"try-'$(date +%s)$RANDOM'@example.com"}}}'`,
     );
   }
   lines.push('', 'Stop with Ctrl-C.', '');

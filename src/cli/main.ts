@@ -1,4 +1,4 @@
-// `coffer`: the operator's CLI over the admin API (decisions §2).
+// `coffer`: the operator's CLI over the admin API (docs/adr/0011-admin-api-and-cli.md).
 //
 //   coffer token
 //   coffer clients create --name NAME [--settings JSON]

@@ -1,4 +1,4 @@
-// The console's payment rollup in SQL (docs/decisions.md "The console's charts"): a database
+// The console's payment rollup in SQL (docs/internals.md#counters): a database
 // migrated up to the migration before the rollup's, holding payments, is migrated the rest of the
 // way; the rollup then holds those payments. Statements of every shape (several rows, several
 // merchants and hours, data-modifying CTEs on payments, updates that move figures or none,

@@ -42,8 +42,8 @@ export interface GroupOptions<T> {
    * wallet), when known before the group runs. A request whose row a running group holds waits
    * for the next group instead of joining one that would wait on that lock as a whole: without
    * this, one authorize of a wallet that the running group was charging held up every other
-   * member of its group until that group committed (up to 28 ms, the slowest groups of a traced
-   * benchmark run). Requests of one row keep their order. Undefined: no such row, or not known.
+   * member of its group until that group committed. Requests of one row keep their order.
+   * Undefined: no such row, or not known.
    */
   rowOf?(request: T): string | undefined;
 }

@@ -1,4 +1,4 @@
-// The API lists' counters in SQL (docs/decisions.md#list-totals): a database migrated up to just
+// The API lists' counters in SQL (docs/internals.md#counters): a database migrated up to just
 // before the counters' migration, holding rows of every counted table, is migrated the rest of
 // the way; the counters then hold those rows. Statements of every shape (several rows and
 // merchants, data-modifying CTEs, updates that move a key or none, deletes) keep the counters and

@@ -1,4 +1,4 @@
-// The API lists' exact totals (docs/decisions.md#list-totals): meta.total of every list, with and
+// The API lists' exact totals (docs/internals.md#counters): meta.total of every list, with and
 // without each counted filter, equals the rows the list holds, and the counters (list_counts and
 // their deltas, kept by triggers, folded by list-count-fold) equal a count over the tables,
 // after inserts, status changes, an intent's expiry, concurrent writes, and the fold.

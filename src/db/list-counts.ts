@@ -1,5 +1,5 @@
 // The exact totals of the API's lists, kept by the database (migration 0021,
-// docs/decisions.md#list-totals): list_counts holds each (merchant, list, key)'s count as of the
+// docs/internals.md#counters): list_counts holds each (merchant, list, key)'s count as of the
 // last fold, list_count_deltas what statements changed since. A total is both summed in one
 // statement, so a fold running meanwhile is seen wholly or not at all.
 import { eq, getTableColumns, Placeholder, sql, type SQL } from 'drizzle-orm';
@@ -37,7 +37,7 @@ export function countedTotal(
  * From this offset on, a list of wide rows (the events, about 1.3 KB each) reads a page by its
  * ids first (countedPage's `deep`). On the lists benchmark's database (1,000,000 events), the
  * two forms cost PostgreSQL about the same at an offset of 500: below it the direct read is
- * cheaper, above it the ids first (docs/scaling.md#deep-pages).
+ * cheaper, above it the ids first (docs/internals.md#statements-and-plans).
  */
 export const DEEP_OFFSET = 500;
 
@@ -55,7 +55,7 @@ export const isDeep = (page: { offset: number }): boolean => page.offset >= DEEP
  * - `page` selects the table's columns in their stored order and nothing else, so its scan hands
  *   on each row as stored. With the total among its columns, the scan projected every row it
  *   read, the rows an offset skips too: a page of payments at `page[offset]=1000` took PostgreSQL
- *   twice the time (docs/scaling.md#lists-at-a-million-rows). A test checks that each paged
+ *   twice the time (docs/internals.md#statements-and-plans). A test checks that each paged
  *   table's columns are declared in their stored order (src/db/stored-order.test.ts).
  * - `t.total > offset` is checked before the page is read, so a page at or past the total (or of
  *   a filter combination no row matches) reads no index at all.
@@ -63,7 +63,7 @@ export const isDeep = (page: { offset: number }): boolean => page.offset >= DEEP
  *   order its ORDER BY gave them.
  * - A deep page (`deep`) finds its rows' ids first, from the list's index alone, then reads
  *   those rows by primary key (byIds). It is a statement of its own, for a shape of its own
- *   (isDeep): a first page is cheaper read directly (docs/scaling.md#deep-pages).
+ *   (isDeep): a first page is cheaper read directly (docs/internals.md#statements-and-plans).
  */
 export function countedPage<T extends PgTable, A extends Record<string, SQL> = Record<never, SQL>>(
   db: Executor,

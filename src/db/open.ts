@@ -242,10 +242,8 @@ type StatementCallback = (err: unknown, res: unknown) => void;
 /**
  * pg-pool's callback for one statement, timed. Made here and not as an arrow inside
  * `instrumented`: there it shared that call's scope, and under load every statement's result
- * rows then lived through young-generation collections into the old generation. With 50 callers
- * reading pages of ten users through the database layer, that was 5.2 KB promoted per page and
- * 23 ms scavenges; made here, 0.1 KB and 2 ms (`--trace-gc-nvp`,
- * docs/benchmarks.md#garbage-collection).
+ * rows then lived through young-generation collections into the old generation
+ * (docs/benchmarks.md#garbage-collection).
  */
 function afterStatement(timer: StatementTimer, callback: StatementCallback): StatementCallback {
   return (err, res) => {

@@ -3,10 +3,9 @@
 // exchange as the statement after it, or as the COMMIT when none follows (node-postgres).
 //
 // Every round trip of a transaction costs more than PostgreSQL's time: its answer waits for the
-// event loop to come back to it, behind whatever requests arrived meanwhile. Timed in a deposit
-// benchmark on two cores, BEGIN took 2.5 ms from send to answer (PostgreSQL needs microseconds),
-// the accounts' lock 2.1 ms and COMMIT 3.5 ms, together half of a group's transaction
-// (bench/profile-checkout.ts deposit). Sent together, BEGIN, the deferred statements and the next
+// event loop to come back to it, behind whatever requests arrived meanwhile: under load, BEGIN,
+// the accounts' lock and COMMIT waited as long as the rest of a group's transaction
+// (bench/profile-checkout.ts deposit shows it). Sent together, BEGIN, the deferred statements and the next
 // statement (or COMMIT) are one extended-protocol pipeline ending in a single Sync: PostgreSQL
 // runs them in order, and if one fails the rest are skipped (never run outside the transaction,
 // never run without the lock before them, never committed), and the error is the carrying

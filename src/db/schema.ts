@@ -127,7 +127,7 @@ export const users = pgTable(
 );
 
 /**
- * Identity verification challenges (decisions §9). Status pending → passed | failed, or
+ * Identity verification challenges (docs/identity.md#challenges-in-detail). Status pending → passed | failed, or
  * expired when a lapsed, unanswered challenge is replaced. The answer key never leaves the
  * database; the verification token is kept only as its SHA-256.
  */
@@ -342,7 +342,7 @@ export const webhooks = pgTable(
  * UUIDv7: its first 48 bits are its creation time), one partition a week, so that retention
  * drops a week's partitions of the three tables together (migration 0020,
  * modules/events/partitions.ts). drizzle-kit cannot express PARTITION BY: the migration does.
- * The deliveries and attempts carry no foreign keys to the events (docs/decisions.md).
+ * The deliveries and attempts carry no foreign keys to the events (docs/internals.md#retention-by-partitions).
  */
 export const events = pgTable(
   'events',
@@ -902,7 +902,7 @@ export const gifts = pgTable(
 );
 
 /**
- * Idempotency keys (decisions §4). A row is committed "in flight" before the operation runs;
+ * Idempotency keys (docs/adr/0004-idempotency-in-the-database.md). A row is committed "in flight" before the operation runs;
  * the operation's changes and its stored response commit together, so a crash leaves either
  * no outcome (the lease runs out and a retry runs it) or the full one (a retry replays it).
  */
@@ -931,8 +931,7 @@ export const idempotencyKeys = pgTable(
  * HOT_PATH_REFERENCES. The five tables every payment writes (payment_intents, payments,
  * ledger_entries, ledger_postings, events) carry no foreign keys, since migration 0010. Each
  * inserted row's keys cost PostgreSQL a trigger and a lookup that locks the parent row (every
- * row of a merchant locked its one `clients` row), ten per authorize: dropping them took
- * PostgreSQL's CPU per authorize from about 0.34 to 0.27 ms (docs/architecture.md). What they
+ * row of a merchant locked its one `clients` row), ten per authorize (docs/internals.md#statements-and-plans). What they
  * guarded holds without them: no parent is ever deleted (clients, wallets, gifts, intents and
  * ledger rows have no delete path), each id written comes from a row the same transaction read
  * or created (the authenticated client, the locked intent and wallet, the entry written in the
@@ -1316,7 +1315,7 @@ export const consolePaymentRollup = pgTable('console_payment_rollup', rollupColu
 export const consolePaymentRollupDeltas = pgTable('console_payment_rollup_deltas', rollupColumns());
 
 /**
- * The exact totals of the API's lists (docs/decisions.md#list-totals), per merchant: `list`
+ * The exact totals of the API's lists (docs/internals.md#counters), per merchant: `list`
  * names a list and `key` the values of its counted columns as JSON text (jsonb's own rendering,
  * so equal values make equal keys): '{}' for users and wallets, {"walletId": …} for a wallet's
  * transactions, {"status": …, "initiator": …, "paymentMethod": …} for payment intents, and so

@@ -1,4 +1,4 @@
-// Retention by weekly partitions (docs/operations.md#retention, docs/decisions.md). A table kept
+// Retention by weekly partitions (docs/operations.md#retention, docs/internals.md#retention-by-partitions). A table kept
 // this way (events with their deliveries and attempts, migration 0020; the request log, 0025) is
 // partitioned by range of a UUIDv7 id, whose first 48 bits are its creation time, one partition
 // a week from Monday 00:00 UTC named `<table>_pYYYYMMDD`, plus a default partition for any row

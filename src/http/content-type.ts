@@ -1,4 +1,4 @@
-// Media-type rules (JSON:API and decisions §3): a request body must be
+// Media-type rules (JSON:API and docs/adr/0002-wire-conventions.md): a request body must be
 // application/vnd.api+json (only the ext and profile parameters allowed) or application/json
 // (only charset=utf-8). Anything else is 415. Responses are always application/vnd.api+json.
 import type { FastifyInstance, FastifyRequest } from 'fastify';

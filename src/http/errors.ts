@@ -57,7 +57,7 @@ export const ERRORS = {
   ChallengeNotFound: def(400, 'Challenge not found', 'The challenge or verification token is unknown.'),
   ChallengeExpired: def(400, 'Challenge expired', 'The challenge or token lifetime has elapsed.'),
   ChallengeFailed: def(400, 'Challenge failed', 'The challenge is no longer active.'),
-  // The spec lists it; decisions §9 report the third failure as a 200 result's failureReason and later submissions as ChallengeFailed.
+  // The spec lists it; docs/identity.md#challenges-in-detail reports the third failure as a 200 result's failureReason and later submissions as ChallengeFailed.
   // Accrue's webhook errors are 400 with the title WebhookException.
   WebhookLimitReached: def(
     400,
@@ -152,7 +152,7 @@ export const ERRORS = {
   // 5xx
   InternalError: def(500, 'Internal error', 'Something went wrong on our side; the request can be retried.'),
   ServiceUnavailable: def(503, 'Service unavailable', 'A dependency is unavailable; the request can be retried.'),
-  // Accrue's codes for widgets and sandbox barcodes and clearing (decisions §12)
+  // Accrue's codes for widgets and sandbox barcodes and clearing (docs/adr/0001-spec-then-accrue.md)
   NoWalletFound: def(400, 'WidgetException', 'No wallet found for the given identifiers.'),
   MultipleWalletsFound: def(400, 'WidgetException', 'The given identifiers match more than one wallet.'),
   NoLinkedAccountFound: def(400, 'WidgetException', 'No linked account found for the payment intent.'),

@@ -1,4 +1,4 @@
-// Idempotency keys (decisions §4) for operations that run entirely in the database (deposit,
+// Idempotency keys (docs/adr/0004-idempotency-in-the-database.md) for operations that run entirely in the database (deposit,
 // withdraw, reward, refund). Scope: (client, operation, key). Everything happens inside the
 // operation's own transaction:
 //   1. one query takes a transaction-level advisory lock on the key's hash (without waiting)
@@ -363,7 +363,7 @@ export const KEY_PURGE_BATCH = 5_000;
 /**
  * Job: forgets keys past their retention, a batch at a time (in the order of
  * idempotency_keys_expiry_idx), so one run never holds a long transaction over a day's keys.
- * The table is not partitioned (docs/decisions.md, "Retention by partitions"): its primary key
+ * The table is not partitioned (docs/internals.md#retention-by-partitions): its primary key
  * is what makes a key unique.
  */
 export async function purgeExpiredKeys(db: Db, now: Date, batch = KEY_PURGE_BATCH): Promise<number> {

@@ -1,4 +1,4 @@
-// Off-the-shelf JSON:API libraries against Coffer over real HTTP (decisions §12): kitsu (a
+// Off-the-shelf JSON:API libraries against Coffer over real HTTP (docs/adr/0001-spec-then-accrue.md): kitsu (a
 // JSON:API client: it serialises attributes into resource objects, sends a PATCH's data.id and
 // deserialises responses and errors) and ts-japi (a serializer that adds the top-level jsonapi
 // and meta members). What they send is what a merchant's JSON:API stack sends.

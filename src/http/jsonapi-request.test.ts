@@ -1,4 +1,4 @@
-// JSON:API 1.1 request documents (decisions §12): top-level jsonapi, meta and links are accepted
+// JSON:API 1.1 request documents (docs/adr/0001-spec-then-accrue.md): top-level jsonapi, meta and links are accepted
 // and ignored on every body; a PATCH's data.id must be the resource the URL names (409 Conflict
 // otherwise, nothing changed), on every PATCH route: webhooks, the attached profile, admin clients.
 // (A JSON:API library's own requests: jsonapi-clients.test.ts.)

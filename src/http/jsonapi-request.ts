@@ -1,4 +1,4 @@
-// JSON:API 1.1 request documents as JSON:API libraries send them (decisions §12): the top-level
+// JSON:API 1.1 request documents as JSON:API libraries send them (docs/adr/0001-spec-then-accrue.md): the top-level
 // `jsonapi`, `meta` and `links` members are accepted and ignored, and a PATCH body may name its
 // resource in `data.id`, which must be the resource the URL names (else 409 Conflict, nothing
 // changed). Every route with a body gets this from createServer: an onRoute hook documents the

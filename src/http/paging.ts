@@ -1,4 +1,4 @@
-// Paging, sorting, includes: the list conventions of the spec and decisions §3.
+// Paging, sorting, includes: the list conventions of the spec and docs/adr/0002-wire-conventions.md.
 import { Type, type TProperties } from 'typebox';
 import { apiError } from './errors.ts';
 

@@ -1,4 +1,4 @@
-// Update bodies (decisions §12, JSON:API 1.1): `{data: {id?, type, attributes}}`, and, where
+// Update bodies (docs/adr/0001-spec-then-accrue.md, JSON:API 1.1): `{data: {id?, type, attributes}}`, and, where
 // Accrue's contract sends it so, the same without the `data` wrapper. An `id` in the body must
 // be the path's id, else 409 Conflict and nothing changes.
 import type { FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify';

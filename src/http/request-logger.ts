@@ -2,7 +2,7 @@
 //
 // Fastify gives every request a child of the server's logger bound to its id. With pino's
 // redaction paths (src/log.ts) making that child runs the redaction's stringifier on the
-// bindings: 2.8% of the server's CPU on a GET of a user (CPU profile on a two-core host). The
+// bindings, a visible share of the server's CPU on a GET of a user. The
 // request's own log line does not use it (server.ts writes that line with the id in it), and
 // only an error, a retry or a console sign-in logs through `req.log`, so most requests never
 // need the child: this stands in for it and makes it on the first call.

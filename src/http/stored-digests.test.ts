@@ -1,6 +1,6 @@
 // Stored digests outlive the code that wrote them: a client secret's hash authenticates every
 // later request, and an idempotency key's fingerprint decides whether a retry replays its first
-// answer (decisions §4). Both must stay SHA-256 of the same bytes, whatever call computes them;
+// answer (docs/adr/0004-idempotency-in-the-database.md). Both must stay SHA-256 of the same bytes, whatever call computes them;
 // the expected values come from `sha256sum`, not from Node.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

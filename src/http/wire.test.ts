@@ -1,5 +1,5 @@
 // The JSON:API wire: media types, envelopes, error objects, request ids, 404/405, trailing
-// slashes, paging and strict query validation (spec "Conventions", decisions §3).
+// slashes, paging and strict query validation (spec "Conventions", docs/adr/0002-wire-conventions.md).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestApp, createUser, errorsOf, phone, type Merchant, type TestApp } from '../test/harness.ts';

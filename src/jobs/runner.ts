@@ -10,7 +10,7 @@ export interface Job {
   /**
    * The most one run handles. A run that handled this many found a full batch, so more is
    * probably waiting: the next run starts at once instead of after intervalMs, and a backlog is
-   * worked off at full speed (bank pulls kept up with 2,000 deposits a second only this way).
+   * worked off at full speed (bank pulls keep up with a busy server's deposits only this way).
    */
   batch?: number;
   /** When the first run starts after start() (intervalMs by default). */

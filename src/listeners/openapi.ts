@@ -56,7 +56,7 @@ export async function registerOpenApi(app: App, opts: OpenApiOptions): Promise<v
     },
     transform: ({ schema, url, route }) => {
       let s = schema as Record<string, unknown> | undefined;
-      // Every body accepts both JSON types (decisions §3); the document says so.
+      // Every body accepts both JSON types (docs/adr/0002-wire-conventions.md); the document says so.
       if (s?.body && !s.consumes) s = { ...s, consumes: ['application/vnd.api+json', 'application/json'] };
       if (s?.response && opts.errorCodes)
         s = {

@@ -1,5 +1,5 @@
 // The widget host ({pay_url}): main.js, the widget frames /_/{flow}/ and the API they call
-// with the widget payload (decisions §11); in the sandbox also the KYC document page.
+// with the widget payload (docs/adr/0013-widget-payloads.md); in the sandbox also the KYC document page.
 import helmet from '@fastify/helmet';
 import type { AppContext } from '../context.ts';
 import { faviconRoutes } from '../http/logo.ts';

@@ -2,7 +2,7 @@
 // any database transaction with the authorization attempt's id as the reference; a processor
 // must answer a repeated reference with its first answer (no second charge).
 //
-// The sandbox takes `latencyMs`, declines amounts whose last two digits are 02 (decisions §8)
+// The sandbox takes `latencyMs`, declines amounts whose last two digits are 02 (docs/payments.md#payments-in-detail)
 // and keeps its answers in the database, so the dedupe holds across retries, processes and
 // restarts, as a real processor's idempotency does.
 import { eq, sql } from 'drizzle-orm';

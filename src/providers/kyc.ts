@@ -1,5 +1,5 @@
 // Port to the KYC provider. An application is sent once (its id is the provider's idempotency
-// key) and the provider's answer is asked for until it decides (decisions §5 and §12). When the
+// key) and the provider's answer is asked for until it decides (docs/identity.md#kyc-in-detail, docs/adr/0001-spec-then-accrue.md). When the
 // provider wants documents (AwaitingDocuments) or a closer look (ManualReview), Coffer asks it
 // for a link where the user uploads them, and reports once (keyed) that the user has finished;
 // the provider's review then decides. The sandbox decides at once by the applicant's e-mail

@@ -1,4 +1,4 @@
-// Accrue's contract (decisions §12): every one of Accrue's 82 Merchant API operations is called at
+// Accrue's contract (docs/adr/0001-spec-then-accrue.md): every one of Accrue's 82 Merchant API operations is called at
 // Accrue's method and path with a request in Accrue's shape, for resources a merchant creates
 // first through the API, and each answer is validated against Accrue's response schema for its
 // status. The only departures tolerated are the differences listed in src/test/accrue/contract.ts

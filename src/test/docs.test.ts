@@ -1,7 +1,8 @@
-// The documentation keeps working. Every shell step of README.md and docs/getting-started.md runs,
-// in order, in one bash session against a sandbox started for the purpose, and must end as its
+// The documentation keeps working. The banner's "Try it" and every shell step of the walk-throughs
+// (README.md, then the user guides in reading order) run, in order, in one bash session against a
+// sandbox started for the purpose, twice in a row on the same sandbox, and each must end as its
 // `# → NNN …` comment says (or with 2xx answers where it shows none); every relative link in
-// README.md and docs/*.md resolves, #anchors included; no doc tells the project's history.
+// README.md and docs/ resolves, #anchors included; no doc tells the project's history.
 //
 // The docs are written to be pasted: ids are captured into shell variables by the steps that
 // make them, so the test only replaces the default ports and the data folder with the sandbox's.
@@ -18,13 +19,22 @@ import { freshDatabaseUrl } from './harness.ts';
 import { startServer, type ServerProcess } from './process.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RUN = ['README.md', 'docs/getting-started.md'];
-const LINKED = [
-  'README.md',
-  ...readdirSync(path.join(ROOT, 'docs'))
+/** The walk-throughs, in reading order: each guide after README.md continues in the shell of the one before. */
+const RUN = ['README.md', 'docs/getting-started.md', 'docs/money.md', 'docs/payments.md', 'docs/widgets.md'];
+const markdownIn = (dir: string) =>
+  readdirSync(path.join(ROOT, dir))
     .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/${f}`),
+    .map((f) => `${dir}/${f}`);
+const LINKED = ['README.md', ...markdownIn('docs'), ...markdownIn('docs/adr'), 'chaos/README.md'];
+/** The longest documents, and how long each may grow: a reader's document, not a notebook. */
+const BUDGETS: [RegExp, number][] = [
+  [/^docs\/benchmarks\.md$/, 150],
+  [/^docs\/scaling\.md$/, 150],
+  [/^docs\/operations\.md$/, 400],
+  [/^docs\/adr\/\d{4}-.*\.md$/, 80],
 ];
+/** The folders whose code may cite the docs. */
+const CODE_DIRS = ['src', 'bench', 'chaos', 'packages', 'examples', 'scripts'];
 const SKIP = /^<!--\s*docs-test:\s*skip:\s*(\S.*?)\s*-->$/;
 
 interface Block {
@@ -103,6 +113,17 @@ function steps(block: Block): Step[] {
   return out;
 }
 
+/** The code files under a folder (what git keeps: no dependencies, builds or results). */
+function codeFiles(dir: string): string[] {
+  const full = path.join(ROOT, dir);
+  if (!existsSync(full)) return [];
+  return readdirSync(full, { withFileTypes: true }).flatMap((e) => {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory()) return ['node_modules', 'dist', 'results'].includes(e.name) ? [] : codeFiles(rel);
+    return /\.(ts|tsx|mts|js|mjs|cjs|sql)$/.test(e.name) ? [rel] : [];
+  });
+}
+
 /** GitHub's anchors for a document's headings. */
 function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
@@ -125,7 +146,7 @@ const withoutFences = (markdown: string) => markdown.replace(/^```[\s\S]*?^```/g
 const withoutCode = (markdown: string) => withoutFences(markdown).replace(/`[^`\n]*`/g, '');
 
 describe('the docs', () => {
-  test('every relative link in README.md and docs/*.md resolves, #anchors included', async () => {
+  test('every relative link in README.md, docs/ and chaos/README.md resolves, #anchors included', async () => {
     const broken: string[] = [];
     for (const doc of LINKED) {
       const markdown = await readFile(path.join(ROOT, doc), 'utf8');
@@ -141,6 +162,25 @@ describe('the docs', () => {
     assert.deepEqual(broken, []);
   });
 
+  test('every docs/ reference in the code resolves, #anchors included, and none cites the spec’s decisions', async () => {
+    const broken: string[] = [];
+    for (const file of CODE_DIRS.flatMap(codeFiles))
+      (await readFile(path.join(ROOT, file), 'utf8')).split('\n').forEach((l, i) => {
+        const at = `${file}:${i + 1}`;
+        // "decisions" and a section sign: a file that is not in the repository.
+        if (/\bdecisions\s*\u00a7/i.test(l))
+          broken.push(`${at}: cites the spec's decisions, which are not in the repository`);
+        for (const [ref] of l.matchAll(/(?<![\w/.-])docs\/[\w./-]*\w(?:#[\w-]+)?/g)) {
+          const [target, anchor] = ref.split('#') as [string, string | undefined];
+          const resolved = path.join(ROOT, target);
+          if (!existsSync(resolved)) broken.push(`${at}: ${ref} (no such file)`);
+          else if (anchor && target.endsWith('.md') && !anchors(readFileSync(resolved, 'utf8')).has(anchor))
+            broken.push(`${at}: ${ref} (no such heading)`);
+        }
+      });
+    assert.deepEqual(broken, []);
+  });
+
   test('no doc tells the project’s history', async () => {
     const history =
       /\b(earlier|later|previous|this|first|second) session\b|in a slower hour|tried and not kept|\b(previous|earlier|old) code\b|\bthis stop\b/gi;
@@ -151,6 +191,38 @@ describe('the docs', () => {
       });
     }
     assert.deepEqual(found, []);
+  });
+
+  test('each long document stays within its line budget', async () => {
+    const over: string[] = [];
+    for (const doc of LINKED)
+      for (const [pattern, budget] of BUDGETS) {
+        const lines = (await readFile(path.join(ROOT, doc), 'utf8')).trimEnd().split('\n').length;
+        if (pattern.test(doc) && lines > budget) over.push(`${doc}: ${lines} lines, budget ${budget}`);
+      }
+    assert.ok(
+      LINKED.some((d) => BUDGETS[3]![0].test(d)),
+      'docs/adr/ holds the decision records',
+    );
+    assert.deepEqual(over, []);
+  });
+
+  test('no doc carries a commit hash', async () => {
+    // 7 to 40 hex digits standing alone, with a digit and a letter among them (not a number, not a word).
+    const hash = /(?<![\w./:@#-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])/g;
+    const found: string[] = [];
+    for (const doc of LINKED)
+      (await readFile(path.join(ROOT, doc), 'utf8')).split('\n').forEach((l, i) => {
+        for (const m of l.matchAll(hash)) found.push(`${doc}:${i + 1}: ${m[0]}`);
+      });
+    assert.deepEqual(found, []);
+  });
+
+  test('the hash rule finds hashes and leaves ids, numbers and words alone', () => {
+    const hash = /(?<![\w./:@#-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w/-])/g;
+    const found = (text: string) => [...text.matchAll(hash)].map((m) => m[0]);
+    assert.deepEqual(found('at commit 41b9a7c on the machine, and 95da360.'), ['41b9a7c', '95da360']);
+    assert.deepEqual(found('01a1fcb6-1c2d id, 1000000 rows, a defaced word, #a1b2c3d4 anchor'), []);
   });
 
   test('the step parser reads continued lines, multi-line quotes and expectations', () => {
@@ -220,7 +292,7 @@ describe('the walk-throughs, against a sandbox', () => {
       WIDGET_SIGNING_KEY: undefined,
       LOG_LEVEL: 'warn',
     });
-    await server.waitFor(/Stop with Ctrl-C/, 60_000);
+    await server.waitFor(/Stop with Ctrl-C/, 180_000);
   });
   after(async () => {
     server?.kill('SIGTERM');
@@ -228,9 +300,12 @@ describe('the walk-throughs, against a sandbox', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  for (const doc of RUN) {
-    test(`${doc}: every step does what its comment says`, { timeout: 300_000 }, async () => {
-      await runDoc(doc, server, dir);
+  // Twice on one sandbox: every walk-through makes its own unique data, so a reader can run it again.
+  for (const pass of [1, 2]) {
+    test(`pass ${pass}: the banner's "Try it", then ${RUN.join(', ')}: every step does what its comment says`, {
+      timeout: 600_000,
+    }, async () => {
+      await runDocs(server, dir);
     });
   }
 });
@@ -247,12 +322,27 @@ function substitutions(server: ServerProcess, dataDir: string): [string, string]
   ];
 }
 
-async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<void> {
+/** The banner's "Try it" command, as the sandbox printed it: it creates a user (201). */
+function bannerStep(server: ServerProcess): Step & { doc: string } {
+  const lines = server.stdout().split('\n');
+  const start = lines.findIndex((l) => l.trim() === 'Try it:');
+  assert.ok(start >= 0, `the banner has a "Try it":\n${server.stdout()}`);
+  const end = lines.findIndex((l, i) => i > start && l.trim() === '');
+  const command = lines
+    .slice(start + 1, end)
+    .map((l) => l.replace(/^ {2}/, ''))
+    .join('\n');
+  return { doc: 'the banner', line: start + 1, command, expected: true, status: 201, members: [] };
+}
+
+async function runDocs(server: ServerProcess, dir: string): Promise<void> {
   const dataDir = path.join(dir, 'data');
   const subs = substitutions(server, dataDir);
-  const all = shellBlocks(await readFile(path.join(ROOT, doc), 'utf8'))
-    .filter((b) => !b.skip)
-    .flatMap((b) => steps({ ...b, code: subs.reduce((code, [from, to]) => code.split(from).join(to), b.code) }));
+  const all: (Step & { doc: string })[] = [bannerStep(server)];
+  for (const doc of RUN)
+    for (const b of shellBlocks(await readFile(path.join(ROOT, doc), 'utf8')).filter((b) => !b.skip))
+      for (const s of steps({ ...b, code: subs.reduce((code, [from, to]) => code.split(from).join(to), b.code) }))
+        all.push({ ...s, doc });
   const out = await mkdtemp(path.join(dir, 'steps-'));
   // Each curl call records its response's status; each step its output and exit code. The
   // session stops at the first step that fails.
@@ -288,7 +378,7 @@ async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<
     CONSOLE_PORT: String(ports.console),
   });
   const bash = spawn('bash', [path.join(out, 'script.sh')], { cwd: ROOT, env, stdio: 'ignore', detached: true });
-  const timer = setTimeout(() => process.kill(-bash.pid!, 'SIGKILL'), 240_000); // the session and whatever it started
+  const timer = setTimeout(() => process.kill(-bash.pid!, 'SIGKILL'), 540_000); // the session and whatever it started
   await new Promise((resolve) => bash.once('exit', resolve));
   clearTimeout(timer);
 
@@ -301,8 +391,8 @@ async function runDoc(doc: string, server: ServerProcess, dir: string): Promise<
     const rc = file('rc');
     const output = file('out') ?? '';
     const got = statuses.filter((l) => l.startsWith(`${i} `)).map((l) => Number(l.split(' ')[1]));
-    const where = `${doc}:${s.line}\n${s.command}\n--- output:\n${output.slice(0, 2000)}\n--- stderr:\n${(file('err') ?? '').slice(0, 2000)}\n--- HTTP statuses: ${got.join(', ') || 'none'}`;
-    assert.ok(rc !== undefined, `${doc}: the session stopped before this step:\n${where}`);
+    const where = `${s.doc}:${s.line}\n${s.command}\n--- output:\n${output.slice(0, 2000)}\n--- stderr:\n${(file('err') ?? '').slice(0, 2000)}\n--- HTTP statuses: ${got.join(', ') || 'none'}`;
+    assert.ok(rc !== undefined, `the session stopped before this step:\n${where}`);
     assert.equal(rc.trim(), '0', `the step failed (exit code ${rc.trim()}):\n${where}`);
     const last = got.at(-1);
     if (s.status !== undefined) assert.equal(last, s.status, `the step's comment says ${s.status}:\n${where}`);

@@ -673,7 +673,7 @@ export interface paths {
         };
         /**
          * Get a reward
-         * @description Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).
+         * @description Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/money.md#rewards-in-detail).
          */
         get: operations["getIssuedRewardById"];
         put?: never;

@@ -1,4 +1,4 @@
-// Verifying a webhook delivery (decisions §10): the hex HMAC-SHA256 of the raw body in
+// Verifying a webhook delivery (docs/adr/0006-events-in-an-outbox.md): the hex HMAC-SHA256 of the raw body in
 // x-service-signature, and the Standard Webhooks headers (webhook-id, webhook-timestamp,
 // webhook-signature), which also bound the delivery's age.
 import { createHmac, timingSafeEqual } from 'node:crypto';

@@ -29,7 +29,7 @@ CREATE INDEX IF NOT EXISTS "request_log_client_class_idx" ON "request_log" USING
 CREATE INDEX IF NOT EXISTS "request_log_client_path_idx" ON "request_log" USING btree ("client_id","path" text_pattern_ops);--> statement-breakpoint
 CREATE INDEX IF NOT EXISTS "request_log_client_method_idx" ON "request_log" USING btree ("client_id","method","created_at","id");--> statement-breakpoint
 -- What a statement on payments changed, per merchant and UTC hour of creation, appended to the
--- deltas (docs/decisions.md#the-consoles-charts): an insert adds its rows, a delete takes them
+-- deltas (docs/internals.md#counters): an insert adds its rows, a delete takes them
 -- away, an update takes the rows as they were away and adds them as they are (a status that
 -- became Failed moves one payment from succeeded to failed in its hour; a capture adds its
 -- amount, and a failure takes its captured amount out: captured counts payments not Failed).

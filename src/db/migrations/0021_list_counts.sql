@@ -15,7 +15,7 @@ CREATE TABLE "list_counts" (
 --> statement-breakpoint
 CREATE INDEX "list_count_deltas_key_idx" ON "list_count_deltas" USING btree ("client_id","list","key");--> statement-breakpoint
 -- ======================================================================================
--- Hand-written: the exact totals of the API's lists (docs/decisions.md#list-totals).
+-- Hand-written: the exact totals of the API's lists (docs/internals.md#counters).
 -- Each counted table gets statement-level AFTER triggers with transition tables that append
 -- one grouped row per (merchant, list, key) a statement changed to list_count_deltas; an update
 -- appends only for rows whose counted columns changed (old and new joined by id). Tables whose

@@ -1,4 +1,4 @@
-// The operator's admin API and the `coffer` CLI over it (decisions §2).
+// The operator's admin API and the `coffer` CLI over it (docs/adr/0011-admin-api-and-cli.md).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -53,7 +53,7 @@ describe('admin API', () => {
     assert.equal(got.body.data.attributes.secrets[0].hint, a.secret.slice(-4));
   });
 
-  test('settings default as decisions §2 says and merge on PATCH', async () => {
+  test('settings default as docs/operations.md lists them and merge on PATCH', async () => {
     const res = await t.adminRequest('POST', '/admin/v1/clients', {
       body: clientBody({ name: 'S', settings: { captureMode: 'automatic', cardProcessor: { enabled: true } } }),
     });

@@ -1,4 +1,4 @@
-// The operator's admin API (decisions §2): merchants (clients), their settings and secrets.
+// The operator's admin API (docs/adr/0011-admin-api-and-cli.md): merchants (clients), their settings and secrets.
 // Served only on the admin listener, behind ADMIN_TOKEN.
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';

@@ -1,4 +1,4 @@
-// Per-merchant settings (decisions §2). Stored as given; read through resolveSettings, which
+// Per-merchant settings (docs/operations.md#merchants-and-their-settings). Stored as given; read through resolveSettings, which
 // fills the defaults, so a default can change without rewriting rows.
 import { Type, type Static } from 'typebox';
 import { Cents, Nullable, Uuid } from '../../http/schemas.ts';

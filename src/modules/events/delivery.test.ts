@@ -1,4 +1,4 @@
-// Webhook delivery through a real HTTP receiver on loopback (decisions §10): the outbox,
+// Webhook delivery through a real HTTP receiver on loopback (docs/adr/0006-events-in-an-outbox.md): the outbox,
 // signatures, retries with their schedule, timeouts, redirects, replays and the events API.
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID } from 'node:crypto';

@@ -1,7 +1,7 @@
 // The webhook delivery worker. It claims due deliveries as slots free up (SKIP LOCKED + lease, so any
 // number of workers and processes share the work without sending one attempt twice), sends
 // them outside any database transaction, and records every attempt. 2xx within the timeout is
-// success; anything else is retried on the schedule of decisions §10 with up to 10% jitter,
+// success; anything else is retried on the schedule of docs/adr/0006-events-in-an-outbox.md with up to 10% jitter,
 // then the delivery is marked failed. Redirects are not followed.
 //
 // Receivers are reached through one of two connection pools. The public pool connects only to
@@ -89,7 +89,7 @@ export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'>
 
 /** Headers for one attempt: the spec's x-service-signature plus the Standard Webhooks trio. */
 export function signatureHeaders(secret: string, eventId: string, body: string, at: Date): Record<string, string> {
-  // The key is the bytes the base64 part of the secret decodes to (decisions §10).
+  // The key is the bytes the base64 part of the secret decodes to (docs/adr/0006-events-in-an-outbox.md).
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   return {
     'x-service-signature': createHmac('sha256', key).update(body).digest('hex'),

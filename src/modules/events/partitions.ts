@@ -1,4 +1,4 @@
-// Retention by partitions (docs/operations.md#retention, docs/decisions.md). events,
+// Retention by partitions (docs/operations.md#retention, docs/internals.md#retention-by-partitions). events,
 // event_deliveries and delivery_attempts are partitioned by week of the event's id (migration
 // 0020, db/weeks.ts). The `event-retention` job keeps the weeks ahead created and drops the weeks
 // past EVENT_RETENTION_DAYS, the three tables' partitions of a week together.

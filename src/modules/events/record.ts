@@ -24,7 +24,7 @@ export interface EventInput {
   now: Date;
 }
 
-/** The body receivers get (decisions §10). Built once; every attempt sends these bytes. */
+/** The body receivers get (docs/adr/0006-events-in-an-outbox.md). Built once; every attempt sends these bytes. */
 export function envelope(id: string, e: EventInput): string {
   const at = isoTime(e.now);
   return JSON.stringify({

@@ -240,7 +240,7 @@ function eventConditions(
 /**
  * The API's page of events with their delivery states and total. No filter or a topic: the
  * counters (list 'events', a key per topic). A time range or a delivery state is counted over
- * the rows it matches (docs/scaling.md#lists-at-a-million-rows). One statement per shape: which
+ * the rows it matches (docs/internals.md#statements-and-plans). One statement per shape: which
  * filters it has, the delivery state a literal (built once, pages asked for together read together: coalesced-pages.ts).
  */
 const eventColumns = getTableColumns(events);

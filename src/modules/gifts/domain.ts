@@ -1,4 +1,4 @@
-// Gifts (decisions §6): a balance a merchant funds, spent later by card-present authorization
+// Gifts (docs/adr/0003-double-entry-ledger.md): a balance a merchant funds, spent later by card-present authorization
 // of its virtual card. A gift's id is its 19-digit public reference and never a wallet id
 // (wallet barcodes have 16 digits).
 import { randomInt } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Identity verification (spec "Identity verification challenge", decisions §9): a challenge of
+// Identity verification (spec "Identity verification challenge", docs/identity.md#challenges-in-detail): a challenge of
 // three questions, submissions with at most three attempts, a one-time verification token,
 // and the verified phone / e-mail change the token pays for.
 import { createHash, randomBytes } from 'node:crypto';
@@ -29,7 +29,7 @@ export type FailureReason = 'IncorrectAnswer' | 'ChallengeExpired' | 'MaxAttempt
 /** Tokens are stored only as their SHA-256: 32 random bytes leave nothing to brute-force. */
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');
 
-/** An unknown identifier is 404 UserNotFound (decisions §9). */
+/** An unknown identifier is 404 UserNotFound (docs/identity.md#challenges-in-detail). */
 function resolveUser(db: Executor, clientId: string, userIdentifier: string): Promise<UserRow> {
   return resolveUserReference(db, { clientId, reference: userIdentifier, notFound: { code: 'UserNotFound' } });
 }
@@ -167,7 +167,7 @@ export interface SubmissionOutcome {
 }
 
 /**
- * Submit answers. Wrong answers are a 200 with `passed: false` (decisions §9); the third wrong
+ * Submit answers. Wrong answers are a 200 with `passed: false` (docs/identity.md#challenges-in-detail); the third wrong
  * submission and a submission after expiry fail the challenge and start the cooldown.
  */
 export async function submitChallenge(

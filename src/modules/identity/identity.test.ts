@@ -1,5 +1,5 @@
 // Identity verification (spec "Identity verification challenge", "Users and identity" rules 2
-// to 4; decisions §9): every row of the challenge state table, every error code, the token,
+// to 4; docs/identity.md#challenges-in-detail): every row of the challenge state table, every error code, the token,
 // the verified profile change, with time moved by the test clock.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-// The three multiple-choice questions of an identity challenge (decisions §9): full name, date
+// The three multiple-choice questions of an identity challenge (docs/identity.md#challenges-in-detail): full name, date
 // of birth, and the last four digits of a linked account or, with none linked, the amount of a
 // cleared deposit. Four options each, one right.
 //

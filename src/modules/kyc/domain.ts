@@ -1,5 +1,5 @@
 // KYC: disclosures, the application, the provider's answers, document verification
-// (decisions §5 and §12; docs/decisions.md "KYC").
+// (docs/identity.md#kyc-in-detail, docs/adr/0001-spec-then-accrue.md).
 import { isIP } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';

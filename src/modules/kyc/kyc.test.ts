@@ -1,4 +1,4 @@
-// KYC (decisions §5 and §12, docs/decisions.md "KYC"): disclosures, applications in Coffer's and
+// KYC (docs/identity.md#kyc-in-detail, docs/adr/0001-spec-then-accrue.md): disclosures, applications in Coffer's and
 // Accrue's shapes, the sandbox's decisions by e-mail, document verification (link, the sandbox's
 // page, completion), the events of every change, Accrue's Kyc schema, merchant scoping.
 import assert from 'node:assert/strict';

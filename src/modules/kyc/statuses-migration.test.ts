@@ -1,4 +1,4 @@
-// The migration that moves stored KYC statuses to Accrue's vocabulary (docs/decisions.md "KYC"):
+// The migration that moves stored KYC statuses to Accrue's vocabulary (docs/identity.md#kyc-in-detail):
 // a database migrated up to the one before it, holding the old statuses, is migrated the rest of
 // the way; DisclosuresAccepted becomes NotStarted (its acceptance time kept) and Declined Denied.
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Linked accounts: sandbox linking of bank accounts and demo cards, listing, removal (spec rule 1,
-// decisions §5).
+// docs/identity.md#linked-accounts-in-detail).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SandboxBankLinking } from '../../providers/bank-linking.ts';

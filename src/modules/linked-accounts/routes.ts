@@ -144,7 +144,7 @@ export async function linkedAccountSimulationRoutes(app: App, ctx: AppContext): 
 /**
  * Admin listener: the operator's wallet app links an account once the user has finished the
  * bank-linking provider's flow, handing over what the flow produced; the adapter turns it into
- * the account (docs/providers.md). The merchant's API has no linking of its own (decisions §5).
+ * the account (docs/providers.md). The merchant's API has no linking of its own (docs/identity.md#linked-accounts-in-detail).
  */
 export async function linkedAccountAdminRoutes(app: App, ctx: AppContext): Promise<void> {
   const base = ctx.config.listeners.api.publicUrl;

@@ -1,4 +1,4 @@
-// Authorize (spec "Authorize rules", decisions §4, §8): idempotency, the wallet reservation
+// Authorize (spec "Authorize rules", docs/adr/0004-idempotency-in-the-database.md, docs/payments.md#payments-in-detail): idempotency, the wallet reservation
 // and its limits, automatic capture, the card processor (latency, declines, in-flight 409s,
 // crash recovery without a second charge), and many concurrent authorizes of one intent.
 import assert from 'node:assert/strict';
@@ -115,7 +115,7 @@ describe('authorize', () => {
     }
   });
 
-  describe('idempotency (decisions §4)', () => {
+  describe('idempotency', () => {
     test('the same key and attributes replay the first success byte for byte', async () => {
       const { wallet } = await fundedWallet(t, m, 5000);
       const intentId = await intentFor(t, m, wallet.id, 1000);

@@ -1,4 +1,4 @@
-// Authorizing a payment intent (spec "Authorize rules", decisions §4, §8).
+// Authorizing a payment intent (spec "Authorize rules", docs/adr/0004-idempotency-in-the-database.md, docs/payments.md#payments-in-detail).
 //
 // When nothing outside has to be asked, everything happens in one transaction: the intent is
 // locked (NOWAIT: a concurrent authorize of the same intent gets 409 AlreadyExists instead of
@@ -109,7 +109,7 @@ export interface AttemptRequest {
   latencyMs: number;
 }
 
-/** The attributes an authorize key promises (decisions §4). */
+/** The attributes an authorize key promises (docs/adr/0004-idempotency-in-the-database.md). */
 export function authorizeFingerprint(i: AuthorizeInput): string {
   return fingerprintOf([
     i.intentId,
@@ -402,7 +402,7 @@ export type Plan =
   | { kind: 'ok'; sourcing: Sourcing; linkedAccountId: string | null }
   | { kind: 'requires-action'; detail: string };
 
-/** Where the money comes from, with the limits of decisions §8, from the locked balances. */
+/** Where the money comes from, with the limits of docs/payments.md#payments-in-detail, from the locked balances. */
 export function planSourcing(intent: q.IntentRow, c: q.AuthorizeContext, i: AuthorizeInput): Plan {
   if (intent.giftId) {
     // Gift intents skip KYC; authorize does not touch the gift (its card is spent later).
@@ -545,7 +545,7 @@ export async function approve(tx: Tx, d: Decision): Promise<Decided> {
   }
   await emitIntent(tx, 'PaymentIntentUpdated', promoted, d.deps.rc, now, { batch, paymentIds });
   const body = d.serialize(201, successDocument(promoted, paymentIds, payment, d.deps.rc, now));
-  // Authorize keys live as long as the authorization (decisions §4).
+  // Authorize keys live as long as the authorization (docs/adr/0004-idempotency-in-the-database.md).
   if (d.scope) batch.add(storeOutcomePart(d.scope, 201, body, now, payment.expiresAt));
   return { outcome: { status: 201, body, replayed: false }, payment };
 }

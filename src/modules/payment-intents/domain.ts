@@ -1,4 +1,4 @@
-// Payment intents (spec "Payment intents", decisions §8): what a checkout will charge and to
+// Payment intents (spec "Payment intents", docs/payments.md#payments-in-detail): what a checkout will charge and to
 // what: a wallet (by id, or by a scanned barcode) or a gift. Authorization is in authorize.ts.
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';

@@ -1,5 +1,5 @@
 // Payment intents through HTTP (spec "PaymentIntent", "States and transitions > Payment
-// intent", "Payment intents"; decisions §3, §6, §8): create by wallet id, barcode or gift, the
+// intent", "Payment intents"; docs/adr/0002-wire-conventions.md, docs/adr/0003-double-entry-ledger.md, docs/payments.md#payments-in-detail): create by wallet id, barcode or gift, the
 // balance block, bad bodies, the list with its filters, sort, include and paging, get, cancel
 // from every state (with what it does to the ledger), expiry, and the intent events.
 // Authorization itself is tested elsewhere; here it only moves intents into PromotedToPayment

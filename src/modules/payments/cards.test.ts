@@ -1,4 +1,4 @@
-// Card rails (spec "VirtualDebitCard", "Payments"; decisions §1, §8): the single-use virtual
+// Card rails (spec "VirtualDebitCard", "Payments"; docs/adr/0010-one-process-five-listeners.md, docs/payments.md#payments-in-detail): the single-use virtual
 // debit card on the secure listener, the sandbox card network, the gift flow (spec "Payment
 // intents" create rule 5) and the wallet scan-and-pay flow, end to end.
 import assert from 'node:assert/strict';

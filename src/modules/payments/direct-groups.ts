@@ -10,8 +10,7 @@
 // ones before it in the group left; one of a wallet a running group is paying from waits for the
 // next group (rowOf), so it is planned on what that group committed. (Running a wallet's second
 // payment after the group committed, as a transaction of its own, held the group's slot for
-// that transaction too: one slow payment made the next of its wallet slow in turn, and the
-// benchmark's p99 showed it.) The balances are read with the key's check, before the accounts
+// that transaction too: one slow payment made the next of its wallet slow in turn.) The balances are read with the key's check, before the accounts
 // are locked: the ledger's no-negative check is the guard, and a group whose write it
 // refuses (a plan a concurrent spend made stale) wrote nothing and runs each payment alone,
 // where that refusal is the payment's own (402 Failed, to retry). A payment refused before the

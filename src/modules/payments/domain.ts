@@ -1,4 +1,4 @@
-// Payments (decisions §8): the state machine and what each transition does to the ledger.
+// Payments (docs/payments.md#payments-in-detail): the state machine and what each transition does to the ledger.
 //
 //   (authorize) → Created ──capture (bank rails)──→ Processing ──settle──→ Sent ──refunds=captured──→ Returned
 //                 Created ──card network capture──→ Sent                      Processing ──bank pull fails──→ Failed
@@ -63,7 +63,7 @@ import { paymentResource, refundResource, type RenderContext } from './render.ts
 import * as q from './sql.ts';
 import { rememberPaymentWallet } from './wallet-hints.ts';
 
-/** Uncaptured authorizations are released after seven days (decisions §8). */
+/** Uncaptured authorizations are released after seven days (docs/payments.md#payments-in-detail). */
 export const AUTHORIZATION_LIFETIME_MS = 7 * 86_400_000;
 /** The sandbox bank settles a captured payment this long after capture. */
 export const SANDBOX_SETTLE_DELAY_MS = 1_000;
@@ -333,15 +333,13 @@ async function settle(
  * The most payments one settlement run settles while settlement keeps up; a run that settles
  * this many starts the next at once (JobRunner's batch). A run prepares its payments' updates
  * and events without giving the event loop back, and what it renders stays alive until its
- * write is answered, so every scavenge in between copies it: with runs of 40 rather than 100,
- * the scavenges of a direct-payments benchmark promoted less in eight pairs of runs of nine and
- * its p99 was lower in thirteen of seventeen (docs/benchmarks.md).
+ * write is answered, so every scavenge in between copies it: smaller runs keep less alive.
  */
 export const SETTLE_BATCH = 40;
 /**
  * A run that finds payments this long past their settlement time is behind: the next takes up
  * to SETTLE_BATCH_BEHIND, so a backlog is worked off in a few large statements instead of many
- * small ones (runs of 40 settled 2,100 to 2,400 payments a second on two busy cores).
+ * small ones.
  */
 export const SETTLE_BEHIND_MS = 1_000;
 export const SETTLE_BATCH_BEHIND = 200;

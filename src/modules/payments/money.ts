@@ -1,5 +1,5 @@
 // The ledger side of checkout. Wallet money is spent in the order merchant rewards, accrue
-// rewards, deposit money (decisions §6); whatever the wallet does not cover comes from the
+// rewards, deposit money (docs/adr/0003-double-entry-ledger.md); whatever the wallet does not cover comes from the
 // linked bank account.
 //
 //   reserve   wallet <bucket>.available → <bucket>.reserved              (authorize)

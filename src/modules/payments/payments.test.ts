@@ -1,5 +1,4 @@
-// Payments (spec "Payment", "States and transitions > Payment", "Payments"; decisions §3, §4,
-// §6, §8): the state machine and what each transition does to the money, refunds, direct
+// Payments (spec "Payment", "States and transitions > Payment", "Payments"; docs/adr/0002-wire-conventions.md, docs/adr/0004-idempotency-in-the-database.md, docs/adr/0003-double-entry-ledger.md, docs/payments.md#payments-in-detail): the state machine and what each transition does to the money, refunds, direct
 // payments, settlement, authorization expiry, reads and lists. Authorize is used only to reach
 // states (its own rules are tested with the intents).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Accrue's payment operations beyond the checkout's core (decisions §12): PATCH a payment's
+// Accrue's payment operations beyond the checkout's core (docs/adr/0001-spec-then-accrue.md): PATCH a payment's
 // reference, increase an authorization, complete a card payment, and the response members
 // Accrue requires on the existing ones (links.self and included on capture and cancel, included
 // on GET). Each through HTTP, with bad input, another merchant's ids and the ledger after.

@@ -1,9 +1,7 @@
 // Which wallet a payment moves money of, as this process learned it when it made the payment.
 // The capture, refund and cancel groups use it to keep a request of a wallet that a running
 // group is locking out of the next group (db/groups.ts, rowOf): without it, two groups that
-// shared a few of the benchmark's 50 wallets waited on each other's wallet locks in turn
-// (PostgreSQL logged 15 to 30 lock waits of over 20 ms per checkout benchmark run; 0 to 3
-// with it). A hint, never a fact anything depends on: a
+// share wallets wait on each other's wallet locks in turn. A hint, never a fact anything depends on: a
 // payment made by another process, or forgotten, has none, and its request then waits on the
 // wallet's lock as any transaction would. A payment's wallet never changes.
 import { LRUCache } from 'lru-cache';

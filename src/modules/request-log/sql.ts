@@ -50,9 +50,8 @@ export function insertRequestRows(db: Executor, rows: RequestLogRow[]): Promise<
 /**
  * Writes rows made by requestRowJson. They travel as one JSON document read with the table's
  * own row type: building a thousand-row insert with a parameter per value held the event loop for
- * tens of milliseconds each second, which showed in every route's p99 (the benchmarks).
- * json_populate_recordset costs PostgreSQL about half what extracting and casting each field
- * of json_array_elements did (25 against 45 ms per thousand rows on a two-core host).
+ * tens of milliseconds each second, which showed in every route's p99.
+ * json_populate_recordset costs PostgreSQL less than extracting and casting each field of json_array_elements.
  */
 export async function insertRequestJson(db: Executor, rows: string[]): Promise<void> {
   if (rows.length === 0) return;

@@ -92,7 +92,7 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'getIssuedRewardById',
         summary: 'Get a reward',
         description:
-          "Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/decisions.md).",
+          "Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/money.md#rewards-in-detail).",
         params: idParams('id'),
         querystring: NoQuery,
         response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 404]),

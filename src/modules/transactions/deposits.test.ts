@@ -1,4 +1,4 @@
-// One-time deposits (decisions §4, §7): idempotency, KYC and account gating, limits,
+// One-time deposits (docs/adr/0004-idempotency-in-the-database.md, docs/money.md#one-time-deposits): idempotency, KYC and account gating, limits,
 // disbursements, the ACH fee, clearing and failing with their events, and the ledger.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

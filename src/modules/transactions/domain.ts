@@ -1,4 +1,4 @@
-// One-time deposits (decisions §7): pull money from the user's linked account into the wallet,
+// One-time deposits (docs/money.md#one-time-deposits): pull money from the user's linked account into the wallet,
 // less disbursements to counterparties and, when no fee counterparty pays it, the ACH fee.
 //
 //   initiate  external.bank −amount │ wallet deposit.pending +credit │ counterparty pending +dᵢ

@@ -78,7 +78,7 @@ export async function getUser(
 }
 
 /**
- * Resolves a user id or one of the merchant's reference ids (decisions §5: a UUID is tried as
+ * Resolves a user id or one of the merchant's reference ids (docs/identity.md#users-in-detail: a UUID is tried as
  * a user id first). Two users matching one reference is ambiguous (400 ValidationError).
  */
 export async function resolveUserReference(

@@ -1,4 +1,4 @@
-// Users (spec "Users and identity", decisions §5): create, list, get, attached profile.
+// Users (spec "Users and identity", docs/identity.md#users-in-detail): create, list, get, attached profile.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {

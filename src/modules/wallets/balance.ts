@@ -1,6 +1,6 @@
 // The wallet balance of the spec's table, computed from the wallet's ledger accounts.
 // available = spendable now; pending = deposits and rewards not yet cleared; reserved =
-// authorized, not captured; total = available + pending + reserved, per bucket (decisions §6).
+// authorized, not captured; total = available + pending + reserved, per bucket (docs/money.md#balances).
 import type { WalletCode } from '../../ledger/accounts.ts';
 
 export type Buckets = Record<WalletCode, number>;
@@ -59,7 +59,7 @@ export function walletBalance(
       b['reward.merchant.available'] + b['reward.merchant.pending'] + b['reward.merchant.reserved'],
     ),
   };
-  // Rewards are never withdrawable (decisions §6).
+  // Rewards are never withdrawable (docs/money.md#balances).
   if (opts.includeWithdrawable) out.withdrawable = { total: b['deposit.available'] };
   return out;
 }

@@ -1,4 +1,4 @@
-// Wallets (decisions §6): create, read with include, list, balance, barcodes.
+// Wallets (docs/adr/0003-double-entry-ledger.md): create, read with include, list, balance, barcodes.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {

@@ -1,4 +1,4 @@
-// Webhook registration (decisions §10, §12): create with a secret, shown on every read, list, get, PATCH,
+// Webhook registration (docs/adr/0006-events-in-an-outbox.md, docs/adr/0001-spec-then-accrue.md): create with a secret, shown on every read, list, get, PATCH,
 // DELETE, topic and URL rules, the address policy (SSRF), the cap per merchant, merchant scoping.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

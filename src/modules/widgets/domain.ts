@@ -1,4 +1,4 @@
-// Embeddable widgets (decisions §11): the tokens a merchant's backend fetches (a wallet's
+// Embeddable widgets (docs/adr/0013-widget-payloads.md): the tokens a merchant's backend fetches (a wallet's
 // payload, a payment intent's linked-account payload, a PaymentMethods session), and what the
 // widget host shows with each: one wallet's balance and rewards, the user check of the inline
 // flow and the intents of that wallet; one linked account's summary; the merchant's payment
@@ -115,7 +115,7 @@ export async function findWidgetWallet(
  * getLinkedAccountWidgetData: the linked account that pays for what the wallet does not cover of
  * this intent (the one its payment drew on, else the user's first connected account, which an
  * authorization would draw on), and a payload for the widget host naming it. An unknown intent
- * (or another merchant's) is 404 PaymentIntentNotFound (decisions §3); no account: 400
+ * (or another merchant's) is 404 PaymentIntentNotFound (docs/adr/0002-wire-conventions.md); no account: 400
  * NoLinkedAccountFound.
  */
 export async function issueLinkedAccountWidgetData(

@@ -180,7 +180,7 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
     };
   };
   const noWallet = () => apiError('NoWalletFound', 'No wallet found for the given identifiers.');
-  /** A wallet named in the path that the merchant does not have (decisions §3: 404, whoever's it is). */
+  /** A wallet named in the path that the merchant does not have (docs/adr/0002-wire-conventions.md: 404, whoever's it is). */
   const walletNotFound = (walletId: string) => apiError('WalletNotFound', `No wallet ${walletId}.`);
 
   app.get(

@@ -1,4 +1,4 @@
-// Widget tokens (decisions §11): signed, short-lived JWTs (HS256 with WIDGET_SIGNING_KEY). They
+// Widget tokens (docs/adr/0013-widget-payloads.md): signed, short-lived JWTs (HS256 with WIDGET_SIGNING_KEY). They
 // carry ids only, so showing them to the browser reveals nothing; only the widget host, which
 // holds the key, can check them. Three kinds, each with its own audience, so a token of one kind
 // is never accepted where another is expected and no kind grants more than it names:

@@ -1,4 +1,4 @@
-// Widgets (decisions §11): the payload API and the widget host's pages, assets and frame API,
+// Widgets (docs/adr/0013-widget-payloads.md): the payload API and the widget host's pages, assets and frame API,
 // through HTTP on both databases. The browser half is in browser.test.ts.
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';

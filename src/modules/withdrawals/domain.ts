@@ -1,4 +1,4 @@
-// Closed-loop withdrawal (decisions §7): deposit money goes back to the user's connected
+// Closed-loop withdrawal (docs/money.md#withdrawals): deposit money goes back to the user's connected
 // linked accounts, split in proportion to what each deposited. Never more than the
 // withdrawable amount: the debit of the wallet's available deposit bucket is the guard (the
 // ledger's CHECK fails the transaction when it would go negative, however many race).

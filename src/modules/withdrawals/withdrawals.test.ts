@@ -1,4 +1,4 @@
-// Withdrawals, rewards and gifts (decisions §6, §7); counterparties are in modules/counterparties.
+// Withdrawals, rewards and gifts (docs/adr/0003-double-entry-ledger.md, docs/money.md#withdrawals); counterparties are in modules/counterparties.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';

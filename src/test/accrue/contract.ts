@@ -89,7 +89,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'error-document',
     title: 'Errors are a JSON:API error document',
     reason:
-      'Accrue\'s schemas describe an error response as one bare error object with a numeric `status`; its prose and the spec say an `errors` array. Coffer answers `{"errors":[…]}` with string `status`, as JSON:API requires (decisions §12, "Kept on purpose").',
+      'Accrue\'s schemas describe an error response as one bare error object with a numeric `status`; its prose and the spec say an `errors` array. Coffer answers `{"errors":[…]}` with string `status`, as JSON:API requires ([ADR 0001](adr/0001-spec-then-accrue.md), "Kept on purpose").',
     operations: 'all',
     match: { kind: 'error-document' },
   },
@@ -97,7 +97,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'not-found-across-merchants',
     title: "Another merchant's resource is 404",
     reason:
-      'Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, 200 `{"data":null}`, or nothing), an id in the path of a resource the merchant does not have, its own unknown or another merchant\'s, is 404 in Coffer: existence never leaks across merchants and a resource named in the path is 404 when not found (decisions §3).',
+      'Where Accrue lists no 404 for an operation (it answers 400 `UserNotFound`, `InvalidIdentifier`, `NoWalletFound` and the like, 200 `{"data":null}`, or nothing), an id in the path of a resource the merchant does not have, its own unknown or another merchant\'s, is 404 in Coffer: existence never leaks across merchants and a resource named in the path is 404 when not found ([ADR 0002](adr/0002-wire-conventions.md)).',
     operations: [
       'authorizePayment',
       'capturePayment',
@@ -118,7 +118,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'attached-profile-answer',
     title: 'The attached-profile PATCH answers 200 with the profile',
     reason:
-      'Accrue answers 204 without content. The spec\'s operation table gives this PATCH a response ("attached-profile result"), and the spec binds before Accrue\'s contract (decisions §12), so Coffer answers 200 with the updated AttachedProfile resource; a client that ignores the body of a 2xx works with either.',
+      'Accrue answers 204 without content. The spec\'s operation table gives this PATCH a response ("attached-profile result"), and the spec binds before Accrue\'s contract ([ADR 0001](adr/0001-spec-then-accrue.md)), so Coffer answers 200 with the updated AttachedProfile resource; a client that ignores the body of a 2xx works with either.',
     operations: ['updateUser'],
     match: { kind: 'status', status: 200 },
   },
@@ -158,7 +158,7 @@ export const DIFFERENCES: readonly Difference[] = [
     id: 'gift-id-is-its-reference',
     title: "A gift's id is its 19-digit reference",
     reason:
-      "Accrue's `Gift` schema formats `id` as a uuid. The spec says a gift's `id` is its public reference, the string a customer presents and a merchant scans and sends back as `lookUpId`, and the spec binds before Accrue's contract (decisions §12); Coffer's references are 19 digits, which no wallet barcode (16 digits) can be mistaken for.",
+      "Accrue's `Gift` schema formats `id` as a uuid. The spec says a gift's `id` is its public reference, the string a customer presents and a merchant scans and sends back as `lookUpId`, and the spec binds before Accrue's contract ([ADR 0001](adr/0001-spec-then-accrue.md)); Coffer's references are 19 digits, which no wallet barcode (16 digits) can be mistaken for.",
     operations: ['getGiftByLookUpId'],
     match: { kind: 'schema', pointer: /^\/data\/id$/, keyword: 'format' },
   },
@@ -297,7 +297,7 @@ export function renderCompatibilityDoc(): string {
     "merchant coded against Accrue's published contract points the same code at Coffer. The contract",
     'test (`src/test/accrue-contract.test.ts`) calls every one of them and validates each answer against',
     "Accrue's response schema for its status; the differences below are the only ones it tolerates. The",
-    'choices behind them are in [decisions.md](decisions.md#accrue-compatibility).',
+    'choices behind them are in [ADR 0001](adr/0001-spec-then-accrue.md).',
     '',
     `${served} operations are served exactly as Accrue publishes them (apart from the rules every operation shares, below); ${OPERATIONS.length - served} with a listed difference.`,
     '',
