@@ -227,7 +227,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       }
       let outcome: Awaited<ReturnType<typeof submitAuthorize>>;
       try {
-        outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
+        outcome = await submitAuthorize({ ...authorizeDeps(ctx), requestId: req.id }, serializerOf(reply), {
           clientId: req.client.id,
           settings: req.client.settings,
           intentId: req.params.paymentIntentId,
