@@ -40,6 +40,11 @@ export const ERRORS = {
     'Insufficient withdrawable balance',
     'The amount is more than the wallet can withdraw.',
   ),
+  AmountTooLarge: def(
+    400,
+    'Amount too large',
+    "The amount is above the merchant's maxPaymentAmount setting (default 100000000 cents); an operator can raise it.",
+  ),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
   PaymentIntentExpired: def(

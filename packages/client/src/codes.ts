@@ -4,6 +4,7 @@
 /** Every error code the server can return (src/http/errors.ts). */
 export const ERROR_CODES = [
   'AlreadyExists',
+  'AmountTooLarge',
   'BadRequest',
   'BarcodeNotFound',
   'CardNotFound',

@@ -7658,7 +7658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `InsufficientWithdrawableBalance`, `InvalidKycStatus`, `LinkedAccountMissing`, `ValidationError` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `InsufficientWithdrawableBalance`, `InvalidKycStatus`, `LinkedAccountMissing`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8746,7 +8746,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9129,7 +9129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9441,7 +9441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `CounterpartyNotFound`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError`, `WalletNotFound` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `CounterpartyNotFound`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10155,7 +10155,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
             400: {
                 headers: {
                     [name: string]: unknown;

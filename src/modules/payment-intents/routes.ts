@@ -1,3 +1,4 @@
+import { refuseOverMaxAmount } from '../clients/settings.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
 import { sendOutcome } from '../../http/idempotency.ts';
@@ -93,6 +94,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       },
     },
     async (req, reply) => {
+      refuseOverMaxAmount(req.body.data.attributes.amount, req.client.settings, '/data/attributes/amount');
       const intent = await createIntent(ctx.db, {
         client: req.client,
         ...req.body.data.attributes,
@@ -218,6 +220,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     },
     async (req, reply) => {
       const a = req.body.data.attributes;
+      refuseOverMaxAmount(a.amount, req.client.settings, '/data/attributes/amount');
       if (a.meta?.processor && Buffer.byteLength(JSON.stringify(a.meta.processor)) > PROCESSOR_META_MAX_BYTES) {
         throw apiError(
           'ValidationError',

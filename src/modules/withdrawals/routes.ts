@@ -1,3 +1,4 @@
+import { refuseOverMaxAmount } from '../clients/settings.ts';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
@@ -75,6 +76,7 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     },
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
+      refuseOverMaxAmount(amount, req.client.settings, '/data/attributes/amount');
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
       const outcome = await submitWithdrawal(ctx.db, {
