@@ -417,7 +417,7 @@ export interface paths {
         };
         /**
          * List wallets
-         * @description Filters match the wallet's user (`filter[referenceId]`: either reference id). Newest first.
+         * @description `filter[phoneNumber]`, `filter[email]`, `filter[referenceId]` (either reference id) and `filter[userId]` match the wallet's user; `filter[status]` the wallet; `filter[createdAfter]` (inclusive) and `filter[createdBefore]` (exclusive) its creation time. Newest first.
          */
         get: operations["listWallets"];
         put?: never;
@@ -5676,6 +5676,13 @@ export interface operations {
                 "filter[phoneNumber]"?: string;
                 "filter[email]"?: string;
                 "filter[referenceId]"?: string;
+                /** @description The wallet's user */
+                "filter[userId]"?: string;
+                "filter[status]"?: "Active" | "Closed";
+                /** @description Created at or after (inclusive) */
+                "filter[createdAfter]"?: string;
+                /** @description Created before (exclusive) */
+                "filter[createdBefore]"?: string;
             };
             header?: never;
             path?: never;
