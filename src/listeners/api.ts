@@ -14,6 +14,7 @@ import { schemas as paymentSchemas } from '../modules/payments/schemas.ts';
 import { rewardRoutes, schemas as rewardSchemas } from '../modules/rewards/routes.ts';
 import { transactionRoutes, transactionSimulationRoutes } from '../modules/transactions/routes.ts';
 import { schemas as transactionSchemas } from '../modules/transactions/schemas.ts';
+import { schemas as activitySchemas, walletActivityRoutes } from '../modules/wallets/activity.ts';
 import { walletRoutes, walletSimulationRoutes } from '../modules/wallets/routes.ts';
 import { schemas as walletSchemas } from '../modules/wallets/schemas.ts';
 import { schemas as withdrawalSchemas, withdrawalRoutes } from '../modules/withdrawals/routes.ts';
@@ -54,6 +55,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     ...webhookSchemas,
     ...eventSchemas,
     ...walletSchemas,
+    ...activitySchemas,
     ...counterpartySchemas,
     ...transactionSchemas,
     ...withdrawalSchemas,
@@ -105,6 +107,7 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     await webhookRoutes(api, ctx);
     await eventRoutes(api, ctx);
     await walletRoutes(api, ctx);
+    await walletActivityRoutes(api, ctx);
     await counterpartyRoutes(api, ctx);
     await transactionRoutes(api, ctx);
     await withdrawalRoutes(api, ctx);

@@ -509,6 +509,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/wallets/{walletId}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every movement of a wallet's money
+         * @description Every ledger entry on the wallet's balances, newest first: deposits (made, cleared, failed), withdrawals and their returns, rewards, payments (reserve, capture, release, direct), refunds. `filter[kind]` keeps one kind; `filter[createdAfter]` (inclusive) and `filter[createdBefore]` (exclusive) a time range. Another merchant's wallet is 404.
+         */
+        get: operations["listWalletActivity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/counterparties": {
         parameters: {
             query?: never;
@@ -1958,6 +1978,36 @@ export interface components {
                 createdAt: string;
                 /** Format: date-time */
                 updatedAt: string;
+            };
+        };
+        /** @description One ledger entry on the wallet: its id is the entry id */
+        WalletActivity: {
+            id: string;
+            /** @enum {string} */
+            type: "WalletActivity";
+            attributes: {
+                /**
+                 * @description What moved the money; `entryKind` says which step (deposit.initiate, payment.capture, ...)
+                 * @enum {unknown}
+                 */
+                kind: "deposit" | "withdrawal" | "reward" | "payment" | "refund" | "gift" | "other";
+                /** @description The ledger entry's kind */
+                entryKind: string;
+                /** @description Net change to the wallet's money in cents (moves between its own balances, such as a reservation, net to 0) */
+                amount: number;
+                /** @description Cents added (positive) or taken (negative) per wallet balance, such as 'deposit.available' */
+                changes: {
+                    [key: string]: number;
+                };
+                /** @description What caused the movement */
+                source: {
+                    /** @description transaction, withdrawal, reward, payment, refund, attempt, gift */
+                    type: string;
+                    id: string;
+                };
+                walletId: string;
+                /** Format: date-time */
+                createdAt: string;
             };
         };
         Counterparty: {
@@ -6271,6 +6321,122 @@ export interface operations {
                 };
             };
             /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    listWalletActivity: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                "filter[kind]"?: "deposit" | "withdrawal" | "reward" | "payment" | "refund" | "gift" | "other";
+                /** @description Created at or after (inclusive) */
+                "filter[createdAfter]"?: string;
+                /** @description Created before (exclusive) */
+                "filter[createdBefore]"?: string;
+            };
+            header?: never;
+            path: {
+                walletId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletActivity"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
