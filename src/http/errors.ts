@@ -134,6 +134,7 @@ export const ERRORS = {
   TransferNotFound: def(404, 'Not found', 'The counterparty transfer does not exist.'),
   PayoutNotFound: def(404, 'Not found', 'The counterparty has no such payout.'),
   ExternalTransactionNotFound: def(404, 'Not found', 'The external transaction does not exist.'),
+  WithdrawalNotFound: def(404, 'Not found', 'The withdrawal does not exist.'),
   CounterpartyHasBalance: def(
     409,
     'CounterpartyHasBalanceException',

@@ -76,7 +76,8 @@ export const ERROR_CODES = [
   'WalletNotIssuable',
   'WebhookEventNotFound',
   'WebhookLimitReached',
-  'WebhookNotFound'
+  'WebhookNotFound',
+  'WithdrawalNotFound'
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -141,6 +141,39 @@ describe('wallet activity', () => {
     assert.equal(none.status, 404);
   });
 
+  test('a withdrawal can be fetched and listed; not by another merchant', async () => {
+    const one = await t.request('GET', `/api/v1/withdrawals/${withdrawalId}`, { as: m });
+    assert.equal(one.status, 200, one.raw);
+    assert.equal(one.body.data.type, 'Withdraw');
+    assert.equal(one.body.data.attributes.amount, 1000);
+    assert.equal(one.body.data.attributes.split[0].linkedAccountId, accountId);
+    const theirs = await t.request('GET', `/api/v1/withdrawals/${withdrawalId}`, { as: other });
+    assert.equal(theirs.status, 404, theirs.raw);
+    assert.equal(errorsOf(theirs)[0]!.code, 'WithdrawalNotFound');
+    const second = await t.request('POST', `/api/v1/wallets/${walletId}/withdraw`, {
+      as: m,
+      body: { data: { type: 'Withdraw', attributes: { amount: 100 } } },
+    });
+    assert.equal(second.status, 201, second.raw);
+    const list = await t.request('GET', `/api/v1/wallets/${walletId}/withdrawals`, { as: m });
+    assert.equal(list.status, 200, list.raw);
+    assert.deepEqual(
+      list.body.data.map((w: { id: string }) => w.id),
+      [second.body.data.id, withdrawalId],
+    );
+    assert.equal(list.body.meta.total, 2);
+    const paged = await t.request('GET', `/api/v1/wallets/${walletId}/withdrawals?page[limit]=1&page[offset]=1`, {
+      as: m,
+    });
+    assert.deepEqual(
+      paged.body.data.map((w: { id: string }) => w.id),
+      [withdrawalId],
+    );
+    const otherList = await t.request('GET', `/api/v1/wallets/${walletId}/withdrawals`, { as: other });
+    assert.equal(otherList.status, 404, otherList.raw);
+    assert.equal(errorsOf(otherList)[0]!.code, 'WalletNotFound');
+  });
+
   test('a later deposit shows up first', async () => {
     step('again');
     const { data: before } = await all();
