@@ -80,6 +80,12 @@ describe('cross-merchant access', () => {
     ids.transactionId = (
       await t.request('GET', `/api/v1/wallets/${wallet.id}/transactions`, { as: a })
     ).body.data[0].id;
+    const withdrawal = await t.request('POST', `/api/v1/wallets/${wallet.id}/withdraw`, {
+      as: a,
+      body: { data: { type: 'Withdraw', attributes: { amount: 100 } } },
+    });
+    assert.equal(withdrawal.status, 201, withdrawal.raw);
+    ids.withdrawalId = withdrawal.body.data.id;
     // Disabled: its events are recorded, but no delivery is queued for the shared database's workers.
     const webhook = await t.request('POST', '/api/v1/webhooks', { as: a, body: webhookBody({ enabled: false }) });
     ids.webhookId = webhook.body.data.id;

@@ -14,6 +14,11 @@ import { traceIdOf, tracing } from '../observability/tracing.ts';
 export interface ErrorRenderContext {
   environment: Environment;
   now: () => Date;
+  /**
+   * The request's id (its x-request-id header), used as every error's `id` so either can be
+   * quoted; work without a request (recovery jobs) gets a fresh one.
+   */
+  requestId?: string;
 }
 
 export function renderErrorDocument(
@@ -23,10 +28,11 @@ export function renderErrorDocument(
   traceId?: string,
 ): string {
   const timestamp = ctx.now().toISOString();
+  const id = ctx.requestId ?? randomUUID();
   return JSON.stringify({
     errors: items.map((i) => ({
       status: String(i.status),
-      id: randomUUID(),
+      id,
       code: i.code,
       title: i.title,
       detail: i.detail,
@@ -94,7 +100,7 @@ export function makeErrorHandler(ctx: ErrorRenderContext, listener: string) {
         renderErrorDocument(
           apiErr.items,
           req.url.split('?')[0] ?? req.url,
-          ctx,
+          { ...ctx, requestId: req.id },
           tracing.enabled ? traceIdOf(req) : undefined,
         ),
       );

@@ -41,6 +41,11 @@ export const ERRORS = {
     'Insufficient withdrawable balance',
     'The amount is more than the wallet can withdraw.',
   ),
+  AmountTooLarge: def(
+    400,
+    'Amount too large',
+    "The amount is above the merchant's maxPaymentAmount setting (default 100000000 cents); an operator can raise it.",
+  ),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
   PaymentIntentExpired: def(
@@ -130,6 +135,7 @@ export const ERRORS = {
   TransferNotFound: def(404, 'Not found', 'The counterparty transfer does not exist.'),
   PayoutNotFound: def(404, 'Not found', 'The counterparty has no such payout.'),
   ExternalTransactionNotFound: def(404, 'Not found', 'The external transaction does not exist.'),
+  WithdrawalNotFound: def(404, 'Not found', 'The withdrawal does not exist.'),
   CounterpartyHasBalance: def(
     409,
     'CounterpartyHasBalanceException',

@@ -1,6 +1,7 @@
 // Paging, sorting, includes: the list conventions of the spec and docs/adr/0002-wire-conventions.md.
 import { Type, type TProperties } from 'typebox';
 import { apiError } from './errors.ts';
+import { Timestamp } from './schemas.ts';
 
 export const MAX_PAGE_LIMIT = 50;
 export const DEFAULT_PAGE_LIMIT = 10;
@@ -18,6 +19,15 @@ export const pageParams = {
 export function listQuery<P extends TProperties>(extra: P) {
   return Type.Object({ ...pageParams, ...extra }, { additionalProperties: false });
 }
+
+/** A list's creation-time range: `filter[createdAfter]` (inclusive), `filter[createdBefore]` (exclusive). */
+export const createdRangeParams = {
+  'filter[createdAfter]': Type.Optional(Timestamp({ description: 'Created at or after (inclusive)' })),
+  'filter[createdBefore]': Type.Optional(Timestamp({ description: 'Created before (exclusive)' })),
+};
+
+/** A validated timestamp query parameter as a Date. */
+export const dateOf = (v: string | undefined): Date | undefined => (v === undefined ? undefined : new Date(v));
 
 /** A non-list query schema (include and the like); unknown parameters are 400. */
 export function query<P extends TProperties>(props: P) {

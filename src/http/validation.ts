@@ -30,9 +30,29 @@ function makeAjv(coerce: boolean): Ajv {
 const bodyAjv = makeAjv(false);
 const paramAjv = makeAjv(true);
 
+/** An Ajv error of a list's query, carrying the `filter[...]` parameters the list takes. */
+type QueryError = ErrorObject & { allowedFilters?: string[] };
+
+/** The `filter[...]` parameters a list's query schema takes (a list: it pages), else undefined. */
+export function filterNames(schema: unknown): string[] | undefined {
+  const props = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
+  if (!props || !('page[limit]' in props)) return undefined;
+  return Object.keys(props).filter((k) => k.startsWith('filter['));
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : paramAjv;
-  return ajv.compile(schema as object) as ValidateFunction;
+  const validate = ajv.compile(schema as object) as ValidateFunction;
+  const filters = httpPart === 'querystring' ? filterNames(schema) : undefined;
+  if (filters === undefined) return validate;
+  // A list's query errors carry its filters, which every filter error lists.
+  const check = (data: unknown) => {
+    const ok = validate(data);
+    if (!ok) for (const e of validate.errors ?? []) (e as QueryError).allowedFilters = filters;
+    return ok;
+  };
+  Object.defineProperty(check, 'errors', { get: () => validate.errors });
+  return check;
 };
 
 export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers';
@@ -41,6 +61,7 @@ export type ValidationContext = 'body' | 'querystring' | 'params' | 'headers';
 export function validationErrorItems(errors: ErrorObject[], context: ValidationContext): ErrorItem[] {
   const items: ErrorItem[] = [];
   const seen = new Set<string>();
+  const filters = (errors[0] as QueryError | undefined)?.allowedFilters;
   for (const { path, detail } of collapseUnions(errors)) {
     const key = `${path}\u0000${detail}`;
     if (seen.has(key)) continue;
@@ -53,12 +74,26 @@ export function validationErrorItems(errors: ErrorObject[], context: ValidationC
       );
     } else {
       const parameter = path.replace(/^\//, '').split('/')[0] ?? '';
+      if (filters !== undefined && parameter.startsWith('filter[')) {
+        items.push(filterError(parameter, detail, filters));
+        continue;
+      }
       items.push(
         errorItem('BadRequest', `${parameter === '' ? `The ${context}` : `\`${parameter}\``} ${detail}`, { parameter }),
       );
     }
   }
   return items;
+}
+
+/** A list's filter error: names the filters the list takes (in the detail and `meta.allowedFilters`). */
+function filterError(parameter: string, detail: string, filters: string[]): ErrorItem {
+  const takes = filters.length === 0 ? 'this list takes no filters' : `this list's filters are ${filters.join(', ')}`;
+  const what = detail === 'is not allowed' ? 'is not a filter of this list' : detail;
+  return errorItem('BadRequest', `\`${parameter}\` ${what}; ${takes}.`, {
+    parameter,
+    meta: { allowedFilters: filters },
+  });
 }
 
 /**

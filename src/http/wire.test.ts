@@ -228,6 +228,28 @@ describe('JSON:API wire', () => {
       });
       assert.match(String(replaced.headers['x-request-id']), UUID);
     });
+    test("every error's id is the response's x-request-id", async () => {
+      const responses = await Promise.all([
+        t.request('GET', '/api/v1/users'),
+        t.request('GET', '/api/v1/nothing-here', { as: m }),
+        t.request('PUT', '/api/v1/users', { as: m }),
+        // Two errors in one document: both carry the request's id.
+        t.request('POST', '/api/v1/users', { as: m, body: { data: { type: 'User', attributes: { a: 1, b: 2 } } } }),
+        t
+          .request('GET', '/api/v1/users', { as: m, headers: { 'x-request-id': 'support-ticket-42' } })
+          .then(() => t.request('GET', '/api/v1/nothing', { as: m, headers: { 'x-request-id': 'support-ticket-42' } })),
+      ]);
+      for (const res of responses) {
+        assert.ok(res.status >= 400, res.raw);
+        const header = res.headers['x-request-id'];
+        assert.ok(header);
+        const ids = errorsOf(res).map((e) => e.id);
+        assert.ok(ids.length > 0);
+        for (const id of ids) assert.equal(id, header, res.raw);
+      }
+      assert.ok(errorsOf(responses[3]!).length > 1, responses[3]!.raw);
+      assert.equal(errorsOf(responses[4]!)[0]!.id, 'support-ticket-42');
+    });
   });
 
   describe('routing', () => {

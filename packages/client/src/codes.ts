@@ -4,6 +4,7 @@
 /** Every error code the server can return (src/http/errors.ts). */
 export const ERROR_CODES = [
   'AlreadyExists',
+  'AmountTooLarge',
   'BadRequest',
   'BarcodeNotFound',
   'CardNotFound',
@@ -75,7 +76,8 @@ export const ERROR_CODES = [
   'WalletNotIssuable',
   'WebhookEventNotFound',
   'WebhookLimitReached',
-  'WebhookNotFound'
+  'WebhookNotFound',
+  'WithdrawalNotFound'
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

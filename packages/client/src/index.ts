@@ -4,7 +4,7 @@
 import createClient from 'openapi-fetch';
 import { CofferError, type ApiErrorObject } from './errors.ts';
 import { DEFAULT_RETRY, retryingFetch, type RetryOptions } from './retry.ts';
-import type { components, paths } from './schema.ts';
+import type { components, operations, paths } from './schema.ts';
 
 export { CofferError, type ApiErrorObject } from './errors.ts';
 export { ERROR_CODES, type ErrorCode } from './codes.ts';
@@ -98,6 +98,11 @@ export function createCoffer(o: CofferOptions) {
         unwrap(api.GET('/api/v1/wallets/{walletId}/balance', { params: { path: { walletId }, query } })).then(
           (r) => r.data,
         ),
+      /** One page of every movement of the wallet's money, newest first (`coffer.paginate` walks them all). */
+      activity: (walletId: string, query: operations['listWalletActivity']['parameters']['query'] = {}) =>
+        unwrap(api.GET('/api/v1/wallets/{walletId}/activity', { params: { path: { walletId }, query } })),
+      withdrawals: (walletId: string) =>
+        unwrap(api.GET('/api/v1/wallets/{walletId}/withdrawals', { params: { path: { walletId } } })),
       widgetPayload: (walletId: string, purchaseAmount?: number) =>
         unwrap(
           api.GET('/api/v1/widgets/wallet/{walletId}', {

@@ -417,7 +417,7 @@ export interface paths {
         };
         /**
          * List wallets
-         * @description Filters match the wallet's user (`filter[referenceId]`: either reference id). Newest first.
+         * @description `filter[phoneNumber]`, `filter[email]`, `filter[referenceId]` (either reference id) and `filter[userId]` match the wallet's user; `filter[status]` the wallet; `filter[createdAfter]` (inclusive) and `filter[createdBefore]` (exclusive) its creation time. Newest first.
          */
         get: operations["listWallets"];
         put?: never;
@@ -501,6 +501,26 @@ export interface paths {
          * @description The user's wallet with this merchant, as the wallet balance endpoint returns it (400 `InvalidUser` when the user has none). `available` is spendable now, `pending` not yet cleared, `reserved` authorized but not captured, `total` = available + pending + reserved per bucket. With `purchaseAmount`, `available.reward` counts only rewards usable on that purchase (none below the merchant's `rewardMinimumPurchase`, never more than the purchase); `total` stays what the wallet holds. `includeWithdrawableAmount=true` adds `balance.withdrawable.total` (available deposit money).
          */
         get: operations["getUserWalletBalance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/wallets/{walletId}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List every movement of a wallet's money
+         * @description Every ledger entry on the wallet's balances, newest first: deposits (made, cleared, failed), withdrawals and their returns, rewards, payments (reserve, capture, release, direct), refunds. `filter[kind]` keeps one kind; `filter[createdAfter]` (inclusive) and `filter[createdBefore]` (exclusive) a time range. Another merchant's wallet is 404.
+         */
+        get: operations["listWalletActivity"];
         put?: never;
         post?: never;
         delete?: never;
@@ -634,6 +654,46 @@ export interface paths {
          * @description Sends available deposit money back to the user's connected linked accounts, split in proportion to what each deposited (largest remainder). Never more than the withdrawable amount (400 `InsufficientWithdrawableBalance`); no connected account: 400 `LinkedAccountMissing`. Needs KYC `Approved`.
          */
         post: operations["closedLoopWithdraw"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/withdrawals/{withdrawalId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a withdrawal
+         * @description Another merchant's withdrawal is 404 `WithdrawalNotFound`.
+         */
+        get: operations["getWithdrawal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/wallets/{walletId}/withdrawals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a wallet's withdrawals
+         * @description Newest first. Another merchant's wallet is 404 `WalletNotFound`.
+         */
+        get: operations["listWalletWithdrawals"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1958,6 +2018,36 @@ export interface components {
                 createdAt: string;
                 /** Format: date-time */
                 updatedAt: string;
+            };
+        };
+        /** @description One ledger entry on the wallet: its id is the entry id */
+        WalletActivity: {
+            id: string;
+            /** @enum {string} */
+            type: "WalletActivity";
+            attributes: {
+                /**
+                 * @description What moved the money; `entryKind` says which step (deposit.initiate, payment.capture, ...)
+                 * @enum {unknown}
+                 */
+                kind: "deposit" | "withdrawal" | "reward" | "payment" | "refund" | "gift" | "other";
+                /** @description The ledger entry's kind */
+                entryKind: string;
+                /** @description Net change to the wallet's money in cents (moves between its own balances, such as a reservation, net to 0) */
+                amount: number;
+                /** @description Cents added (positive) or taken (negative) per wallet balance, such as 'deposit.available' */
+                changes: {
+                    [key: string]: number;
+                };
+                /** @description What caused the movement */
+                source: {
+                    /** @description transaction, withdrawal, reward, payment, refund, attempt, gift */
+                    type: string;
+                    id: string;
+                };
+                walletId: string;
+                /** Format: date-time */
+                createdAt: string;
             };
         };
         Counterparty: {
@@ -5676,6 +5766,13 @@ export interface operations {
                 "filter[phoneNumber]"?: string;
                 "filter[email]"?: string;
                 "filter[referenceId]"?: string;
+                /** @description The wallet's user */
+                "filter[userId]"?: string;
+                "filter[status]"?: "Active" | "Closed";
+                /** @description Created at or after (inclusive) */
+                "filter[createdAfter]"?: string;
+                /** @description Created before (exclusive) */
+                "filter[createdBefore]"?: string;
             };
             header?: never;
             path?: never;
@@ -6264,6 +6361,122 @@ export interface operations {
                 };
             };
             /** @description Not found: `UserNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    listWalletActivity: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+                "filter[kind]"?: "deposit" | "withdrawal" | "reward" | "payment" | "refund" | "gift" | "other";
+                /** @description Created at or after (inclusive) */
+                "filter[createdAfter]"?: string;
+                /** @description Created before (exclusive) */
+                "filter[createdBefore]"?: string;
+            };
+            header?: never;
+            path: {
+                walletId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["WalletActivity"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletNotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7658,7 +7871,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `InsufficientWithdrawableBalance`, `InvalidKycStatus`, `LinkedAccountMissing`, `ValidationError` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `InsufficientWithdrawableBalance`, `InvalidKycStatus`, `LinkedAccountMissing`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7705,6 +7918,213 @@ export interface operations {
             };
             /** @description Body too large: `PayloadTooLarge` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    getWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                withdrawalId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Withdraw"];
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WithdrawalNotFound` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Path segment too long: `UriTooLong` */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Unsupported media type: `UnsupportedMediaType` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Rate limit exceeded: `RateLimitExceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Service unavailable; retry: `ServiceUnavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+        };
+    };
+    listWalletWithdrawals: {
+        parameters: {
+            query?: {
+                /** @description 1 or more; values above 50 are capped */
+                "page[limit]"?: number;
+                "page[offset]"?: number;
+            };
+            header?: never;
+            path: {
+                walletId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": {
+                        data: components["schemas"]["Withdraw"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                        links: {
+                            self: string;
+                            first: string;
+                            prev: string | null;
+                            next: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Authentication failed: `Unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Permission denied: `ClientDisabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8746,7 +9166,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9129,7 +9549,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9441,7 +9861,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `CounterpartyNotFound`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError`, `WalletNotFound` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `CounterpartyNotFound`, `InvalidKycStatus`, `LinkedAccountDisconnected`, `LinkedAccountNotFound`, `ValidationError`, `WalletNotFound` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10155,7 +10575,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -129,9 +129,15 @@ describe('@coffer/client against a running server', () => {
   });
 
   test('a deposit without a key gets one, generated once', async () => {
-    const { deposit } = await fundedWallet(coffer, 5_000);
+    const { deposit, wallet } = await fundedWallet(coffer, 5_000);
     assert.equal(deposit.attributes.amount, 5_000);
     assert.equal(deposit.attributes.status, 'Pending');
+    // The wallet's activity: the deposit made, then cleared, newest first.
+    const activity = await coffer.wallets.activity(wallet.id, { 'filter[kind]': 'deposit' });
+    assert.deepEqual(
+      activity.data.map((a) => a.attributes.entryKind),
+      ['deposit.clear', 'deposit.initiate'],
+    );
   });
 
   test('a client timeout during a slow authorize, then retries with the same key, replay the first result: one payment', async () => {

@@ -1,6 +1,7 @@
 // Per-merchant settings (docs/operations.md#merchants-and-their-settings). Stored as given; read through resolveSettings, which
 // fills the defaults, so a default can change without rewriting rows.
 import { Type, type Static } from 'typebox';
+import { apiError } from '../../http/errors.ts';
 import { Cents, Nullable, Uuid } from '../../http/schemas.ts';
 
 const Lit = <T extends string>(...v: T[]) => Type.Enum(v);
@@ -40,6 +41,13 @@ export const ClientSettingsSchema = Type.Object(
     depositRewardBps: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000 })),
     rewardMinimumPurchase: Type.Optional(Cents()),
     maxOneTimeDeposit: Type.Optional(Cents({ minimum: 100 })),
+    maxPaymentAmount: Type.Optional(
+      Cents({
+        minimum: 1,
+        description:
+          'The largest amount, in cents, of a payment intent, a direct payment or a withdrawal (400 `AmountTooLarge` above it)',
+      }),
+    ),
     bankFundingLimit: Type.Optional(Cents()),
     paymentIntentTtlSeconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 30 * 86_400 })),
     widget: Type.Optional(WidgetSettingsSchema),
@@ -60,6 +68,7 @@ export const EffectiveSettingsSchema = Type.Object(
     depositRewardBps: Type.Integer(),
     rewardMinimumPurchase: Type.Integer(),
     maxOneTimeDeposit: Type.Integer(),
+    maxPaymentAmount: Type.Integer(),
     bankFundingLimit: Type.Integer(),
     paymentIntentTtlSeconds: Type.Integer(),
     widget: Type.Object({
@@ -98,6 +107,7 @@ export interface ClientSettings {
   depositRewardBps: number;
   rewardMinimumPurchase: number;
   maxOneTimeDeposit: number;
+  maxPaymentAmount: number;
   bankFundingLimit: number;
   paymentIntentTtlSeconds: number;
   widget: WidgetSettings;
@@ -124,6 +134,8 @@ export const DEFAULT_SETTINGS: ClientSettings = {
   depositRewardBps: 0,
   rewardMinimumPurchase: 0,
   maxOneTimeDeposit: 1_000_000,
+  // $1,000,000: a typo'd amount is refused rather than charged; raise it per merchant.
+  maxPaymentAmount: 100_000_000,
   bankFundingLimit: 500_000,
   paymentIntentTtlSeconds: 900,
   widget: DEFAULT_WIDGET,
@@ -152,4 +164,19 @@ export function mergeSettings(stored: ClientSettingsInput, patch: ClientSettings
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Refuses an amount above the merchant's `maxPaymentAmount` (400 `AmountTooLarge`), naming the
+ * limit and how an operator raises it. `what` names the amount in the detail.
+ */
+export function refuseOverMaxAmount(amount: number, settings: ClientSettings, pointer: string, what = 'amount'): void {
+  const max = settings.maxPaymentAmount;
+  if (amount <= max) return;
+  throw apiError(
+    'AmountTooLarge',
+    `The ${what} (${amount} cents) is above this merchant's maxPaymentAmount of ${max} cents. ` +
+      'An operator can raise it with PATCH /admin/v1/clients/{clientId} {"data":{"attributes":{"settings":{"maxPaymentAmount":CENTS}}}}.',
+    { pointer },
+  );
 }

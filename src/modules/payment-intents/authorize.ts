@@ -76,6 +76,8 @@ export interface AuthorizeDeps {
   issuer: CardIssuer;
   sealer: Sealer;
   log: FastifyBaseLogger;
+  /** The request's id, the `id` of the errors it renders (absent in recovery). */
+  requestId?: string;
   /** Lease past the processor's latency before an open attempt is presumed dead. */
   leaseMarginMs: number;
 }
@@ -218,10 +220,7 @@ export async function authorize(deps: AuthorizeDeps, serialize: Serialize, i: Au
       const doc = renderErrorDocument(
         apiError('Failed', plan.detail, { status: 402 }).items,
         `/api/v1/payment-intents/${intent.row.id}/authorize`,
-        {
-          environment: deps.environment,
-          now: () => now,
-        },
+        { environment: deps.environment, now: () => now, requestId: deps.requestId },
       );
       return { kind: 'done', outcome: { status: 402, body: doc, replayed: false, requiresAction: true } };
     }
@@ -583,7 +582,7 @@ async function decline(tx: Tx, d: Decision): Promise<Decided> {
       },
     ).items,
     `/api/v1/payment-intents/${intent.id}/authorize`,
-    { environment: d.deps.environment, now: () => now },
+    { environment: d.deps.environment, now: () => now, requestId: d.deps.requestId },
   );
   if (d.scope) batch.add(storeOutcomePart(d.scope, 402, body, now, new Date(now.getTime() + RETENTION_MS)));
   return { outcome: { status: 402, body, replayed: false }, payment };
@@ -698,10 +697,7 @@ async function recordedOutcome(
     body: renderErrorDocument(
       apiError('Failed', 'The card processor declined the authorization.', { status: 402 }).items,
       `/api/v1/payment-intents/${intent.id}/authorize`,
-      {
-        environment: deps.environment,
-        now: () => now,
-      },
+      { environment: deps.environment, now: () => now, requestId: deps.requestId },
     ),
     replayed: true,
   };

@@ -942,6 +942,8 @@ describe('payment intents: cancel', () => {
     assert.deepEqual(i.attributes.balance, { available: 500, eligibleReward: 500, upperLimit: 500 });
     const auth = await authorizeReq(t, m, i.id, 2000);
     assert.equal(auth.status, 402, auth.raw);
+    // Rendered by the authorize path itself, yet with the request's id like every error.
+    assert.equal(errorsOf(auth)[0]!.id, auth.headers['x-request-id']);
     const read = (await getIntent(t, m, i.id, '?include=payments')).data;
     assert.equal(read.attributes.status, 'RequiresAction');
     assert.equal(read.attributes.error, 'LinkedAccountMissing');

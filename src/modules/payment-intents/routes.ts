@@ -1,3 +1,4 @@
+import { refuseOverMaxAmount } from '../clients/settings.ts';
 import type { AppContext } from '../../context.ts';
 import { ApiError, apiError } from '../../http/errors.ts';
 import { sendOutcome } from '../../http/idempotency.ts';
@@ -75,6 +76,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       },
     },
     async (req, reply) => {
+      refuseOverMaxAmount(req.body.data.attributes.amount, req.client.settings, '/data/attributes/amount');
       const intent = await createIntent(ctx.db, {
         client: req.client,
         ...req.body.data.attributes,
@@ -200,6 +202,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
     },
     async (req, reply) => {
       const a = req.body.data.attributes;
+      refuseOverMaxAmount(a.amount, req.client.settings, '/data/attributes/amount');
       if (a.meta?.processor && Buffer.byteLength(JSON.stringify(a.meta.processor)) > PROCESSOR_META_MAX_BYTES) {
         throw apiError(
           'ValidationError',
@@ -209,7 +212,7 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
       }
       let outcome: Awaited<ReturnType<typeof submitAuthorize>>;
       try {
-        outcome = await submitAuthorize(authorizeDeps(ctx), serializerOf(reply), {
+        outcome = await submitAuthorize({ ...authorizeDeps(ctx), requestId: req.id }, serializerOf(reply), {
           clientId: req.client.id,
           settings: req.client.settings,
           intentId: req.params.paymentIntentId,

@@ -25,7 +25,7 @@ import {
 } from '../../ledger/accounts.ts';
 import { InsufficientFundsError, lockAccounts, refusedByLedger } from '../../ledger/post.ts';
 import { countMovement } from '../../observability/metrics.ts';
-import type { ClientSettings } from '../clients/settings.ts';
+import { refuseOverMaxAmount, type ClientSettings } from '../clients/settings.ts';
 import type { BankTransferProvider } from '../../providers/bank-transfers.ts';
 import { recordSentTransfers, startPulls } from '../bank-transfers/record.ts';
 import { recordEvent } from '../events/record.ts';
@@ -1042,6 +1042,7 @@ export async function increaseAuthorization(
 ): Promise<ChangedPayment> {
   const { payment: p, intent } = await lockForChange(tx, opts);
   if (p.status !== 'Created') illegal(p, 'increased');
+  refuseOverMaxAmount(p.amount + opts.increase, opts.settings, '/data/attributes/increase', 'increased amount');
   if (!p.walletId)
     throw apiError(
       'IllegalOperation',

@@ -1,3 +1,4 @@
+import { refuseOverMaxAmount } from '../clients/settings.ts';
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.ts';
@@ -167,6 +168,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
     },
     async (req, reply) => {
       const { idempotencyKey, ...attributes } = req.body.data.attributes;
+      refuseOverMaxAmount(attributes.amount, req.client.settings, '/data/attributes/amount');
       const ext = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('200', JSONAPI) ?? JSON.stringify;
       const outcome = await submitDirectPayment(ctx.db, {

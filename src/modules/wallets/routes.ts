@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
-import { pageLinks, pageOf, parseInclude } from '../../http/paging.ts';
+import { dateOf, pageLinks, pageOf, parseInclude } from '../../http/paging.ts';
 import { COMMON_ERRORS, defaultBody, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { userResource } from '../users/render.ts';
@@ -82,7 +82,9 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'listWallets',
         summary: 'List wallets',
-        description: "Filters match the wallet's user (`filter[referenceId]`: either reference id). Newest first.",
+        description:
+          "`filter[phoneNumber]`, `filter[email]`, `filter[referenceId]` (either reference id) and `filter[userId]` match the wallet's user; " +
+          '`filter[status]` the wallet; `filter[createdAfter]` (inclusive) and `filter[createdBefore]` (exclusive) its creation time. Newest first.',
         querystring: ListWalletsQuery,
         response: responses({ 200: listDocument(ref(Wallet)) }, COMMON_ERRORS),
       },
@@ -95,6 +97,10 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
           phoneNumber: req.query['filter[phoneNumber]'],
           email: req.query['filter[email]'],
           referenceId: req.query['filter[referenceId]'],
+          userId: req.query['filter[userId]'],
+          status: req.query['filter[status]'],
+          createdAfter: dateOf(req.query['filter[createdAfter]']),
+          createdBefore: dateOf(req.query['filter[createdBefore]']),
         },
         page,
       });

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { listQuery, query } from '../../http/paging.ts';
+import { createdRangeParams, listQuery, query } from '../../http/paging.ts';
 import { Cents, Nullable, ResourceIdentifier, Timestamp, Uuid, requestBody, resource } from '../../http/schemas.ts';
 
 const Split = Type.Object({
@@ -91,6 +91,9 @@ export const ListWalletsQuery = listQuery({
   'filter[phoneNumber]': Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   'filter[email]': Type.Optional(Type.String({ minLength: 1, maxLength: 254 })),
   'filter[referenceId]': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  'filter[userId]': Type.Optional(Uuid({ description: "The wallet's user" })),
+  'filter[status]': Type.Optional(Type.Enum(['Active', 'Closed'])),
+  ...createdRangeParams,
 });
 
 export const LookUpParams = Type.Object(

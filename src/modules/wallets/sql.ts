@@ -1,5 +1,5 @@
 // Every query on wallets and barcodes, scoped by client_id.
-import { and, desc, eq, gt, isNull, lt, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, isNull, lt, or, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { ph } from '../../db/built-once.ts';
 import { coalescedPages } from '../../db/coalesced-pages.ts';
 import type { Executor } from '../../db/open.ts';
@@ -76,12 +76,50 @@ export interface WalletFilters {
   phoneNumber?: string;
   email?: string;
   referenceId?: string;
+  userId?: string;
+  status?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+}
+
+/** The filters on the wallet itself (the list's built-once shapes cover only the user's). */
+function walletOwnConditions(f: WalletFilters): SQL[] {
+  const conds: SQL[] = [];
+  if (f.userId !== undefined) conds.push(eq(wallets.userId, f.userId));
+  if (f.status !== undefined) conds.push(eq(wallets.status, f.status));
+  if (f.createdAfter !== undefined) conds.push(gte(wallets.createdAt, f.createdAfter));
+  if (f.createdBefore !== undefined) conds.push(lt(wallets.createdAt, f.createdBefore));
+  return conds;
+}
+
+/** A page of wallets filtered on the wallet's own columns (and maybe its user's), counted as read. */
+async function filteredWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
+  const byUser = walletUserConditions(clientId, { ...f, email: f.email?.toLowerCase() });
+  const where = and(eq(wallets.clientId, clientId), ...walletOwnConditions(f), ...byUser);
+  const joined = byUser.length > 0;
+  const fields = { row: wallets, total: sql<number>`count(*) over ()`.mapWith(Number) };
+  const rows = await (joined
+    ? db.select(fields).from(wallets).innerJoin(users, eq(users.id, wallets.userId))
+    : db.select(fields).from(wallets)
+  )
+    .where(where)
+    .orderBy(desc(wallets.createdAt), desc(wallets.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  if (rows.length > 0) return { rows: rows.map((r) => r.row), total: rows[0]!.total };
+  if (emptyPageCountsNothing(page)) return { rows: [], total: 0 };
+  const count = { n: sql<number>`count(*)`.mapWith(Number) };
+  const [c] = await (joined
+    ? db.select(count).from(wallets).innerJoin(users, eq(users.id, wallets.userId))
+    : db.select(count).from(wallets)
+  ).where(where);
+  return { rows: [], total: c?.n ?? 0 };
 }
 
 /** The filters on the wallet's user, or none (with the user's client_id, so they read users' (client_id, …) unique indexes). */
 function walletUserConditions(
   clientId: string | Placeholder,
-  f: { [K in keyof WalletFilters]: string | Placeholder },
+  f: { [K in 'phoneNumber' | 'email' | 'referenceId']?: string | Placeholder },
 ): SQL[] {
   const conds: SQL[] = [];
   if (f.phoneNumber !== undefined) conds.push(eq(users.phoneNumber, f.phoneNumber));
@@ -170,6 +208,7 @@ const walletPage = coalescedPages((db: Executor, shape: WalletListShape) => {
 const walletsTotal = totalAlone((_: '') => countedTotal(ph('clientId'), 'wallets', {}));
 
 export async function listWalletRows(db: Executor, clientId: string, f: WalletFilters, page: Page) {
+  if (walletOwnConditions(f).length > 0) return filteredWalletRows(db, clientId, f, page);
   const shape =
     `${f.phoneNumber !== undefined ? 'p' : ''}${f.email !== undefined ? 'e' : ''}${f.referenceId !== undefined ? 'r' : ''}` as WalletListShape;
   const email = f.email?.toLowerCase();

@@ -1,6 +1,9 @@
+import { refuseOverMaxAmount } from '../clients/settings.ts';
 import { Type } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { apiError } from '../../http/errors.ts';
 import { fingerprintOf, sendOutcome } from '../../http/idempotency.ts';
+import { listQuery, pageLinks, pageOf } from '../../http/paging.ts';
 import {
   COMMON_ERRORS,
   Cents,
@@ -8,6 +11,7 @@ import {
   Timestamp,
   document,
   idParams,
+  listDocument,
   ref,
   requestBody,
   resource,
@@ -16,7 +20,8 @@ import {
 } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
-import type { WithdrawalRow } from './sql.ts';
+import { findWallet } from '../wallets/sql.ts';
+import { findWithdrawal, listWithdrawalRows, type WithdrawalRow } from './sql.ts';
 import { submitWithdrawal } from './withdraw-groups.ts';
 
 export const Withdraw = resource('Withdraw', 'Withdraw', {
@@ -57,6 +62,7 @@ function withdrawResource(w: WithdrawalRow) {
 }
 
 export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void> {
+  const base = ctx.config.listeners.api.publicUrl;
   app.post(
     '/api/v1/wallets/:walletId/withdraw',
     {
@@ -75,6 +81,7 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
     },
     async (req, reply) => {
       const { idempotencyKey, amount } = req.body.data.attributes;
+      refuseOverMaxAmount(amount, req.client.settings, '/data/attributes/amount');
       const clientAccounts = await clientAccountIds(ctx.db, req.client.id);
       const serialize = reply.getSerializationFunction('201', JSONAPI) ?? JSON.stringify;
       const outcome = await submitWithdrawal(ctx.db, {
@@ -89,6 +96,53 @@ export async function withdrawalRoutes(app: App, ctx: AppContext): Promise<void>
       });
       // The bank pushes are started by the bank-pushes job, outside any transaction.
       return sendOutcome(reply, outcome);
+    },
+  );
+
+  app.get(
+    '/api/v1/withdrawals/:withdrawalId',
+    {
+      schema: {
+        tags: ['Withdrawals'],
+        operationId: 'getWithdrawal',
+        summary: 'Get a withdrawal',
+        description: "Another merchant's withdrawal is 404 `WithdrawalNotFound`.",
+        params: idParams('withdrawalId'),
+        querystring: Type.Object({}, { additionalProperties: false }),
+        response: responses({ 200: document(ref(Withdraw)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const w = await findWithdrawal(ctx.db, req.client.id, req.params.withdrawalId);
+      if (!w) throw apiError('WithdrawalNotFound', `No withdrawal ${req.params.withdrawalId}.`);
+      return { data: withdrawResource(w) };
+    },
+  );
+
+  app.get(
+    '/api/v1/wallets/:walletId/withdrawals',
+    {
+      schema: {
+        tags: ['Withdrawals'],
+        operationId: 'listWalletWithdrawals',
+        summary: "List a wallet's withdrawals",
+        description: "Newest first. Another merchant's wallet is 404 `WalletNotFound`.",
+        params: idParams('walletId'),
+        querystring: listQuery({}),
+        response: responses({ 200: listDocument(ref(Withdraw)) }, [...COMMON_ERRORS, 404]),
+      },
+    },
+    async (req) => {
+      const { walletId } = req.params;
+      if (!(await findWallet(ctx.db, req.client.id, walletId)))
+        throw apiError('WalletNotFound', `No wallet ${walletId}.`);
+      const page = pageOf(req.query);
+      const { rows, total } = await listWithdrawalRows(ctx.db, req.client.id, walletId, page);
+      return {
+        data: rows.map(withdrawResource),
+        meta: { total, ...page },
+        links: pageLinks(base, req.url, page, total),
+      };
     },
   );
 }

@@ -97,6 +97,15 @@ export async function linkedAccountExternalIds(
     .where(inArray(linkedAccounts.id, ids));
 }
 
+/** The merchant's withdrawal `id`, if it is the merchant's. */
+export async function findWithdrawal(db: Executor, clientId: string, id: string): Promise<WithdrawalRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(withdrawals)
+    .where(and(eq(withdrawals.clientId, clientId), eq(withdrawals.id, id)));
+  return row;
+}
+
 export async function findWithdrawalById(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
   const [row] = await db.select().from(withdrawals).where(eq(withdrawals.id, id));
   return row;
@@ -113,7 +122,7 @@ export async function recordProviderRefs(db: Executor, refs: { id: string; provi
   await run(db, RECORD_PROVIDER_REFS, [refs.map((r) => r.id), refs.map((r) => r.providerRef)]);
 }
 
-/** A page of a wallet's withdrawals, newest first (the console). */
+/** A page of a wallet's withdrawals, newest first, with their total. */
 export async function listWithdrawalRows(
   db: Executor,
   clientId: string,
