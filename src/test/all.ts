@@ -11,8 +11,8 @@ process.env.COFFER_TEST_SUITE = '1';
 const only = process.env.TEST_FILTER; // e.g. TEST_FILTER=users npm test
 // The server's tests, then the client SDK's (which start a real server), then the chaos
 // checker's self-test and the replays of the seeds that found bugs (chaos/results holds
-// campaign outputs, not tests).
-for (const dir of ['..', '../../packages/client/test', '../../chaos']) {
+// campaign outputs, not tests), then `npm run example`'s.
+for (const dir of ['..', '../../packages/client/test', '../../chaos', '../../examples']) {
   const root = fileURLToPath(new URL(dir, import.meta.url));
   const files = (readdirSync(root, { recursive: true }) as string[])
     .filter((f) => f.endsWith('.test.ts') && !f.startsWith('results') && (!only || path.join(dir, f).includes(only)))
