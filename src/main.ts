@@ -4,17 +4,18 @@ import { createContext } from './app.ts';
 import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deployment.ts';
-import { SchemaTooNewError } from './db/open.ts';
-import { buildListeners, closeListeners, listen } from './listeners/index.ts';
+import { DataDirInUseError, SchemaTooNewError } from './db/open.ts';
+import { buildListeners, closeListeners, listen, PortInUseError } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
 import { startTracing, stopTracing } from './observability/tracing.ts';
 
 /**
  * The errors that mean this process must not start as it is set up: the configuration, a
- * database migrated by a newer build, a database claimed by the other environment.
+ * database migrated by a newer build, a database claimed by the other environment, a data
+ * folder or a port another process holds.
  */
-const REFUSALS = [ConfigError, SchemaTooNewError, EnvironmentMismatchError];
+const REFUSALS = [ConfigError, SchemaTooNewError, EnvironmentMismatchError, DataDirInUseError, PortInUseError];
 
 /** Runs a step of the start; a refusal ends the process with one line and exit code 78 (EX_CONFIG), no stack. */
 async function orRefuse<T>(step: () => Promise<T>, cleanup?: () => Promise<void>): Promise<T> {
@@ -59,7 +60,13 @@ async function main(): Promise<void> {
   );
   const demo = await ensureDemoMerchant(ctx);
   const listeners = await buildListeners(ctx);
-  const bound = await listen(ctx, listeners);
+  const bound = await orRefuse(
+    () => listen(ctx, listeners),
+    async () => {
+      await closeListeners(listeners);
+      await ctx.database.close();
+    },
+  );
   if (config.workersEnabled) ctx.jobs.start();
   log.info({ listeners: bound, database: ctx.database.kind, environment: config.environment }, 'coffer started');
 
