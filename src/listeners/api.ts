@@ -36,6 +36,7 @@ import { externalTransactionRoutes } from '../modules/external-transactions/rout
 import { schemas as externalTransactionSchemas } from '../modules/external-transactions/schemas.ts';
 import { sweepstakesRoutes } from '../modules/sweepstakes/routes.ts';
 import { errorCodesFor } from './error-codes.ts';
+import { commonLinks, landingRoutes } from './landing.ts';
 import { registerOpenApi } from './openapi.ts';
 
 export interface ApiListener {
@@ -85,6 +86,13 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     errorCodes: errorCodesFor,
   });
 
+  landingRoutes(app, ['/', '/api/v1'], {
+    title: 'Coffer API',
+    about:
+      "Coffer's merchant API (JSON:API) is under /api/v1: every call sends Client-ID and Authorization: Bearer <secret> " +
+      "(the sandbox keeps its demo merchant's in DATA_DIR/demo-client.json). The reference lists every operation.",
+    links: commonLinks(config),
+  });
   app.decorateRequest('client', null as never);
   // The console's request log (modules/request-log): a push per request, written by a job.
   app.addHook('onResponse', ctx.requestLog.hook);
