@@ -4,7 +4,7 @@
 //   COFFER_CLIENT_ID=<Client-ID> COFFER_SECRET=<Secret> node --import tsx examples/quickstart.ts
 //
 // Every step is one SDK call; retries, idempotency keys and timeouts are the SDK's.
-import { createCoffer, unwrap } from '@coffer/client';
+import { createCoffer } from '@coffer/client';
 
 const coffer = createCoffer({
   baseUrl: process.env.COFFER_URL ?? 'http://localhost:3000',
@@ -18,48 +18,26 @@ const log = (step: string, detail: unknown) =>
 const phoneNumber = `+1415${String(Math.floor(Math.random() * 1e7)).padStart(7, '0')}`;
 const user = await coffer.users.create({ phoneNumber, firstName: 'Ada', lastName: 'Lovelace' });
 log('user', user.id);
-const userPath = { params: { path: { userId: user.id } } };
-await unwrap(coffer.api.POST('/api/v1/users/{userId}/disclosures/kyc', userPath));
-await unwrap(
-  coffer.api.POST('/api/v1/users/{userId}/kyc/application', {
-    ...userPath,
-    body: {
-      data: {
-        type: 'KycApplication',
-        attributes: {
-          firstName: 'Ada',
-          lastName: 'Lovelace',
-          dateOfBirth: '1990-12-10',
-          email: 'ada@example.com',
-          address: { street: '1 Main St', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' },
-        },
-      },
-    },
-  }),
-);
+await coffer.kyc.acceptDisclosures(user.id);
+await coffer.kyc.apply(user.id, {
+  firstName: 'Ada',
+  lastName: 'Lovelace',
+  dateOfBirth: '1990-12-10',
+  email: 'ada@example.com',
+  address: { street: '1 Main St', city: 'Springfield', state: 'IL', postalCode: '62701', country: 'US' },
+});
 let kyc = 'Pending';
 for (let i = 0; i < 50 && kyc !== 'Approved'; i++) {
   await new Promise((r) => setTimeout(r, 100));
-  kyc = (await unwrap(coffer.api.GET('/api/v1/users/{userId}/kyc', userPath))).data.attributes.status;
+  kyc = (await coffer.kyc.status(user.id)).attributes.status;
 }
 log('kyc', kyc);
 
 // 2. A linked bank account (sandbox simulation), a wallet, and a $50.00 deposit that clears.
-const account = (
-  await unwrap(
-    coffer.api.POST('/api/v1/simulation/users/{userId}/linked-accounts', {
-      ...userPath,
-      body: { data: { type: 'LinkedAccount', attributes: {} } },
-    }),
-  )
-).data;
+const account = await coffer.simulations.linkAccount(user.id);
 const wallet = await coffer.wallets.create(user.id);
 const deposit = await coffer.deposit(wallet.id, { amount: 5_000, linkedAccountId: account.id });
-await unwrap(
-  coffer.api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', {
-    params: { path: { walletId: wallet.id, type: 'bank' } },
-  }),
-);
+await coffer.simulations.clearPending(wallet.id, 'bank');
 log('wallet', `${wallet.id}, deposit ${deposit.id}`);
 log('balance', (await coffer.wallets.balance(wallet.id)).attributes.balance.available);
 

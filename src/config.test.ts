@@ -374,7 +374,9 @@ describe('the settings schema (src/settings.ts)', () => {
 
   test('every declared setting is read by the code, and reading an undeclared one is a bug', async () => {
     const sources = await Promise.all(
-      ['./config.ts', './cli/main.ts'].map((f) => readFile(new URL(f, import.meta.url), 'utf8').catch(() => '')),
+      ['./config.ts', './cli/main.ts', '../examples/merchant/run.ts'].map((f) =>
+        readFile(new URL(f, import.meta.url), 'utf8'),
+      ),
     );
     const code = sources.join('\n');
     for (const s of SETTINGS) assert.ok(code.includes(`'${s.name}'`), `${s.name} is declared but not read`);

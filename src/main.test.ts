@@ -96,7 +96,28 @@ describe('the sandbox on embedded PostgreSQL, as a process', () => {
     const second = await startServer({ ...PGLITE, DATA_DIR: dir });
     const { code } = await second.exited;
     assert.notEqual(code, 0);
-    assert.match(second.stderr(), /in use by another Coffer process/);
+    assert.match(
+      second.stderr(),
+      /in use by another Coffer process .*: stop that one .*or give this one a DATA_DIR of its own/,
+    );
+    assert.doesNotMatch(second.stderr(), /\n\s+at /, 'one line, no stack');
+  });
+
+  test('a second process on the same port refuses to start, names the variable and says what to do', async () => {
+    const other = await mkdtemp(path.join(tmpdir(), 'coffer-'));
+    try {
+      const second = await startServer({ ...PGLITE, DATA_DIR: other, PORT: String(server.ports.api) });
+      assert.equal((await second.exited).code, 78);
+      assert.match(
+        second.stderr(),
+        new RegExp(
+          `^coffer: 127\\.0\\.0\\.1:${server.ports.api} \\(PORT, the api listener\\) is in use: is Coffer already running \\(npm start in another terminal\\)\\? Stop it, or give`,
+        ),
+      );
+      assert.doesNotMatch(second.stderr(), /\n\s+at /, 'one line, no stack');
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
   });
 
   test('SIGTERM lets an in-flight request finish, then exits cleanly; a restart keeps the data', async () => {

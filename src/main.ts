@@ -2,20 +2,22 @@
 import { inspect } from 'node:util';
 import closeWithGrace from 'close-with-grace';
 import { createContext } from './app.ts';
-import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir, type DemoMerchant } from './bootstrap.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { banner } from './banner.ts';
+import { ensureDemoMerchant, resolveSandboxSecrets, secureDataDir } from './bootstrap.ts';
+import { ConfigError, loadConfig } from './config.ts';
 import { claimDatabaseEnvironment, EnvironmentMismatchError } from './db/deployment.ts';
-import { SchemaTooNewError } from './db/open.ts';
-import { buildListeners, closeListeners, listen } from './listeners/index.ts';
+import { DataDirInUseError, SchemaTooNewError } from './db/open.ts';
+import { buildListeners, closeListeners, listen, PortInUseError } from './listeners/index.ts';
 import { createLogger } from './log.ts';
 import { closeProviders } from './providers/index.ts';
 import { startTracing, stopTracing } from './observability/tracing.ts';
 
 /**
  * The errors that mean this process must not start as it is set up: the configuration, a
- * database migrated by a newer build, a database claimed by the other environment.
+ * database migrated by a newer build, a database claimed by the other environment, a data
+ * folder or a port another process holds.
  */
-const REFUSALS = [ConfigError, SchemaTooNewError, EnvironmentMismatchError];
+const REFUSALS = [ConfigError, SchemaTooNewError, EnvironmentMismatchError, DataDirInUseError, PortInUseError];
 
 /** Runs a step of the start; a refusal ends the process with one line and exit code 78 (EX_CONFIG), no stack. */
 async function orRefuse<T>(step: () => Promise<T>, cleanup?: () => Promise<void>): Promise<T> {
@@ -60,7 +62,13 @@ async function main(): Promise<void> {
   );
   const demo = await ensureDemoMerchant(ctx);
   const listeners = await buildListeners(ctx);
-  const bound = await listen(ctx, listeners);
+  const bound = await orRefuse(
+    () => listen(ctx, listeners),
+    async () => {
+      await closeListeners(listeners);
+      await ctx.database.close();
+    },
+  );
   if (config.workersEnabled) ctx.jobs.start();
   log.info({ listeners: bound, database: ctx.database.kind, environment: config.environment }, 'coffer started');
 
@@ -82,54 +90,6 @@ async function main(): Promise<void> {
   // After the handlers: a supervisor may signal as soon as it reads the banner, and a signal
   // that arrives before them kills the process outright.
   process.stdout.write(banner(config, ctx.database.kind, demo, { showAdminToken: generatedAdminToken }));
-}
-
-function banner(
-  config: Config,
-  dbKind: string,
-  demo: DemoMerchant | undefined,
-  opts: { showAdminToken: boolean },
-): string {
-  const l = config.listeners;
-  const on = (n: keyof typeof l) => config.enabledListeners.includes(n);
-  const lines = [
-    '',
-    `Coffer is running (${config.environment}, ${dbKind === 'pglite' ? `embedded PostgreSQL in ${config.dataDir}` : 'PostgreSQL'}).`,
-    '',
-    ...(on('api') ? [`  API           ${l.api.publicUrl}/api/v1   (reference: ${l.api.publicUrl}/docs)`] : []),
-    ...(on('card') ? [`  Secure cards  ${l.card.publicUrl}`] : []),
-    ...(on('pay') ? [`  Widget host   ${l.pay.publicUrl}`] : []),
-    ...(on('admin') ? [`  Admin         ${l.admin.publicUrl}/admin/v1`] : []),
-    ...(on('console')
-      ? [
-          `  Console       ${l.console.publicUrl}   (sign in with a Client-ID and secret${
-            config.console.operatorSignIn
-              ? ', or the admin token)'
-              : '; the operator, with the admin token, where CONSOLE_OPERATOR_SIGN_IN=true)'
-          }`,
-        ]
-      : []),
-  ];
-  // Only a token the sandbox generated is printed: one from the environment stays out of the
-  // terminal and of whatever collects stdout.
-  if (config.environment === 'sandbox' && config.adminToken && opts.showAdminToken) {
-    lines.push('', `  ADMIN_TOKEN   ${config.adminToken}   (kept in ${config.dataDir}/secrets.json)`);
-  }
-  if (demo) {
-    lines.push('', `Demo merchant${demo.created ? ' (created now)' : ''}:`, `  Client-ID     ${demo.clientId}`);
-    if (demo.secret) lines.push(`  Secret        ${demo.secret}`);
-    lines.push(
-      '',
-      'Try it:',
-      `  curl -s ${l.api.publicUrl}/api/v1/users \\`,
-      `    -H 'Client-ID: ${demo.clientId}' -H 'Authorization: Bearer ${demo.secret ?? '<secret>'}' \\`,
-      `    -H 'Content-Type: application/vnd.api+json' \\`,
-      // A new e-mail address each time it is pasted, so it never collides with the README's walk-through or itself.
-      `    -d '{"data":{"type":"User","attributes":{"email":"try-'$(date +%s)$RANDOM'@example.com"}}}'`,
-    );
-  }
-  lines.push('', 'Stop with Ctrl-C.', '');
-  return lines.join('\n');
 }
 
 main().catch((err: unknown) => {

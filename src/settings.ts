@@ -14,8 +14,8 @@ export interface Setting {
   max?: number;
   /** One sentence in Markdown: what it does, and what live requires of it. */
   meaning: string;
-  /** Read by the `coffer` CLI or the reference adapter rather than the server. */
-  tool?: 'cli' | 'adapter';
+  /** Read by the `coffer` CLI, the reference adapter or the example shop rather than the server. */
+  tool?: 'cli' | 'adapter' | 'example';
 }
 
 const int = (name: string, def: number, min: number, max: number, meaning: string): Setting => ({
@@ -325,6 +325,16 @@ export const SETTINGS: readonly Setting[] = [
       '`http://127.0.0.1:$ADMIN_PORT`',
     ),
     tool: 'cli',
+  },
+  {
+    ...int(
+      'SHOP_PORT',
+      4000,
+      0,
+      65535,
+      'the example shop of `npm run example` (its throwaway sandbox takes `PORT` to `CONSOLE_PORT` as `npm start` does; stop a running `npm start` first, or move one of them)',
+    ),
+    tool: 'example',
   },
   {
     ...text('ADAPTER_HOST', '127.0.0.1', 'where the reference adapter (`npm run provider-adapter`) listens'),

@@ -114,7 +114,13 @@ export async function startMerchant(opts: MerchantOptions): Promise<{ url: strin
       return json(status, { error: err instanceof Error ? err.message : String(err) });
     }
   });
-  await new Promise<void>((resolve) => server.listen(opts.port ?? 4000, opts.host ?? 'localhost', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 4000, opts.host ?? 'localhost', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://localhost:${port}`,

@@ -30,6 +30,9 @@ the admin token comes from --token-file, else $ADMIN_TOKEN, else the sandbox's $
 
 class CliError extends Error {}
 
+const UNAUTHORIZED_HINT =
+  "\nthe token is not this server's ADMIN_TOKEN: use the one it was started with (a sandbox keeps the one it generated in its DATA_DIR/secrets.json)";
+
 const OPTIONS = {
   name: { type: 'string' },
   settings: { type: 'string' },
@@ -191,7 +194,9 @@ async function request(base: string, token: string, method: string, p: string, b
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
   } catch (err) {
-    throw new CliError(`cannot reach the admin API at ${base}: ${(err as Error).message}`);
+    throw new CliError(
+      `cannot reach the admin API at ${base}: ${(err as Error).message}. Is Coffer running (npm start)? If it listens elsewhere, pass --url or set COFFER_ADMIN_URL (or ADMIN_PORT)`,
+    );
   }
   const text = await res.text();
   let json: unknown;
@@ -213,7 +218,7 @@ async function request(base: string, token: string, method: string, p: string, b
     throw new CliError(
       (Array.isArray(errors) ? errors : [])
         .map((e) => `${res.status} ${e.code}: ${e.detail}${e.source?.pointer ? ` (${e.source.pointer})` : ''}`)
-        .join('\n') || `HTTP ${res.status}`,
+        .join('\n') + (res.status === 401 ? UNAUTHORIZED_HINT : '') || `HTTP ${res.status}`,
     );
   }
   return json;

@@ -320,7 +320,9 @@ async function lockDataDir(dir: string): Promise<() => Promise<void>> {
       },
     });
   } catch (err) {
-    throw new Error(`${dir} is in use by another Coffer process (${(err as Error).message})`);
+    throw new DataDirInUseError(
+      `${dir} is in use by another Coffer process (${(err as Error).message}): stop that one (is npm start running in another terminal?), or give this one a DATA_DIR of its own`,
+    );
   }
 }
 
@@ -416,4 +418,9 @@ async function withMigrationLock<T>(db: Db, fn: (migrator: unknown) => Promise<T
     await lock.query('commit').catch(() => {});
     await lock.end().catch(() => {});
   }
+}
+
+/** DATA_DIR is locked by another process: starting on it would corrupt the embedded database. */
+export class DataDirInUseError extends Error {
+  override name = 'DataDirInUseError';
 }

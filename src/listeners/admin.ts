@@ -6,6 +6,7 @@ import { createServer, type App } from '../http/server.ts';
 import { adminRoutes, schemas as adminSchemas } from '../modules/admin/routes.ts';
 import { linkedAccountAdminRoutes } from '../modules/linked-accounts/routes.ts';
 import { schemas as linkedAccountSchemas } from '../modules/linked-accounts/schemas.ts';
+import { landingRoutes } from './landing.ts';
 import { registerOpenApi } from './openapi.ts';
 import { metricsRoute } from '../modules/admin/metrics.ts';
 
@@ -24,6 +25,18 @@ export async function buildAdminListener(ctx: AppContext): Promise<App> {
     jsonPath: '/admin/v1/openapi.json',
     security: 'admin',
     protect: auth,
+  });
+  landingRoutes(app, ['/', '/admin/v1'], {
+    title: 'Coffer admin API',
+    about:
+      "The operator's API for merchants (clients), under /admin/v1: send Authorization: Bearer <ADMIN_TOKEN> (a sandbox " +
+      'keeps the one it generated in DATA_DIR/secrets.json), and so does its OpenAPI document. The coffer CLI ' +
+      '(npx coffer) calls it for you.',
+    links: {
+      openapi: `${config.listeners.admin.publicUrl}/admin/v1/openapi.json`,
+      console: config.listeners.console.publicUrl,
+      guide: 'docs/operations.md in the Coffer repository',
+    },
   });
   // Its own token check (METRICS_TOKEN or ADMIN_TOKEN), outside /admin/v1.
   metricsRoute(app, ctx);

@@ -5,6 +5,7 @@ import { keyedRateLimit, registerRateLimit, type SharedRateLimitStore } from '..
 import { createServer, type App } from '../http/server.ts';
 import { MODULES } from '../modules/index.ts';
 import { errorCodesFor } from './error-codes.ts';
+import { commonLinks, landingRoutes } from './landing.ts';
 import { registerOpenApi } from './openapi.ts';
 
 export interface ApiListener {
@@ -33,6 +34,13 @@ export async function buildApiListener(ctx: AppContext): Promise<ApiListener> {
     errorCodes: errorCodesFor,
   });
 
+  landingRoutes(app, ['/', '/api/v1'], {
+    title: 'Coffer API',
+    about:
+      "Coffer's merchant API (JSON:API) is under /api/v1: every call sends Client-ID and Authorization: Bearer <secret> " +
+      "(the sandbox keeps its demo merchant's in DATA_DIR/demo-client.json). The reference lists every operation.",
+    links: commonLinks(config),
+  });
   app.decorateRequest('client', null as never);
   // The console's request log (modules/request-log): a push per request, written by a job.
   app.addHook('onResponse', ctx.requestLog.hook);

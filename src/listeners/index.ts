@@ -28,9 +28,33 @@ export async function listen(ctx: AppContext, listeners: Listeners): Promise<Rec
   for (const [name, app] of Object.entries(listeners)) {
     // The admin listener binds to ADMIN_HOST (loopback by default), whatever HOST says.
     const host = name === 'admin' ? ctx.config.adminHost : ctx.config.host;
-    bound[name] = await app.listen({ host, port: ctx.config.listeners[name as ListenerName].port });
+    const port = ctx.config.listeners[name as ListenerName].port;
+    try {
+      bound[name] = await app.listen({ host, port });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      throw new PortInUseError(name as ListenerName, host, port);
+    }
   }
   return bound;
+}
+
+const PORT_VARIABLES: Record<ListenerName, string> = {
+  api: 'PORT',
+  card: 'CARD_PORT',
+  pay: 'PAY_PORT',
+  admin: 'ADMIN_PORT',
+  console: 'CONSOLE_PORT',
+};
+
+/** A listener's port is taken: most often by a Coffer already running. */
+export class PortInUseError extends Error {
+  constructor(listener: ListenerName, host: string, port: number) {
+    super(
+      `${host}:${port} (${PORT_VARIABLES[listener]}, the ${listener} listener) is in use: is Coffer already running (npm start in another terminal)? Stop it, or give this process other ports (PORT, CARD_PORT, PAY_PORT, ADMIN_PORT, CONSOLE_PORT)`,
+    );
+    this.name = 'PortInUseError';
+  }
 }
 
 /** Stops accepting connections and waits for in-flight requests on every listener. */

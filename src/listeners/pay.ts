@@ -7,6 +7,7 @@ import { registerRateLimit } from '../http/rate-limit.ts';
 import { createServer, type App } from '../http/server.ts';
 import { kycDocumentPageRoutes } from '../modules/kyc/portal.ts';
 import { widgetHostRoutes } from '../modules/widgets/host.ts';
+import { commonLinks, landingRoutes } from './landing.ts';
 
 export async function buildPayListener(ctx: AppContext): Promise<App> {
   const app = createServer({
@@ -29,6 +30,13 @@ export async function buildPayListener(ctx: AppContext): Promise<App> {
       ctx.config.environment === 'live' ? { maxAge: 31_536_000, includeSubDomains: true } : false,
   });
   faviconRoutes(app);
+  landingRoutes(app, ['/'], {
+    title: 'Coffer widget host',
+    about:
+      "A merchant's checkout page loads main.js from here and shows the wallet widgets in frames; the merchant's backend " +
+      'fetches their payload from the API (GET /api/v1/widgets/wallet/{walletId}).',
+    links: { mainJs: `${ctx.config.listeners.pay.publicUrl}/main.js`, ...commonLinks(ctx.config) },
+  });
   await widgetHostRoutes(app, ctx);
   // The sandbox's stand-in for a KYC provider's document upload page.
   if (ctx.config.environment === 'sandbox') await kycDocumentPageRoutes(app, ctx);

@@ -45,6 +45,17 @@ type ListItem<P extends ListPath> = paths[P] extends {
 type ListQuery<P extends ListPath> = paths[P] extends { get: { parameters: { query?: infer Q } } } ? Q : never;
 type ListPathParams<P extends ListPath> = paths[P] extends { get: { parameters: { path: infer A } } } ? A : never;
 
+/** The attributes a POST to `P` takes (`data.attributes` of its JSON:API body). */
+type Attributes<P extends keyof paths> = paths[P] extends {
+  post: { requestBody?: { content: { [JSONAPI]: { data: { attributes?: infer A } } } } };
+}
+  ? A
+  : never;
+/** Attributes whose idempotency key the client makes when it is left out (retry.ts). */
+type KeyOptional<A> = A extends { idempotencyKey: string }
+  ? Omit<A, 'idempotencyKey'> & { idempotencyKey?: string }
+  : A;
+
 interface Result<T> {
   data?: T;
   error?: unknown;
@@ -172,6 +183,107 @@ export function createCoffer(o: CofferOptions) {
           api.POST('/api/v1/payments/{paymentId}/refund', {
             params: { path: { paymentId } },
             body: body('Refund', a as never),
+          }),
+        ),
+    },
+
+    kyc: {
+      /** The user accepts the KYC disclosures: needed before the first application. */
+      acceptDisclosures: (userId: string) =>
+        unwrap(api.POST('/api/v1/users/{userId}/disclosures/kyc', { params: { path: { userId } } })),
+      /** Apply; the KYC provider decides (the sandbox within a second): see `status`. */
+      apply: (userId: string, a: Attributes<'/api/v1/users/{userId}/kyc/application'>) =>
+        unwrap(
+          api.POST('/api/v1/users/{userId}/kyc/application', {
+            params: { path: { userId } },
+            body: body('KycApplication', a) as never,
+          }),
+        ).then((r) => r.data),
+      status: (userId: string) =>
+        unwrap(api.GET('/api/v1/users/{userId}/kyc/status', { params: { path: { userId } } })).then((r) => r.data),
+      get: (userId: string) =>
+        unwrap(api.GET('/api/v1/users/{userId}/kyc', { params: { path: { userId } } })).then((r) => r.data),
+      /** A link to the provider's identity-document page, for a user whose KYC waits for documents. */
+      documentVerificationLink: (
+        userId: string,
+        a: Attributes<'/api/v1/users/{userId}/kyc/document-verification-link'>,
+      ) =>
+        unwrap(
+          api.POST('/api/v1/users/{userId}/kyc/document-verification-link', {
+            params: { path: { userId } },
+            body: body('DocumentVerificationLink', a) as never,
+          }),
+        ).then((r) => r.data),
+    },
+
+    linkedAccounts: {
+      list: (userId: string) =>
+        unwrap(api.GET('/api/v1/users/{userId}/linked-accounts', { params: { path: { userId } } })).then((r) => r.data),
+      /** Removes the account for good. */
+      remove: (userId: string, linkedAccountId: string) =>
+        unwrap(
+          api.DELETE('/api/v1/users/{userId}/linked-accounts/{linkedAccountId}', {
+            params: { path: { userId, linkedAccountId } },
+          }),
+        ),
+    },
+
+    /** A withdrawal to a linked account. Without `idempotencyKey` one is made and reused by every retry. */
+    withdraw: (walletId: string, a: KeyOptional<Attributes<'/api/v1/wallets/{walletId}/withdraw'>>) =>
+      unwrap(
+        api.POST('/api/v1/wallets/{walletId}/withdraw', {
+          params: { path: { walletId } },
+          body: body('Withdraw', a) as never,
+        }),
+      ).then((r) => r.data),
+
+    rewards: {
+      /** Issue a merchant reward. Without `idempotencyKey` one is made and reused by every retry. */
+      issue: (a: KeyOptional<Attributes<'/api/v1/rewards'>>) =>
+        unwrap(api.POST('/api/v1/rewards', { body: body('IssueReward', a) as never })).then((r) => r.data),
+    },
+
+    webhooks: {
+      create: (a: Attributes<'/api/v1/webhooks'>) =>
+        unwrap(api.POST('/api/v1/webhooks', { body: body('Webhook', a) as never })).then((r) => r.data),
+      remove: (webhookId: string) =>
+        unwrap(api.DELETE('/api/v1/webhooks/{webhookId}', { params: { path: { webhookId } } })),
+    },
+
+    /** The sandbox's simulations of what outside providers do (404 in live). */
+    simulations: {
+      /** Link a bank account to the user, as the bank-linking provider would. */
+      linkAccount: (userId: string, a: Attributes<'/api/v1/simulation/users/{userId}/linked-accounts'> = {}) =>
+        unwrap(
+          api.POST('/api/v1/simulation/users/{userId}/linked-accounts', {
+            params: { path: { userId } },
+            body: body('LinkedAccount', a) as never,
+          }),
+        ).then((r) => r.data),
+      /** Clear the wallet's pending bank (or card) transfers now. */
+      clearPending: (walletId: string, type: 'bank' | 'card' = 'bank') =>
+        unwrap(
+          api.POST('/api/v1/simulation/wallets/{walletId}/clear-pending/{type}', {
+            params: { path: { walletId, type } as never },
+          }),
+        ),
+      /** Fail one of the wallet's pending transactions. */
+      failTransaction: (walletId: string, a: Attributes<'/api/v1/simulation/wallets/{walletId}/fail-transaction'>) =>
+        unwrap(
+          api.POST('/api/v1/simulation/wallets/{walletId}/fail-transaction', {
+            params: { path: { walletId } },
+            body: body('FailPendingTransaction', a) as never,
+          }),
+        ),
+      /** Settle a captured payment now. */
+      settlePayment: (paymentId: string) =>
+        unwrap(api.POST('/api/v1/simulation/payments/{paymentId}/settle', { params: { path: { paymentId } } })),
+      /** Fail the bank pull behind a payment. */
+      failBankPull: (paymentId: string, a: Attributes<'/api/v1/simulation/payments/{paymentId}/fail-bank-pull'> = {}) =>
+        unwrap(
+          api.POST('/api/v1/simulation/payments/{paymentId}/fail-bank-pull', {
+            params: { path: { paymentId } },
+            body: body('SimulateBankPullFailure', a) as never,
           }),
         ),
     },

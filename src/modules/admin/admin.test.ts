@@ -228,7 +228,18 @@ describe('coffer CLI', () => {
       run(process.execPath, [CLI, 'clients', 'list', '--url', url, '--token-file', wrong], {
         env: { ...process.env, ADMIN_TOKEN: '' },
       }),
-      (err: { code: number; stderr: string }) => err.code === 1 && /401 Unauthorized/.test(err.stderr),
+      (err: { code: number; stderr: string }) =>
+        err.code === 1 &&
+        /401 Unauthorized.*\n.*not this server's ADMIN_TOKEN.*DATA_DIR\/secrets\.json/.test(err.stderr),
+    );
+  });
+
+  test('an admin API it cannot reach: the message says to start Coffer or point --url at it', async () => {
+    const down = await outcome(['clients', 'list'], { ADMIN_TOKEN, COFFER_ADMIN_URL: 'http://127.0.0.1:1' });
+    assert.equal(down.code, 1);
+    assert.match(
+      down.stderr,
+      /^coffer: cannot reach the admin API at http:\/\/127\.0\.0\.1:1: .*npm start.*--url.*COFFER_ADMIN_URL/,
     );
   });
 

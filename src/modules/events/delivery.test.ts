@@ -752,7 +752,11 @@ describe('receiver addresses', () => {
           assert.equal(d.state, 'pending');
           assert.deepEqual(
             [d.attempts[0].error, d.attempts[0].statusCode, d.attempts[0].durationMs],
-            [`EADDRNOTALLOWED: ${host} has no public address: register a receiver on a public address`, null, 0],
+            [
+              `EADDRNOTALLOWED: ${host} has no public address: register a receiver on a public address; for local development, start the sandbox with WEBHOOK_ALLOW_PRIVATE=true`,
+              null,
+              0,
+            ],
             `${app.ctx.config.environment} ${name}`,
           );
         }

@@ -89,6 +89,9 @@ export function hostOf(url: URL): string {
     .toLowerCase();
 }
 
+/** The way past the refusal of a non-public receiver, for a developer's own machine. */
+const LOCAL_HINT = '; for local development, start the sandbox with WEBHOOK_ALLOW_PRIVATE=true';
+
 /** Checks a receiver URL at registration; returns the problem or undefined. */
 export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): UrlProblem | undefined {
   let url: URL;
@@ -103,10 +106,10 @@ export function checkWebhookUrl(raw: string, opts: { allowPrivate: boolean }): U
   if (opts.allowPrivate) return undefined;
   const host = hostOf(url);
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.local') || host.endsWith('.internal')) {
-    return { detail: 'must be a public address (no localhost or internal names)' };
+    return { detail: `must be a public address (no localhost or internal names)${LOCAL_HINT}` };
   }
   if (isIP(host) && !isPublicAddress(host))
-    return { detail: 'must be a public address (no loopback, private or reserved networks)' };
+    return { detail: `must be a public address (no loopback, private or reserved networks)${LOCAL_HINT}` };
   return undefined;
 }
 
@@ -121,7 +124,9 @@ export const systemLookup = dnsLookup as unknown as LookupFn;
  * non-public address, so that attempts cannot tell which internal names exist.
  */
 export function notPublic(host: string): NodeJS.ErrnoException {
-  const e: NodeJS.ErrnoException = new Error(`${host} has no public address: register a receiver on a public address`);
+  const e: NodeJS.ErrnoException = new Error(
+    `${host} has no public address: register a receiver on a public address${LOCAL_HINT}`,
+  );
   e.code = 'EADDRNOTALLOWED';
   return e;
 }
