@@ -40,6 +40,8 @@ export const ERRORS = {
     'Insufficient withdrawable balance',
     'The amount is more than the wallet can withdraw.',
   ),
+  // Accrue's createWallet answers it with 400 (its only declared error status besides 500).
+  WalletAlreadyExists: def(400, 'WalletValidationException', 'The user already has a wallet with this merchant.'),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
   PaymentIntentExpired: def(
@@ -96,7 +98,6 @@ export const ERRORS = {
   // 408 / 409 / 413 / 414 / 415 / 429
   RequestTimeout: def(408, 'Request timeout', 'The request took too long to arrive.'),
   UserAlreadyExists: def(409, 'User already exists', 'A user with this phone number or e-mail already exists.'),
-  WalletAlreadyExists: def(409, 'Wallet already exists', 'The user already has a wallet with this merchant.'),
   ReferenceIdTaken: def(409, 'Reference id taken', 'Another user of this merchant already has this reference id.'),
   IdempotencyKeyInUse: def(
     409,
@@ -176,6 +177,8 @@ export interface ErrorItem {
   detail: string;
   source?: ErrorSource;
   meta?: Record<string, unknown>;
+  /** `about`: the resource the error is about (an existing one a create collided with). */
+  links?: { about: string };
 }
 
 export interface ErrorOptions {
@@ -185,6 +188,11 @@ export interface ErrorOptions {
   parameter?: string;
   header?: string;
   meta?: Record<string, unknown>;
+  /**
+   * The resource that already exists (a create or update collided with it): its id goes to
+   * `meta.existingId` and its URL to `links.about`, so the client can go on with it.
+   */
+  existing?: { id: string; href: string };
   /** Response headers that go with this error (Retry-After, Allow). */
   headers?: Record<string, string>;
 }
@@ -198,6 +206,10 @@ export function errorItem(code: ErrorCode, detail?: string, opts: ErrorOptions =
   if (opts.header !== undefined) source.header = opts.header;
   if (Object.keys(source).length > 0) item.source = source;
   if (opts.meta) item.meta = opts.meta;
+  if (opts.existing) {
+    item.meta = { ...item.meta, existingId: opts.existing.id };
+    item.links = { about: opts.existing.href };
+  }
   return item;
 }
 

@@ -423,7 +423,7 @@ export interface paths {
         put?: never;
         /**
          * Create a wallet
-         * @description One wallet per user per merchant (409 `WalletAlreadyExists`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.
+         * @description One wallet per user per merchant (400 `WalletAlreadyExists`, as Accrue answers it, with the existing wallet in `meta.existingId` and `links.about`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.
          */
         post: operations["createWallet"];
         delete?: never;
@@ -1493,6 +1493,13 @@ export interface components {
                 parameter?: string;
                 header?: string;
             };
+            links?: {
+                /**
+                 * Format: uri
+                 * @description With `meta.existingId`: the existing resource
+                 */
+                about: string;
+            };
             meta: {
                 environment: "sandbox" | "live";
                 /** Format: date-time */
@@ -1502,6 +1509,8 @@ export interface components {
                 retryAfter?: string;
                 /** @description A declined authorization: the Failed payment */
                 paymentId?: string;
+                /** @description A collision with a resource that exists (`UserAlreadyExists`, …): its id */
+                existingId?: string;
                 /** @description With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend */
                 traceId?: string;
             };
@@ -5848,15 +5857,6 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Conflict: `WalletAlreadyExists` */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };

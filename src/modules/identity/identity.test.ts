@@ -533,10 +533,13 @@ describe('identity verification', () => {
         assert.equal(errorCode(res), 'ValidationError');
         assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
       }
-      const taken = (await createUser(t, m)).attributes.profile.phoneNumber;
+      const holder = await createUser(t, m);
+      const taken = holder.attributes.profile.phoneNumber;
       const conflict = await update(user.id, { verificationToken: token, phoneNumber: taken });
       assert.equal(conflict.status, 409);
       assert.equal(errorCode(conflict), 'UserAlreadyExists');
+      assert.equal(errorsOf(conflict)[0]!.meta.existingId, holder.id, 'the user that has the number');
+      assert.ok(errorsOf(conflict)[0]!.links!.about!.endsWith(`/api/v1/users/${holder.id}`));
       const [row] = await t.ctx.db
         .select()
         .from(users)

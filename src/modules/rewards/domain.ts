@@ -152,7 +152,10 @@ export async function issueReward(tx: Executor, i: IssueInput): Promise<q.Reward
         throw apiError(
           'PreIssuedConflict',
           `Reward ${waiting.id} already waits for ${i.phoneNumber}; update or cancel it.`,
-          { pointer: '/data/attributes/phoneNumber' },
+          {
+            pointer: '/data/attributes/phoneNumber',
+            existing: { id: waiting.id, href: `${i.baseUrl}/api/v1/rewards/${waiting.id}` },
+          },
         );
       }
       await expire(tx, waiting, i);

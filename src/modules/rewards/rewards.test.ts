@@ -148,6 +148,8 @@ describe('rewards', () => {
     const twice = await issue(t, m, { phoneNumber: number });
     assert.equal(twice.status, 409);
     assert.equal(errorsOf(twice)[0]!.code, 'PreIssuedConflict');
+    assert.equal(errorsOf(twice)[0]!.meta.existingId, r.id, 'the reward that waits');
+    assert.ok(errorsOf(twice)[0]!.links!.about!.endsWith(`/api/v1/rewards/${r.id}`));
     assert.equal(
       (await issue(t, other, { phoneNumber: number })).status,
       200,
