@@ -18,6 +18,10 @@ export const ERRORS = {
   InvalidIdentifier: def(400, 'UserValidationException', 'The user reference does not resolve to a user.'),
   UserNotFound: def(404, 'UserNotFoundException', 'The user does not exist.'),
   InvalidUser: def(400, 'LinkedAccountException', 'The user has no wallet with this merchant.'),
+  // Accrue's refund code for an amount it cannot refund.
+  InvalidRefund: def(400, 'RefundException', 'The refund is not possible for this payment.'),
+  // Accrue's webhook code for a topic list it refuses ("*" beside other topics).
+  InvalidTopics: def(400, 'WebhookException', 'The topics are not a valid list.'),
   InvalidKycStatus: def(400, 'Invalid KYC status', 'The user must pass KYC before moving money.'),
   DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
   // KYC in Accrue's codes (title BankingException, as Accrue's).
@@ -81,7 +85,11 @@ export const ERRORS = {
   // 402
   Failed: def(402, 'PaymentAuthorizationFailedException', 'Authorization failed for the amount.'),
   // 404 / 405
+  // Also Accrue's code where its contract names no resource (rewards, the sandbox's card lists
+  // and counterparty deposits): see notFoundAsAccrue.
   NotFound: def(404, 'Not found', 'No route matches this path.'),
+  // Accrue's createPaymentIntent: a walletId the merchant has no wallet for (its own or another's).
+  WalletIdentifierNotFound: def(404, 'Not found', 'The wallet identifier names no wallet of this merchant.'),
   ClientNotFound: def(404, 'Not found', 'The client does not exist.'),
   ClientSecretNotFound: def(404, 'Not found', 'The client secret does not exist.'),
   LinkedAccountNotFound: def(404, 'Not found', 'The linked account does not exist.'),
@@ -141,7 +149,6 @@ export const ERRORS = {
     "Money may still reach the counterparty (a payout in flight, an unsettled payment's disbursement) or it pays the merchant's fees.",
   ),
   // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
-  RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
   InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
   WalletNotIssuable: def(
     409,
@@ -235,4 +242,18 @@ export class ApiError extends Error {
 
 export function apiError(code: ErrorCode, detail?: string, opts: ErrorOptions = {}): ApiError {
   return new ApiError([errorItem(code, detail, opts)], opts.headers);
+}
+
+/**
+ * Runs `work`; a 404 it throws (`PaymentNotFound`, `CounterpartyNotFound`, …) leaves as Accrue's
+ * generic `NotFound`, for the operations whose contract names that code.
+ */
+export async function notFoundAsAccrue<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    const item = err instanceof ApiError && err.items.length === 1 ? err.items[0]! : undefined;
+    if (item?.status === 404) throw apiError('NotFound', item.detail, { ...item.source });
+    throw err;
+  }
 }

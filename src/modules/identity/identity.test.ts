@@ -257,7 +257,7 @@ describe('identity verification', () => {
           { passed: false, failureReason: 'IncorrectAnswer', expiresAt: null },
         );
         assert.equal(res.body.data.meta.attemptsRemaining, remaining);
-        assert.equal(res.body.data.attributes.verificationToken, undefined);
+        assert.equal(res.body.data.attributes.verificationToken, null, 'present (Accrue requires it), null');
         t.clock.advance(MINUTE);
       }
       const third = await submit(user.id, c.id, wrong);
@@ -306,7 +306,7 @@ describe('identity verification', () => {
       assert.equal(res.status, 200);
       assert.equal(res.body.data.attributes.passed, false);
       assert.equal(res.body.data.attributes.failureReason, 'ChallengeExpired');
-      assert.equal(res.body.data.attributes.verificationToken, undefined);
+      assert.equal(res.body.data.attributes.verificationToken, null);
       assert.equal(errorCode(await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)))), 'ChallengeFailed');
       const blocked = await create(user.id);
       assert.equal(errorCode(blocked), 'CooldownActive');

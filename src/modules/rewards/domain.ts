@@ -225,7 +225,7 @@ async function getReward(
   opts: { clientId: string; rewardId: string; forUpdate?: boolean },
 ): Promise<q.RewardRow> {
   const r = await q.findReward(db, opts.clientId, opts.rewardId, { forUpdate: opts.forUpdate });
-  if (!r) throw apiError('RewardNotFound', `No reward ${opts.rewardId}.`);
+  if (!r) throw apiError('NotFound', `No reward ${opts.rewardId}.`); // Accrue's code for it
   return r;
 }
 
