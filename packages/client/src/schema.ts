@@ -1526,10 +1526,10 @@ export interface components {
                 disabled: boolean;
                 publicId: string;
                 profile: {
-                    firstName: string | null;
-                    lastName: string | null;
-                    email: string | null;
-                    phoneNumber: string | null;
+                    firstName?: string;
+                    lastName?: string;
+                    email?: string;
+                    phoneNumber?: string;
                 };
                 attachedProfile: {
                     referenceId?: string;
@@ -1555,10 +1555,10 @@ export interface components {
             attributes: {
                 disabled: boolean;
                 profile: {
-                    firstName: string | null;
-                    lastName: string | null;
-                    email: string | null;
-                    phoneNumber: string | null;
+                    firstName?: string;
+                    lastName?: string;
+                    email?: string;
+                    phoneNumber?: string;
                 };
                 /** Format: date-time */
                 updatedAt: string;

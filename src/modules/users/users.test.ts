@@ -57,12 +57,8 @@ describe('users', () => {
         body: body({ email, firstName: 'Grace', lastName: 'Hopper' }),
       });
       assert.equal(res.status, 201, res.raw);
-      assert.deepEqual(res.body.data.attributes.profile, {
-        firstName: 'Grace',
-        lastName: 'Hopper',
-        email,
-        phoneNumber: null,
-      });
+      // An unset member is left out: Accrue types it as a string.
+      assert.deepEqual(res.body.data.attributes.profile, { firstName: 'Grace', lastName: 'Hopper', email });
       const again = await t.request('POST', '/api/v1/users', { as: m, body: body({ email }) });
       assert.equal(again.status, 409);
       assert.equal(errorsOf(again)[0]!.code, 'UserAlreadyExists');
