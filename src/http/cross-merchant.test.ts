@@ -13,13 +13,17 @@ const JSONAPI = 'application/vnd.api+json';
 
 /**
  * Where the spec or Accrue's contract declares no 404, another merchant's id gets the answer a
- * missing one gets: the attached profile's reference lookup its 400; a sweepstakes id is the
- * merchant's own label, so the sample body's unknown customer is what is refused. (The widget
- * routes that name a wallet or intent in the path answer 404 like every other resource.)
+ * missing one gets: the attached profile's reference lookup its 400, a wallet's widget data
+ * Accrue's 400 NoWalletFound (version 2: 200 `data: null`), a reward 200 `data: null`; a
+ * sweepstakes id is the merchant's own label, so the sample body's unknown customer is what is
+ * refused. (`null` as the code: a 200 whose `data` is null. A key may name the method.)
  */
-const NOT_FOUND_AS: Record<string, [number, string | undefined]> = {
+const NOT_FOUND_AS: Record<string, [number, string | null | undefined]> = {
   '/api/v1/users/{userReference}/attached-profile': [400, 'InvalidIdentifier'],
   '/api/v1/sweepstakes/{sweepstakesId}/results': [400, 'UserNotFound'],
+  '/api/v1/widgets/wallet/{walletId}': [400, 'NoWalletFound'],
+  '/api/v2/widgets/wallet/{walletId}': [200, null],
+  'GET /api/v1/rewards/{id}': [200, null],
 };
 
 /** A minimal value valid for a JSON schema (the first option of a union, required members only). */
@@ -190,7 +194,7 @@ describe('cross-merchant access', () => {
         const body = schema ? sample(schema, doc) : undefined;
         const res = await t.request(method.toUpperCase(), url, { as: b, ...(body ? { body } : {}) });
         checked++;
-        const expected = NOT_FOUND_AS[path] ?? [404, undefined];
+        const expected = NOT_FOUND_AS[`${method.toUpperCase()} ${path}`] ?? NOT_FOUND_AS[path] ?? [404, undefined];
         const code = res.body?.errors?.[0]?.code;
         if (res.status !== expected[0] || (expected[1] && code !== expected[1]))
           failures.push(`${method.toUpperCase()} ${path}: ${res.status} ${res.raw.slice(0, 200)}`);

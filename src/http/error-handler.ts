@@ -37,6 +37,7 @@ export function renderErrorDocument(
       title: i.title,
       detail: i.detail,
       ...(i.source ? { source: i.source } : {}),
+      ...(i.links ? { links: i.links } : {}),
       meta: { environment: ctx.environment, timestamp, path, ...(traceId ? { traceId } : {}), ...i.meta },
     })),
   });

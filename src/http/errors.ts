@@ -19,6 +19,10 @@ export const ERRORS = {
   InvalidIdentifier: def(400, 'UserValidationException', 'The user reference does not resolve to a user.'),
   UserNotFound: def(404, 'UserNotFoundException', 'The user does not exist.'),
   InvalidUser: def(400, 'LinkedAccountException', 'The user has no wallet with this merchant.'),
+  // Accrue's refund code for an amount it cannot refund.
+  InvalidRefund: def(400, 'RefundException', 'The refund is not possible for this payment.'),
+  // Accrue's webhook code for a topic list it refuses ("*" beside other topics).
+  InvalidTopics: def(400, 'WebhookException', 'The topics are not a valid list.'),
   InvalidKycStatus: def(400, 'Invalid KYC status', 'The user must pass KYC before moving money.'),
   DisclosuresNotAccepted: def(400, 'Disclosures not accepted', 'The user must accept the KYC disclosures first.'),
   // KYC in Accrue's codes (title BankingException, as Accrue's).
@@ -46,6 +50,8 @@ export const ERRORS = {
     'Amount too large',
     "The amount is above the merchant's maxPaymentAmount setting (default 100000000 cents); an operator can raise it.",
   ),
+  // Accrue's createWallet answers it with 400 (its only declared error status besides 500).
+  WalletAlreadyExists: def(400, 'WalletValidationException', 'The user already has a wallet with this merchant.'),
   WalletIdentifierExpired: def(400, 'Wallet identifier expired', 'The barcode has expired or been used up.'),
   WalletClosed: def(400, 'Wallet closed', 'The wallet is closed.'),
   PaymentIntentExpired: def(
@@ -85,7 +91,11 @@ export const ERRORS = {
   // 402
   Failed: def(402, 'PaymentAuthorizationFailedException', 'Authorization failed for the amount.'),
   // 404 / 405
+  // Also Accrue's code where its contract names no resource (rewards, the sandbox's card lists
+  // and counterparty deposits): see notFoundAsAccrue.
   NotFound: def(404, 'Not found', 'No route matches this path.'),
+  // Accrue's createPaymentIntent: a walletId the merchant has no wallet for (its own or another's).
+  WalletIdentifierNotFound: def(404, 'Not found', 'The wallet identifier names no wallet of this merchant.'),
   ClientNotFound: def(404, 'Not found', 'The client does not exist.'),
   ClientSecretNotFound: def(404, 'Not found', 'The client secret does not exist.'),
   LinkedAccountNotFound: def(404, 'Not found', 'The linked account does not exist.'),
@@ -102,7 +112,6 @@ export const ERRORS = {
   // 408 / 409 / 413 / 414 / 415 / 429
   RequestTimeout: def(408, 'Request timeout', 'The request took too long to arrive.'),
   UserAlreadyExists: def(409, 'User already exists', 'A user with this phone number or e-mail already exists.'),
-  WalletAlreadyExists: def(409, 'Wallet already exists', 'The user already has a wallet with this merchant.'),
   ReferenceIdTaken: def(409, 'Reference id taken', 'Another user of this merchant already has this reference id.'),
   IdempotencyKeyInUse: def(
     409,
@@ -147,7 +156,6 @@ export const ERRORS = {
     "Money may still reach the counterparty (a payout in flight, an unsettled payment's disbursement) or it pays the merchant's fees.",
   ),
   // Accrue parity: payment updates and rewards (Accrue's titles where it gives them)
-  RewardNotFound: def(404, 'Not found', 'The reward does not exist.'),
   InvalidState: def(409, 'RewardConflictException', 'The reward cannot be changed in its current state.'),
   WalletNotIssuable: def(
     409,
@@ -183,6 +191,8 @@ export interface ErrorItem {
   detail: string;
   source?: ErrorSource;
   meta?: Record<string, unknown>;
+  /** `about`: the resource the error is about (an existing one a create collided with). */
+  links?: { about: string };
 }
 
 export interface ErrorOptions {
@@ -192,6 +202,11 @@ export interface ErrorOptions {
   parameter?: string;
   header?: string;
   meta?: Record<string, unknown>;
+  /**
+   * The resource that already exists (a create or update collided with it): its id goes to
+   * `meta.existingId` and its URL to `links.about`, so the client can go on with it.
+   */
+  existing?: { id: string; href: string };
   /** Response headers that go with this error (Retry-After, Allow). */
   headers?: Record<string, string>;
 }
@@ -205,6 +220,10 @@ export function errorItem(code: ErrorCode, detail?: string, opts: ErrorOptions =
   if (opts.header !== undefined) source.header = opts.header;
   if (Object.keys(source).length > 0) item.source = source;
   if (opts.meta) item.meta = opts.meta;
+  if (opts.existing) {
+    item.meta = { ...item.meta, existingId: opts.existing.id };
+    item.links = { about: opts.existing.href };
+  }
   return item;
 }
 
@@ -239,4 +258,18 @@ export function apiError(code: ErrorCode, detail?: string, opts: ErrorOptions = 
 export function providerUnavailable(err: unknown, detail: string): unknown {
   if (!(err instanceof ProviderError)) return err;
   return apiError('ServiceUnavailable', detail, { headers: { 'retry-after': '2' } }) satisfies ApiError;
+}
+
+/**
+ * Runs `work`; a 404 it throws (`PaymentNotFound`, `CounterpartyNotFound`, …) leaves as Accrue's
+ * generic `NotFound`, for the operations whose contract names that code.
+ */
+export async function notFoundAsAccrue<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    const item = err instanceof ApiError && err.items.length === 1 ? err.items[0]! : undefined;
+    if (item?.status === 404) throw apiError('NotFound', item.detail, { ...item.source });
+    throw err;
+  }
 }

@@ -119,12 +119,20 @@ export const ErrorObject = Type.Object(
         header: Type.Optional(Type.String()),
       }),
     ),
+    links: Type.Optional(
+      Type.Object({
+        about: Type.String({ format: 'uri', description: 'With `meta.existingId`: the existing resource' }),
+      }),
+    ),
     meta: Type.Object({
       environment: Type.Union([Type.Literal('sandbox'), Type.Literal('live')]),
       timestamp: Timestamp(),
       path: Type.String(),
       retryAfter: Type.Optional(Timestamp()),
       paymentId: Type.Optional(Type.String({ description: 'A declined authorization: the Failed payment' })),
+      existingId: Type.Optional(
+        Type.String({ description: 'A collision with a resource that exists (`UserAlreadyExists`, …): its id' }),
+      ),
       traceId: Type.Optional(
         Type.String({
           description:

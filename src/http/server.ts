@@ -121,9 +121,11 @@ export function createServer(opts: ServerOptions): App {
   if (!opts.plainContent) {
     // JSON:API forbids media type parameters other than ext/profile, but Fastify appends
     // charset=utf-8 to JSON-like types; put the bare media type back.
+    // An answer without a body (a 201 or 204 with nothing in it) names no media type.
     app.addHook('onSend', (_req, reply, payload, done) => {
       const ct = reply.getHeader('content-type');
-      if (typeof ct === 'string' && ct.startsWith(JSONAPI)) reply.header('content-type', JSONAPI);
+      if (payload === undefined || payload === null || payload === '') reply.removeHeader('content-type');
+      else if (typeof ct === 'string' && ct.startsWith(JSONAPI)) reply.header('content-type', JSONAPI);
       done(null, payload);
     });
   }

@@ -3,8 +3,9 @@
 // first through the API, and each answer is validated against Accrue's response schema for its
 // status. The only departures tolerated are the differences listed in src/test/accrue/contract.ts
 // (each with its reason); an entry that no longer tolerates anything fails too. Every by-id
-// operation also answers 404 to another merchant. docs/accrue-compatibility.md is generated from
-// the same table and must be current.
+// operation also answers 404 to another merchant (or the not-found answer Accrue declares). The
+// error paths changed for Accrue's contract are called too, and their status and code checked.
+// docs/accrue-compatibility.md is generated from the same table and must be current.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -32,6 +33,16 @@ interface Call {
   /** The status this step expects (one of Accrue's, or one a listed difference tolerates). */
   expect?: number;
 }
+
+/**
+ * Operations whose not-found answer Accrue declares (and Coffer gives, alike for another
+ * merchant's id): the status, and the code (`null`: a 200 whose `data` is null).
+ */
+const ACCRUE_NOT_FOUND: Record<string, [number, string | null]> = {
+  getWalletWidgetData: [400, 'NoWalletFound'],
+  getWalletWidgetDataV2: [200, null],
+  getIssuedRewardById: [200, null],
+};
 
 /** Path parameters that do not name a merchant's resource (no cross-merchant 404 to check). */
 const NOT_A_RESOURCE: Record<string, string[]> = {
@@ -108,7 +119,13 @@ describe("Accrue's contract: every operation", () => {
       .filter((n) => !NOT_A_RESOURCE[operationId]?.includes(n));
     if (ids.length > 0) {
       const res = await send(operationId, other, c.params, c.query, c.body);
-      if (res.status === 404) judge(operationId, res);
+      const declared = ACCRUE_NOT_FOUND[operationId];
+      if (declared) {
+        const [status, code] = declared;
+        const answered = code === null ? res.body?.data === null : res.body?.errors?.[0]?.code === code;
+        if (res.status === status && answered) judge(operationId, res);
+        else crossMerchant.push(`${operationId}: another merchant got ${res.status} ${res.raw.slice(0, 200)}`);
+      } else if (res.status === 404) judge(operationId, res);
       else {
         const v: Violation = {
           operationId,
@@ -623,6 +640,201 @@ describe("Accrue's contract: every operation", () => {
     await call('deleteWebhook', { as: bank, params: { webhookId }, expect: 204 });
   });
 
+  test("error paths: Accrue's declared status and code (or the listed difference) for each refusal", async () => {
+    /** Calls an operation expecting a refusal (or a not-found answer) and checks its status and code. */
+    const refused = async (
+      operationId: string,
+      c: { as: Merchant; params?: Params; query?: string; body?: unknown },
+      status: number,
+      code: string | null,
+    ) => {
+      const res = await send(operationId, c.as, c.params, c.query, c.body);
+      judge(operationId, res);
+      refusedSeen.add(`${operationId} ${res.status}`);
+      const got = code === null ? res.body?.data : res.body?.errors?.[0]?.code;
+      assert.equal(res.status, status, `${operationId}: ${res.raw.slice(0, 300)}`);
+      assert.equal(got, code, `${operationId}: ${res.raw.slice(0, 300)}`);
+      return res;
+    };
+    const refusedSeen = new Set<string>();
+    const unknown = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    const { user, wallet, accountId } = await funded(bank, 5000);
+
+    // Creating what exists: the error names it.
+    const dupWallet = await refused(
+      'createWallet',
+      { as: bank, body: { data: { type: 'Wallet', attributes: { userId: user.id } } } },
+      400,
+      'WalletAlreadyExists',
+    );
+    assert.equal(dupWallet.body.errors[0].meta.existingId, wallet.id);
+    const dupUser = await refused(
+      'createUser',
+      {
+        as: bank,
+        body: { data: { type: 'User', attributes: { email: user.attributes.profile.email, phoneNumber: phone() } } },
+      },
+      409,
+      'UserAlreadyExists',
+    );
+    assert.equal(dupUser.body.errors[0].meta.existingId, user.id);
+
+    // Not-found answers Accrue declares.
+    await refused('getIssuedRewardById', { as: bank, params: { id: unknown } }, 200, null);
+    await refused('getWalletWidgetDataV2', { as: bank, params: { walletId: unknown } }, 200, null);
+    await refused('getWalletWidgetData', { as: bank, params: { walletId: unknown } }, 400, 'NoWalletFound');
+    await refused('getAuthorizationRequestList', { as: bank, params: { paymentId: unknown } }, 404, 'NotFound');
+    await refused('getCapturesList', { as: bank, params: { paymentId: unknown } }, 404, 'NotFound');
+    await refused(
+      'simulateCounterpartyDeposit',
+      {
+        as: bank,
+        params: { counterpartyId: unknown },
+        body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } },
+      },
+      404,
+      'NotFound',
+    );
+    await refused(
+      'createPaymentIntent',
+      { as: other, body: { data: { type: 'CreatePaymentIntent', attributes: { amount: 100, walletId: wallet.id } } } },
+      404,
+      'WalletIdentifierNotFound',
+    );
+
+    // Payment actions refused in their state: 402, the reason as the code.
+    const intentId = await intent(bank, wallet.id, 300);
+    const paymentId = await authorize(bank, intentId, 300);
+    const again = await send('authorizePayment', bank, { paymentIntentId: intentId }, '', {
+      data: { type: 'AuthorizePaymentIntent', attributes: { amount: 300 } },
+    });
+    judge('authorizePayment', again);
+    assert.equal(again.status, 201, 'a repeat answers as the first did');
+    assert.equal(again.body.included[0].id, paymentId);
+    await call('cancelPayment', { as: bank, params: { paymentId } });
+    await refused(
+      'capturePayment',
+      { as: bank, params: { paymentId }, body: { data: { type: 'CapturePayment', attributes: { amount: 300 } } } },
+      402,
+      'IllegalOperation',
+    );
+    await refused(
+      'authorizePayment',
+      {
+        as: bank,
+        params: { paymentIntentId: intentId },
+        body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 300 } } },
+      },
+      402,
+      'IllegalOperation',
+    );
+    await refused(
+      'increaseAuthorization',
+      {
+        as: bank,
+        params: { paymentId },
+        body: { data: { type: 'IncreaseAuthorization', attributes: { increase: 100 } } },
+      },
+      402,
+      'IllegalOperation',
+    );
+    await refused('completePayment', { as: bank, params: { paymentId } }, 402, 'IllegalOperation');
+
+    // Accrue's codes where the status matched already.
+    const captured = await authorize(bank, await intent(bank, wallet.id, 400), 400);
+    await call('capturePayment', {
+      as: bank,
+      params: { paymentId: captured },
+      body: { data: { type: 'CapturePayment', attributes: { amount: 400 } } },
+    });
+    await refused(
+      'refund',
+      {
+        as: bank,
+        params: { paymentId: captured },
+        body: { data: { type: 'RefundPayment', attributes: { amount: 401, idempotencyKey: randomUUID() } } },
+      },
+      400,
+      'InvalidRefund',
+    );
+    await refused(
+      'createWebhook',
+      {
+        as: bank,
+        body: {
+          data: { type: 'Webhook', attributes: { enabled: true, name: 'x', topics: ['*', 'KycPending'] } },
+        },
+      },
+      400,
+      'InvalidTopics',
+    );
+
+    // The spec's codes, kept (listed differences).
+    const pendingEmail = uniqueEmail('nokyc');
+    const noKyc = (await createUserOp(bank, { email: pendingEmail })).body.data;
+    const noKycAccount = await linkAccount(bank, noKyc.id);
+    const noKycWallet = (
+      await call('createWallet', {
+        as: bank,
+        body: { data: { type: 'Wallet', attributes: { userId: noKyc.id } } },
+        expect: 201,
+      })
+    ).body.data;
+    await refused(
+      'createOneTimeDeposit',
+      {
+        as: bank,
+        params: { walletId: noKycWallet.id },
+        body: {
+          data: {
+            type: 'OneTimeDeposit',
+            attributes: { amount: 500, idempotencyKey: randomUUID(), linkedAccountId: noKycAccount },
+          },
+        },
+      },
+      400,
+      'InvalidKycStatus',
+    );
+    await refused(
+      'submitIdentityVerificationChallenge',
+      {
+        as: bank,
+        params: { userIdentifier: user.id, challengeId: unknown },
+        body: {
+          data: {
+            type: 'IdentityVerificationSubmission',
+            attributes: { answers: [{ questionId: 'q_1', optionId: 'opt_1' }] },
+          },
+        },
+      },
+      400,
+      'ChallengeNotFound',
+    );
+    await refused(
+      'applyVerifiedProfileUpdate',
+      {
+        as: bank,
+        params: { userIdentifier: user.id },
+        body: {
+          data: {
+            type: 'ProfileUpdate',
+            attributes: { verificationToken: `pvt_${'0'.repeat(64)}`, email: uniqueEmail() },
+          },
+        },
+      },
+      400,
+      'ChallengeNotFound',
+    );
+    assert.ok(accountId);
+    // Each listed code difference was met by a refusal above.
+    const unmet = DIFFERENCES.filter((d) => d.match.kind === 'code').flatMap((d) =>
+      (d.operations === 'all' ? [] : d.operations)
+        .filter((op) => !refusedSeen.has(`${op} ${d.match.status}`))
+        .map((op) => `${d.id}: ${op}`),
+    );
+    assert.deepEqual(unmet, []);
+  });
+
   test("every operation served at Accrue's method and path carries Accrue's operationId in the OpenAPI document", async () => {
     const doc = (await t.request('GET', '/api/v1/openapi.json')).body as {
       paths: Record<string, Record<string, { operationId?: string }>>;
@@ -663,7 +875,8 @@ describe("Accrue's contract: every operation", () => {
   });
 
   test('every listed difference still tolerates something for each operation it names', () => {
-    const stale = DIFFERENCES.flatMap((d: Difference) => {
+    // A code difference is seen by the error-path checks, which call no operation twice.
+    const stale = DIFFERENCES.filter((d) => d.match.kind !== 'code' && d.checked !== false).flatMap((d: Difference) => {
       const seen = used.get(d.id) ?? new Set();
       if (d.operations === 'all') return seen.size === 0 ? [`${d.id}: never used`] : [];
       return d.operations.filter((op) => !seen.has(op)).map((op) => `${d.id}: nothing to tolerate for ${op}`);

@@ -385,6 +385,7 @@ export function errorsOf(res: Response): {
   title: string;
   detail: string;
   source?: { pointer?: string; parameter?: string; header?: string };
+  links?: { about?: string };
   meta: Record<string, unknown>;
 }[] {
   if (!res.body || !Array.isArray(res.body.errors))

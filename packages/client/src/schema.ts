@@ -423,7 +423,7 @@ export interface paths {
         put?: never;
         /**
          * Create a wallet
-         * @description One wallet per user per merchant (409 `WalletAlreadyExists`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.
+         * @description One wallet per user per merchant (400 `WalletAlreadyExists`, as Accrue answers it, with the existing wallet in `meta.existingId` and `links.about`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.
          */
         post: operations["createWallet"];
         delete?: never;
@@ -732,8 +732,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get a reward
-         * @description Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/money.md#rewards-in-detail).
+         * Get a reward (data: null when there is no such reward)
+         * @description Unknown, or another merchant's: 200 with `data: null`, as Accrue answers it.
          */
         get: operations["getIssuedRewardById"];
         put?: never;
@@ -787,7 +787,7 @@ export interface paths {
         put?: never;
         /**
          * Create a payment intent
-         * @description Exactly one of `walletId` or `lookUpId`. A `lookUpId` is resolved as a wallet barcode (scan-and-pay) first, then as a gift. Wallet intents need KYC `Approved` and an `Active` wallet; otherwise the intent is created `Invalid` with `error`. Gift intents skip KYC. `balance` shows what can be put toward `amount`. The intent expires after the merchant's `paymentIntentTtlSeconds`.
+         * @description Exactly one of `walletId` or `lookUpId`. A `lookUpId` is resolved as a wallet barcode (scan-and-pay) first, then as a gift. Wallet intents need KYC `Approved` and an `Active` wallet; otherwise the intent is created `Invalid` with `error`. Gift intents skip KYC. `balance` shows what can be put toward `amount`. The intent expires after the merchant's `paymentIntentTtlSeconds`. A `walletId` the merchant has no wallet for (unknown, or another merchant's) is 404 `WalletIdentifierNotFound`, Accrue's code.
          */
         post: operations["createPaymentIntent"];
         delete?: never;
@@ -844,7 +844,7 @@ export interface paths {
         put?: never;
         /**
          * Authorize a payment intent
-         * @description Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet's money is reserved (merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent's amount or upper limit: 402 `Failed`. No connected account for the rest: 402, and the intent requires action (`error` LinkedAccountMissing). Send `idempotencyKey` on every authorize and reuse it for every retry: the same key and attributes replay the first response byte for byte; while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (200) without authorizing again. With the merchant's card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 `AlreadyExists` (retry the same request) and are never charged twice.
+         * @description Creates the payment (`Created`; captured at once when the merchant captures automatically): with `applyWalletBalance` (default true) the wallet's money is reserved (merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent's amount or upper limit: 402 `Failed`. No connected account for the rest: 402, and the intent requires action (`error` LinkedAccountMissing). Send `idempotencyKey` on every authorize and reuse it for every retry: the same key and attributes replay the first response byte for byte; while the first runs, 409 `IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (201, as the first answer) without authorizing again; one that cannot be authorized (expired, canceled, invalid) is 402 `PaymentIntentExpired` or `IllegalOperation`. With the merchant's card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 `AlreadyExists` (retry the same request) and are never charged twice.
          */
         post: operations["authorizePayment"];
         delete?: never;
@@ -912,7 +912,7 @@ export interface paths {
         put?: never;
         /**
          * Capture an authorized payment (bank rails)
-         * @description `Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.
+         * @description `Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network. A payment that cannot be captured here (not `Created`, or card rails) is 402 `IllegalOperation`: the capture fails (402 is the failure status Accrue declares for capture).
          */
         post: operations["capturePayment"];
         delete?: never;
@@ -956,7 +956,7 @@ export interface paths {
         head?: never;
         /**
          * Increase the authorized amount of a Created payment
-         * @description Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment's `amount`; a card-rail payment's card may then be authorized for the new amount. The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments (400 `IllegalOperation` otherwise). `idempotencyKey` is optional (same rules as deposits).
+         * @description Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment's `amount`; a card-rail payment's card may then be authorized for the new amount. The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments of an `Active`, KYC-approved wallet (otherwise 402 `IllegalOperation`, `WalletClosed` or `InvalidKycStatus`: 402 is the failure status Accrue declares). `idempotencyKey` is optional (same rules as deposits).
          */
         patch: operations["increaseAuthorization"];
         trace?: never;
@@ -972,7 +972,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a card-rail payment
-         * @description Card-rail and gift payments. The card network's capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.
+         * @description Card-rail and gift payments. The card network's capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails or any other status: 402 `IllegalOperation`.
          */
         post: operations["completePayment"];
         delete?: never;
@@ -1010,7 +1010,7 @@ export interface paths {
         };
         /**
          * Get the payload for embeddable wallet widgets
-         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`. An unknown wallet (or another merchant's) is 404 `WalletNotFound`.
+         * @description Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`. An unknown wallet (or another merchant's) is 400 `NoWalletFound`, as Accrue answers it.
          */
         get: operations["getWalletWidgetData"];
         put?: never;
@@ -1049,8 +1049,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Get the payload for embeddable wallet widgets (version 2)
-         * @description As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 404 `WalletNotFound`. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
+         * Get the payload for embeddable wallet widgets (version 2; data: null when there is no such wallet)
+         * @description As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 200 with `data: null`, as Accrue answers it. Call it from your backend (it needs the secret) and pass `payload` to the page. The widget host verifies it and shows only this wallet's data; it expires after 15 minutes, and ends early when the user's phone number changes through a verified profile update. `purchaseAmount` (cents) goes into the payload as the amount widgets use when the page gives none; `includeDto=true` adds the figures as `dto`. A closed wallet is 400 `WalletClosed`.
          */
         get: operations["getWalletWidgetDataV2"];
         put?: never;
@@ -1553,6 +1553,13 @@ export interface components {
                 parameter?: string;
                 header?: string;
             };
+            links?: {
+                /**
+                 * Format: uri
+                 * @description With `meta.existingId`: the existing resource
+                 */
+                about: string;
+            };
             meta: {
                 environment: "sandbox" | "live";
                 /** Format: date-time */
@@ -1562,6 +1569,8 @@ export interface components {
                 retryAfter?: string;
                 /** @description A declined authorization: the Failed payment */
                 paymentId?: string;
+                /** @description A collision with a resource that exists (`UserAlreadyExists`, …): its id */
+                existingId?: string;
                 /** @description With tracing on (OTEL_EXPORTER_OTLP_ENDPOINT): the request's trace, to find it in the tracing backend */
                 traceId?: string;
             };
@@ -1577,10 +1586,10 @@ export interface components {
                 disabled: boolean;
                 publicId: string;
                 profile: {
-                    firstName: string | null;
-                    lastName: string | null;
-                    email: string | null;
-                    phoneNumber: string | null;
+                    firstName?: string;
+                    lastName?: string;
+                    email?: string;
+                    phoneNumber?: string;
                 };
                 attachedProfile: {
                     referenceId?: string;
@@ -1606,10 +1615,10 @@ export interface components {
             attributes: {
                 disabled: boolean;
                 profile: {
-                    firstName: string | null;
-                    lastName: string | null;
-                    email: string | null;
-                    phoneNumber: string | null;
+                    firstName?: string;
+                    lastName?: string;
+                    email?: string;
+                    phoneNumber?: string;
                 };
                 /** Format: date-time */
                 updatedAt: string;
@@ -1738,11 +1747,7 @@ export interface components {
             type: "IdentityVerificationResult";
             attributes: {
                 passed: boolean;
-                /**
-                 * @description Present only when passed: single use, valid 10 minutes
-                 * @example pvt_0000000000000000000000000000000000000000000000000000000000000000
-                 */
-                verificationToken?: string;
+                verificationToken: string | null;
                 expiresAt: string | null;
                 failureReason: ("IncorrectAnswer" | "ChallengeExpired" | "MaxAttemptsExceeded") | null;
                 /** Format: date-time */
@@ -2388,7 +2393,8 @@ export interface components {
             };
             links: {
                 self: string;
-                virtualDebitCard: string | null;
+                /** @description Where the single-use card is read (card rails and gifts); on every payment, as Accrue requires, though a bank-rail payment has no card (404 `CardNotFound`) */
+                virtualDebitCard: string;
             };
             meta?: {
                 processor: {
@@ -2516,6 +2522,11 @@ export interface components {
                 expiresAt: string;
                 /** @description The payload's figures, for merchants that draw their own widget (includeDto=true) */
                 dto?: {
+                    /** @description Accrue's member (it requires it): the widget's figure */
+                    dynamic: {
+                        /** @description The amount the widget shows: `available`, in cents */
+                        value: number;
+                    };
                     walletId: string;
                     userId: string;
                     purchaseAmount: number | null;
@@ -4886,7 +4897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError`, `WebhookLimitReached` */
+            /** @description Invalid request: `BadRequest`, `InvalidTopics`, `ValidationError`, `WebhookLimitReached` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5218,7 +5229,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `InvalidTopics`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5925,7 +5936,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `UserNotFound`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `UserNotFound`, `ValidationError`, `WalletAlreadyExists` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5945,15 +5956,6 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Conflict: `WalletAlreadyExists` */
-            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8462,7 +8464,7 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.api+json": {
-                        data: components["schemas"]["Reward"];
+                        data: components["schemas"]["Reward"] | null;
                     };
                 };
             };
@@ -8486,15 +8488,6 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `RewardNotFound` */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8585,7 +8578,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `RewardNotFound` */
+            /** @description Not found: `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8799,7 +8792,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `RewardNotFound` */
+            /** @description Not found: `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9166,7 +9159,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired`, `WalletNotFound` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `LookUpIdNotFound`, `ValidationError`, `WalletIdentifierExpired` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9186,6 +9179,15 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Not found: `WalletIdentifierNotFound` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9525,18 +9527,6 @@ export interface operations {
             };
         };
         responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": {
-                        data: components["schemas"]["PaymentIntent"];
-                        included?: components["schemas"]["Payment"][];
-                    };
-                };
-            };
             /** @description Created */
             201: {
                 headers: {
@@ -9549,7 +9539,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `PaymentIntentExpired`, `ValidationError` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9567,7 +9557,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed: `Failed` */
+            /** @description Payment failed: `Failed`, `IllegalOperation`, `PaymentIntentExpired` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -10308,7 +10298,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10319,6 +10309,15 @@ export interface operations {
             };
             /** @description Authentication failed: `Unauthorized` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
+                };
+            };
+            /** @description Payment failed: `IllegalOperation` */
+            402: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10575,7 +10574,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `IllegalOperation`, `ValidationError`, `WalletClosed` */
+            /** @description Invalid request: `AmountTooLarge`, `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10593,7 +10592,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed: `Failed` */
+            /** @description Payment failed: `Failed`, `IllegalOperation`, `InvalidKycStatus`, `WalletClosed` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -10705,7 +10704,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10723,7 +10722,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Payment failed: `Failed` */
+            /** @description Payment failed: `Failed`, `IllegalOperation` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -10868,7 +10867,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `IllegalOperation`, `InvalidRefund`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10987,7 +10986,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Invalid request: `BadRequest`, `ValidationError` */
+            /** @description Invalid request: `BadRequest`, `NoWalletFound`, `ValidationError` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11007,15 +11006,6 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `WalletNotFound` */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11171,7 +11161,7 @@ export interface operations {
                 };
                 content: {
                     "application/vnd.api+json": {
-                        data: components["schemas"]["WalletWidgetData"];
+                        data: components["schemas"]["WalletWidgetData"] | null;
                     };
                 };
             };
@@ -11195,15 +11185,6 @@ export interface operations {
             };
             /** @description Permission denied: `ClientDisabled` */
             403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/vnd.api+json": components["schemas"]["ErrorDocument"];
-                };
-            };
-            /** @description Not found: `WalletNotFound` */
-            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13230,7 +13211,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `CounterpartyNotFound`, `NotFound` */
+            /** @description Not found: `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -13971,7 +13952,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `PaymentNotFound` */
+            /** @description Not found: `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -14249,7 +14230,7 @@ export interface operations {
                     "application/vnd.api+json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description Not found: `PaymentNotFound` */
+            /** @description Not found: `NotFound` */
             404: {
                 headers: {
                     [name: string]: unknown;

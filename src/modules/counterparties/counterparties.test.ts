@@ -432,7 +432,7 @@ describe('counterparties', () => {
         body: { data: { type: 'SimulateCounterpartyDeposit', attributes: { amount: 100 } } },
       });
       assert.equal(theirs.status, 404);
-      assert.equal(errorsOf(theirs)[0]!.code, 'CounterpartyNotFound');
+      assert.equal(errorsOf(theirs)[0]!.code, 'NotFound', "Accrue's code for the simulation");
       assert.deepEqual(await counterpartyBalance(t, lm, id), { pending: 0, available: 0 });
       assert.equal((await eventsOf(t, lm, 'CounterpartyIncomingPayment')).length, 0);
     });

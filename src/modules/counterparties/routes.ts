@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
+import { notFoundAsAccrue } from '../../http/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
 import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
@@ -265,15 +266,17 @@ export async function counterpartySimulationRoutes(app: App, ctx: AppContext): P
       },
     },
     async (req, reply) => {
-      await recordIncomingPayment(ctx.db, {
-        clientId: req.client.id,
-        counterpartyId: req.params.counterpartyId,
-        amount: req.body.data.attributes.amount,
-        method: 'ach',
-        externalId: `ipd_${randomBytes(10).toString('hex')}`,
-        clientAccounts: await clientAccountIds(ctx.db, req.client.id),
-        now: ctx.clock.now(),
-      });
+      await notFoundAsAccrue(
+        recordIncomingPayment(ctx.db, {
+          clientId: req.client.id,
+          counterpartyId: req.params.counterpartyId,
+          amount: req.body.data.attributes.amount,
+          method: 'ach',
+          externalId: `ipd_${randomBytes(10).toString('hex')}`,
+          clientAccounts: await clientAccountIds(ctx.db, req.client.id),
+          now: ctx.clock.now(),
+        }),
+      );
       return reply.code(204).send();
     },
   );

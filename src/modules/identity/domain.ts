@@ -8,7 +8,7 @@ import { uniqueViolation } from '../../db/errors.ts';
 import { apiError, ApiError, errorItem, type ErrorItem } from '../../http/errors.ts';
 import { recordEvent } from '../events/record.ts';
 import { userResource } from '../users/render.ts';
-import { resolveUserReference } from '../users/domain.ts';
+import { existingUser, resolveUserReference } from '../users/domain.ts';
 import { findUser, updateUserRow, type UserRow } from '../users/sql.ts';
 import { generateChallenge, type KnowledgeFact } from './questions.ts';
 import * as q from './sql.ts';
@@ -259,7 +259,7 @@ export async function applyProfileUpdate(
       pointer: '/data/attributes',
     });
   }
-  return db.transaction(async (tx) => {
+  const applied = db.transaction(async (tx) => {
     const found = await resolveUser(tx, clientId, opts.userIdentifier);
     const challenge = TOKEN.test(opts.verificationToken)
       ? await q.lockChallengeByToken(tx, clientId, found.id, hashToken(opts.verificationToken))
@@ -321,4 +321,21 @@ export async function applyProfileUpdate(
     });
     return { update, user: updated };
   });
+  try {
+    return await applied;
+  } catch (err) {
+    // The number or e-mail belongs to another user: name that user (read after the rollback).
+    const item = err instanceof ApiError ? err.items[0] : undefined;
+    if (item?.code !== 'UserAlreadyExists' || !item.source?.pointer) throw err;
+    const byPhone = item.source.pointer.endsWith('phoneNumber');
+    throw apiError('UserAlreadyExists', item.detail, {
+      pointer: item.source.pointer,
+      ...(await existingUser(
+        db,
+        clientId,
+        byPhone ? { phoneNumber: change.phoneNumber } : { email: change.email },
+        opts.baseUrl,
+      )),
+    });
+  }
 }

@@ -257,7 +257,7 @@ describe('identity verification', () => {
           { passed: false, failureReason: 'IncorrectAnswer', expiresAt: null },
         );
         assert.equal(res.body.data.meta.attemptsRemaining, remaining);
-        assert.equal(res.body.data.attributes.verificationToken, undefined);
+        assert.equal(res.body.data.attributes.verificationToken, null, 'present (Accrue requires it), null');
         t.clock.advance(MINUTE);
       }
       const third = await submit(user.id, c.id, wrong);
@@ -306,7 +306,7 @@ describe('identity verification', () => {
       assert.equal(res.status, 200);
       assert.equal(res.body.data.attributes.passed, false);
       assert.equal(res.body.data.attributes.failureReason, 'ChallengeExpired');
-      assert.equal(res.body.data.attributes.verificationToken, undefined);
+      assert.equal(res.body.data.attributes.verificationToken, null);
       assert.equal(errorCode(await submit(user.id, c.id, answersFor(c, Object.values(RIGHT)))), 'ChallengeFailed');
       const blocked = await create(user.id);
       assert.equal(errorCode(blocked), 'CooldownActive');
@@ -533,10 +533,13 @@ describe('identity verification', () => {
         assert.equal(errorCode(res), 'ValidationError');
         assert.equal(errorsOf(res)[0]!.source?.pointer, pointer);
       }
-      const taken = (await createUser(t, m)).attributes.profile.phoneNumber;
+      const holder = await createUser(t, m);
+      const taken = holder.attributes.profile.phoneNumber;
       const conflict = await update(user.id, { verificationToken: token, phoneNumber: taken });
       assert.equal(conflict.status, 409);
       assert.equal(errorCode(conflict), 'UserAlreadyExists');
+      assert.equal(errorsOf(conflict)[0]!.meta.existingId, holder.id, 'the user that has the number');
+      assert.ok(errorsOf(conflict)[0]!.links!.about!.endsWith(`/api/v1/users/${holder.id}`));
       const [row] = await t.ctx.db
         .select()
         .from(users)

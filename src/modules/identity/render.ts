@@ -35,7 +35,7 @@ export function resultResource(o: SubmissionOutcome) {
     type: 'IdentityVerificationResult' as const,
     attributes: {
       passed: s.passed,
-      ...(o.verificationToken ? { verificationToken: o.verificationToken } : {}),
+      verificationToken: o.verificationToken ?? null, // Accrue requires the member (nullable)
       expiresAt: isoTimeOrNull(o.tokenExpiresAt),
       failureReason: (s.failureReason as FailureReason | null) ?? null,
       updatedAt: isoTime(s.createdAt),

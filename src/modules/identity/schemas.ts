@@ -72,9 +72,9 @@ export const IdentityVerificationResult = resource(
   'IdentityVerificationResult',
   {
     passed: Type.Boolean(),
-    verificationToken: Type.Optional(
+    verificationToken: Nullable(
       Type.String({
-        description: 'Present only when passed: single use, valid 10 minutes',
+        description: 'When passed: single use, valid 10 minutes; null otherwise',
         examples: [`pvt_${'0'.repeat(64)}`],
       }),
     ),

@@ -171,7 +171,7 @@ describe('authorize', () => {
       const paymentId = first.body.included[0].id;
       for (const attrs of [{ amount: 1500 }, { amount: 1500, idempotencyKey: randomUUID() }, { amount: 700 }]) {
         const res = await authorizeReq(t, m, intentId, attrs);
-        assert.equal(res.status, 200, JSON.stringify(attrs));
+        assert.equal(res.status, 201, JSON.stringify(attrs)); // as the first answer (Accrue declares 201 only)
         assert.equal(res.body.data.attributes.status, 'PromotedToPayment');
         assert.equal(res.body.included[0].id, paymentId);
       }
@@ -288,12 +288,12 @@ describe('authorize', () => {
       const canceled = await intentFor(t, m, wallet.id, 100);
       await t.request('POST', `/api/v1/payment-intents/${canceled}/cancel`, { as: m });
       const res = await authorizeReq(t, m, canceled, { amount: 100 });
-      assert.equal(res.status, 400);
+      assert.equal(res.status, 402, 'the authorization fails: 402, the status Accrue declares');
       assert.equal(errorsOf(res)[0]!.code, 'IllegalOperation');
       const expired = await intentFor(t, m, wallet.id, 100);
       t.clock.advance(900_000);
       const late = await authorizeReq(t, m, expired, { amount: 100 });
-      assert.equal(late.status, 400);
+      assert.equal(late.status, 402);
       assert.equal(errorsOf(late)[0]!.code, 'PaymentIntentExpired');
       const missing = await authorizeReq(t, m, '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b', { amount: 100 });
       assert.equal(missing.status, 404);

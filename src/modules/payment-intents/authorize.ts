@@ -285,8 +285,8 @@ export function alreadyAuthorized(
 ): StoredOutcome {
   const payment = payments.paymentFromJson(c.activePayment!);
   return {
-    status: 200,
-    body: serialize(200, successDocument(intent, c.paymentIds, payment, rc, now)),
+    status: 201,
+    body: serialize(201, successDocument(intent, c.paymentIds, payment, rc, now)),
     replayed: false,
   };
 }
@@ -294,9 +294,14 @@ export function alreadyAuthorized(
 /** Only a Promotable or RequiresAction intent can be authorized. */
 export const isAuthorizable = (status: string) => status === 'Promotable' || status === 'RequiresAction';
 
+/**
+ * Any other is 402, the one failure status Accrue declares for authorize besides 403: the
+ * authorization fails. The code says why (`PaymentIntentExpired`, `IllegalOperation`).
+ */
 export function refuseUnauthorizable(status: string): void {
-  if (status === 'Expired') throw apiError('PaymentIntentExpired');
-  if (!isAuthorizable(status)) throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`);
+  if (status === 'Expired') throw apiError('PaymentIntentExpired', undefined, { status: 402 });
+  if (!isAuthorizable(status))
+    throw apiError('IllegalOperation', `A ${status} payment intent cannot be authorized.`, { status: 402 });
 }
 
 /**

@@ -42,10 +42,10 @@ describe('payment intent creations in groups', () => {
     ]);
     assert.deepEqual(
       results.map((r) => r.status),
-      [201, 201, 400, 201],
+      [201, 201, 404, 201],
       results.map((r) => r.raw).join('\n'),
     );
-    assert.equal(errorsOf(results[2]!)[0]!.code, 'WalletNotFound');
+    assert.equal(errorsOf(results[2]!)[0]!.code, 'WalletIdentifierNotFound');
     const made = [results[0]!, results[1]!, results[3]!];
     // Each intent is its own, with its own wallet's balance block.
     assert.deepEqual(

@@ -67,8 +67,7 @@ export async function createIntent(db: Db, i: CreateIntentInput): Promise<q.Inte
   if (i.walletId) {
     const wallet = await q.walletIntentContext(db, i.client.id, i.walletId);
     if (!wallet)
-      throw apiError('WalletNotFound', `No wallet ${i.walletId}.`, {
-        status: 400,
+      throw apiError('WalletIdentifierNotFound', `No wallet ${i.walletId}.`, {
         pointer: '/data/attributes/walletId',
       });
     const batch = new WriteBatch();

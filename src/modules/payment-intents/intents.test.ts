@@ -277,7 +277,7 @@ describe('payment intents: create', () => {
     const theirCount = (await listIntents(t, other)).body.meta.total;
     for (const walletId of [UNKNOWN_ID, theirs.wallet.id]) {
       const res = await postIntent(t, m, { amount: 100, walletId });
-      assertError(res, 400, 'WalletNotFound', { pointer: '/data/attributes/walletId' });
+      assertError(res, 404, 'WalletIdentifierNotFound', { pointer: '/data/attributes/walletId' });
     }
     // A gift id is never a walletId: it is not even a uuid.
     const g = await gift(t, m, 500);
@@ -409,7 +409,7 @@ describe('payment intents: create', () => {
       assert.equal(scanned.attributes.error, 'InvalidKycStatus', stage);
       // An Invalid intent cannot be authorized.
       const auth = await authorizeReq(t, m, byId.body.data.id, 500);
-      assert.equal(auth.status, 400, auth.raw);
+      assert.equal(auth.status, 402, auth.raw);
     }
   });
 
@@ -908,7 +908,7 @@ describe('payment intents: cancel', () => {
     assert.equal(res.body.data.attributes.createdAt, i.attributes.createdAt);
     assert.deepEqual((await getIntent(t, m, i.id)).data, res.body.data);
     assertError(await cancel(t, m, i.id), 400, 'IllegalOperation');
-    assert.equal((await authorizeReq(t, m, i.id, 1000)).status, 400);
+    assert.equal((await authorizeReq(t, m, i.id, 1000)).status, 402);
     assert.equal(await statusOf(t, m, i.id), 'Canceled');
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 0);
     // Canceled never becomes Expired.
@@ -985,7 +985,7 @@ describe('payment intents: cancel', () => {
       as: m,
       body: { data: { type: 'CapturePayment', attributes: { amount: 100 } } },
     });
-    assertError(capture, 400, 'IllegalOperation');
+    assertError(capture, 402, 'IllegalOperation');
     assertError(await cancel(t, m, i.id), 400, 'IllegalOperation');
     assert.deepEqual(await balanceOf(t, m, wallet.id), before);
     await assertLedgerSound(t);
@@ -1088,8 +1088,14 @@ describe('payment intents: cancel', () => {
       const payment = await authorize(t, m, i.id, 600);
       const other = round % 2 === 0 ? capture : cancelPayment;
       const [byIntent, byPayment] = await Promise.all([cancel(t, m, i.id), other(payment.id)]);
-      assert.deepEqual([byIntent.status, byPayment.status].sort(), [200, 400], `${byIntent.raw}\n${byPayment.raw}`);
-      const loser = byIntent.status === 400 ? byIntent : byPayment;
+      // A refused capture is 402 (Accrue's failure status for capture); a refused cancel 400.
+      const refused = byPayment.status !== 200 && other === capture ? 402 : 400;
+      assert.deepEqual(
+        [byIntent.status, byPayment.status].sort(),
+        [200, refused].sort(),
+        `${byIntent.raw}\n${byPayment.raw}`,
+      );
+      const loser = byIntent.status === 200 ? byPayment : byIntent;
       assert.equal(errorsOf(loser)[0]!.code, 'IllegalOperation', loser.raw);
       const b = await balanceOf(t, m, wallet.id);
       const paid = (await paymentOf(t, m, payment.id)).attributes.status;
@@ -1171,7 +1177,7 @@ describe('payment intents: expiry', () => {
     assert.ok((await idsOf(t, m, 'filter[status]=Expired&page[limit]=50')).includes(i.id));
     await sweep(t);
     assert.equal(await statusOf(t, m, i.id), 'Expired');
-    assertError(await authorizeReq(t, m, i.id, 1000), 400, 'PaymentIntentExpired');
+    assertError(await authorizeReq(t, m, i.id, 1000), 402, 'PaymentIntentExpired');
   });
 
   test("the sweeper finds what is due through payment_intents_expiring_idx, in a prepared statement's generic plan (no scan of every intent)", async () => {
@@ -1206,14 +1212,14 @@ describe('payment intents: expiry', () => {
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 500);
   });
 
-  test('an expired intent cannot be authorized (400 PaymentIntentExpired), before and after the sweeper; nothing is reserved', async () => {
+  test('an expired intent cannot be authorized (402 PaymentIntentExpired), before and after the sweeper; nothing is reserved', async () => {
     const { wallet } = await fundedWallet(t, m, 5000);
     const i = await createIntent(t, m, { amount: 1000, walletId: wallet.id });
     const g = await createIntent(t, m, { amount: 100, lookUpId: await gift(t, m, 100) });
     t.clock.advance(TTL_MS + 1);
-    for (const id of [i.id, g.id]) assertError(await authorizeReq(t, m, id, 100), 400, 'PaymentIntentExpired');
+    for (const id of [i.id, g.id]) assertError(await authorizeReq(t, m, id, 100), 402, 'PaymentIntentExpired');
     await sweep(t);
-    for (const id of [i.id, g.id]) assertError(await authorizeReq(t, m, id, 100), 400, 'PaymentIntentExpired');
+    for (const id of [i.id, g.id]) assertError(await authorizeReq(t, m, id, 100), 402, 'PaymentIntentExpired');
     assert.deepEqual((await getIntent(t, m, i.id, '?include=payments')).included, []);
     const b = await balanceOf(t, m, wallet.id);
     assert.equal(b.available.deposit, 5000);

@@ -70,9 +70,10 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
         description:
           'Exactly one of `walletId` or `lookUpId`. A `lookUpId` is resolved as a wallet barcode (scan-and-pay) first, then as a gift. ' +
           'Wallet intents need KYC `Approved` and an `Active` wallet; otherwise the intent is created `Invalid` with `error`. Gift intents skip KYC. ' +
-          "`balance` shows what can be put toward `amount`. The intent expires after the merchant's `paymentIntentTtlSeconds`.",
+          "`balance` shows what can be put toward `amount`. The intent expires after the merchant's `paymentIntentTtlSeconds`. " +
+          "A `walletId` the merchant has no wallet for (unknown, or another merchant's) is 404 `WalletIdentifierNotFound`, Accrue's code.",
         body: CreateIntentBody,
-        response: responses({ 201: document(ref(PaymentIntent)) }, COMMON_ERRORS),
+        response: responses({ 201: document(ref(PaymentIntent)) }, [...COMMON_ERRORS, 404]),
       },
     },
     async (req, reply) => {
@@ -189,15 +190,13 @@ export async function paymentIntentRoutes(app: App, ctx: AppContext): Promise<vo
           "(merchant rewards, accrue rewards, deposit), the rest comes from the connected linked account. Over the intent's amount or upper limit: 402 `Failed`. " +
           'No connected account for the rest: 402, and the intent requires action (`error` LinkedAccountMissing). ' +
           'Send `idempotencyKey` on every authorize and reuse it for every retry: the same key and attributes replay the first response byte for byte; while the first runs, 409 ' +
-          '`IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (200) without authorizing again. ' +
+          '`IdempotencyKeyInUse`; other attributes, 409 `IdempotencyKeyReused`. An intent already authorized returns its active payment (201, as the first answer) without authorizing again; ' +
+          'one that cannot be authorized (expired, canceled, invalid) is 402 `PaymentIntentExpired` or `IllegalOperation`. ' +
           "With the merchant's card processor, authorization waits for it (seconds; use a 60 s+ client timeout); a decline is 402 with the payment `Failed`; concurrent retries get 409 " +
           '`AlreadyExists` (retry the same request) and are never charged twice.',
         params: idParams('paymentIntentId'),
         body: AuthorizeBody,
-        response: responses(
-          { 201: document(ref(PaymentIntent), [ref(Payment)]), 200: document(ref(PaymentIntent), [ref(Payment)]) },
-          [...COMMON_ERRORS, 402, 404, 409],
-        ),
+        response: responses({ 201: document(ref(PaymentIntent), [ref(Payment)]) }, [...COMMON_ERRORS, 402, 404, 409]),
       },
     },
     async (req, reply) => {

@@ -307,17 +307,21 @@ describe('card rails: the virtual debit card', () => {
     const bm = await t.createMerchant();
     const bw = await fundedWallet(t, bm, 1000);
     const bank = await authorized(t, bm, { amount: 500, walletId: bw.wallet.id });
-    assert.equal(bank.payment.links.virtualDebitCard, null);
+    assert.match(
+      bank.payment.links.virtualDebitCard,
+      /\/api\/v1\/payments\/[^/]+\/card$/,
+      'Accrue requires the link on every payment',
+    );
     const none = await readCard(t, bm, bank.id);
     assert.equal(none.status, 404);
     assert.equal(errorsOf(none as never)[0]!.code, 'CardNotFound');
   });
 
-  test('the capture endpoint is refused for card rails (400 IllegalOperation); automatic capture leaves card payments to the network', async () => {
+  test('the capture endpoint is refused for card rails (402 IllegalOperation: the capture fails); automatic capture leaves card payments to the network', async () => {
     const { wallet } = await fundedWallet(t, cm, 3000);
     const { id } = await authorized(t, cm, { amount: 1000, walletId: wallet.id });
     const res = await capture(t, cm, id, 1000);
-    assert.equal(res.status, 400);
+    assert.equal(res.status, 402);
     assert.equal(errorsOf(res)[0]!.code, 'IllegalOperation');
     assert.equal((await getPayment(t, cm, id)).status, 'Created');
     assert.equal((await balanceOf(t, cm, wallet.id)).reserved.total, 1000);

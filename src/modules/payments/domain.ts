@@ -5,7 +5,8 @@
 //                 Created ──cancel / expiresAt──→ Canceled (funds released)
 //   (authorize, declined) → Failed          (POST /payments) → Processing
 //
-// Anything else is 400 IllegalOperation.
+// Anything else is IllegalOperation: 400, or 402 on capture, increase-authorization and complete,
+// whose only failure status in Accrue's contract is 402 (the capture or authorization fails).
 import type { FastifyBaseLogger } from 'fastify';
 import { uuidv7 } from '../../ids.ts';
 import { WriteBatch } from '../../db/batch.ts';
@@ -127,8 +128,8 @@ export async function getPayment(
   return p;
 }
 
-function illegal(p: q.PaymentRow, action: string): never {
-  throw apiError('IllegalOperation', `A ${p.status} payment cannot be ${action}.`);
+function illegal(p: q.PaymentRow, action: string, status = 400): never {
+  throw apiError('IllegalOperation', `A ${p.status} payment cannot be ${action}.`, { status });
 }
 
 interface Ctx {
@@ -148,11 +149,12 @@ export async function captureBankPayment(
   amount: number,
   c: Ctx & { ext: Record<ClientCode, string>; batch?: WriteBatch; locked?: ReadonlySet<string> },
 ): Promise<q.PaymentRow> {
-  if (p.status !== 'Created') illegal(p, 'captured');
+  if (p.status !== 'Created') illegal(p, 'captured', 402);
   if (p.rail !== 'bank')
     throw apiError(
       'IllegalOperation',
       'Card-rail and gift payments are captured through the card network, not this endpoint.',
+      { status: 402 },
     );
   if (amount > p.amount)
     throw apiError('ValidationError', `\`amount\` is more than the ${p.amount} cents authorized.`, {
@@ -536,7 +538,7 @@ export async function refundPayment(
   if (p.status !== 'Processing' && p.status !== 'Sent') illegal(p, 'refunded');
   const refundable = p.capturedAmount - p.refundedAmount;
   if (opts.amount > refundable) {
-    throw apiError('ValidationError', `\`amount\` is more than the ${refundable} cents left to refund.`, {
+    throw apiError('InvalidRefund', `\`amount\` is more than the ${refundable} cents left to refund.`, {
       pointer: '/data/attributes/amount',
     });
   }
@@ -1041,18 +1043,21 @@ export async function increaseAuthorization(
   opts: Ctx & { paymentId: string; increase: number; settings: ClientSettings },
 ): Promise<ChangedPayment> {
   const { payment: p, intent } = await lockForChange(tx, opts);
-  if (p.status !== 'Created') illegal(p, 'increased');
+  if (p.status !== 'Created') illegal(p, 'increased', 402);
   refuseOverMaxAmount(p.amount + opts.increase, opts.settings, '/data/attributes/increase', 'increased amount');
   if (!p.walletId)
     throw apiError(
       'IllegalOperation',
       'A gift payment is held on the gift by the card network; its authorization cannot be increased.',
+      { status: 402 },
     );
   const wallet = (await findWallet(tx, opts.clientId, p.walletId))!;
-  if (wallet.status !== 'Active') throw apiError('WalletClosed');
+  if (wallet.status !== 'Active') throw apiError('WalletClosed', undefined, { status: 402 });
   const user = (await findUser(tx, opts.clientId, wallet.userId))!;
   if (user.kycStatus !== 'Approved')
-    throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`);
+    throw apiError('InvalidKycStatus', `The user's KYC status is ${user.kycStatus}; payments need Approved.`, {
+      status: 402,
+    });
   const ids = await accountIds<WalletCode>(tx, { ownerType: 'wallet', ownerId: wallet.id });
   const held = MOVED_WALLET_CODES.map((c) => ids[c]).sort();
   await lockAccounts(tx, held);
@@ -1100,9 +1105,10 @@ export async function completePayment(
     throw apiError(
       'IllegalOperation',
       'Only card-rail and gift payments are completed; a bank-rail payment is captured with /capture.',
+      { status: 402 },
     );
   if (p.status === 'Sent' || p.status === 'Returned') return p;
-  if (p.status !== 'Created') illegal(p, 'completed');
+  if (p.status !== 'Created') illegal(p, 'completed', 402);
   throw apiError(
     'Failed',
     'Nothing has been captured on the card: capture it through the card network first, or cancel the payment.',

@@ -192,7 +192,11 @@ describe('payments: the state machine', () => {
         links: { self: `http://api.test/api/v1/payment-intents/${intent.id}` },
       });
       assert.equal(payment.links.self, `http://api.test/api/v1/payments/${id}`);
-      assert.equal(payment.links.virtualDebitCard, null, 'bank rails have no card');
+      assert.match(
+        payment.links.virtualDebitCard,
+        /\/api\/v1\/payments\/[^/]+\/card$/,
+        'Accrue requires the link on every payment',
+      );
       assert.equal(intent.attributes.status, 'PromotedToPayment');
       const b = await balanceOf(t, am, wallet.id);
       assert.deepEqual(b.available, { deposit: 0, reward: { accrue: 0, merchant: 0, total: 0 }, total: 0 });
@@ -325,8 +329,13 @@ describe('payments: the state machine', () => {
       const { wallet } = await fundedWallet(t, m, 1000);
       const { id } = await authorized(t, m, wallet.id, 600);
       const [cap, can] = await Promise.all([capture(t, m, id, 600), cancel(t, m, id)]);
-      assert.deepEqual([cap.status, can.status].sort(), [200, 400], `${cap.raw} ${can.raw}`);
-      const loser = cap.status === 400 ? cap : can;
+      // A refused capture is 402 (Accrue's failure status for capture), a refused cancel 400.
+      assert.deepEqual(
+        [cap.status, can.status].sort(),
+        cap.status === 200 ? [200, 400] : [200, 402],
+        `${cap.raw} ${can.raw}`,
+      );
+      const loser = cap.status === 200 ? can : cap;
       assert.equal(errorsOf(loser)[0]!.code, 'IllegalOperation');
       const status = await statusOf(t, m, id);
       const b = await balanceOf(t, m, wallet.id);
@@ -485,7 +494,7 @@ describe('payments: the state machine', () => {
       assert.equal(b.available.deposit, 2000);
       assert.equal((await money(t, am)).settlement - before.settlement, 1000);
       const again = await capture(t, am, id, 1000);
-      assert.equal(again.status, 400);
+      assert.equal(again.status, 402);
       assert.equal(errorsOf(again)[0]!.code, 'IllegalOperation');
       await settle(t);
       assert.equal(await statusOf(t, am, id), 'Sent');
@@ -500,7 +509,7 @@ describe('payments: the state machine', () => {
     }
   });
 
-  test('every other transition is 400 IllegalOperation and changes nothing', async () => {
+  test('every other transition is IllegalOperation (400; a capture 402) and changes nothing', async () => {
     const { wallet } = await fundedWallet(t, m, 20_000);
     const AMOUNT = 500;
     // Built in this order so settling the Sent ones leaves the Processing one Processing.
@@ -541,7 +550,8 @@ describe('payments: the state machine', () => {
       for (const [state, id] of Object.entries(byState)) {
         if (allowed.includes(state)) continue;
         const res = await run(id);
-        assert.equal(res.status, 400, `${action} of a ${state} payment: ${res.raw}`);
+        // Capture's only failure status in Accrue's contract is 402.
+        assert.equal(res.status, action === 'capture' ? 402 : 400, `${action} of a ${state} payment: ${res.raw}`);
         assert.equal(errorsOf(res)[0]!.code, 'IllegalOperation', `${action} of a ${state} payment`);
         assert.equal(await statusOf(t, m, id), state, `${action} of a ${state} payment left it ${state}`);
         checked++;
@@ -713,19 +723,19 @@ describe('payments: refunds', () => {
     await assertLedgerSound(t);
   }
 
-  test('the refunds of a payment add up to at most what was captured (400 ValidationError)', async () => {
+  test('the refunds of a payment add up to at most what was captured (400 InvalidRefund)', async () => {
     const { wallet } = await fundedWallet(t, m, 3000);
     const { id } = await authorized(t, m, wallet.id, 1500);
     await capture(t, m, id, 1000);
     await settle(t);
     const over = await refund(t, m, id, 1001);
     assert.equal(over.status, 400);
-    assert.equal(errorsOf(over)[0]!.code, 'ValidationError');
+    assert.equal(errorsOf(over)[0]!.code, 'InvalidRefund');
     assert.equal(errorsOf(over)[0]!.source?.pointer, '/data/attributes/amount');
     assert.equal((await refund(t, m, id, 600)).status, 200);
     const over2 = await refund(t, m, id, 401);
     assert.equal(over2.status, 400);
-    assert.equal(errorsOf(over2)[0]!.code, 'ValidationError');
+    assert.equal(errorsOf(over2)[0]!.code, 'InvalidRefund');
     assert.equal(await statusOf(t, m, id), 'Sent');
     assert.equal((await refund(t, m, id, 400)).status, 200);
     assert.equal(await statusOf(t, m, id), 'Returned', 'what was captured, not what was authorized, is the whole');
@@ -751,7 +761,7 @@ describe('payments: refunds', () => {
     assert.equal(ok.length, 3, results.map((r) => r.raw).join('\n'));
     for (const r of results.filter((r) => r.status !== 200)) {
       assert.equal(r.status, 400, r.raw);
-      assert.equal(errorsOf(r)[0]!.code, 'ValidationError');
+      assert.equal(errorsOf(r)[0]!.code, 'InvalidRefund');
     }
     const p = (await getPayment(t, m, id)).body.data.attributes;
     assert.equal(p.refundedAmount, 900);

@@ -60,7 +60,7 @@ describe('refunds in groups', () => {
     ]);
     for (const r of [ra1, ra2, rb1, twice1, twice2]) assert.equal(r!.status, 200, r!.raw);
     assert.equal(errorsOf(missing!)[0]!.code, 'PaymentNotFound');
-    assert.equal(errorsOf(tooMuch!)[0]!.code, 'ValidationError');
+    assert.equal(errorsOf(tooMuch!)[0]!.code, 'InvalidRefund');
     assert.equal(replay!.status, 200);
     assert.equal(replay!.headers['idempotent-replayed'], 'true');
     assert.equal(replay!.raw, first.raw, 'replayed byte for byte');

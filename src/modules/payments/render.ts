@@ -16,7 +16,6 @@ export function paymentResource(
   c: RenderContext,
   opts: { refunds?: RefundRow[]; captures?: CaptureRow[]; withProcessor?: boolean } = {},
 ) {
-  const hasCard = p.rail === 'card' || p.rail === 'gift';
   return {
     id: p.id,
     type: 'Payment' as const,
@@ -50,7 +49,8 @@ export function paymentResource(
     },
     links: {
       self: `${c.baseUrl}/api/v1/payments/${p.id}`,
-      virtualDebitCard: hasCard ? `${c.secureUrl}/api/v1/payments/${p.id}/card` : null,
+      // Accrue requires the link on every payment; a bank-rail payment's answers 404 CardNotFound.
+      virtualDebitCard: `${c.secureUrl}/api/v1/payments/${p.id}/card`,
     },
     ...(opts.withProcessor && p.processor ? { meta: { processor: p.processor } } : {}),
   };

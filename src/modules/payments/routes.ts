@@ -1,6 +1,7 @@
 import { refuseOverMaxAmount } from '../clients/settings.ts';
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { notFoundAsAccrue } from '../../http/errors.ts';
 import type { AppContext } from '../../context.ts';
 import type { Tx } from '../../db/open.ts';
 import { fingerprintOf, keyedOrPlain, sendOutcome, type Outcome } from '../../http/idempotency.ts';
@@ -263,10 +264,11 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'capturePayment',
         summary: 'Capture an authorized payment (bank rails)',
         description:
-          '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network.',
+          '`Created` → `Processing`. At most the authorized amount; the uncaptured rest is released to the wallet. Card-rail and gift payments are captured through the card network. ' +
+          'A payment that cannot be captured here (not `Created`, or card rails) is 402 `IllegalOperation`: the capture fails (402 is the failure status Accrue declares for capture).',
         params: idParams('paymentId'),
         body: CaptureBody,
-        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404]),
       },
     },
     async (req) => {
@@ -347,7 +349,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Increase the authorized amount of a Created payment',
         description:
           "Reserves `increase` more cents from the wallet (merchant rewards, accrue rewards, then deposit) and adds them to the payment's `amount`; a card-rail payment's card may then be authorized for the new amount. " +
-          'The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments (400 `IllegalOperation` otherwise). ' +
+          'The wallet alone pays for an increase: when it cannot cover all of it, 402 `Failed` and nothing changes. Only `Created` wallet payments of an `Active`, KYC-approved wallet (otherwise 402 `IllegalOperation`, `WalletClosed` or `InvalidKycStatus`: 402 is the failure status Accrue declares). ' +
           '`idempotencyKey` is optional (same rules as deposits).',
         params: idParams('paymentId'),
         body: IncreaseAuthorizationBody,
@@ -395,7 +397,7 @@ export async function paymentRoutes(app: App, ctx: AppContext): Promise<void> {
         summary: 'Complete a card-rail payment',
         description:
           "Card-rail and gift payments. The card network's capture completes the payment in Coffer (the uncaptured rest goes back to the wallet then), so a `Sent` (or `Returned`) payment is answered as it is, " +
-          'and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails: 400 `IllegalOperation`.',
+          'and nothing changes. `Created` with nothing captured: 402 `Failed` (capture on the card network, or cancel). Bank rails or any other status: 402 `IllegalOperation`.',
         params: idParams('paymentId'),
         querystring: IntentIncludeQuery,
         response: responses({ 200: PaymentActionDocument }, [...COMMON_ERRORS, 402, 404]),
@@ -572,11 +574,9 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
     },
     async (req) => {
       const page = pageOf(req.query);
-      const { payment, rows, total } = await listCardAuthorizations(ctx.db, {
-        clientId: req.client.id,
-        paymentId: req.params.paymentId,
-        page,
-      });
+      const { payment, rows, total } = await notFoundAsAccrue(
+        listCardAuthorizations(ctx.db, { clientId: req.client.id, paymentId: req.params.paymentId, page }),
+      );
       return {
         data: rows.map((a) => authorizationRequestResource(a, payment.walletId)),
         meta: { total, ...page },
@@ -604,14 +604,16 @@ export async function paymentSimulationRoutes(app: App, ctx: AppContext): Promis
       const page = pageOf(req.query);
       const include = parseInclude(req.query.include, ['payment'] as const);
       const sort = parseSort(req.query.sort, CAPTURE_SORT_FIELDS, '-createdAt');
-      const { payment, rows, total } = await listCaptures(ctx.db, {
-        clientId: req.client.id,
-        paymentId: req.params.paymentId,
-        method: req.query['filter[method]'],
-        success: req.query['filter[success]'],
-        sort,
-        page,
-      });
+      const { payment, rows, total } = await notFoundAsAccrue(
+        listCaptures(ctx.db, {
+          clientId: req.client.id,
+          paymentId: req.params.paymentId,
+          method: req.query['filter[method]'],
+          success: req.query['filter[success]'],
+          sort,
+          page,
+        }),
+      );
       return {
         data: rows.map(captureResource),
         ...(include.size > 0 ? { included: [paymentResource(payment, rc)] } : {}),

@@ -57,12 +57,10 @@ export const Payment = resource(
     },
     links: {
       self: Type.String(),
-      virtualDebitCard: Nullable(
-        Type.String({
-          description:
-            'Card rails and gifts: where the single-use card is read; null for bank rails, which have no card',
-        }),
-      ),
+      virtualDebitCard: Type.String({
+        description:
+          'Where the single-use card is read (card rails and gifts); on every payment, as Accrue requires, though a bank-rail payment has no card (404 `CardNotFound`)',
+      }),
     },
     // Card-processor answers ride along as opaque data (spec: included[].meta.processor).
     meta: { processor: Type.Record(Type.String(), Type.Unknown()) },

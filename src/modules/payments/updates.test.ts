@@ -215,21 +215,21 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
     assert.equal(errorsOf(theirs)[0]!.code, 'PaymentNotFound');
     assert.equal((await increase(t, m, id, 200)).status, 200, 'exactly what is left');
     assert.equal((await balanceOf(t, m, wallet.id)).available.deposit, 0);
-    // Only Created: after a capture, or a cancel, 400 IllegalOperation.
+    // Only Created: after a capture, or a cancel, 402 IllegalOperation.
     await capture(t, m, id, 1000);
     const late = await increase(t, m, id, 1);
-    assert.equal(late.status, 400);
+    assert.equal(late.status, 402, 'the only failure status Accrue declares for it');
     assert.equal(errorsOf(late)[0]!.code, 'IllegalOperation');
     assert.equal((await payment(t, m, id)).attributes.amount, 1000);
     await assertLedgerSound(t);
   });
 
-  test('a Closed wallet (400 WalletClosed) and a gift payment (400 IllegalOperation) cannot increase; nothing changes', async () => {
+  test('a Closed wallet (402 WalletClosed) and a gift payment (402 IllegalOperation) cannot increase; nothing changes', async () => {
     const { wallet } = await fundedWallet(t, m, 2000);
     const { id } = await authorized(t, m, wallet.id, 500);
     await t.ctx.db.execute(sql`update wallets set status = 'Closed' where id = ${wallet.id}`);
     const closed = await increase(t, m, id, 100);
-    assert.equal(closed.status, 400, closed.raw);
+    assert.equal(closed.status, 402, closed.raw);
     assert.equal(errorsOf(closed)[0]!.code, 'WalletClosed');
     const gift = await t.request('POST', '/api/v1/simulation/gifts', {
       as: m,
@@ -244,7 +244,7 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
       body: { data: { type: 'AuthorizePaymentIntent', attributes: { amount: 400 } } },
     });
     const onGift = await increase(t, m, auth.body.included[0].id, 100);
-    assert.equal(onGift.status, 400, onGift.raw);
+    assert.equal(onGift.status, 402, onGift.raw);
     assert.equal(errorsOf(onGift)[0]!.code, 'IllegalOperation');
     assert.equal((await payment(t, m, id)).attributes.amount, 500);
     assert.equal((await balanceOf(t, m, wallet.id)).reserved.total, 500);
@@ -303,7 +303,7 @@ describe('PATCH /payments/{id}/increase-authorization', () => {
         assert.equal(p.amount, 1400);
         assert.equal(b.available.deposit, i % 2 === 0 ? 1000 : 2000);
       } else {
-        assert.equal(inc.status, 400, inc.raw);
+        assert.equal(inc.status, 402, inc.raw);
         assert.equal(errorsOf(inc)[0]!.code, 'IllegalOperation');
         assert.equal(p.amount, 1000);
         assert.equal(b.available.deposit, i % 2 === 0 ? 1000 : 2000);
@@ -325,7 +325,7 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
   });
   after(() => t.close());
 
-  test('complete: a card payment captured on the network is complete already (200, unchanged); nothing captured is 402; bank rails 400; another merchant 404', async () => {
+  test('complete: a card payment captured on the network is complete already (200, unchanged); nothing captured is 402; bank rails 402 IllegalOperation; another merchant 404', async () => {
     const { wallet } = await fundedWallet(t, cm, 3000);
     const { id, intentId } = await authorized(t, cm, wallet.id, 1000);
     const early = await complete(t, cm, id);
@@ -360,7 +360,7 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
     const bw = await fundedWallet(t, m, 1000);
     const bank = await authorized(t, m, bw.wallet.id, 500);
     const res = await complete(t, m, bank.id);
-    assert.equal(res.status, 400);
+    assert.equal(res.status, 402);
     assert.equal(errorsOf(res)[0]!.code, 'IllegalOperation');
     const canceled = await authorized(t, cm, wallet.id, 100);
     await cancel(t, cm, canceled.id);
@@ -368,7 +368,7 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
     await assertLedgerSound(t);
   });
 
-  test('capture and cancel answer links.self and the intent in included; GET always has included; bank payments carry links.virtualDebitCard null', async () => {
+  test('capture and cancel answer links.self and the intent in included; GET always has included; every payment carries links.virtualDebitCard (Accrue requires it)', async () => {
     const { wallet } = await fundedWallet(t, m, 3000);
     const a = await authorized(t, m, wallet.id, 700);
     const cap = await capture(t, m, a.id, 700);
@@ -377,7 +377,11 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
       cap.body.included.map((i: any) => i.id),
       [a.intentId],
     );
-    assert.equal(cap.body.data.links.virtualDebitCard, null);
+    assert.match(
+      cap.body.data.links.virtualDebitCard,
+      /\/api\/v1\/payments\/[^/]+\/card$/,
+      'Accrue requires the link on every payment',
+    );
     const c = await authorized(t, m, wallet.id, 300);
     const can = await cancel(t, m, c.id, '?include=paymentIntent');
     assert.equal(can.status, 200, can.raw);
@@ -393,6 +397,10 @@ describe('POST /payments/{id}/complete and the members Accrue requires on paymen
       as: m,
       body: { data: { type: 'CreatePayment', attributes: { walletId: wallet.id, amount: 100 } } },
     });
-    assert.equal(direct.body.data.links.virtualDebitCard, null);
+    assert.match(
+      direct.body.data.links.virtualDebitCard,
+      /\/api\/v1\/payments\/[^/]+\/card$/,
+      'Accrue requires the link on every payment',
+    );
   });
 });

@@ -151,7 +151,10 @@ export async function issueReward(tx: Executor, i: IssueInput): Promise<q.Reward
         throw apiError(
           'PreIssuedConflict',
           `Reward ${waiting.id} already waits for ${i.phoneNumber}; update or cancel it.`,
-          { pointer: '/data/attributes/phoneNumber' },
+          {
+            pointer: '/data/attributes/phoneNumber',
+            existing: { id: waiting.id, href: `${i.baseUrl}/api/v1/rewards/${waiting.id}` },
+          },
         );
       }
       await expire(tx, waiting, i);
@@ -221,7 +224,7 @@ async function getReward(
   opts: { clientId: string; rewardId: string; forUpdate?: boolean },
 ): Promise<q.RewardRow> {
   const r = await q.findReward(db, opts.clientId, opts.rewardId, { forUpdate: opts.forUpdate });
-  if (!r) throw apiError('RewardNotFound', `No reward ${opts.rewardId}.`);
+  if (!r) throw apiError('NotFound', `No reward ${opts.rewardId}.`); // Accrue's code for it
   return r;
 }
 

@@ -148,6 +148,8 @@ describe('rewards', () => {
     const twice = await issue(t, m, { phoneNumber: number });
     assert.equal(twice.status, 409);
     assert.equal(errorsOf(twice)[0]!.code, 'PreIssuedConflict');
+    assert.equal(errorsOf(twice)[0]!.meta.existingId, r.id, 'the reward that waits');
+    assert.ok(errorsOf(twice)[0]!.links!.about!.endsWith(`/api/v1/rewards/${r.id}`));
     assert.equal(
       (await issue(t, other, { phoneNumber: number })).status,
       200,
@@ -211,7 +213,7 @@ describe('rewards', () => {
     assert.equal((await balanceOf(t, m, wallet.id)).total.total, 0);
   });
 
-  test("read and list: another merchant's or an unknown id is 404 RewardNotFound; filters by phone number (as issued or the holder's) and status; paged", async () => {
+  test("read and list: another merchant's or an unknown id is 200 data: null (Accrue's answer); filters by phone number (as issued or the holder's) and status; paged", async () => {
     const lm = await t.createMerchant();
     const { wallet, user } = await fundedWallet(t, lm, 0);
     const credited = (await issue(t, lm, { walletId: wallet.id, amount: 10 })).body.data;
@@ -227,8 +229,8 @@ describe('rewards', () => {
       [lm, randomUUID()],
     ] as const) {
       const res = await get(t, as, id);
-      assert.equal(res.status, 404, res.raw);
-      assert.equal(errorsOf(res)[0]!.code, 'RewardNotFound');
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(res.body, { data: null });
     }
     assert.equal((await get(t, lm, 'nope')).status, 400);
 
@@ -298,7 +300,7 @@ describe('rewards', () => {
     }
     const theirs = await update(t, other, waiting.id, { amount: 1 });
     assert.equal(theirs.status, 404);
-    assert.equal(errorsOf(theirs)[0]!.code, 'RewardNotFound');
+    assert.equal(errorsOf(theirs)[0]!.code, 'NotFound');
     assert.equal((await get(t, m, waiting.id)).body.data.attributes.amount, 100, 'unchanged');
     const ok = await update(t, m, waiting.id, { costCenter: 'MARKETING' }, { id: waiting.id });
     assert.equal(ok.status, 200, ok.raw);

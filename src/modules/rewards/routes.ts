@@ -5,7 +5,8 @@ import type { AppContext } from '../../context.ts';
 import { fingerprintOf, idempotent, sendOutcome } from '../../http/idempotency.ts';
 import { pageLinks, pageOf } from '../../http/paging.ts';
 import { wrappedOrBare } from '../../http/patch-body.ts';
-import { COMMON_ERRORS, document, idParams, listDocument, ref, responses } from '../../http/schemas.ts';
+import { ApiError } from '../../http/errors.ts';
+import { COMMON_ERRORS, document, idParams, listDocument, Nullable, ref, responses } from '../../http/schemas.ts';
 import type { App } from '../../http/server.ts';
 import { clientAccountIds } from '../../ledger/accounts.ts';
 import { cancelReward, issueReward, listRewards, showReward, updateReward, type RewardMetadata } from './domain.ts';
@@ -90,17 +91,22 @@ export async function rewardRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: TAGS,
         operationId: 'getIssuedRewardById',
-        summary: 'Get a reward',
-        description:
-          "Unknown, or another merchant's: 404 `RewardNotFound` (Accrue answers 200 with `data: null`; see docs/money.md#rewards-in-detail).",
+        summary: 'Get a reward (data: null when there is no such reward)',
+        description: "Unknown, or another merchant's: 200 with `data: null`, as Accrue answers it.",
         params: idParams('id'),
         querystring: NoQuery,
-        response: responses({ 200: document(ref(Reward)) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: document(Nullable(ref(Reward))) }, COMMON_ERRORS),
       },
     },
     async (req) => {
-      const { reward, unspent } = await showReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id });
-      return { data: rewardResource(reward, { baseUrl, now: ctx.clock.now(), unspent }) };
+      const shown = await showReward(ctx.db, { clientId: req.client.id, rewardId: req.params.id }).catch(
+        (err: unknown) => {
+          if (err instanceof ApiError && err.status === 404) return undefined;
+          throw err;
+        },
+      );
+      if (!shown) return { data: null };
+      return { data: rewardResource(shown.reward, { baseUrl, now: ctx.clock.now(), unspent: shown.unspent }) };
     },
   );
 

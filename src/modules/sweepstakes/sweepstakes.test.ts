@@ -36,6 +36,7 @@ describe('sweepstakes results', () => {
     const res = await add('summer-2026', { id: phoneNumber });
     assert.equal(res.status, 201, res.raw);
     assert.equal(res.raw, '');
+    assert.equal(res.headers['content-type'], undefined, 'no body, so no media type');
     assert.equal((await add('summer-2026', { idType: 'PhoneNumber', id: phoneNumber })).status, 201);
     assert.equal((await add('summer-2026', { idType: 'ID', id: user.id })).status, 201);
     const rows = await recorded(m.clientId, 'summer-2026');

@@ -6,6 +6,7 @@ import { uniqueViolation } from '../../db/errors.ts';
 import { apiError, type ErrorCode } from '../../http/errors.ts';
 import { resourceIdConflict } from '../../http/jsonapi-request.ts';
 import type { Page } from '../../http/paging.ts';
+import { userPath } from './render.ts';
 import * as q from './sql.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -22,7 +23,16 @@ function newPublicId(): string {
 /** Creates a user known by a phone number, an e-mail address or both (unique per merchant). */
 export async function createUser(
   db: Executor,
-  opts: { clientId: string; phoneNumber?: string; email?: string; firstName?: string; lastName?: string; now: Date },
+  opts: {
+    clientId: string;
+    phoneNumber?: string;
+    email?: string;
+    firstName?: string;
+    lastName?: string;
+    /** The API's public URL: the existing user's link in a UserAlreadyExists error. */
+    baseUrl: string;
+    now: Date;
+  },
 ): Promise<q.UserRow> {
   if (opts.phoneNumber === undefined && opts.email === undefined) {
     throw apiError('ValidationError', 'A user needs `phoneNumber` or `email` (or both).', {
@@ -46,15 +56,28 @@ export async function createUser(
     if (c === 'users_client_phone_uq') {
       throw apiError('UserAlreadyExists', 'A user with this phone number already exists.', {
         pointer: '/data/attributes/phoneNumber',
+        ...(await existingUser(db, opts.clientId, { phoneNumber: opts.phoneNumber }, opts.baseUrl)),
       });
     }
     if (c === 'users_client_email_uq') {
       throw apiError('UserAlreadyExists', 'A user with this e-mail already exists.', {
         pointer: '/data/attributes/email',
+        ...(await existingUser(db, opts.clientId, { email: opts.email }, opts.baseUrl)),
       });
     }
     throw err;
   }
+}
+
+/** The `existing` option of a UserAlreadyExists error: the user that has the contact already. */
+export async function existingUser(
+  db: Executor,
+  clientId: string,
+  contact: { phoneNumber?: string; email?: string },
+  baseUrl: string,
+): Promise<{ existing?: { id: string; href: string } }> {
+  const id = await q.findUserIdByContact(db, clientId, contact);
+  return id ? { existing: { id, href: baseUrl + userPath(id) } } : {};
 }
 
 /** GET /users/{id}: the shown columns only. */
@@ -116,7 +139,14 @@ export interface AttachedProfilePatch {
  */
 export async function updateAttachedProfile(
   db: Db,
-  opts: { clientId: string; userReference: string; resourceId?: string; patch: AttachedProfilePatch; now: Date },
+  opts: {
+    clientId: string;
+    userReference: string;
+    resourceId?: string;
+    patch: AttachedProfilePatch;
+    baseUrl: string;
+    now: Date;
+  },
 ): Promise<q.UserRow> {
   return db.transaction(async (tx) => {
     const found = await resolveUserReference(tx, {
@@ -139,9 +169,11 @@ export async function updateAttachedProfile(
           pointer: `/data/attributes/${field}`,
         });
       }
-      if (await q.referenceTakenBy(tx, opts.clientId, next, user.id)) {
+      const holder = await q.referenceTakenBy(tx, opts.clientId, next, user.id);
+      if (holder) {
         throw apiError('ReferenceIdTaken', `Another user already has the reference id "${next}".`, {
           pointer: `/data/attributes/${field}`,
+          existing: { id: holder, href: opts.baseUrl + userPath(holder) },
         });
       }
       set[field] = next;

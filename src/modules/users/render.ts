@@ -4,8 +4,14 @@ import { isoTime } from '../../timestamps.ts';
 
 export const userPath = (id: string) => `/api/v1/users/${id}`;
 
+/** The profile's members that are set; an unset one is left out (Accrue types them as strings and requires none). */
 function profile(u: UserSummaryRow) {
-  return { firstName: u.firstName, lastName: u.lastName, email: u.email, phoneNumber: u.phoneNumber };
+  const members: { firstName?: string; lastName?: string; email?: string; phoneNumber?: string } = {};
+  if (u.firstName !== null) members.firstName = u.firstName;
+  if (u.lastName !== null) members.lastName = u.lastName;
+  if (u.email !== null) members.email = u.email;
+  if (u.phoneNumber !== null) members.phoneNumber = u.phoneNumber;
+  return members;
 }
 
 /** The attached profile's members that are set; an unset member is left out (the spec types them as strings, Accrue does not require them). */

@@ -42,6 +42,7 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
       const user = await createUser(ctx.db, {
         clientId: req.client.id,
         ...req.body.data.attributes,
+        baseUrl: base,
         now: ctx.clock.now(),
       });
       reply.code(201).header('location', userResource(user, base).links.self);
@@ -137,6 +138,7 @@ export async function userRoutes(app: App, ctx: AppContext): Promise<void> {
         userReference: req.params.userReference,
         resourceId: req.jsonApi?.id,
         patch: body.data.attributes,
+        baseUrl: base,
         now: ctx.clock.now(),
       });
       return { data: attachedProfileResource(user, base) };

@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
 import { listQuery } from '../../http/paging.ts';
-import { E164, Email, Nullable, Text, Timestamp, requestBody, resource } from '../../http/schemas.ts';
+import { E164, Email, Text, Timestamp, requestBody, resource } from '../../http/schemas.ts';
 
-const NullableString = () => Nullable(Type.String());
 const ReferenceId = () =>
   Type.String({
     minLength: 1,
@@ -11,11 +10,12 @@ const ReferenceId = () =>
     'x-pattern-hint': 'a string without leading or trailing spaces',
   });
 
+/** Each member is present only while set (the spec types them as strings; Accrue requires none). */
 export const Profile = Type.Object({
-  firstName: NullableString(),
-  lastName: NullableString(),
-  email: NullableString(),
-  phoneNumber: NullableString(),
+  firstName: Type.Optional(Type.String()),
+  lastName: Type.Optional(Type.String()),
+  email: Type.Optional(Type.String()),
+  phoneNumber: Type.Optional(Type.String()),
 });
 
 /** Each member is present only while set (the spec types them as strings; Accrue requires none). */

@@ -180,13 +180,13 @@ export async function lockReferenceIds(db: Executor, clientId: string): Promise<
   await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`coffer:refs:${clientId}`}))`);
 }
 
-/** Another user of this merchant already using `ref` as either reference id. */
+/** Another user of this merchant already using `ref` as either reference id: that user's id. */
 export async function referenceTakenBy(
   db: Executor,
   clientId: string,
   ref: string,
   exceptUserId: string,
-): Promise<boolean> {
+): Promise<string | undefined> {
   const rows = await db
     .select({ id: users.id })
     .from(users)
@@ -198,5 +198,22 @@ export async function referenceTakenBy(
       ),
     )
     .limit(1);
-  return rows.length > 0;
+  return rows[0]?.id;
+}
+
+/** The user of this merchant with this phone number or e-mail (each unique per merchant). */
+export async function findUserIdByContact(
+  db: Executor,
+  clientId: string,
+  contact: { phoneNumber?: string; email?: string },
+): Promise<string | undefined> {
+  const by = contact.phoneNumber !== undefined ? eq(users.phoneNumber, contact.phoneNumber) : undefined;
+  const byEmail = contact.email !== undefined ? eq(users.email, contact.email.toLowerCase()) : undefined;
+  const match = by ?? byEmail;
+  if (!match) return undefined;
+  const [row] = await db
+    .select({ id: users.id })
+    .from(users)
+    .where(and(eq(users.clientId, clientId), match));
+  return row?.id;
 }

@@ -57,12 +57,8 @@ describe('users', () => {
         body: body({ email, firstName: 'Grace', lastName: 'Hopper' }),
       });
       assert.equal(res.status, 201, res.raw);
-      assert.deepEqual(res.body.data.attributes.profile, {
-        firstName: 'Grace',
-        lastName: 'Hopper',
-        email,
-        phoneNumber: null,
-      });
+      // An unset member is left out: Accrue types it as a string.
+      assert.deepEqual(res.body.data.attributes.profile, { firstName: 'Grace', lastName: 'Hopper', email });
       const again = await t.request('POST', '/api/v1/users', { as: m, body: body({ email }) });
       assert.equal(again.status, 409);
       assert.equal(errorsOf(again)[0]!.code, 'UserAlreadyExists');
@@ -117,17 +113,23 @@ describe('users', () => {
     test('a duplicate phone or e-mail (any case) within a merchant is 409 UserAlreadyExists', async () => {
       const p = phone();
       const email = uniqueEmail();
-      await createUser(t, m, { phoneNumber: p, email });
+      const first = await createUser(t, m, { phoneNumber: p, email });
       const dupPhone = await t.request('POST', '/api/v1/users', { as: m, body: body({ phoneNumber: p }) });
       assert.equal(dupPhone.status, 409);
       assert.equal(errorsOf(dupPhone)[0]!.code, 'UserAlreadyExists');
       assert.equal(errorsOf(dupPhone)[0]!.source?.pointer, '/data/attributes/phoneNumber');
+      // The error names the user that exists, by id and by link, so the client can go on with it.
+      assert.equal(errorsOf(dupPhone)[0]!.meta.existingId, first.id);
+      const about = errorsOf(dupPhone)[0]!.links!.about!;
+      assert.ok(about.endsWith(`/api/v1/users/${first.id}`), about);
+      assert.equal((await t.request('GET', new URL(about).pathname, { as: m })).body.data.id, first.id);
       const dupEmail = await t.request('POST', '/api/v1/users', {
         as: m,
         body: body({ phoneNumber: phone(), email: email.toUpperCase() }),
       });
       assert.equal(dupEmail.status, 409);
       assert.equal(errorsOf(dupEmail)[0]!.source?.pointer, '/data/attributes/email');
+      assert.equal(errorsOf(dupEmail)[0]!.meta.existingId, first.id);
       // Another merchant may have a user with the same phone and e-mail.
       const elsewhere = await t.request('POST', '/api/v1/users', { as: other, body: body({ phoneNumber: p, email }) });
       assert.equal(elsewhere.status, 201);
@@ -326,6 +328,8 @@ describe('users', () => {
         });
         assert.equal(res.status, 409, field);
         assert.equal(errorsOf(res)[0]!.code, 'ReferenceIdTaken');
+        assert.equal(errorsOf(res)[0]!.meta.existingId, a.id, 'the holder of the reference');
+        assert.ok(errorsOf(res)[0]!.links!.about!.endsWith(`/api/v1/users/${a.id}`));
       }
       // Another merchant may use the same reference.
       const c = await createUser(t, other);

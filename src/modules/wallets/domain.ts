@@ -11,6 +11,7 @@ import { resolveUserReference } from '../users/domain.ts';
 import { findUser } from '../users/sql.ts';
 import { walletBalance, type WalletBalance } from './balance.ts';
 import { BARCODE_MAX_TTL_S } from './schemas.ts';
+import { walletPath } from './render.ts';
 import * as q from './sql.ts';
 
 export async function createWallet(
@@ -48,8 +49,10 @@ export async function createWallet(
     });
   } catch (err) {
     if (uniqueViolation(err) === 'wallets_client_user_uq') {
+      const existing = await q.findWalletOfUser(db, opts.clientId, opts.userId);
       throw apiError('WalletAlreadyExists', 'This user already has a wallet with this merchant.', {
         pointer: '/data/attributes/userId',
+        ...(existing ? { existing: { id: existing.id, href: opts.baseUrl + walletPath(existing.id) } } : {}),
       });
     }
     throw err;

@@ -58,9 +58,9 @@ export async function walletRoutes(app: App, ctx: AppContext): Promise<void> {
         operationId: 'createWallet',
         summary: 'Create a wallet',
         description:
-          'One wallet per user per merchant (409 `WalletAlreadyExists`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.',
+          'One wallet per user per merchant (400 `WalletAlreadyExists`, as Accrue answers it, with the existing wallet in `meta.existingId` and `links.about`); an unknown `userId` is 400 `UserNotFound`. No KYC is needed to open one.',
         body: CreateWalletBody,
-        response: responses({ 201: document(ref(Wallet)) }, [...COMMON_ERRORS, 409]),
+        response: responses({ 201: document(ref(Wallet)) }, COMMON_ERRORS),
       },
     },
     async (req, reply) => {

@@ -45,15 +45,22 @@ describe('wallets', () => {
     assert.deepEqual(w.relationships.user.data, { type: 'User', id: u.id });
   });
 
-  test('one wallet per user per merchant: 409 WalletAlreadyExists', async () => {
+  test('one wallet per user per merchant: 400 WalletAlreadyExists naming the wallet', async () => {
     const u = await createUser(t, m);
-    await createWallet(t, m, u.id);
+    const first = await createWallet(t, m, u.id);
     const again = await t.request('POST', '/api/v1/wallets', {
       as: m,
       body: { data: { type: 'Wallet', attributes: { userId: u.id } } },
     });
-    assert.equal(again.status, 409);
-    assert.equal(errorsOf(again)[0]!.code, 'WalletAlreadyExists');
+    assert.equal(again.status, 400);
+    const err = errorsOf(again)[0]!;
+    assert.equal(err.code, 'WalletAlreadyExists');
+    assert.equal(err.meta.existingId, first.id);
+    const about = err.links!.about!;
+    assert.ok(about.endsWith(`/api/v1/wallets/${first.id}`), about);
+    const followed = await t.request('GET', new URL(about).pathname, { as: m });
+    assert.equal(followed.status, 200);
+    assert.equal(followed.body.data.id, first.id);
     const racing = await Promise.all(
       Array.from({ length: 5 }, async () => {
         const v = await createUser(t, m);
@@ -68,7 +75,7 @@ describe('wallets', () => {
       }),
     );
     for (const group of racing) {
-      assert.deepEqual(group.map((r) => r.status).sort(), [201, 409, 409, 409], 'concurrent creates make one wallet');
+      assert.deepEqual(group.map((r) => r.status).sort(), [201, 400, 400, 400], 'concurrent creates make one wallet');
     }
     await assertLedgerSound(t);
   });

@@ -20,7 +20,7 @@ export interface WebhookPolicy {
 
 function checkTopics(topics: string[] | undefined): void {
   if (topics?.includes('*') && topics.length > 1) {
-    throw apiError('ValidationError', '`topics` must be ["*"] alone or a list of topics.', {
+    throw apiError('InvalidTopics', '`topics` must be ["*"] alone or a list of topics.', {
       pointer: '/data/attributes/topics',
     });
   }

@@ -155,6 +155,12 @@ describe('webhook registration', () => {
         `${JSON.stringify(topics)}: ${res.raw}`,
       );
     }
+    // "*" beside topics: Accrue's code for it.
+    const mixed = await t.request('POST', '/api/v1/webhooks', {
+      as: m,
+      body: webhookBody({ topics: ['*', 'ApplicationApproved'] }),
+    });
+    assert.equal(errorsOf(mixed)[0]!.code, 'InvalidTopics');
     const all = await t.request('POST', '/api/v1/webhooks', { as: m, body: webhookBody({ topics: ['*'] }) });
     assert.equal(all.status, 201);
   });

@@ -70,9 +70,11 @@ export async function issueWidgetPayload(
     purchaseAmount: opts.purchaseAmount,
     now: opts.now,
   });
-  const dto = opts.includeDto
+  const figures = opts.includeDto
     ? { ...walletFigures(found.wallet.id, found.buckets, opts.settings, opts.purchaseAmount), userId: found.user.id }
     : undefined;
+  // Accrue's dto requires `dynamic.value` (a number): the cents the widget shows, spendable on the purchase.
+  const dto = figures ? { dynamic: { value: figures.available }, ...figures } : undefined;
   return { ...signed, walletId: found.wallet.id, dto };
 }
 

@@ -29,6 +29,10 @@ const TAGS = ['Widgets'];
 
 const WalletWidgetDto = Type.Object(
   {
+    dynamic: Type.Object(
+      { value: Type.Integer({ description: 'The amount the widget shows: `available`, in cents' }) },
+      { description: "Accrue's member (it requires it): the widget's figure" },
+    ),
     walletId: Type.String(),
     userId: Type.String(),
     purchaseAmount: Nullable(Type.Integer()),
@@ -179,9 +183,9 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
       links: { self: `${base}/api/${version}/widgets/wallet/${out.walletId}` },
     };
   };
+  // A wallet the merchant does not have (unknown, or another merchant's) gets Accrue's answer for
+  // none found: 400 NoWalletFound in version 1, 200 `data: null` in version 2, alike for both.
   const noWallet = () => apiError('NoWalletFound', 'No wallet found for the given identifiers.');
-  /** A wallet named in the path that the merchant does not have (docs/adr/0002-wire-conventions.md: 404, whoever's it is). */
-  const walletNotFound = (walletId: string) => apiError('WalletNotFound', `No wallet ${walletId}.`);
 
   app.get(
     '/api/v1/widgets/wallet/:walletId',
@@ -190,15 +194,15 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
         tags: TAGS,
         operationId: 'getWalletWidgetData',
         summary: 'Get the payload for embeddable wallet widgets',
-        description: `${PAYLOAD_DESCRIPTION} An unknown wallet (or another merchant's) is 404 \`WalletNotFound\`.`,
+        description: `${PAYLOAD_DESCRIPTION} An unknown wallet (or another merchant's) is 400 \`NoWalletFound\`, as Accrue answers it.`,
         params: idParams('walletId'),
         querystring: ByIdQuery,
-        response: responses({ 200: document(ref(WalletWidgetData)) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: document(ref(WalletWidgetData)) }, COMMON_ERRORS),
       },
     },
     async (req) => {
       const data = await walletWidgetData('v1', req.client, req.params.walletId, req.query);
-      if (!data) throw walletNotFound(req.params.walletId);
+      if (!data) throw noWallet();
       return { data };
     },
   );
@@ -229,17 +233,15 @@ export async function widgetRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: TAGS,
         operationId: 'getWalletWidgetDataV2',
-        summary: 'Get the payload for embeddable wallet widgets (version 2)',
-        description: `As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 404 \`WalletNotFound\`. ${PAYLOAD_DESCRIPTION}`,
+        summary: 'Get the payload for embeddable wallet widgets (version 2; data: null when there is no such wallet)',
+        description: `As GET /api/v1/widgets/wallet/{walletId}, with version 2 links; an unknown wallet (or another merchant's) is 200 with \`data: null\`, as Accrue answers it. ${PAYLOAD_DESCRIPTION}`,
         params: idParams('walletId'),
         querystring: ByIdQuery,
-        response: responses({ 200: document(ref(WalletWidgetData)) }, [...COMMON_ERRORS, 404]),
+        response: responses({ 200: document(Nullable(ref(WalletWidgetData))) }, COMMON_ERRORS),
       },
     },
     async (req) => {
-      const data = await walletWidgetData('v2', req.client, req.params.walletId, req.query);
-      if (!data) throw walletNotFound(req.params.walletId);
-      return { data };
+      return { data: (await walletWidgetData('v2', req.client, req.params.walletId, req.query)) ?? null };
     },
   );
 

@@ -141,6 +141,7 @@ describe('widgets', () => {
       });
       assert.equal(res.status, 200, res.raw);
       assert.deepEqual(res.body.data.attributes.dto, {
+        dynamic: { value: 5_200 }, // Accrue's required member: the amount shown
         walletId: wallet.id,
         userId: user.id,
         purchaseAmount: 200,
@@ -151,7 +152,7 @@ describe('widgets', () => {
       assert.equal(claimsOf(res.body.data.attributes.payload).claims.amt, 200);
     });
 
-    test("another merchant's or an unknown wallet is 404 WalletNotFound, alike; a bad purchaseAmount or includeDto is 400", async () => {
+    test("another merchant's or an unknown wallet is 400 NoWalletFound (Accrue's answer), alike; a bad purchaseAmount or includeDto is 400", async () => {
       const { wallet } = await fundedWallet(t, m, 0);
       const answers = [];
       for (const [id, as] of [
@@ -159,9 +160,9 @@ describe('widgets', () => {
         [crypto.randomUUID(), m],
       ] as const) {
         const res = await t.request('GET', `/api/v1/widgets/wallet/${id}`, { as });
-        assert.equal(res.status, 404);
+        assert.equal(res.status, 400);
         const e = errorsOf(res)[0]!;
-        assert.equal(e.code, 'WalletNotFound');
+        assert.equal(e.code, 'NoWalletFound');
         answers.push(e.detail.replace(id, ''));
       }
       assert.equal(answers[0], answers[1], "another merchant's wallet reads as a missing one");
@@ -415,7 +416,7 @@ describe('widgets', () => {
       assert.equal(mine.body.data.links.self, `http://api.test/api/v2/widgets/wallet/${theirs.wallet.id}`);
     });
 
-    test('GET /api/v2/widgets/wallet/{walletId}: the v1 shape; an unknown or foreign wallet is 404 WalletNotFound', async () => {
+    test("GET /api/v2/widgets/wallet/{walletId}: the v1 shape; an unknown or foreign wallet is 200 data: null (Accrue's answer)", async () => {
       const { wallet } = await fundedWallet(t, m, 700);
       const res = await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}?includeDto=true`, { as: m });
       assert.equal(res.status, 200, res.raw);
@@ -432,8 +433,8 @@ describe('widgets', () => {
         [crypto.randomUUID(), m],
       ] as const) {
         const none = await t.request('GET', `/api/v2/widgets/wallet/${id}`, { as });
-        assert.equal(none.status, 404, none.raw);
-        assert.equal(errorsOf(none)[0]!.code, 'WalletNotFound');
+        assert.equal(none.status, 200, none.raw);
+        assert.deepEqual(none.body, { data: null });
       }
       assert.equal((await t.request('GET', `/api/v2/widgets/wallet/not-a-uuid`, { as: m })).status, 400);
       assert.equal((await t.request('GET', `/api/v2/widgets/wallet/${wallet.id}`)).status, 401);
