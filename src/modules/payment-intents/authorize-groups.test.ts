@@ -101,11 +101,12 @@ describe('authorizes in groups', () => {
       authorize(needsAction, { amount: 100 }),
     ]);
     for (const r of [ra1, ra2, rb1]) assert.equal(r!.status, 201, r!.raw);
-    // The replay is the first response byte for byte; without a key, the active payment (200).
+    // The replay is the first response byte for byte; without a key, the active payment (201:
+    // Accrue declares no other success status for authorize).
     assert.equal(replay!.status, 201);
     assert.equal(replay!.headers['idempotent-replayed'], 'true');
     assert.equal(replay!.raw, earlier.raw);
-    assert.equal(again!.status, 200, again!.raw);
+    assert.equal(again!.status, 201, again!.raw);
     assert.equal(paymentOf(again!).id, paymentOf(earlier).id);
     assert.equal(errorsOf(reused!)[0]!.code, 'IdempotencyKeyReused');
     // One intent twice, one key twice: the later is concurrent with the earlier (409).
