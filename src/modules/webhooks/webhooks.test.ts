@@ -338,7 +338,7 @@ describe('webhook URLs', () => {
         // The way past it, for a receiver on the developer's own machine.
         assert.match(
           errorsOf(res)[0]!.detail,
-          /must be a public address .*; for local development, start the sandbox with WEBHOOK_ALLOW_PRIVATE=true$/,
+          /must be a public address .*; for local development, start the sandbox with WEBHOOK_ALLOW_PRIVATE=true\.$/,
           url,
         );
       }
