@@ -4,6 +4,7 @@ export const rewards = (api: Api) => ({
   /** Issue a merchant reward. Without `idempotencyKey` one is made and reused by every retry. */
   issue: (a: KeyOptional<Attributes<'/api/v1/rewards'>>) =>
     unwrap(api.POST('/api/v1/rewards', { body: body('IssueReward', a) as never })).then((r) => r.data),
+  /** `null` for an unknown reward (Accrue's answer), not a 404. */
   get: (rewardId: string) =>
     unwrap(api.GET('/api/v1/rewards/{id}', { params: { path: { id: rewardId } } })).then((r) => r.data),
   /** One page, with `meta.total` (`coffer.paginate` walks them all). */
