@@ -1,7 +1,7 @@
 // @coffer/client against a real Coffer process (PGlite, or PostgreSQL when DATABASE_URL is set):
 // typed calls and errors, generated idempotency keys reused across retries, a client timeout
 // during a slow authorize followed by a retry that replays the first result, concurrent
-// retries, paging, and webhook verification of a real delivery.
+// retries, paging, webhook verification of a real delivery, and a helper of every area.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { dateLabel } from '../../../src/modules/identity/questions.ts';
 import { kycApplication } from '../../../src/test/fixtures.ts';
 import { freshDatabaseUrl, LOCAL_RECEIVERS } from '../../../src/test/harness.ts';
 import { startServer, type ServerProcess } from '../../../src/test/process.ts';
@@ -259,5 +260,116 @@ describe('@coffer/client against a running server', () => {
     } finally {
       receiver.close();
     }
+  });
+  test('a helper of every area, with typed results', async () => {
+    const { user, wallet, account } = await fundedWallet(coffer, 10_000);
+
+    // Counterparties, their payouts and the transfers between them.
+    const cp = await coffer.counterparties.create({
+      accountNumber: '000123456789',
+      routingNumber: '021000021',
+      accountType: 'Checking',
+    });
+    assert.equal(cp.type, 'Counterparty');
+    assert.equal(cp.attributes.label, 'Checking account ending 6789');
+    assert.equal((await coffer.counterparties.get(cp.id)).id, cp.id);
+    const renamed = await coffer.counterparties.update(cp.id, { label: 'Payroll' });
+    assert.equal(renamed.attributes.label, 'Payroll');
+    await coffer.simulations.counterpartyDeposit(cp.id, 3_000);
+    const payout = await coffer.counterparties.payouts.create(cp.id, { amount: 1_000 });
+    assert.equal(payout.attributes.amount, 1_000);
+    const payouts = await coffer.counterparties.payouts.list(cp.id);
+    assert.deepEqual(
+      payouts.data.map((p) => p.id),
+      [payout.id],
+    );
+    // The payouts job sends it within a second; then the bank completes it.
+    for (let i = 0; i < 50; i++) {
+      if ((await coffer.counterparties.payouts.list(cp.id)).data[0]!.attributes.status === 'Sent') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await coffer.simulations.completeCounterpartyPayout(cp.id, payout.id);
+    assert.equal((await coffer.counterparties.payouts.list(cp.id)).data[0]!.attributes.status, 'Completed');
+    const other = await coffer.counterparties.create({
+      accountNumber: '9876543210',
+      routingNumber: '021000021',
+      accountType: 'savings',
+    });
+    const transfer = await coffer.counterpartyTransfers.create({
+      fromCounterpartyId: cp.id,
+      toCounterpartyId: other.id,
+      amount: 500,
+    });
+    assert.equal(transfer.attributes.status, 'Completed');
+    assert.ok(transfer.attributes.idempotencyKey, 'the client made the key');
+    assert.equal((await coffer.counterpartyTransfers.get(transfer.id)).attributes.amount, 500);
+    assert.equal((await coffer.counterpartyTransfers.list()).meta.total, 1);
+    const empty = await coffer.counterparties.create({
+      accountNumber: '1111',
+      routingNumber: '021000021',
+      accountType: 'Checking',
+    });
+    await coffer.counterparties.remove(empty.id);
+    assert.equal((await failure(coffer.counterparties.get(empty.id))).status, 404);
+    assert.deepEqual((await coffer.counterparties.list()).data.map((c) => c.id).sort(), [cp.id, other.id].sort());
+
+    // External transactions.
+    const [ext] = await coffer.externalTransactions.add([
+      {
+        source: { id: 'pos-1', createdAt: new Date().toISOString(), customerId: user.id },
+        payments: [{ amount: 1_250, method: 'Cash' }],
+      },
+    ]);
+    assert.equal(ext!.type, 'ExternalTransaction');
+    assert.equal((await coffer.externalTransactions.get(ext!.id)).attributes.source.id, 'pos-1');
+    assert.equal((await coffer.externalTransactions.list()).meta.total, 1);
+
+    // Gifts.
+    const gift = await coffer.simulations.createGift(700);
+    const read = await coffer.gifts.get(gift.id);
+    assert.deepEqual(read.attributes, { available: 700, originalAmount: 700 });
+
+    // Rewards and sweepstakes.
+    const reward = await coffer.rewards.issue({ walletId: wallet.id, amount: 300, message: 'Thanks' });
+    assert.equal((await coffer.rewards.get(reward.id))!.attributes.amount, 300);
+    assert.ok((await coffer.rewards.list()).data.some((r) => r.id === reward.id));
+    await coffer.rewards.cancel(reward.id);
+    assert.equal((await coffer.rewards.get(reward.id))!.attributes.status, 'Cancelled');
+    await coffer.sweepstakes.addResult('spring', { customer: { id: user.attributes.profile.phoneNumber! } });
+
+    // Payment intents and payments.
+    const intent = await coffer.paymentIntents.create({ amount: 400, walletId: wallet.id });
+    assert.equal((await coffer.paymentIntents.cancel(intent.id)).attributes.status, 'Canceled');
+    assert.ok((await coffer.paymentIntents.list()).meta.total >= 1);
+    const direct = await coffer.payments.create({ walletId: wallet.id, amount: 200, reference: 'direct-1' });
+    assert.equal((await coffer.payments.update(direct.id, { reference: null })).attributes.reference, null);
+    const held = await coffer.paymentIntents.create({ amount: 400, walletId: wallet.id });
+    const authorized = await coffer.paymentIntents.authorize(held.id, { amount: 400 });
+    const paymentId = authorized.included!.find((r) => r.type === 'Payment')!.id;
+    const raised = await coffer.payments.increaseAuthorization(paymentId, { increase: 100 });
+    assert.equal(raised.attributes.amount, 500);
+    assert.equal((await coffer.payments.cancel(paymentId)).attributes.status, 'Canceled');
+    assert.ok((await coffer.payments.list()).meta.total >= 2);
+
+    // Identity verification, then a verified profile update.
+    const challenge = await coffer.identityVerification.createChallenge(user.id);
+    const right = ['Ada Lovelace', dateLabel('1990-12-10'), account.attributes.accountMask];
+    const answers = challenge.attributes.questions.map((q) => ({
+      questionId: q.id,
+      optionId: q.options.find((o) => right.includes(o.label))!.id,
+    }));
+    const result = await coffer.identityVerification.submit(user.id, challenge.attributes.challengeId, { answers });
+    assert.equal(result.attributes.passed, true);
+    const updated = await coffer.identityVerification.updateProfile(user.id, {
+      verificationToken: result.attributes.verificationToken!,
+      email: 'ada.new@example.com',
+    });
+    assert.equal(updated.attributes.email, 'ada.new@example.com');
+
+    // Events.
+    const events = await coffer.events.list({ 'filter[topic]': 'ApplicationApproved' });
+    assert.ok(events.meta.total >= 1);
+    const event = await coffer.events.get(events.data[0]!.id);
+    assert.equal(event.attributes.topic, 'ApplicationApproved');
   });
 });
