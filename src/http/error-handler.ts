@@ -11,12 +11,15 @@ import { validationErrorItems, type ValidationContext } from './validation.ts';
 import { idempotencyConflicts, rateLimitRefusals } from '../observability/metrics.ts';
 import { traceIdOf, tracing } from '../observability/tracing.ts';
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export interface ErrorRenderContext {
   environment: Environment;
   now: () => Date;
   /**
    * The request's id (its x-request-id header), used as every error's `id` so either can be
-   * quoted; work without a request (recovery jobs) gets a fresh one.
+   * quoted. The spec types an error's id as a UUID: a caller's own request id that is not one,
+   * and work without a request (recovery jobs), get a fresh one.
    */
   requestId?: string;
 }
@@ -28,7 +31,7 @@ export function renderErrorDocument(
   traceId?: string,
 ): string {
   const timestamp = ctx.now().toISOString();
-  const id = ctx.requestId ?? randomUUID();
+  const id = ctx.requestId !== undefined && UUID.test(ctx.requestId) ? ctx.requestId : randomUUID();
   return JSON.stringify({
     errors: items.map((i) => ({
       status: String(i.status),
