@@ -165,7 +165,7 @@ describe('a group whose COMMIT loses its answer, through HTTP', {
       assert.deepEqual([p.body.data.attributes.status, p.body.data.attributes.capturedAmount], ['Processing', 1_200]);
       // The capture carries no key: asked again, it is the payment's state that answers.
       const again = await capture(id);
-      assert.equal(again.status, 400, again.raw);
+      assert.equal(again.status, 402, again.raw);
       assert.equal(errorsOf(again)[0]!.code, 'IllegalOperation');
     }
     const entries = rowsOf<{ n: number }>(

@@ -180,7 +180,7 @@ describe('authorize across processes', () => {
       );
       assert.equal((await first).status, 201);
       const after = await c.call(b.ports.api, 'POST', `/api/v1/payment-intents/${c.intentId}/authorize`, body);
-      assert.equal(after.status, 200, 'the second process now returns the existing payment');
+      assert.equal(after.status, 201, 'the second process now returns the existing payment');
       const list = await c.call(b.ports.api, 'GET', `/api/v1/payments?filter[paymentIntentId]=${c.intentId}`);
       assert.equal(list.body.data.length, 1);
       assert.deepEqual(await ledgerSound(b), { sound: true, violations: [] });
