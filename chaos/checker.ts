@@ -19,7 +19,7 @@ const DB_FAULTS = new Set(['postgres-restart', 'db-stall', 'db-reset', 'db-laten
 const DB_FAULT_TAIL_MS = 20_000;
 
 /** Retries the campaign's SDK clients make after a first attempt (chaos/api.ts). */
-export const SDK_RETRIES = 8;
+const SDK_RETRIES = 8;
 
 const ok = (s?: number) => s !== undefined && s >= 200 && s < 300;
 
@@ -177,7 +177,7 @@ function checkEffects(ops: OpRecord[], attempts: Map<number, AttemptRecord[]>, f
 }
 
 /** Each entry balances, each balance equals its postings, nothing forbidden is negative, reservations are released or captured, never both. */
-export function checkLedger(f: Facts): Anomaly[] {
+function checkLedger(f: Facts): Anomaly[] {
   const out: Anomaly[] = f.ledgerViolations.map((v) => ({ rule: `ledger: ${v.rule}`, detail: v.detail }));
   const byEntry = new Map<string, { sum: number; n: number }>();
   const byAccount = new Map<string, number>();
@@ -306,7 +306,7 @@ export function checkLedger(f: Facts): Anomaly[] {
  * approved; it captures at most once and at most what it authorized, and a payment it settled
  * (Sent, or Returned by refunds) has that one capture, of its captured amount.
  */
-export function checkCardNetwork(f: Facts): Anomaly[] {
+function checkCardNetwork(f: Facts): Anomaly[] {
   const out: Anomaly[] = [];
   const approved = new Map<string, number>();
   for (const a of f.cardAuthorizations)
@@ -359,7 +359,7 @@ export function checkCardNetwork(f: Facts): Anomaly[] {
  * once if and only if it was returned; a counterparty's balance never goes below zero (the
  * campaign's merchants charge no fees to counterparties, the one thing that may take it there).
  */
-export function checkCounterparties(f: Facts): Anomaly[] {
+function checkCounterparties(f: Facts): Anomaly[] {
   const out: Anomaly[] = [];
   const counterpartyAccounts = new Set(f.accounts.filter((a) => a.code.startsWith('counterparty.')).map((a) => a.id));
   const moved = new Map<string, { payout: number[]; returned: number[] }>();
@@ -398,7 +398,7 @@ export function checkCounterparties(f: Facts): Anomaly[] {
  * answer 200 in the end), with the same webhook-id and body on every attempt; nothing arrives
  * that the database has no event for (a rolled-back change).
  */
-export function checkWebhooks(hooks: HookRecord[], f: Facts): Anomaly[] {
+function checkWebhooks(hooks: HookRecord[], f: Facts): Anomaly[] {
   const out: Anomaly[] = [];
   const events = new Map(f.events.map((e) => [e.id, e]));
   const bodies = new Map<string, string>();

@@ -57,7 +57,7 @@ export interface HookRecord {
   at: number;
 }
 
-export interface NoteRecord {
+interface NoteRecord {
   kind: 'note';
   at: number;
   text: string;

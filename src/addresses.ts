@@ -16,7 +16,7 @@ export interface TrustedProxies {
  * could pick the address the rate limits count with X-Forwarded-For. /8 is the widest private
  * IPv4 network (10.0.0.0/8); /32 an IPv6 allocation to one organisation.
  */
-export const MIN_PROXY_PREFIX = { ipv4: 8, ipv6: 32 } as const;
+const MIN_PROXY_PREFIX = { ipv4: 8, ipv6: 32 } as const;
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 

@@ -6,9 +6,9 @@ import { setting } from './settings.ts';
 
 export type Environment = 'sandbox' | 'live';
 export type ListenerName = 'api' | 'card' | 'pay' | 'admin' | 'console';
-export const LISTENER_NAMES: readonly ListenerName[] = ['api', 'card', 'pay', 'admin', 'console'];
+const LISTENER_NAMES: readonly ListenerName[] = ['api', 'card', 'pay', 'admin', 'console'];
 
-export interface ListenerConfig {
+interface ListenerConfig {
   port: number;
   /** Public address used in links, without a trailing slash. */
   publicUrl: string;
@@ -92,7 +92,7 @@ export interface Config {
   console: ConsoleConfig;
 }
 
-export interface ObservabilityConfig {
+interface ObservabilityConfig {
   /** A bearer token that reads GET /metrics on the admin listener besides ADMIN_TOKEN (a scraper needs no admin rights). */
   metricsToken: string | undefined;
   /** How often the deployment checks the ledger's invariants (once, in whichever worker process finds it due); 0: never (the admin API still can). */
@@ -103,7 +103,7 @@ export interface ObservabilityConfig {
   serviceName: string;
 }
 
-export interface ConsoleConfig {
+interface ConsoleConfig {
   /** How long a console session lasts after sign-in. */
   sessionTtlMs: number;
   /** Sign-in attempts per source address per minute (wrong ones count too). */

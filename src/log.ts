@@ -6,7 +6,7 @@ import pinoPretty from 'pino-pretty';
 import type { Config } from './config.ts';
 import { traceMixin } from './observability/tracing.ts';
 
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'authorization',
   'secret',
   'token',
@@ -128,7 +128,7 @@ function withoutValues(e: ErrorLike, names: Set<string>, depth: number): SafeErr
  * SQLSTATE), message without values and stack frames: never the query's parameters, `detail`,
  * `where` or the like, which hold e-mails and card numbers. Any other error is pino's standard.
  */
-export function serializeError(err: unknown): unknown {
+function serializeError(err: unknown): unknown {
   if (!isErrorLike(err)) return err;
   const chain = errorsIn(err);
   if (![...chain].some(isQueryError)) return pino.stdSerializers.err(err);

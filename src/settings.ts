@@ -365,7 +365,7 @@ export function setting(name: string): Setting {
 const shown = (s: Setting) => s.shownDefault ?? (s.default === undefined ? 'unset' : `\`${s.default}\``);
 
 /** The README's configuration table. */
-export function settingsTable(): string {
+function settingsTable(): string {
   const rows = SETTINGS.map((s) => `| \`${s.name}\` | ${shown(s)} | ${s.meaning} |`);
   return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
 }

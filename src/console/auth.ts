@@ -177,7 +177,7 @@ ${
   app.get('/', async (req, reply) => reply.redirect(req.consoleSession ? homeOf(req.consoleSession) : '/sign-in', 303));
 }
 
-export function homeOf(s: SessionRow): string {
+function homeOf(s: SessionRow): string {
   return s.role === 'operator' ? '/operator' : `/m/${s.clientId}`;
 }
 
@@ -185,7 +185,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
 
 /** The signed-in session, or a redirect to the sign-in page (GET) / a refusal. */
-export function requireSession(req: FastifyRequest): SessionRow {
+function requireSession(req: FastifyRequest): SessionRow {
   if (!req.consoleSession) throw new PageError(401, 'Sign in first.');
   return req.consoleSession;
 }

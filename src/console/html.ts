@@ -57,7 +57,7 @@ export function when(d: Date | null | undefined): Html {
 }
 
 /** A query string from the non-empty values (for links that keep a page's filters). */
-export function queryString(params: Record<string, string | number | undefined>): string {
+function queryString(params: Record<string, string | number | undefined>): string {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') p.set(k, String(v));
   const s = p.toString();

@@ -5,7 +5,7 @@
 // phrase passes the checksum once in four billion tries.
 import { createHash, randomBytes } from 'node:crypto';
 
-export const TOKEN_PREFIX = 'cft_';
+const TOKEN_PREFIX = 'cft_';
 const RANDOM_BYTES = 32;
 const CHECK_BYTES = 4;
 

@@ -17,7 +17,7 @@ interface SealedColumn {
 }
 
 /** Every sealed column, with the context its values are sealed under. */
-export const SEALED_COLUMNS: readonly SealedColumn[] = [
+const SEALED_COLUMNS: readonly SealedColumn[] = [
   { table: 'webhooks', column: 'secret_sealed', purpose: 'webhook-secret', context: (id) => `webhooks:${id}` },
   {
     table: 'counterparties',

@@ -260,10 +260,3 @@ export function rowFrom<T extends PgTable>(table: T, raw: Record<string, unknown
   }
   return out as InferSelectModel<T>;
 }
-
-/** The table's columns as `alias.col` for a select list, in schema order. */
-export function columnsOf(table: PgTable, alias: string): string {
-  return meta(table)
-    .columns.map((c) => `${alias}.${c.name}`)
-    .join(', ');
-}

@@ -12,7 +12,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Db } from './open.ts';
 
 export const DAY = 86_400_000;
-export const WEEK = 7 * DAY;
+const WEEK = 7 * DAY;
 /** Weeks created ahead of the current one: an insert finds its week even if the job stops for two weeks. */
 export const WEEKS_AHEAD = 2;
 /** How long a job waits for a lock before trying again on its next run: writers queue behind its wait. */

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 
-export type CutReason = 'write_timeout' | 'pipelining';
+type CutReason = 'write_timeout' | 'pipelining';
 
 export interface ConnectionLimits {
   writeTimeoutMs: number;

@@ -10,7 +10,7 @@ interface MediaType {
   params: Map<string, string>;
 }
 
-export function parseMediaType(header: string): MediaType | undefined {
+function parseMediaType(header: string): MediaType | undefined {
   const [rawEssence, ...rawParams] = header.split(';');
   const essence = rawEssence?.trim().toLowerCase() ?? '';
   if (!/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/.test(essence)) return undefined;
@@ -87,7 +87,7 @@ export function checkRequestMediaType(req: FastifyRequest): void {
 export const MAX_JSON_DEPTH = 32;
 
 /** Whether the JSON text nests deeper than `max` (brackets inside strings do not count). */
-export function jsonNestsDeeperThan(text: string, max: number): boolean {
+function jsonNestsDeeperThan(text: string, max: number): boolean {
   if (text.length <= max * 2) return false; // too short to open more than `max` brackets
   let depth = 0;
   let inString = false;

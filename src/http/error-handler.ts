@@ -46,7 +46,7 @@ export function renderErrorDocument(
   });
 }
 
-export function toApiError(err: unknown): ApiError | undefined {
+function toApiError(err: unknown): ApiError | undefined {
   if (err instanceof ApiError) return err;
   const fe = err as FastifyError & { validationContext?: ValidationContext };
   if (fe && Array.isArray(fe.validation)) {

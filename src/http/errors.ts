@@ -177,7 +177,7 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export interface ErrorSource {
+interface ErrorSource {
   pointer?: string;
   parameter?: string;
   header?: string;

@@ -188,7 +188,7 @@ export function interpretKeyCheck(
 }
 
 /** 409: another request with this key is in flight. */
-export const keyInUse = () =>
+const keyInUse = () =>
   apiError(
     'IdempotencyKeyInUse',
     'A request with this idempotencyKey is still running; retry the same request shortly.',

@@ -11,7 +11,7 @@ import { apiError } from './errors.ts';
 import { responses } from './schemas.ts';
 
 /** Per-route options, in the route's `config.jsonApi`. */
-export interface JsonApiRouteOptions {
+interface JsonApiRouteOptions {
   /**
    * The body may also be a bare resource object (`{type, attributes}` without `data`, as the
    * spec samples the attached-profile update): it is wrapped in `data` before validation, and

@@ -4,11 +4,11 @@ import { apiError } from './errors.ts';
 import { Timestamp } from './schemas.ts';
 
 export const MAX_PAGE_LIMIT = 50;
-export const DEFAULT_PAGE_LIMIT = 10;
+const DEFAULT_PAGE_LIMIT = 10;
 /** Offsets beyond this are refused (400) instead of asking the database to skip forever. */
 export const MAX_PAGE_OFFSET = 1_000_000;
 
-export const pageParams = {
+const pageParams = {
   'page[limit]': Type.Optional(
     Type.Integer({ minimum: 1, description: `1 or more; values above ${MAX_PAGE_LIMIT} are capped` }),
   ),

@@ -43,12 +43,6 @@ export function requestBody<A extends TObject>(
 }
 
 export const ResourceIdentifier = (type: string) => Type.Object({ type: Type.Literal(type), id: Type.String() });
-export const ToOne = (type: string) =>
-  Type.Object({
-    data: Nullable(ResourceIdentifier(type)),
-    links: Type.Optional(Type.Object({ related: Type.Optional(Type.String()), self: Type.Optional(Type.String()) })),
-  });
-export const ToMany = (type: string) => Type.Object({ data: Type.Array(ResourceIdentifier(type)) });
 
 /** A JSON:API resource object, registered as an OpenAPI component under `name`. */
 export function resource<A extends TProperties, R extends TProperties = Record<never, never>>(
@@ -77,8 +71,8 @@ export function ref<T extends TSchema>(schema: T) {
   return Type.Unsafe<Static<T>>(Type.Ref(id));
 }
 
-export const PageMeta = Type.Object({ total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
-export const PageLinks = Type.Object({
+const PageMeta = Type.Object({ total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
+const PageLinks = Type.Object({
   self: Type.String(),
   first: Type.String(),
   prev: Nullable(Type.String()),
@@ -105,7 +99,7 @@ function union(schemas: TSchema[]): TSchema {
   return schemas.length === 1 ? schemas[0]! : Type.Union(schemas);
 }
 
-export const ErrorObject = Type.Object(
+const ErrorObject = Type.Object(
   {
     status: Type.String({ examples: ['400'] }),
     id: Uuid(),
@@ -144,7 +138,7 @@ export const ErrorObject = Type.Object(
   { $id: 'Error' },
 );
 
-export const ErrorDocument = Type.Object({ errors: Type.Array(ref(ErrorObject)) }, { $id: 'ErrorDocument' });
+const ErrorDocument = Type.Object({ errors: Type.Array(ref(ErrorObject)) }, { $id: 'ErrorDocument' });
 
 /** Schemas every listener registers so `$ref`s resolve (and become OpenAPI components). */
 export const sharedSchemas: TSchema[] = [ErrorObject, ErrorDocument];

@@ -34,7 +34,7 @@ const paramAjv = makeAjv(true);
 type QueryError = ErrorObject & { allowedFilters?: string[] };
 
 /** The `filter[...]` parameters a list's query schema takes (a list: it pages), else undefined. */
-export function filterNames(schema: unknown): string[] | undefined {
+function filterNames(schema: unknown): string[] | undefined {
   const props = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
   if (!props || !('page[limit]' in props)) return undefined;
   return Object.keys(props).filter((k) => k.startsWith('filter['));

@@ -3,7 +3,7 @@
 // transfer is asked about a few times in its first seconds and then about every ten minutes
 // over the days an ACH transfer takes, whatever the number of processes.
 export const MIN_CHECK_DELAY_MS = 1_000;
-export const MAX_CHECK_DELAY_MS = 600_000;
+const MAX_CHECK_DELAY_MS = 600_000;
 
 export function nextCheckAt(now: Date, waitingSince: Date): Date {
   const waited = Math.max(0, now.getTime() - waitingSince.getTime());

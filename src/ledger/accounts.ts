@@ -23,14 +23,14 @@ export const WALLET_CODES = [
 ] as const;
 export type WalletCode = (typeof WALLET_CODES)[number];
 
-export const COUNTERPARTY_CODES = ['counterparty.pending', 'counterparty.available'] as const;
+const COUNTERPARTY_CODES = ['counterparty.pending', 'counterparty.available'] as const;
 export type CounterpartyCode = (typeof COUNTERPARTY_CODES)[number];
 
-export const GIFT_CODES = ['gift.available', 'gift.reserved'] as const;
+const GIFT_CODES = ['gift.available', 'gift.reserved'] as const;
 export type GiftCode = (typeof GIFT_CODES)[number];
 
 /** Per-merchant accounts for money outside wallets. Untracked: no hot row to update. */
-export const CLIENT_CODES = [
+const CLIENT_CODES = [
   'external.bank', // transfers to and from bank accounts (ACH)
   'external.card_network', // card-rail settlement
   'external.cash', // payments taken outside Coffer (externalPayments)

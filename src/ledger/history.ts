@@ -5,7 +5,7 @@ import { ledgerAccounts, ledgerEntries, ledgerPostings } from '../db/schema.ts';
 import type { Page } from '../db/paged.ts';
 import type { OwnerType } from './accounts.ts';
 
-export interface PostingView {
+interface PostingView {
   id: string;
   entryId: string;
   kind: string;

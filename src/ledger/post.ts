@@ -37,7 +37,7 @@ export class InsufficientFundsError extends Error {
   }
 }
 
-export class UnbalancedEntryError extends Error {
+class UnbalancedEntryError extends Error {
   constructor(detail: string) {
     super(`unbalanced ledger entry: ${detail}`);
     this.name = 'UnbalancedEntryError';

@@ -23,7 +23,7 @@ export const ANY_ROUTE: Record<string, string[]> = {
 let observed: ErrorCodeMap | undefined;
 
 /** `METHOD /openapi/{path}` as the document writes it. */
-export const operationKey = (method: string, url: string) =>
+const operationKey = (method: string, url: string) =>
   `${method.toUpperCase()} ${url.replace(/:([A-Za-z]+)/g, '{$1}').replace(/\/$/, '')}`;
 
 export function errorCodesFor(method: string, url: string): Record<string, string[]> {

@@ -83,7 +83,7 @@ export const idempotencyConflicts = new Counter({
 
 // ----- money ------------------------------------------------------------------------------
 
-export const moneyMovements = new Counter({
+const moneyMovements = new Counter({
   name: 'coffer_money_movements_total',
   help: 'Ledger movements by kind (deposit.initiate, payment.capture, withdraw, ...) and outcome: committed, or refused for insufficient funds.',
   labelNames: ['kind', 'outcome'] as const,

@@ -108,7 +108,7 @@ export async function inSpan<T>(
 }
 
 /** The active trace's id, for log lines and error documents; undefined with tracing off or outside a span. */
-export function activeTraceId(): string | undefined {
+function activeTraceId(): string | undefined {
   if (!tracing.enabled) return undefined;
   return trace.getSpan(context.active())?.spanContext().traceId;
 }
@@ -128,4 +128,4 @@ export function traceMixin(): Record<string, string> {
 }
 const NONE: Record<string, string> = {};
 
-export { context, SpanKind, SpanStatusCode, trace, type Context, type Span };
+export { context, SpanKind, trace, type Context, type Span };

@@ -17,7 +17,7 @@ export interface CardIssuer {
 }
 
 /** The Luhn check digit for a number missing it. */
-export function luhnCheckDigit(partial: string): number {
+function luhnCheckDigit(partial: string): number {
   let sum = 0;
   for (let i = 0; i < partial.length; i++) {
     let d = Number(partial[partial.length - 1 - i]);

@@ -28,7 +28,7 @@ export interface Providers {
 }
 
 /** The sandbox's providers; `cardKey` keys the sandbox card issuer, `payUrl` is the widget host (the sandbox's KYC document page). */
-export function sandboxProviders(db: Db | undefined, cardKey: Buffer, payUrl: string): Providers {
+function sandboxProviders(db: Db | undefined, cardKey: Buffer, payUrl: string): Providers {
   return {
     bankLinking: new SandboxBankLinking(),
     bankTransfers: new SandboxBankTransfers(),
@@ -51,7 +51,7 @@ const HTTP_PORTS = {
 };
 
 /** The operator's adapters, for the ports that have a URL. */
-export function httpProviders(c: ProviderConfig): Partial<Providers> {
+function httpProviders(c: ProviderConfig): Partial<Providers> {
   const out: Partial<Record<keyof Providers, HttpPort>> = {};
   for (const port of PROVIDER_PORTS) {
     const baseUrl = c.urls[port];

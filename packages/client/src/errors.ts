@@ -31,14 +31,3 @@ export class CofferError extends Error {
     this.requestId = requestId;
   }
 }
-
-export async function errorFromResponse(res: Response): Promise<CofferError> {
-  let errors: ApiErrorObject[] = [];
-  try {
-    const body = (await res.clone().json()) as { errors?: ApiErrorObject[] };
-    if (Array.isArray(body.errors)) errors = body.errors;
-  } catch {
-    /* not JSON: keep the status */
-  }
-  return new CofferError(res.status, errors, res.headers.get('x-request-id') ?? undefined);
-}

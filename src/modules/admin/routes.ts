@@ -30,7 +30,7 @@ const SecretSummary = Type.Object({
   createdAt: Timestamp(),
 });
 
-export const Client = resource('Client', 'Client', {
+const Client = resource('Client', 'Client', {
   name: Type.String(),
   disabled: Type.Boolean(),
   settings: ref(EffectiveSettingsSchema),
@@ -41,7 +41,7 @@ export const Client = resource('Client', 'Client', {
   updatedAt: Timestamp(),
 });
 
-export const ClientSecret = resource('ClientSecret', 'ClientSecret', {
+const ClientSecret = resource('ClientSecret', 'ClientSecret', {
   secret: Type.String({ description: 'Shown once' }),
   hint: Type.String(),
   createdAt: Timestamp(),
@@ -82,7 +82,7 @@ function clientResource(c: ClientRow, secrets: ClientSecretRow[], extra: { secre
   };
 }
 
-export const LedgerReport = resource('LedgerReport', 'LedgerReport', {
+const LedgerReport = resource('LedgerReport', 'LedgerReport', {
   sound: Type.Boolean(),
   violations: Type.Array(Type.Object({ rule: Type.String(), detail: Type.String() })),
   checkedAt: Timestamp(),
@@ -90,7 +90,7 @@ export const LedgerReport = resource('LedgerReport', 'LedgerReport', {
 
 const Violation = Type.Object({ rule: Type.String(), detail: Type.String() });
 
-export const LedgerCheck = resource(
+const LedgerCheck = resource(
   'LedgerCheck',
   'LedgerCheck',
   {

@@ -6,7 +6,7 @@ import { Cents, Nullable, Uuid } from '../../http/schemas.ts';
 
 const Lit = <T extends string>(...v: T[]) => Type.Enum(v);
 
-export const WidgetSettingsSchema = Type.Object(
+const WidgetSettingsSchema = Type.Object(
   {
     iconUrl: Type.Optional(Nullable(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 }))),
     textStyle: Type.Optional(Lit('default', 'small', 'semibold', 'small-semibold')),
@@ -113,7 +113,7 @@ export interface ClientSettings {
   widget: WidgetSettings;
 }
 
-export const DEFAULT_WIDGET: WidgetSettings = {
+const DEFAULT_WIDGET: WidgetSettings = {
   iconUrl: null,
   textStyle: 'default',
   successTitle: 'Payment complete',
@@ -125,7 +125,7 @@ export const DEFAULT_WIDGET: WidgetSettings = {
   buttonType: 'button',
 };
 
-export const DEFAULT_SETTINGS: ClientSettings = {
+const DEFAULT_SETTINGS: ClientSettings = {
   captureMode: 'manual',
   rails: 'bank',
   cardProcessor: { enabled: false, latencyMs: 2000 },

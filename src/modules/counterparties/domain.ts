@@ -11,7 +11,7 @@ import { defaultLabel, type CounterpartyBalance } from './render.ts';
 import * as q from './sql.ts';
 
 /** ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10). */
-export function isValidRoutingNumber(rn: string): boolean {
+function isValidRoutingNumber(rn: string): boolean {
   if (!/^[0-9]{9}$/.test(rn)) return false;
   const d = [...rn].map(Number);
   return (3 * (d[0]! + d[3]! + d[6]!) + 7 * (d[1]! + d[4]! + d[7]!) + (d[2]! + d[5]! + d[8]!)) % 10 === 0;

@@ -12,22 +12,21 @@ export interface CounterpartyBalance {
 type AccountType = 'Checking' | 'Savings';
 
 /** Stored lower case (as Coffer first took it); shown in Accrue's spelling. */
-export const accountTypeOf = (stored: string): AccountType =>
-  stored.toLowerCase() === 'savings' ? 'Savings' : 'Checking';
+const accountTypeOf = (stored: string): AccountType => (stored.toLowerCase() === 'savings' ? 'Savings' : 'Checking');
 
 /** What a counterparty without a label is called. */
 export const defaultLabel = (accountType: string, last4: string) =>
   `${accountTypeOf(accountType)} account ending ${last4}`;
 
 /** The sandbox's routing number for the deposit accounts it provisions (a test number: it passes the ABA checksum). */
-export const SANDBOX_ROUTING_NUMBER = '110000000';
+const SANDBOX_ROUTING_NUMBER = '110000000';
 
 /**
  * The sandbox provisions every counterparty a deposit account: a 16-digit number derived from
  * its id (stable, nothing stored). A live deployment shows none until a banking provider
  * provisions real ones.
  */
-export function sandboxDepositAccount(counterpartyId: string) {
+function sandboxDepositAccount(counterpartyId: string) {
   const n =
     BigInt(`0x${createHash('sha256').update(`deposit-account:${counterpartyId}`).digest('hex').slice(0, 16)}`) %
     10n ** 16n;

@@ -84,7 +84,7 @@ export const UpdateCounterpartyBody = requestBody(
 
 export const ListCounterpartiesQuery = listQuery({});
 
-export const PAYOUT_STATUSES = [
+const PAYOUT_STATUSES = [
   'Approved',
   'Cancelled',
   'Completed',

@@ -88,7 +88,7 @@ export interface DispatcherOptions extends Omit<WebhookGuards, 'maxPerMerchant'>
 }
 
 /** Headers for one attempt: the spec's x-service-signature plus the Standard Webhooks trio. */
-export function signatureHeaders(secret: string, eventId: string, body: string, at: Date): Record<string, string> {
+function signatureHeaders(secret: string, eventId: string, body: string, at: Date): Record<string, string> {
   // The key is the bytes the base64 part of the secret decodes to (docs/adr/0006-events-in-an-outbox.md).
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   return {
@@ -100,7 +100,7 @@ export function signatureHeaders(secret: string, eventId: string, body: string, 
 }
 
 /** The delay before the next attempt after `failedAttempts` failures, or null when out of retries. */
-export function retryDelayMs(delaysS: number[], failedAttempts: number): number | null {
+function retryDelayMs(delaysS: number[], failedAttempts: number): number | null {
   const base = delaysS[failedAttempts - 1];
   if (base === undefined) return null;
   return Math.round(base * 1000 * (1 + randomInt(0, 1001) / 10_000));

@@ -50,7 +50,7 @@ export async function maintainEventPartitions(
  * The default partitions hold only strays: kept events of dropped weeks, rows that came before
  * their week was created. One statement: the three deletes see the same rows.
  */
-export async function purgeDefaultPartitions(db: Db, o: { before: Date; batch: number }): Promise<number> {
+async function purgeDefaultPartitions(db: Db, o: { before: Date; batch: number }): Promise<number> {
   const rows = rowsOf<{ n: number }>(
     await db.execute(sql`
       with old as (

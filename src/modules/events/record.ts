@@ -8,7 +8,7 @@ import type { Executor } from '../../db/open.ts';
 import type { AnyTopic } from './topics.ts';
 import * as q from './sql.ts';
 
-export interface ResourceObject {
+interface ResourceObject {
   id: string;
   type: string;
   [member: string]: unknown;

@@ -6,7 +6,7 @@ import { TEST_TOPIC, TOPICS } from './topics.ts';
 
 const DeliveryState = Type.Enum(['pending', 'succeeded', 'failed', 'canceled']);
 
-export const Attempt = Type.Object({
+const Attempt = Type.Object({
   attempt: Type.Integer(),
   startedAt: Timestamp(),
   durationMs: Type.Integer(),
@@ -19,7 +19,7 @@ export const Attempt = Type.Object({
   ),
 });
 
-export const Delivery = Type.Object({
+const Delivery = Type.Object({
   id: Type.String(),
   webhookId: Type.String(),
   trigger: Type.Enum(['event', 'replay', 'test']),

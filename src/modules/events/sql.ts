@@ -14,7 +14,7 @@ import type { Page } from '../../http/paging.ts';
 export type EventRow = typeof events.$inferSelect;
 export type DeliveryRow = typeof eventDeliveries.$inferSelect;
 export type AttemptRow = typeof deliveryAttempts.$inferSelect;
-export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'canceled';
+type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'canceled';
 /** An event's state summarises its deliveries. */
 export type EventDeliveryState = 'pending' | 'succeeded' | 'failed' | 'none';
 

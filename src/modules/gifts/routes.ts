@@ -11,7 +11,7 @@ import { LookUpParams } from '../wallets/schemas.ts';
 import { createGift, giftAvailable } from './domain.ts';
 import { findGift, type GiftRow } from './sql.ts';
 
-export const Gift = resource('Gift', 'Gift', {
+const Gift = resource('Gift', 'Gift', {
   available: Type.Integer({ description: 'Cents left to spend' }),
   originalAmount: Type.Integer(),
 });

@@ -14,17 +14,17 @@ import { generateChallenge, type KnowledgeFact } from './questions.ts';
 import * as q from './sql.ts';
 
 const MINUTE = 60_000;
-export const CHALLENGE_LIFETIME_MS = 30 * MINUTE;
-export const TOKEN_LIFETIME_MS = 10 * MINUTE;
-export const COOLDOWN_MS = 60 * MINUTE;
-export const MAX_ATTEMPTS = 3;
+const CHALLENGE_LIFETIME_MS = 30 * MINUTE;
+const TOKEN_LIFETIME_MS = 10 * MINUTE;
+const COOLDOWN_MS = 60 * MINUTE;
+const MAX_ATTEMPTS = 3;
 /** How far back a cleared deposit qualifies for the third question. */
 const DEPOSIT_WINDOW_MS = 90 * 24 * 60 * MINUTE;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TOKEN = /^pvt_[0-9a-f]{64}$/;
 
-export type FailureReason = 'IncorrectAnswer' | 'ChallengeExpired' | 'MaxAttemptsExceeded';
+type FailureReason = 'IncorrectAnswer' | 'ChallengeExpired' | 'MaxAttemptsExceeded';
 
 /** Tokens are stored only as their SHA-256: 32 random bytes leave nothing to brute-force. */
 const hashToken = (token: string) => createHash('sha256').update(token).digest('hex');

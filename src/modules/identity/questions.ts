@@ -7,12 +7,12 @@
 // four is uniform, with wrong options as "round" as the right one.
 import { randomBytes, randomInt } from 'node:crypto';
 
-export interface QuestionOption {
+interface QuestionOption {
   id: string;
   label: string;
 }
 
-export interface Question {
+interface Question {
   id: string;
   prompt: string;
   options: QuestionOption[];
@@ -134,7 +134,7 @@ export function amountLabel(cents: number): string {
   return `$${dollars}.${String(cents % 100).padStart(2, '0')}`;
 }
 
-export const fullNameLabel = (firstName: string, lastName: string) => `${firstName} ${lastName}`;
+const fullNameLabel = (firstName: string, lastName: string) => `${firstName} ${lastName}`;
 
 /**
  * Picks `count` distinct values by calling `draw` until enough are found that are not in

@@ -4,7 +4,7 @@ import type { ChallengeRow, ProfileUpdateRow } from './sql.ts';
 import type { FAILURE_REASONS } from './schemas.ts';
 import { isoTime, isoTimeOrNull } from '../../timestamps.ts';
 
-export const identityPath = (userIdentifier: string) =>
+const identityPath = (userIdentifier: string) =>
   `/api/v1/users/${encodeURIComponent(userIdentifier)}/identity-verification`;
 
 export function challengeResource(c: ChallengeRow, userIdentifier: string, baseUrl: string) {

@@ -9,7 +9,7 @@ import type { App } from '../../http/server.ts';
 import { sandboxDocumentPageUrl } from '../../providers/kyc.ts';
 import { findDocumentLink } from './sql.ts';
 
-export const DOCUMENT_PAGE_TTL_MS = 3_600_000;
+const DOCUMENT_PAGE_TTL_MS = 3_600_000;
 
 const CSP =
   "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { Email, Nullable, ResourceIdentifier, Text, Timestamp, requestBody, resource } from '../../http/schemas.ts';
 
 /** Accrue's KYC statuses; Coffer reaches all but Unknown (a status Coffer never has). */
-export const KYC_STATUSES = [
+const KYC_STATUSES = [
   'NotStarted',
   'Pending',
   'ManualReview',

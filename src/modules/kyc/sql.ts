@@ -7,7 +7,7 @@ export type KycApplicationRow = typeof kycApplications.$inferSelect;
 export type KycDocumentLinkRow = typeof kycDocumentLinks.$inferSelect;
 
 /** The statuses the decision job asks the provider about: it is checking, or reviewing. */
-export const OPEN_STATUSES = ['Pending', 'ManualReview'];
+const OPEN_STATUSES = ['Pending', 'ManualReview'];
 
 export async function insertApplication(
   db: Executor,

@@ -67,7 +67,7 @@ export const DemoBackupPaymentMethod = resource(
 );
 
 /** The sandbox's test cards, named as Checkout.com names them (Accrue's testCardType). */
-export const TEST_CARD_TYPES = [
+const TEST_CARD_TYPES = [
   'visa-us-credit',
   'visa-gb-credit',
   'visa-gb-debit',

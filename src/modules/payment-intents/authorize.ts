@@ -112,7 +112,7 @@ export interface AttemptRequest {
 }
 
 /** The attributes an authorize key promises (docs/adr/0004-idempotency-in-the-database.md). */
-export function authorizeFingerprint(i: AuthorizeInput): string {
+function authorizeFingerprint(i: AuthorizeInput): string {
   return fingerprintOf([
     i.intentId,
     {
@@ -292,7 +292,7 @@ export function alreadyAuthorized(
 }
 
 /** Only a Promotable or RequiresAction intent can be authorized. */
-export const isAuthorizable = (status: string) => status === 'Promotable' || status === 'RequiresAction';
+const isAuthorizable = (status: string) => status === 'Promotable' || status === 'RequiresAction';
 
 /**
  * Any other is 402, the one failure status Accrue declares for authorize besides 403: the
@@ -597,7 +597,7 @@ async function decline(tx: Tx, d: Decision): Promise<Decided> {
  * Steps 2 and 3 for an open attempt: the processor call (outside any transaction) and the
  * recording of its answer. Also used by the recovery job for attempts whose process died.
  */
-export async function finishAttempt(
+async function finishAttempt(
   deps: AuthorizeDeps,
   attempt: payments.AttemptRow,
   scope: IdempotencyScope | undefined,

@@ -34,7 +34,7 @@ export interface CreateIntentInput {
 }
 
 /** The balance block: what the wallet can put toward this amount, and the most it may authorize. */
-export function walletBalanceBlock(
+function walletBalanceBlock(
   buckets: Buckets,
   connected: boolean,
   amount: number,

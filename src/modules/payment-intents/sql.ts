@@ -24,11 +24,6 @@ export const EXPIRING = ['Promotable', 'RequiresAction'];
  */
 const EXPIRING_STATUS = sql.raw(`"payment_intents"."status" in (${EXPIRING.map((s) => `'${s}'`).join(', ')})`);
 
-export async function insertIntent(db: Executor, row: typeof paymentIntents.$inferInsert): Promise<IntentRow> {
-  const [out] = await db.insert(paymentIntents).values(row).returning();
-  return out!;
-}
-
 export const insertIntentPart = (row: IntentRow): WritePart => insertPart(paymentIntents, row);
 export const updateIntentPart = (id: string, patch: Partial<IntentRow>): WritePart =>
   updatePart(paymentIntents, id, patch);
@@ -100,7 +95,7 @@ export async function authorizeContext(
 }
 
 /** One member's first read in a group of authorizes: its key's check and its intent. */
-export interface GroupCheck extends KeyCheck {
+interface GroupCheck extends KeyCheck {
   intent_row: Record<string, unknown> | null;
 }
 
@@ -224,7 +219,7 @@ const GROUP_CONTEXT = statement(
     order by m.n`,
 );
 
-export async function authorizeGroupContext(
+async function authorizeGroupContext(
   tx: Executor,
   members: { clientId: string; intent: IntentRow }[],
   lockWallets: string[],
@@ -244,29 +239,6 @@ export async function findIntent(db: Executor, clientId: string, id: string): Pr
     .from(paymentIntents)
     .where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, id)));
   return row;
-}
-
-/**
- * Locks an intent without waiting: a concurrent authorize of the same intent holds the lock,
- * and the caller answers 409 instead of queueing behind it. Undefined when not found;
- * 'busy' when another transaction holds it.
- */
-export async function lockIntentNoWait(
-  db: Executor,
-  clientId: string,
-  id: string,
-): Promise<IntentRow | undefined | 'busy'> {
-  try {
-    const [row] = await db
-      .select()
-      .from(paymentIntents)
-      .where(and(eq(paymentIntents.clientId, clientId), eq(paymentIntents.id, id)))
-      .for('update', { noWait: true });
-    return row;
-  } catch (err) {
-    if (isLockNotAvailable(err)) return 'busy';
-    throw err;
-  }
 }
 
 /** PostgreSQL's 55P03: a NOWAIT lock was held by another transaction. */

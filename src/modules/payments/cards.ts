@@ -14,7 +14,7 @@ import { getPayment } from './domain.ts';
 import { VirtualDebitCard } from './schemas.ts';
 import * as q from './sql.ts';
 
-export async function readCard(
+async function readCard(
   db: Db,
   sealer: Sealer,
   opts: { clientId: string; paymentId: string; requestId: string; ip: string; now: Date },

@@ -115,7 +115,7 @@ export async function emitIntent(
   );
 }
 
-export async function walletBuckets(db: Executor, walletId: string): Promise<Buckets> {
+async function walletBuckets(db: Executor, walletId: string): Promise<Buckets> {
   return ((await balancesOf(db, 'wallet', [walletId])).get(walletId) ?? {}) as Buckets;
 }
 
@@ -1030,7 +1030,7 @@ export async function updatePaymentReference(
  * locks them all, since which buckets it reserves from depends on the balances it reads under
  * the lock. A capture or release locks only those it moves (movedWalletAccounts).
  */
-export const MOVED_WALLET_CODES = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
+const MOVED_WALLET_CODES = WALLET_CODES.filter((c) => !c.endsWith('.pending'));
 
 /**
  * PATCH /payments/{id}/increase-authorization: a Created wallet payment (bank or card rails)

@@ -24,7 +24,7 @@ import { usableRewards, type Buckets } from '../wallets/balance.ts';
 
 export const NO_SOURCING: Sourcing = { merchantReward: 0, accrueReward: 0, deposit: 0, linked: 0, gift: 0 };
 
-export const sourcedTotal = (s: Sourcing) => s.merchantReward + s.accrueReward + s.deposit + s.linked + s.gift;
+const sourcedTotal = (s: Sourcing) => s.merchantReward + s.accrueReward + s.deposit + s.linked + s.gift;
 
 /** What a sourcing takes from each of the wallet's available accounts (a reservation's or a direct payment's debits). */
 export const availableDebits = (

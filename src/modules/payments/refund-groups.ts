@@ -43,7 +43,7 @@ export interface RefundRequest {
 }
 
 /** What a refund made: the refund, the payment as updated, all its refunds (oldest first) and its captures. */
-export interface RefundMade {
+interface RefundMade {
   refund: q.RefundRow;
   payment: q.PaymentRow;
   refunds: q.RefundRow[];

@@ -12,7 +12,7 @@ import {
   IdempotencyKey,
 } from '../../http/schemas.ts';
 
-export const PAYMENT_STATUSES = ['Created', 'Processing', 'Sent', 'Failed', 'Canceled', 'Returned'] as const;
+const PAYMENT_STATUSES = ['Created', 'Processing', 'Sent', 'Failed', 'Canceled', 'Returned'] as const;
 
 const Disbursement = Type.Object({
   counterpartyId: Type.String(),
@@ -68,7 +68,7 @@ export const Payment = resource(
 );
 
 /** Accrue's refund statuses. Coffer's refunds return the money when they are made: always `Sent`. */
-export const REFUND_STATUSES = ['Pending', 'Sent', 'Failed', 'Waiting'] as const;
+const REFUND_STATUSES = ['Pending', 'Sent', 'Failed', 'Waiting'] as const;
 
 export const Refund = resource('Refund', 'Refund', {
   paymentId: Type.String(),
@@ -222,7 +222,7 @@ export const AuthorizationRequest = resource('AuthorizationRequest', 'Authorizat
   updatedAt: Timestamp(),
 });
 
-export const CAPTURE_METHODS = ['Direct', 'BankRails', 'VirtualDebitCard'] as const;
+const CAPTURE_METHODS = ['Direct', 'BankRails', 'VirtualDebitCard'] as const;
 
 /** Accrue's Capture and CardCapture in one resource (both are type `Capture`). */
 export const Capture = resource('Capture', 'Capture', {

@@ -188,14 +188,6 @@ export async function paymentsOfIntents(db: Executor, intentIds: string[]): Prom
   return paymentsOfIntentsTogether(db, intentIds);
 }
 
-export async function paymentsByIds(db: Executor, clientId: string, ids: string[]): Promise<PaymentRow[]> {
-  if (ids.length === 0) return [];
-  return db
-    .select()
-    .from(payments)
-    .where(and(eq(payments.clientId, clientId), inArray(payments.id, ids)));
-}
-
 export interface PaymentFilters {
   status?: string;
   paymentIntentId?: string;
@@ -418,7 +410,7 @@ export async function lockPaymentById(db: Executor, id: string): Promise<Payment
 // ----- refunds
 
 export const insertRefundPart = (row: RefundRow): WritePart => insertPart(refunds, row);
-export const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
+const refundFromJson = (raw: Record<string, unknown>): RefundRow => rowFrom(refunds, raw);
 
 /** What a direct payment (POST /payments) decides on: checkDirectPaymentGroup. */
 export interface DirectPaymentContext {
@@ -549,22 +541,6 @@ export async function refundsOf(db: Executor, paymentIds: string[]): Promise<Ref
     .orderBy(asc(refunds.createdAt), asc(refunds.id));
 }
 
-// ----- authorization attempts
-
-export async function insertAttempt(db: Executor, row: typeof authorizationAttempts.$inferInsert): Promise<AttemptRow> {
-  const [out] = await db.insert(authorizationAttempts).values(row).returning();
-  return out!;
-}
-
-export async function openAttemptOfIntent(db: Executor, intentId: string): Promise<AttemptRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(authorizationAttempts)
-    .where(and(eq(authorizationAttempts.intentId, intentId), eq(authorizationAttempts.state, 'processing')))
-    .limit(1);
-  return row;
-}
-
 export async function findAttempt(
   db: Executor,
   id: string,
@@ -626,10 +602,6 @@ export async function cardOfGift(db: Executor, giftId: string): Promise<CardRow 
 
 export async function recordCardRead(db: Executor, row: typeof cardReads.$inferInsert): Promise<void> {
   await db.insert(cardReads).values(row);
-}
-
-export async function cardReadsOf(db: Executor, cardId: string) {
-  return db.select().from(cardReads).where(eq(cardReads.cardId, cardId)).orderBy(asc(cardReads.readAt));
 }
 
 /** The address of the user's latest KYC application (a card's billing address when the intent has none). */

@@ -13,7 +13,7 @@ import { requestLogDropped } from '../../observability/metrics.ts';
 import { insertRequestJson, requestRowJson, storable } from './sql.ts';
 
 /** The most requests held between two flushes; more are dropped (and counted) rather than grow without bound. */
-export const REQUEST_LOG_BUFFER = 20_000;
+const REQUEST_LOG_BUFFER = 20_000;
 /** Rows per insert statement. */
 const INSERT_BATCH = 1_000;
 /** A stored body is cut to this many characters. */

@@ -20,7 +20,7 @@ import { effectiveStatus, rewardResource } from './render.ts';
 import * as q from './sql.ts';
 
 /** How long a pre-issued reward waits for its wallet. */
-export const CLAIM_WINDOW_MS = 90 * 86_400_000;
+const CLAIM_WINDOW_MS = 90 * 86_400_000;
 
 export interface RewardMetadata {
   message?: string;

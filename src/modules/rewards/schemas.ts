@@ -14,7 +14,7 @@ import {
   IdempotencyKey,
 } from '../../http/schemas.ts';
 
-export const REWARD_STATUSES = ['Credited', 'Created', 'Claimed', 'Expired', 'Cancelled'] as const;
+const REWARD_STATUSES = ['Credited', 'Created', 'Claimed', 'Expired', 'Cancelled'] as const;
 
 export const Reward = resource(
   'Reward',

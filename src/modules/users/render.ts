@@ -15,7 +15,7 @@ function profile(u: UserSummaryRow) {
 }
 
 /** The attached profile's members that are set; an unset member is left out (the spec types them as strings, Accrue does not require them). */
-export function attachedProfileAttributes(u: UserRow) {
+function attachedProfileAttributes(u: UserRow) {
   const members: {
     referenceId?: string;
     stableReferenceId?: string;

@@ -11,7 +11,7 @@ const ReferenceId = () =>
   });
 
 /** Each member is present only while set (the spec types them as strings; Accrue requires none). */
-export const Profile = Type.Object({
+const Profile = Type.Object({
   firstName: Type.Optional(Type.String()),
   lastName: Type.Optional(Type.String()),
   email: Type.Optional(Type.String()),
@@ -19,7 +19,7 @@ export const Profile = Type.Object({
 });
 
 /** Each member is present only while set (the spec types them as strings; Accrue requires none). */
-export const AttachedProfileAttributes = {
+const AttachedProfileAttributes = {
   referenceId: Type.Optional(Type.String()),
   stableReferenceId: Type.Optional(Type.String()),
   effectiveReferenceId: Type.Optional(Type.String({ description: 'stableReferenceId if set, else referenceId' })),

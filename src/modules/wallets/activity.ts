@@ -13,8 +13,8 @@ import type { App } from '../../http/server.ts';
 import { findWallet } from './sql.ts';
 
 /** What a movement was, from its ledger entry's kind. */
-export const ACTIVITY_KINDS = ['deposit', 'withdrawal', 'reward', 'payment', 'refund', 'gift', 'other'] as const;
-export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+const ACTIVITY_KINDS = ['deposit', 'withdrawal', 'reward', 'payment', 'refund', 'gift', 'other'] as const;
+type ActivityKind = (typeof ACTIVITY_KINDS)[number];
 
 /** Each public kind as a condition on the ledger entry's kind (deposit.initiate, payment.reserve, ...). */
 const KIND_CONDITIONS: Record<Exclude<ActivityKind, 'other'>, SQL> = {
@@ -26,7 +26,7 @@ const KIND_CONDITIONS: Record<Exclude<ActivityKind, 'other'>, SQL> = {
   gift: like(ledgerEntries.kind, 'gift.%'),
 };
 
-export function activityKindOf(entryKind: string): ActivityKind {
+function activityKindOf(entryKind: string): ActivityKind {
   if (entryKind.startsWith('deposit')) return 'deposit';
   if (entryKind.startsWith('withdraw')) return 'withdrawal';
   if (entryKind.startsWith('reward')) return 'reward';
@@ -36,7 +36,7 @@ export function activityKindOf(entryKind: string): ActivityKind {
   return 'other';
 }
 
-export interface ActivityRow {
+interface ActivityRow {
   id: string;
   entryKind: string;
   refType: string;
@@ -46,14 +46,14 @@ export interface ActivityRow {
   changes: Record<string, number>;
 }
 
-export interface ActivityFilters {
+interface ActivityFilters {
   kind?: ActivityKind;
   createdAfter?: Date;
   createdBefore?: Date;
 }
 
 /** A page of the wallet's entries with their total; the wallet must be the client's (checked by the caller). */
-export async function walletActivityRows(
+async function walletActivityRows(
   db: Executor,
   o: { clientId: string; walletId: string; filters: ActivityFilters; page: Page },
 ): Promise<{ rows: ActivityRow[]; total: number }> {
@@ -134,7 +134,7 @@ export async function walletActivityRows(
   };
 }
 
-export const WalletActivity = resource(
+const WalletActivity = resource(
   'WalletActivity',
   'WalletActivity',
   {
@@ -169,7 +169,7 @@ const ActivityQuery = listQuery({
   ...createdRangeParams,
 });
 
-export function activityResource(walletId: string, r: ActivityRow) {
+function activityResource(walletId: string, r: ActivityRow) {
   return {
     id: r.id,
     type: 'WalletActivity' as const,

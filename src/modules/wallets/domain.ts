@@ -194,7 +194,7 @@ async function insertBarcode(
 }
 
 /** Why a barcode cannot be used now, or null when it can. */
-export function barcodeUnusable(b: q.BarcodeRow, now: Date): 'expired' | 'used' | null {
+function barcodeUnusable(b: q.BarcodeRow, now: Date): 'expired' | 'used' | null {
   if (b.expiresAt <= now) return 'expired';
   if (b.usageLimit !== null && b.usageCount >= b.usageLimit) return 'used';
   return null;

@@ -8,7 +8,7 @@ const Split = Type.Object({
   total: Type.Integer(),
 });
 
-export const Balance = Type.Object({
+const Balance = Type.Object({
   available: Split,
   pending: Split,
   reserved: Type.Object({ total: Type.Integer() }),

@@ -47,7 +47,7 @@ const WalletWidgetDto = Type.Object(
   { description: "The payload's figures, for merchants that draw their own widget (includeDto=true)" },
 );
 
-export const WalletWidgetData = resource(
+const WalletWidgetData = resource(
   'WalletWidgetData',
   'WalletWidgetData',
   {
@@ -65,7 +65,7 @@ export const WalletWidgetData = resource(
   },
 );
 
-export const LinkedAccountWidgetData = resource(
+const LinkedAccountWidgetData = resource(
   'LinkedAccountWidgetData',
   'LinkedAccountWidgetData',
   {
@@ -89,7 +89,7 @@ export const LinkedAccountWidgetData = resource(
   },
 );
 
-export const WidgetSession = resource(
+const WidgetSession = resource(
   'WidgetSession',
   'WidgetSession',
   {

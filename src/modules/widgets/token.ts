@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { SignJWT, errors, jwtVerify, type JWTPayload } from 'jose';
 import { apiError } from '../../http/errors.ts';
 
-export const WIDGET_TOKEN_TTL_S = 15 * 60;
+const WIDGET_TOKEN_TTL_S = 15 * 60;
 const ISSUER = 'coffer';
 const AUDIENCE = {
   wallet: 'coffer-widget',
@@ -19,7 +19,7 @@ const AUDIENCE = {
 type Kind = keyof typeof AUDIENCE;
 
 /** Session tokens read as what they are (Accrue's `wgt_session_…`); base64url keeps them URL-safe. */
-export const SESSION_TOKEN_PREFIX = 'wgt_session_';
+const SESSION_TOKEN_PREFIX = 'wgt_session_';
 
 interface Signed {
   jwt: string;

@@ -24,7 +24,7 @@ import { findWallet } from '../wallets/sql.ts';
 import { findWithdrawal, listWithdrawalRows, type WithdrawalRow } from './sql.ts';
 import { submitWithdrawal } from './withdraw-groups.ts';
 
-export const Withdraw = resource('Withdraw', 'Withdraw', {
+const Withdraw = resource('Withdraw', 'Withdraw', {
   amount: Type.Integer(),
   split: Type.Array(
     Type.Object({

@@ -13,7 +13,7 @@ export type WithdrawalRow = typeof withdrawals.$inferSelect;
 export const withdrawalsInsertPart = (rows: WithdrawalRow[]): WritePart => insertManyPart(withdrawals, rows);
 
 /** A connected linked account of the wallet's user, with what the wallet's cleared deposits brought in from it. */
-export interface WithdrawTarget {
+interface WithdrawTarget {
   id: string;
   institutionName: string;
   accountMask: string;

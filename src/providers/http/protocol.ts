@@ -14,7 +14,7 @@ const Reference = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z
 const Amount = Type.Integer({ minimum: 1, maximum: 100_000_000_000 });
 const Short = (max = 200) => Type.String({ minLength: 1, maxLength: max });
 
-export const KycApplicationRequest = Type.Object(
+const KycApplicationRequest = Type.Object(
   {
     type: Type.Literal('KycApplication'),
     reference: Reference,
@@ -36,13 +36,13 @@ export const KycApplicationRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const KycApplicationAnswer = Type.Object({
+const KycApplicationAnswer = Type.Object({
   reference: Reference,
   status: Type.Union(KYC_ANSWERS.map((s) => Type.Literal(s))),
 });
 
 /** A link to the provider's page where the user uploads identity documents. */
-export const KycDocumentLinkRequest = Type.Object(
+const KycDocumentLinkRequest = Type.Object(
   {
     type: Type.Literal('KycDocumentLink'),
     reference: Reference,
@@ -54,18 +54,18 @@ export const KycDocumentLinkRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const KycDocumentLinkAnswer = Type.Object({
+const KycDocumentLinkAnswer = Type.Object({
   reference: Reference,
   url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
 });
 
 /** The user has finished uploading documents for the application; the answer is where it stands. */
-export const KycDocumentsRequest = Type.Object(
+const KycDocumentsRequest = Type.Object(
   { type: Type.Literal('KycDocuments'), reference: Reference, application: Reference },
   { additionalProperties: false },
 );
 
-export const LinkAccountRequest = Type.Object(
+const LinkAccountRequest = Type.Object(
   {
     type: Type.Literal('LinkAccount'),
     reference: Reference,
@@ -78,7 +78,7 @@ export const LinkAccountRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const LinkedAccountAnswer = Type.Object({
+const LinkedAccountAnswer = Type.Object({
   reference: Reference,
   provider: Short(100),
   externalId: Short(),
@@ -89,16 +89,15 @@ export const LinkedAccountAnswer = Type.Object({
   institutionId: Short(),
 });
 
-export const DeactivateAccountRequest = Type.Object(
+const DeactivateAccountRequest = Type.Object(
   { type: Type.Literal('DeactivateAccount'), reference: Reference, externalId: Short() },
   { additionalProperties: false },
 );
-export const DeactivationAnswer = Type.Object({ reference: Reference, deactivated: Type.Literal(true) });
+const DeactivationAnswer = Type.Object({ reference: Reference, deactivated: Type.Literal(true) });
 
-export const TRANSFER_STATUSES = ['pending', 'settled', 'failed'] as const;
-export type TransferStatus = (typeof TRANSFER_STATUSES)[number];
+const TRANSFER_STATUSES = ['pending', 'settled', 'failed'] as const;
 
-export const BankTransferRequest = Type.Object(
+const BankTransferRequest = Type.Object(
   {
     type: Type.Literal('BankTransfer'),
     reference: Reference,
@@ -122,18 +121,18 @@ export const BankTransferRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const BankTransferAnswer = Type.Object({
+const BankTransferAnswer = Type.Object({
   reference: Reference,
   providerRef: Short(),
   status: Type.Union(TRANSFER_STATUSES.map((s) => Type.Literal(s))),
   failureReason: Type.Optional(Type.String({ maxLength: 500 })),
 });
 
-export const IssueCardRequest = Type.Object(
+const IssueCardRequest = Type.Object(
   { type: Type.Literal('Card'), reference: Reference, amount: Amount },
   { additionalProperties: false },
 );
-export const CardAnswer = Type.Object({
+const CardAnswer = Type.Object({
   reference: Reference,
   number: Type.String({ pattern: '^[0-9]{12,19}$' }),
   expirationMonth: Type.Integer({ minimum: 1, maximum: 12 }),
@@ -141,7 +140,7 @@ export const CardAnswer = Type.Object({
   cvc: Type.String({ pattern: '^[0-9]{3,4}$' }),
 });
 
-export const CardAuthorizationRequest = Type.Object(
+const CardAuthorizationRequest = Type.Object(
   {
     type: Type.Literal('CardAuthorization'),
     reference: Reference,
@@ -152,7 +151,7 @@ export const CardAuthorizationRequest = Type.Object(
   },
   { additionalProperties: false },
 );
-export const CardAuthorizationAnswer = Type.Object({
+const CardAuthorizationAnswer = Type.Object({
   reference: Reference,
   approved: Type.Boolean(),
   code: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_.-]+$' }),
