@@ -4,28 +4,23 @@
 // Screenshots of the main pages go to test-output/console/ (CONSOLE_SCREENSHOTS=docs/console
 // writes the ones docs/operations.md shows).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { webhookBody } from '../test/fixtures.ts';
 import { ADMIN_TOKEN, createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
 import { deposit, fundedWallet } from '../test/money.ts';
+import { launchChromium, skipWithoutChromium } from '../test/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OUT = path.resolve(ROOT, process.env.CONSOLE_SCREENSHOTS ?? 'test-output/console');
 
-// Skipped where there is no Chromium (a plain `npm test` on a new machine); CI sets
-// REQUIRE_BROWSER so a missing browser fails instead.
-const skip =
-  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
-    ? false
-    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip = skipWithoutChromium;
 
 describe('console in Chromium', { skip }, () => {
   let t: TestApp;
@@ -78,18 +73,7 @@ describe('console in Chromium', { skip }, () => {
     }
     assert.equal((await deposit(t, m, walletId, 1_500, account.id)).status, 201);
     await t.ctx.jobs.runOnce('request-log-flush');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
   });
   after(async () => {

@@ -2,27 +2,24 @@
 // scrolls sideways (wide tables scroll inside their own box), amounts read as dollars, the
 // favicon loads and the browser reports no error. Screenshots go to test-output/console/375/.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { buildConsoleListener } from '../listeners/console.ts';
 import type { App } from '../http/server.ts';
 import { webhookBody } from '../test/fixtures.ts';
 import { ADMIN_TOKEN, createTestApp, type Merchant, type TestApp } from '../test/harness.ts';
 import { deposit, fundedWallet } from '../test/money.ts';
+import { launchChromium, recordPageProblems, skipWithoutChromium } from '../test/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OUT = path.join(ROOT, 'test-output/console/375');
 const WIDTH = 375;
 
-const skip =
-  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
-    ? false
-    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip = skipWithoutChromium;
 
 /** Figures that look like amounts (1,234.56) and what comes right before them. */
 const AMOUNT = /(-?\$?)\b\d{1,3}(?:,\d{3})*\.\d\d\b(?![\d%.])/g;
@@ -68,26 +65,15 @@ describe('the console at 375 px, in Chromium', { skip }, () => {
     assert.equal(capture.status, 200, capture.raw);
     assert.equal((await deposit(t, m, wallet.id, 1_500, account.id)).status, 201);
     await t.ctx.jobs.runOnce('request-log-flush');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: WIDTH, height: 760 } });
-    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') failures.push(`console: ${msg.text()}`);
-    });
-    page.on('response', (res) => {
-      if (new URL(res.url()).pathname.startsWith('/favicon')) favicons.push(res.status());
-      else if (res.status() >= 400) failures.push(`${res.status()} ${res.url()}`);
+    // Favicon answers are counted apart (the test asks for them itself).
+    recordPageProblems(page, failures, {
+      ignore: (status, url) => {
+        if (!url.pathname.startsWith('/favicon')) return false;
+        favicons.push(status);
+        return true;
+      },
     });
   });
   after(async () => {

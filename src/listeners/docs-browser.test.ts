@@ -3,23 +3,20 @@
 // favicon loads. Every listener that serves HTML answers /favicon.ico and /favicon.svg.
 // A screenshot goes to test-output/docs/.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { buildConsoleListener } from './console.ts';
 import { createTestApp, type TestApp } from '../test/harness.ts';
+import { launchChromium, recordPageProblems, skipWithoutChromium } from '../test/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OUT = path.join(ROOT, 'test-output/docs');
 
-const skip =
-  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
-    ? false
-    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip = skipWithoutChromium;
 
 describe('/docs in Chromium', { skip }, () => {
   let t: TestApp;
@@ -31,18 +28,7 @@ describe('/docs in Chromium', { skip }, () => {
     t = await createTestApp();
     await t.api.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(t.api.server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
@@ -52,13 +38,7 @@ describe('/docs in Chromium', { skip }, () => {
   test('renders the reference with no CSP violation or console error; its favicon loads', async (ctx) => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
-    page.on('console', (msg) => {
-      if (msg.type() === 'error' || msg.type() === 'warning') errors.push(`console ${msg.type()}: ${msg.text()}`);
-    });
-    page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
-    page.on('response', (res) => {
-      if (res.status() >= 400) errors.push(`${res.status()} ${res.url()}`);
-    });
+    recordPageProblems(page, errors, { warnings: true });
     await page.addInitScript(() => {
       (globalThis as any).violations = [];
       (globalThis as any).document.addEventListener('securitypolicyviolation', (e: any) =>

@@ -3,29 +3,24 @@
 // on http://127.0.0.1:<port>, so the page and the widgets are different origins, as in
 // production. Screenshots go to test-output/widgets/.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import type { Browser, FrameLocator, Page } from 'playwright-core';
 import { seedDemoCustomer, type DemoCustomer } from '../../../examples/merchant/seed.ts';
 import { startMerchant } from '../../../examples/merchant/server.ts';
 import { systemClock } from '../../clock.ts';
 import { createTestApp, type Merchant, type TestApp } from '../../test/harness.ts';
 import { assertLedgerSound } from '../../test/money.ts';
+import { launchChromium, skipWithoutChromium } from '../../test/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUT = fileURLToPath(new URL('../../../test-output/widgets/', import.meta.url));
 
 type ShopEvent = { name: string; detail: any };
 
-// Skipped where there is no Chromium (a plain `npm test` on a new machine); CI sets
-// REQUIRE_BROWSER so a missing browser fails instead.
-const skip =
-  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
-    ? false
-    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip = skipWithoutChromium;
 
 describe('widgets in Chromium', { skip }, () => {
   let t: TestApp;
@@ -59,18 +54,7 @@ describe('widgets in Chromium', { skip }, () => {
     const acct = { api: `${apiUrl}/api/v1`, clientId: m.clientId, secret: m.secret };
     customer = await seedDemoCustomer(acct, { tick: async () => void (await t.ctx.jobs.runOnce('kyc-decisions')) });
     shop = await startMerchant({ ...acct, payUrl, customer, port: 0, host: 'localhost' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();

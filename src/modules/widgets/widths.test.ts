@@ -4,18 +4,18 @@
 // and once paid the total is what was paid and the balance toggle is disabled.
 // Screenshots go to test-output/widgets/widths/.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type FrameLocator, type Page } from 'playwright-core';
+import type { Browser, FrameLocator, Page } from 'playwright-core';
 import { seedDemoCustomer } from '../../../examples/merchant/seed.ts';
 import { startMerchant } from '../../../examples/merchant/server.ts';
 import { systemClock } from '../../clock.ts';
 import { createTestApp, type TestApp } from '../../test/harness.ts';
+import { launchChromium, recordPageProblems, skipWithoutChromium } from '../../test/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const OUT = path.join(ROOT, 'test-output/widgets/widths');
 const WIDTHS = [360, 375, 390, 414, 1280];
@@ -24,10 +24,7 @@ const TALL = 2000;
 type Box = { x: number; y: number; width: number; height: number };
 type ShopEvent = { name: string; detail: any };
 
-const skip =
-  existsSync(CHROMIUM) || process.env.REQUIRE_BROWSER
-    ? false
-    : `no Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`;
+const skip = skipWithoutChromium;
 
 /** Whether two boxes share more than a hairline. */
 const overlap = (a: Box, b: Box) =>
@@ -61,26 +58,9 @@ describe('the shop and its widgets at phone widths, in Chromium', { skip }, () =
       tick: async () => void (await t.ctx.jobs.runOnce('kyc-decisions')),
     });
     shop = await startMerchant({ ...acct, payUrl, customer, port: 0, host: 'localhost' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 375, height: TALL } });
-    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') failures.push(`console: ${msg.text()}`);
-    });
-    page.on('response', (res) => {
-      if (res.status() >= 400) failures.push(`${res.status()} ${res.url()}`);
-    });
+    recordPageProblems(page, failures);
     await page.goto(shop.url);
     await frame('wallet-balance').locator('.amount').waitFor();
     await frame('wallet').locator('.amount').waitFor();
